@@ -1,0 +1,160 @@
+"""The harness: the one place that owns the clock.
+
+Protocol per group (one size, several algorithms): deterministic fill, warm-up (which also sizes
+the iteration count from the time budget, agreed across ranks), then ``repetitions`` blocks in
+which the algorithms take turns, order reversed every other block. Every iteration is preceded
+by a barrier and timed alone; the sample kept is the max over ranks of that iteration (the time
+the slowest rank saw). After timing, each algorithm runs once more on fresh data and its result
+is compared with the exact expected value: ``wrong`` counts bad elements summed over ranks.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from mpi4py import MPI
+
+from bench import data, metrics
+from bench.case import Group
+from bench.records import SCHEMA_VERSION
+from bench.scenario import Timing
+from bench.stats import summarize
+from kernels.algorithm import ALGORITHMS, Problem
+from kernels.ops import ITEMSIZE, OPS
+from kernels.topology import Topology
+from kernels.transports.base import Plan, Transport
+
+TIMER = "time.perf_counter_ns around each iteration, after a barrier; max over ranks per iteration"
+
+
+@dataclass(frozen=True)
+class Env:
+    """What the harness needs from the launch: control plane, transport, topology."""
+
+    control: MPI.Comm  # host-side aggregation of samples and counts (never timed)
+    transport: Transport
+    topology: Topology
+    extra: dict[str, Any]  # fields stamped on every record (run id, scenario, oversubscribed)
+
+
+@dataclass
+class _Entry:
+    name: str
+    plan: Plan
+    steps: int | None
+    bytes_sent: int | None
+    bytes_inter: int | None
+    samples: list[float]
+
+
+def _compile(env: Env, group: Group, name: str, buf: Any, scratch: Any) -> _Entry:
+    alg, op = ALGORITHMS.get(name), OPS[group.op]
+    if alg.is_vendor:
+        return _Entry(name, env.transport.vendor(buf, op), None, None, None, [])
+    rank = env.transport.rank
+    sched = alg.schedule(Problem(env.topology, group.count, ITEMSIZE[group.dtype]), rank)
+    item = ITEMSIZE[group.dtype]
+    inter = sum(s.range.size for st in sched.steps for s in st.sends
+                if not env.topology.same_node(rank, s.peer)) * item
+    steps = sum(1 for _ in sched.steps)
+    return _Entry(name, env.transport.compile(sched, buf, scratch, op), steps,
+                  sched.bytes_sent(item), inter, [])
+
+
+def _time_block(env: Env, plan: Plan, iters: int, out: list[float]) -> None:
+    tr, clock = env.transport, time.perf_counter_ns
+    for _ in range(iters):
+        tr.barrier()
+        t0 = clock()
+        plan.run()
+        tr.synchronize()
+        out.append((clock() - t0) / 1e3)
+
+
+def _iterations(env: Env, timing: Timing, entries: list[_Entry]) -> int:
+    """Iterations per algorithm: the explicit override, or the time budget over the slowest
+    warm-up iteration of any algorithm on any rank (so all ranks agree)."""
+    if timing.iters is not None:
+        return timing.iters
+    warm: list[float] = []
+    for e in entries:
+        est: list[float] = []
+        _time_block(env, e.plan, max(1, timing.warmup), est)
+        warm.append(float(np.median(est)))
+    slowest = env.control.allreduce(max(warm), op=MPI.MAX)
+    iters = int(timing.time_budget_ms * 1e3 / max(slowest, 1e-3))
+    return max(timing.min_iters, min(timing.max_iters, iters))
+
+
+def measure(env: Env, group: Group, timing: Timing, check: bool) -> list[dict[str, Any]]:
+    """Measure every algorithm of ``group``; records on rank 0, ``[]`` on other ranks."""
+    tr, rank = env.transport, env.transport.rank
+    buf = tr.allocate(group.count, group.dtype)
+    scratch = tr.allocate(group.count, group.dtype)
+    host_in = data.fill(rank, group.world_size, group.count, group.op).astype(group.dtype)
+    entries = [_compile(env, group, a, buf, scratch) for a in group.algorithms]
+    try:
+        with np.errstate(all="ignore"):  # repeated in-place reductions overflow: harmless
+            tr.upload(buf, host_in)
+            if timing.iters is not None:
+                for e in entries:
+                    _time_block(env, e.plan, timing.warmup, [])
+            iters = _iterations(env, timing, entries)
+            block = math.ceil(iters / timing.repetitions)
+            for rep in range(timing.repetitions):
+                for e in entries if rep % 2 == 0 else entries[::-1]:
+                    _time_block(env, e.plan, block, e.samples)
+            wrong = [_check(env, group, e.plan, buf, host_in) if check else None for e in entries]
+        return _records(env, group, timing, entries, wrong)
+    finally:
+        for e in entries:
+            e.plan.close()
+
+
+def _check(env: Env, group: Group, plan: Plan, buf: Any, host_in: np.ndarray) -> int:
+    tr = env.transport
+    tr.upload(buf, host_in)
+    plan.run()
+    tr.synchronize()
+    return data.count_wrong(tr.download(buf), group.world_size, group.op, group.dtype)
+
+
+def _records(env: Env, group: Group, timing: Timing, entries: list[_Entry],
+             wrong: list[int | None]) -> list[dict[str, Any]]:
+    ctl = env.control
+    out = []
+    for e, w in zip(entries, wrong):
+        samples = np.asarray(e.samples)
+        worst = np.empty_like(samples) if ctl.rank == 0 else None
+        ctl.Reduce(samples, worst, op=MPI.MAX, root=0)
+        total_wrong = ctl.reduce(w, op=MPI.SUM, root=0) if w is not None else None
+        sent = ctl.reduce(e.bytes_sent, op=MPI.MAX, root=0) if e.bytes_sent is not None else None
+        inter = ctl.reduce(e.bytes_inter, op=MPI.MAX, root=0) if e.bytes_inter is not None else None
+        if ctl.rank != 0:
+            continue
+        assert worst is not None
+        s = summarize(worst)
+        t = s.median / 1e6
+        out.append({
+            "schema_version": SCHEMA_VERSION, "kind": "collective", "status": "ok",
+            "collective": group.collective, "algorithm": e.name, "transport": group.transport,
+            "world_size": group.world_size, "ranks_per_node": group.ranks_per_node,
+            "nodes": group.world_size // group.ranks_per_node,
+            "nbytes": group.nbytes, "count": group.count, "dtype": group.dtype, "op": group.op,
+            "iters": s.n, "warmup": timing.warmup, "repetitions": timing.repetitions,
+            **s.as_dict("time_us_"),
+            "algbw_gbps": metrics.algbw_gbps(group.nbytes, t),
+            "busbw_gbps": metrics.busbw_gbps(group.collective, group.world_size, group.nbytes, t),
+            "wrong": total_wrong,
+            "tolerance": data.tolerance(group.world_size, group.dtype) if group.op == "sum" else 0.0,
+            "bytes_sent_max": sent, "bytes_sent_inter_max": inter, "steps": e.steps,
+            "timer": TIMER,
+            "samples_us": [round(x, 3) for x in worst.tolist()],
+            "time_unix": time.time(),
+            **env.extra,
+        })
+    return out

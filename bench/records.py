@@ -1,0 +1,108 @@
+"""Result records: versioned, self-describing, append-only JSON Lines next to ``meta.json``.
+
+The reporter and the regression gate read only this store. Each record is one line written,
+flushed and fsynced as soon as its case is measured, so a crash loses at most the case in
+flight; the loader skips a truncated last line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+SCHEMA_VERSION = 1
+RESULTS = "results.jsonl"
+META = "meta.json"
+
+# Fields every collective record carries (the gate matches cases on KEY_FIELDS).
+COLLECTIVE_FIELDS = (
+    "schema_version", "kind", "status", "collective", "algorithm", "transport", "world_size",
+    "ranks_per_node", "nbytes", "count", "dtype", "op", "iters", "time_us_median", "time_us_p5",
+    "time_us_p95", "time_us_min", "algbw_gbps", "busbw_gbps", "wrong", "bytes_sent_max",
+    "samples_us",
+)
+KEY_FIELDS = ("kind", "collective", "algorithm", "transport", "world_size", "ranks_per_node",
+              "nbytes", "dtype", "op")
+
+
+class StoreError(ValueError):
+    """A run directory that cannot be read (missing, wrong schema); one-line message."""
+
+
+class ResultWriter:
+    """Appends records to ``run_dir/results.jsonl``, durable record by record."""
+
+    def __init__(self, run_dir: Path) -> None:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        self.path = run_dir / RESULTS
+        self._f = self.path.open("a", encoding="utf-8")
+
+    def write(self, record: Mapping[str, Any]) -> None:
+        self._f.write(json.dumps(record, separators=(",", ":"), allow_nan=False) + "\n")
+        self._f.flush()
+        os.fsync(self._f.fileno())
+
+    def close(self) -> None:
+        self._f.close()
+
+    def __enter__(self) -> ResultWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def write_meta(run_dir: Path, meta: Mapping[str, Any]) -> None:
+    """Write ``meta.json`` atomically (tmp file + rename), so readers never see half of it."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    tmp = run_dir / (META + ".tmp")
+    tmp.write_text(json.dumps(meta, indent=2, sort_keys=True, default=str), encoding="utf-8")
+    os.replace(tmp, run_dir / META)
+
+
+def read_meta(run_dir: Path) -> dict[str, Any]:
+    path = Path(run_dir) / META
+    if not path.is_file():
+        raise StoreError(f"{run_dir}: no {META} (not a commbench run directory)")
+    try:
+        meta = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise StoreError(f"{path}: not valid JSON ({e.msg} at line {e.lineno})") from None
+    if meta.get("schema_version") != SCHEMA_VERSION:
+        raise StoreError(
+            f"{path}: schema_version {meta.get('schema_version')!r}, "
+            f"this commbench reads {SCHEMA_VERSION}"
+        )
+    return meta
+
+
+def iter_records(run_dir: Path) -> Iterator[dict[str, Any]]:
+    """Records in file order. A last line cut short by a crash is skipped; a bad line elsewhere
+    is an error naming its line number."""
+    path = Path(run_dir) / RESULTS
+    if not path.is_file():
+        return
+    lines = path.read_text(encoding="utf-8").splitlines()
+    for i, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError:
+            if i == len(lines):
+                return  # truncated by a crash mid-write
+            raise StoreError(f"{path}:{i}: not a JSON record") from None
+        if rec.get("schema_version") != SCHEMA_VERSION:
+            raise StoreError(f"{path}:{i}: schema_version {rec.get('schema_version')!r}, "
+                             f"this commbench reads {SCHEMA_VERSION}")
+        yield rec
+
+
+def load_results(run_dir: Path | str) -> pd.DataFrame:
+    """All records of a run as a DataFrame (one row per case; ``samples_us`` holds lists)."""
+    return pd.DataFrame.from_records(list(iter_records(Path(run_dir))))

@@ -1,0 +1,35 @@
+"""nccl-tests-style text tables of collective records."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, TextIO
+
+HEADER = (
+    f"#{'size':>11} {'count':>12} {'type':>8} {'redop':>6} {'algorithm':>17} "
+    f"{'time':>10} {'p95':>10} {'algbw':>8} {'busbw':>8} {'#wrong':>7}\n"
+    f"#{'(B)':>11} {'(elements)':>12} {'':>8} {'':>6} {'':>17} "
+    f"{'(us)':>10} {'(us)':>10} {'(GB/s)':>8} {'(GB/s)':>8} {'':>7}"
+)
+
+
+def banner(world: int, ranks_per_node: int, transport: str, oversubscribed: bool) -> str:
+    note = "  [ranks outnumber cores: oversubscribed, expect noise]" if oversubscribed else ""
+    return (f"# commbench allreduce  world_size={world}  ranks_per_node={ranks_per_node}  "
+            f"transport={transport}{note}\n# time = median over iterations of the max over ranks; "
+            f"busbw = algbw * 2(p-1)/p (nccl-tests)\n{HEADER}")
+
+
+def row(rec: Mapping[str, Any]) -> str:
+    wrong = rec.get("wrong")
+    return (
+        f" {rec['nbytes']:>11} {rec['count']:>12} {rec['dtype']:>8} {rec['op']:>6} "
+        f"{rec['algorithm']:>17} {rec['time_us_median']:>10.2f} {rec['time_us_p95']:>10.2f} "
+        f"{rec['algbw_gbps']:>8.2f} {rec['busbw_gbps']:>8.2f} "
+        f"{'n/a' if wrong is None else wrong:>7}"
+    )
+
+
+def print_row(rec: Mapping[str, Any], out: TextIO) -> None:
+    out.write(row(rec) + "\n")
+    out.flush()

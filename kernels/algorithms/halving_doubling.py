@@ -1,0 +1,58 @@
+"""Rabenseifner's AllReduce: recursive-halving reduce-scatter + recursive-doubling all-gather."""
+
+from __future__ import annotations
+
+from kernels.algorithm import Problem, algorithm
+from kernels.chunks import split
+from kernels.schedule import Range, StepBuilder
+
+
+@algorithm("halving_doubling")
+def halving_doubling(problem: Problem, b: StepBuilder) -> None:
+    """Recursive halving reduce-scatter then recursive doubling all-gather, for any p.
+
+    Let p' be the largest power of two <= p and r = p - p'. If r > 0, a first step folds each of
+    the first r even/odd pairs (in node order) into the odd rank, and a last step sends the result
+    back to the even rank. The p' remaining ranks run log2(p') halving steps, each sending half of
+    the range still held, then log2(p') doubling steps. Steps: 2*log2(p') (+2 if p is not a power
+    of two). Bytes sent per rank: 2(p'-1)/p' * n, plus n for the ranks that fold in or send back.
+    """
+    order = [r for node in problem.topology.nodes() for r in node]
+    p = len(order)
+    if p == 1:
+        return
+    pp = 1 << (p.bit_length() - 1)
+    rem = p - pp
+    whole = Range(0, problem.count)
+    if rem:
+        st = b.step()
+        for i in range(rem):
+            b.move(order[2 * i], order[2 * i + 1], whole, reduce=True, step=st)
+    real = [order[2 * v + 1] if v < rem else order[v + rem] for v in range(pp)]
+    blocks = split(problem.count, pp)
+
+    def span(lo: int, hi: int) -> Range:  # blocks lo..hi-1 as one element range
+        return Range(blocks[lo].start, blocks[hi - 1].stop)
+
+    held = [(0, pp) for _ in range(pp)]  # block interval each virtual rank still reduces
+    d = pp // 2
+    while d:
+        st = b.step()
+        for v in range(pp):
+            lo, hi = held[v]
+            mid = (lo + hi) // 2
+            keep, give = ((lo, mid), (mid, hi)) if v & d == 0 else ((mid, hi), (lo, mid))
+            b.move(real[v], real[v ^ d], span(*give), reduce=True, step=st)
+            held[v] = keep
+        d //= 2
+    d = 1
+    while d < pp:
+        st = b.step()
+        for v in range(pp):
+            b.move(real[v], real[v ^ d], span(*held[v]), reduce=False, step=st)
+        held = [(min(held[v][0], held[v ^ d][0]), max(held[v][1], held[v ^ d][1])) for v in range(pp)]
+        d *= 2
+    if rem:
+        st = b.step()
+        for i in range(rem):
+            b.move(order[2 * i + 1], order[2 * i], whole, reduce=False, step=st)
