@@ -24,6 +24,7 @@ from bench.records import SCHEMA_VERSION
 from bench.scenario import Timing
 from bench.stats import summarize
 from kernels.algorithm import ALGORITHMS, Problem
+from kernels.bytecount import bytes_sent
 from kernels.ops import ITEMSIZE, OPS
 from kernels.topology import Topology
 from kernels.transports.base import Plan, Transport
@@ -55,14 +56,11 @@ def _compile(env: Env, group: Group, name: str, buf: Any, scratch: Any) -> _Entr
     alg, op = ALGORITHMS.get(name), OPS[group.op]
     if alg.is_vendor:
         return _Entry(name, env.transport.vendor(buf, op), None, None, None, [])
-    rank = env.transport.rank
-    sched = alg.schedule(Problem(env.topology, group.count, ITEMSIZE[group.dtype]), rank)
     item = ITEMSIZE[group.dtype]
-    inter = sum(s.range.size for st in sched.steps for s in st.sends
-                if not env.topology.same_node(rank, s.peer)) * item
-    steps = sum(1 for _ in sched.steps)
-    return _Entry(name, env.transport.compile(sched, buf, scratch, op), steps,
-                  sched.bytes_sent(item), inter, [])
+    sched = alg.schedule(Problem(env.topology, group.count, item), env.transport.rank)
+    sent = bytes_sent(sched, env.topology, item)
+    return _Entry(name, env.transport.compile(sched, buf, scratch, op), len(sched.steps),
+                  sent.total, sent.inter, [])
 
 
 def _time_block(env: Env, plan: Plan, iters: int, out: list[float]) -> None:

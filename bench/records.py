@@ -11,9 +11,10 @@ import json
 import os
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
+if TYPE_CHECKING:
+    import pandas as pd
 
 SCHEMA_VERSION = 1
 RESULTS = "results.jsonl"
@@ -105,4 +106,6 @@ def iter_records(run_dir: Path) -> Iterator[dict[str, Any]]:
 
 def load_results(run_dir: Path | str) -> pd.DataFrame:
     """All records of a run as a DataFrame (one row per case; ``samples_us`` holds lists)."""
+    import pandas as pd  # lazily: the CLI's start-up should not pay for pandas
+
     return pd.DataFrame.from_records(list(iter_records(Path(run_dir))))

@@ -24,6 +24,7 @@ from bench.case import Group, groups
 from bench.progress import Progress
 from bench.records import ResultWriter
 from bench.scenario import CollectiveScenario
+from bench.units import format_size
 from bench.watchdog import Watchdog
 from kernels.topology import Topology
 from kernels.transports import TRANSPORTS, TransportUnavailable
@@ -117,7 +118,7 @@ def _run_group(ctx: RunContext, env: harness.Env, g: Group, dog: Watchdog,
     label = g.label()
     if writer:
         _mark_inflight(ctx.run_dir, label)
-    bar.start(f"p={g.world_size} {g.nbytes}B {g.dtype} {g.op} {'/'.join(g.algorithms)}")
+    bar.start(f"p={g.world_size} {format_size(g.nbytes)} {g.dtype} {g.op} {'/'.join(g.algorithms)}")
     dog.arm(label, ctx.scenario.case_timeout_s)
     records = harness.measure(env, g, ctx.scenario.timing, ctx.scenario.check)
     dog.disarm()

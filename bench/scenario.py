@@ -29,6 +29,20 @@ from kernels.ops import DTYPES, ITEMSIZE, OPS
 from kernels.transports import TRANSPORTS
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """SafeLoader that rejects a key given twice (PyYAML silently keeps the last one)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key {key!r} given twice", key_node.start_mark)
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
 class ScenarioError(ValueError):
     """A scenario that cannot run; ``str()`` is the one line shown to the user."""
 
@@ -137,7 +151,7 @@ def load_scenario(path: Path | str) -> CollectiveScenario:
     """Parse and validate a scenario file; raises :class:`ScenarioError` with one line."""
     path = Path(path)
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        raw = yaml.load(path.read_text(encoding="utf-8"), Loader=_UniqueKeyLoader)
     except FileNotFoundError:
         raise ScenarioError(f"{path}: no such scenario file") from None
     except yaml.YAMLError as e:

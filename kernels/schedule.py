@@ -79,9 +79,6 @@ class Schedule:
     count: int
     steps: tuple[Step, ...] = field(default_factory=tuple)
 
-    def bytes_sent(self, itemsize: int) -> int:
-        return itemsize * sum(s.range.size for st in self.steps for s in st.sends)
-
 
 class StepBuilder:
     """Accumulates the steps of all ranks of a global schedule, then freezes them.
