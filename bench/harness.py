@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -49,18 +50,18 @@ class _Entry:
     steps: int | None
     bytes_sent: int | None
     bytes_inter: int | None
-    samples: list[float]
+    samples: list[float] = field(default_factory=list)
 
 
 def _compile(env: Env, group: Group, name: str, buf: Any, scratch: Any) -> _Entry:
     alg, op = ALGORITHMS.get(name), OPS[group.op]
     if alg.is_vendor:
-        return _Entry(name, env.transport.vendor(buf, op), None, None, None, [])
+        return _Entry(name, env.transport.vendor(buf, op), None, None, None)
     item = ITEMSIZE[group.dtype]
     sched = alg.schedule(Problem(env.topology, group.count, item), env.transport.rank)
     sent = bytes_sent(sched, env.topology, item)
     return _Entry(name, env.transport.compile(sched, buf, scratch, op), len(sched.steps),
-                  sent.total, sent.inter, [])
+                  sent.total, sent.inter)
 
 
 def _time_block(env: Env, plan: Plan, iters: int, out: list[float]) -> None:
@@ -73,19 +74,32 @@ def _time_block(env: Env, plan: Plan, iters: int, out: list[float]) -> None:
         out.append((clock() - t0) / 1e3)
 
 
-def _iterations(env: Env, timing: Timing, entries: list[_Entry]) -> int:
+def _iterations(env: Env, timing: Timing, plans: Sequence[Plan]) -> int:
     """Iterations per algorithm: the explicit override, or the time budget over the slowest
     warm-up iteration of any algorithm on any rank (so all ranks agree)."""
+    warm: list[float] = []
+    for plan in plans:
+        est: list[float] = []
+        _time_block(env, plan, max(1, timing.warmup), est)
+        warm.append(float(np.median(est)))
     if timing.iters is not None:
         return timing.iters
-    warm: list[float] = []
-    for e in entries:
-        est: list[float] = []
-        _time_block(env, e.plan, max(1, timing.warmup), est)
-        warm.append(float(np.median(est)))
     slowest = env.control.allreduce(max(warm), op=MPI.MAX)
     iters = int(timing.time_budget_ms * 1e3 / max(slowest, 1e-3))
     return max(timing.min_iters, min(timing.max_iters, iters))
+
+
+def time_plans(env: Env, timing: Timing, plans: Sequence[Plan]) -> list[list[float]]:
+    """This rank's samples (us) per plan: warm-up, then ``repetitions`` blocks in which the plans
+    take turns, order reversed every other block. Plans share buffers; inputs are the caller's."""
+    samples: list[list[float]] = [[] for _ in plans]
+    with np.errstate(all="ignore"):  # repeated in-place reductions overflow: harmless
+        block = math.ceil(_iterations(env, timing, plans) / timing.repetitions)
+        order = list(range(len(plans)))
+        for rep in range(timing.repetitions):
+            for i in order if rep % 2 == 0 else order[::-1]:
+                _time_block(env, plans[i], block, samples[i])
+    return samples
 
 
 def measure(env: Env, group: Group, timing: Timing, check: bool) -> list[dict[str, Any]]:
@@ -96,16 +110,10 @@ def measure(env: Env, group: Group, timing: Timing, check: bool) -> list[dict[st
     host_in = data.fill(rank, group.world_size, group.count, group.op).astype(group.dtype)
     entries = [_compile(env, group, a, buf, scratch) for a in group.algorithms]
     try:
-        with np.errstate(all="ignore"):  # repeated in-place reductions overflow: harmless
-            tr.upload(buf, host_in)
-            if timing.iters is not None:
-                for e in entries:
-                    _time_block(env, e.plan, timing.warmup, [])
-            iters = _iterations(env, timing, entries)
-            block = math.ceil(iters / timing.repetitions)
-            for rep in range(timing.repetitions):
-                for e in entries if rep % 2 == 0 else entries[::-1]:
-                    _time_block(env, e.plan, block, e.samples)
+        tr.upload(buf, host_in)
+        for e, samples in zip(entries, time_plans(env, timing, [e.plan for e in entries])):
+            e.samples = samples
+        with np.errstate(all="ignore"):
             wrong = [_check(env, group, e.plan, buf, host_in) if check else None for e in entries]
         return _records(env, group, timing, entries, wrong)
     finally:
