@@ -104,17 +104,20 @@ def _self_launch(args: argparse.Namespace, sc: CollectiveScenario, sizes: tuple[
     kept = sum(1 for _ in iter_records(run_dir))
     print(f"# {kept} records in {run_dir / 'results.jsonl'}", file=sys.stderr)
     _after_run(run_dir)
-    print(run_dir)
     return code
 
 
 def _after_run(run_dir: Path) -> None:
-    """Hook for what follows a run (the report, once the reporter is installed)."""
+    """Print the run directory, then write the report and print its path (the last line)."""
+    print(run_dir, flush=True)
     try:
-        from reports.render import render_run  # type: ignore[import-not-found]
-    except ImportError:
+        from reports.render import render_run
+    except ImportError:  # a checkout without the reporter still measures
         return
-    print(render_run(run_dir), file=sys.stderr)
+    try:
+        print(render_run(run_dir), flush=True)
+    except Exception as e:  # the measurements are safe on disk; say what broke, keep going
+        print(f"commbench: report not written: {type(e).__name__}: {e}", file=sys.stderr)
 
 
 def _run_in_job(args: argparse.Namespace, sc: CollectiveScenario, sizes: tuple[int, ...]) -> int:
@@ -168,7 +171,6 @@ def _run_in_job(args: argparse.Namespace, sc: CollectiveScenario, sizes: tuple[i
         info.update(status="ok", finished=dt.datetime.now(dt.timezone.utc).isoformat())
         write_meta(run_dir, info)
         _after_run(run_dir)
-        print(run_dir)
     return 0
 
 
