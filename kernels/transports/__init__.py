@@ -32,5 +32,7 @@ class TransportSpec:
 TRANSPORTS: Registry[TransportSpec] = Registry("transport")
 TRANSPORTS.add("mpi", TransportSpec("mpi", "kernels.transports.mpi", "MpiTransport",
                                     "mpi4py point-to-point on host (numpy) buffers"))
+TRANSPORTS.add("torch", TransportSpec("torch", "kernels.transports.torch_p2p", "from_mpi",
+                                      "torch.distributed batch_isend_irecv (gloo on CPU, NCCL on GPU)"))
 
 __all__ = ["TRANSPORTS", "Transport", "TransportSpec", "TransportUnavailable"]

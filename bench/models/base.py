@@ -1,0 +1,67 @@
+"""What a reference model is to the training code: a named config that builds a chain of pieces
+and makes deterministic batches."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import nn
+
+from kernels.registry import Registry
+
+
+class Chain(nn.Module):
+    """``forward`` applies ``pieces`` in order; the pipeline splits the list into stages."""
+
+    def __init__(self, pieces: list[nn.Module]) -> None:
+        super().__init__()
+        self.pieces = nn.ModuleList(pieces)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for p in self.pieces:
+            x = p(x)
+        return x
+
+
+@dataclass(frozen=True)
+class Batch:
+    inputs: torch.Tensor
+    targets: torch.Tensor
+    tokens: int  # tokens in the batch (0 for non-sequence models)
+
+    def slice(self, start: int, stop: int) -> Batch:
+        per = self.tokens // self.inputs.shape[0] if self.tokens else 0
+        return Batch(self.inputs[start:stop], self.targets[start:stop], per * (stop - start))
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A named model: ``build()`` makes it (call under a fixed seed), ``batch`` makes data."""
+
+    name: str
+    family: str  # "mlp", "gpt", "convnet"
+    config: Any  # the family's frozen config dataclass
+    build: Callable[[], Chain]
+    batch: Callable[[int, int, int], Batch]  # (global_batch, step, seed) -> Batch
+    loss: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+    heads: int | None = None  # attention heads (tensor-parallel degree must divide them)
+    tp_plan: Callable[[], dict[str, str]] | None = None  # module path -> "colwise" | "rowwise"
+
+    @property
+    def num_pieces(self) -> int:
+        return len(self.build_meta().pieces)
+
+    def build_meta(self) -> Chain:
+        """The model on the meta device: shapes without memory (for the analytic model)."""
+        with torch.device("meta"):
+            return self.build()
+
+
+MODELS: Registry[ModelSpec] = Registry("model")
+
+
+def model_spec(name: str) -> ModelSpec:
+    return MODELS.get(name)

@@ -1,0 +1,139 @@
+"""A nanoGPT-like decoder: token + position embeddings, pre-LayerNorm blocks of causal
+self-attention and a GELU MLP, final LayerNorm and an *untied* LM head (tying would put one
+weight on the first and last pipeline stage; param counts below include the separate head).
+
+Attention uses separate q/k/v projections so Megatron-style column sharding splits whole heads;
+the head count is read from the (possibly sharded) projection width, so one module serves the
+full and the tensor-parallel model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from bench.models.base import MODELS, Batch, Chain, ModelSpec
+from bench.models.data import token_sequences
+
+
+@dataclass(frozen=True)
+class GPTConfig:
+    layers: int
+    heads: int
+    embd: int
+    vocab: int
+    seq_len: int  # block size; batches use this many tokens per sample
+
+    def __post_init__(self) -> None:
+        if self.embd % self.heads:
+            raise ValueError(f"embd {self.embd} is not a multiple of heads {self.heads}")
+
+    @property
+    def head_dim(self) -> int:
+        return self.embd // self.heads
+
+
+class Embed(nn.Module):
+    def __init__(self, cfg: GPTConfig) -> None:
+        super().__init__()
+        self.wte = nn.Embedding(cfg.vocab, cfg.embd)
+        self.wpe = nn.Embedding(cfg.seq_len, cfg.embd)
+
+    def forward(self, idx: torch.Tensor) -> torch.Tensor:
+        pos = torch.arange(idx.shape[1], device=idx.device)
+        return self.wte(idx) + self.wpe(pos)
+
+
+class Attention(nn.Module):
+    def __init__(self, cfg: GPTConfig) -> None:
+        super().__init__()
+        self.head_dim = cfg.head_dim
+        self.q = nn.Linear(cfg.embd, cfg.embd)
+        self.k = nn.Linear(cfg.embd, cfg.embd)
+        self.v = nn.Linear(cfg.embd, cfg.embd)
+        self.proj = nn.Linear(cfg.embd, cfg.embd)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, t, _ = x.shape
+
+        def heads(y: torch.Tensor) -> torch.Tensor:
+            return y.view(b, t, -1, self.head_dim).transpose(1, 2)
+
+        y = F.scaled_dot_product_attention(heads(self.q(x)), heads(self.k(x)), heads(self.v(x)),
+                                           is_causal=True)
+        return self.proj(y.transpose(1, 2).reshape(b, t, -1))
+
+
+class MLP(nn.Module):
+    def __init__(self, cfg: GPTConfig) -> None:
+        super().__init__()
+        self.fc = nn.Linear(cfg.embd, 4 * cfg.embd)
+        self.proj = nn.Linear(4 * cfg.embd, cfg.embd)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.proj(F.gelu(self.fc(x)))
+
+
+class Block(nn.Module):
+    def __init__(self, cfg: GPTConfig) -> None:
+        super().__init__()
+        self.ln1 = nn.LayerNorm(cfg.embd)
+        self.attn = Attention(cfg)
+        self.ln2 = nn.LayerNorm(cfg.embd)
+        self.mlp = MLP(cfg)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x + self.attn(self.ln1(x))
+        return x + self.mlp(self.ln2(x))
+
+
+class Head(nn.Module):
+    def __init__(self, cfg: GPTConfig) -> None:
+        super().__init__()
+        self.ln_f = nn.LayerNorm(cfg.embd)
+        self.lm_head = nn.Linear(cfg.embd, cfg.vocab, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.lm_head(self.ln_f(x))
+
+
+def build(cfg: GPTConfig) -> Chain:
+    return Chain([Embed(cfg), *(Block(cfg) for _ in range(cfg.layers)), Head(cfg)])
+
+
+def loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    return F.cross_entropy(logits.flatten(0, 1), targets.flatten())
+
+
+def make_batch(cfg: GPTConfig, global_batch: int, step: int, seed: int) -> Batch:
+    seq = token_sequences(seed, step, global_batch, cfg.seq_len, cfg.vocab)
+    return Batch(seq[:, :-1].contiguous(), seq[:, 1:].contiguous(), global_batch * cfg.seq_len)
+
+
+def tp_plan(cfg: GPTConfig) -> dict[str, str]:
+    """Megatron: q/k/v and fc column-parallel, the projections after them row-parallel."""
+    plan = {}
+    for i in range(1, cfg.layers + 1):
+        for name in ("attn.q", "attn.k", "attn.v", "mlp.fc"):
+            plan[f"pieces.{i}.{name}"] = "colwise"
+        for name in ("attn.proj", "mlp.proj"):
+            plan[f"pieces.{i}.{name}"] = "rowwise"
+    return plan
+
+
+def _register(name: str, cfg: GPTConfig) -> None:
+    MODELS.add(name, ModelSpec(
+        name, "gpt", cfg, build=lambda: build(cfg),
+        batch=lambda b, s, seed: make_batch(cfg, b, s, seed),
+        loss=loss, heads=cfg.heads, tp_plan=lambda: tp_plan(cfg)))
+
+
+_register("gpt-tiny", GPTConfig(layers=6, heads=4, embd=32, vocab=64, seq_len=16))
+_register("gpt-small", GPTConfig(layers=4, heads=4, embd=128, vocab=512, seq_len=64))
+_register("gpt2-124m", GPTConfig(layers=12, heads=12, embd=768, vocab=50304, seq_len=1024))
+_register("gpt-350m", GPTConfig(layers=24, heads=16, embd=1024, vocab=50304, seq_len=1024))
+_register("gpt-1.3b", GPTConfig(layers=24, heads=16, embd=2048, vocab=50304, seq_len=2048))
+_register("gpt-6.7b", GPTConfig(layers=32, heads=32, embd=4096, vocab=50304, seq_len=2048))
