@@ -9,7 +9,8 @@ import sys
 from bench.commands import COMMANDS
 
 # Modules that register subcommands; a new command is a new module named here.
-COMMAND_MODULES = ("bench.commands.run", "bench.commands.listing")
+COMMAND_MODULES = ("bench.commands.run", "bench.commands.listing", "bench.commands.report",
+                   "bench.commands.compare")
 
 
 class UsageError(Exception):

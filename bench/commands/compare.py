@@ -1,0 +1,57 @@
+"""``commbench compare BASELINE CURRENT``: the regression gate (exit 1 on a regression)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from bench.commands import register
+from bench.compare.decide import Rule
+from bench.compare.gate import compare_runs
+from bench.compare.keys import InputError
+from bench.compare.table import render
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    p.add_argument("baseline", type=Path, help="baseline run directory")
+    p.add_argument("current", type=Path, help="current run directory")
+    p.add_argument("--threshold", type=float, default=5.0, metavar="PCT",
+                   help="minimum slowdown that counts, in percent (default 5)")
+    p.add_argument("--alpha", type=float, default=0.01,
+                   help="one-sided significance level of the U test (default 0.01)")
+    p.add_argument("--relative", action="store_true",
+                   help="decide each algorithm on its time relative to native measured beside it "
+                        "(robust on shared machines; blind to a slowdown of everything)")
+    p.add_argument("--strict", action="store_true",
+                   help="also fail on oversubscribed cases (and on native with --relative)")
+    p.add_argument("--min-abs", type=float, default=1.0, metavar="US",
+                   help="smallest difference of medians that counts, in µs (default 1)")
+    p.add_argument("--html", type=Path, default=None, metavar="FILE",
+                   help="also write an HTML report of both runs with the verdict on top")
+    p.add_argument("--all", action="store_true", help="list every key, not only changed ones")
+
+
+def handle(args: argparse.Namespace) -> int:
+    if not 0 <= args.threshold < 100 or not 0 < args.alpha < 1:
+        print("commbench: --threshold must be in [0, 100) and --alpha in (0, 1)", file=sys.stderr)
+        return 2
+    rule = Rule(threshold=args.threshold / 100, alpha=args.alpha, reference=args.relative,
+                strict=args.strict, min_abs=args.min_abs)
+    try:
+        res = compare_runs(args.baseline, args.current, rule)
+    except InputError as e:
+        print(f"commbench: compare: {e}", file=sys.stderr)
+        return 2
+    print(render(res, everything=args.all))
+    if args.html:
+        from reports.gate_section import gate_section
+        from reports.render import render_report
+
+        out = render_report([args.baseline, args.current], args.html, extra=[gate_section(res)],
+                            title=f"commbench compare — {args.baseline} vs {args.current}")
+        print(f"# report: {out}", file=sys.stderr)
+    return res.exit_code
+
+
+register("compare", "compare a run against a baseline; exit 1 on a regression", configure, handle)

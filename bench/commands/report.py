@@ -1,0 +1,47 @@
+"""``commbench report RUN [RUN ...] -o FILE``: one self-contained HTML report."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from bench.commands import register
+from bench.records import StoreError
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    p.add_argument("runs", type=Path, nargs="+", help="run directories (the first is the baseline "
+                                                      "of the comparison table)")
+    p.add_argument("-o", "--output", type=Path, default=None,
+                   help="HTML file (default: RUN/report.html for one run, report.html otherwise)")
+    p.add_argument("--max-rows", type=int, default=2000,
+                   help="table rows written inline (default 2000)")
+    p.add_argument("--max-figures", type=int, default=6,
+                   help="figure panels per section (default 6)")
+
+
+def handle(args: argparse.Namespace) -> int:
+    from reports.render import render_report
+    from reports.sections import Options
+
+    out = args.output or (args.runs[0] / "report.html" if len(args.runs) == 1
+                          else Path("report.html"))
+    for run in args.runs:
+        if not run.is_dir():
+            print(f"commbench: report: {run}: no such run directory", file=sys.stderr)
+            return 2
+    if args.max_rows < 1 or args.max_figures < 1:
+        print("commbench: report: --max-rows and --max-figures must be >= 1", file=sys.stderr)
+        return 2
+    try:
+        path = render_report(args.runs, out, Options(max_panels=args.max_figures,
+                                                     max_rows=args.max_rows))
+    except StoreError as e:
+        print(f"commbench: report: {e}", file=sys.stderr)
+        return 2
+    print(path)
+    return 0
+
+
+register("report", "write an HTML report of one or more runs", configure, handle)

@@ -1,0 +1,92 @@
+"""Cases of two runs matched by key, with their raw samples pooled per key.
+
+A key is :data:`bench.records.KEY_FIELDS` plus ``strategy`` and ``model`` (training records);
+fields a record lacks are ``None``. Several records with one key (a run appended twice) pool
+their samples.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bench.records import KEY_FIELDS, iter_records, read_meta
+
+KEY = (*KEY_FIELDS, "strategy", "model")
+# Where each record kind keeps its raw samples, and their unit (lower is better for both).
+SAMPLES: Mapping[str, tuple[str, str]] = {"collective": ("samples_us", "µs"),
+                                          "training": ("samples_ms", "ms")}
+DETERMINISTIC = ("bytes_sent_max", "wrong")
+
+Key = tuple[Any, ...]
+
+
+class InputError(ValueError):
+    """Runs that cannot be compared (missing, wrong schema, nothing in common); one line."""
+
+
+@dataclass
+class Case:
+    key: Key
+    kind: str
+    statuses: list[str] = field(default_factory=list)
+    samples: list[float] = field(default_factory=list)
+    exact: dict[str, set[Any]] = field(default_factory=dict)
+    summaries: bool = False  # samples are a tool's summary values, not raw iterations
+    blocks: int = 1  # repetition blocks the samples are split into (1 once records are pooled)
+    oversubscribed: bool = False  # more ranks than cores: stalls, not code, move the numbers
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.statuses) and all(s == "ok" for s in self.statuses)
+
+    def array(self) -> np.ndarray:
+        return np.asarray(self.samples, dtype=float)
+
+
+def key_of(rec: Mapping[str, Any]) -> Key:
+    return tuple(rec.get(f) for f in KEY)
+
+
+def describe(key: Key) -> str:
+    """A short human name: the fields that are set, in key order."""
+    return " ".join(f"{f}={v}" for f, v in zip(KEY, key) if v is not None and f != "kind")
+
+
+def cases(records: Iterable[Mapping[str, Any]]) -> dict[Key, Case]:
+    out: dict[Key, Case] = {}
+    for rec in records:
+        k = key_of(rec)
+        kind = str(rec.get("kind", "collective"))
+        c = out.setdefault(k, Case(k, kind))
+        c.blocks = int(rec.get("repetitions") or 1) if not c.statuses else 1
+        c.statuses.append(str(rec.get("status", "ok")))
+        c.oversubscribed |= bool(rec.get("oversubscribed"))
+        col = SAMPLES.get(kind, ("samples_us", ""))[0]
+        samples = rec.get(col) or []
+        c.samples.extend(float(x) for x in samples if x is not None)
+        c.summaries |= bool(rec.get("samples_are_summaries"))
+        for f in DETERMINISTIC:
+            if f in rec:
+                c.exact.setdefault(f, set()).add(rec[f])
+    return out
+
+
+def load_cases(run_dir: Path) -> tuple[dict[str, Any], dict[Key, Case]]:
+    """``meta.json`` and the cases of one run; :class:`InputError` when unusable."""
+    from bench.records import StoreError
+
+    if not Path(run_dir).is_dir():
+        raise InputError(f"{run_dir}: no such run directory")
+    try:
+        meta = read_meta(Path(run_dir))
+        found = cases(iter_records(Path(run_dir)))
+    except StoreError as e:
+        raise InputError(str(e)) from None
+    if not found:
+        raise InputError(f"{run_dir}: no records in results.jsonl")
+    return meta, found

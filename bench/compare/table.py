@@ -1,0 +1,44 @@
+"""The gate's verdict as a text table: failing keys first, then faster ones, then a summary."""
+
+from __future__ import annotations
+
+import math
+
+from bench.compare.gate import GateResult, Row
+from bench.compare.keys import SAMPLES, describe
+
+ORDER = ("failed", "changed", "slower", "faster", "reference slower", "reference faster",
+         "noisy slower", "noisy faster", "fixed", "both failed", "untested", "only in baseline",
+         "only in current", "same")
+SHOWN = frozenset(ORDER[:11])
+
+
+def _f(v: float, fmt: str = ".4g") -> str:
+    return "" if v is None or not math.isfinite(v) else format(v, fmt)
+
+
+def line(r: Row) -> str:
+    d = r.decision
+    unit = SAMPLES.get(r.kind, ("", "µs"))[1]
+    ci = f"[{_f(d.low, '.3f')}, {_f(d.high, '.3f')}]" if d and math.isfinite(d.low) else ""
+    return (f"{r.outcome.upper():<17} {_f(r.base_median):>10} {_f(r.cur_median):>10} {unit:<2} "
+            f"{_f(d.ratio, '.3f') if d else '':>7} {ci:<17} {_f(d.p_slower, '.1e') if d else '':>8} "
+            f"{describe(r.key)}{'  (' + r.detail + ')' if r.detail else ''}")
+
+
+def render(res: GateResult, everything: bool = False) -> str:
+    rule = res.rule
+    head = (f"# commbench compare  baseline={res.baseline}  current={res.current}\n"
+            f"# slower = U test p<{rule.alpha} (one-sided) and the {rule.confidence:.0%} bootstrap "
+            f"interval of median(current)/median(baseline) above 1+max({rule.threshold:.0%}, "
+            f"block drift)\n"
+            f"{'# outcome':<17} {'baseline':>10} {'current':>10} {'':<2} {'ratio':>7} "
+            f"{'interval':<17} {'p(slower)':>8} key")
+    rank = {o: i for i, o in enumerate(ORDER)}
+    rows = sorted((r for r in res.rows if everything or r.outcome in SHOWN),
+                  key=lambda r: (rank.get(r.outcome, len(ORDER)), -(r.decision.ratio
+                                 if r.decision and math.isfinite(r.decision.ratio) else 0)))
+    counts = ", ".join(f"{res.count(o)} {o}" for o in ORDER if res.count(o))
+    verdict = (f"FAIL: {len(res.failures)} of {len(res.rows)} keys regressed"
+               if res.failures else f"PASS: no regression in {len(res.rows)} keys")
+    return "\n".join([head, *(line(r) for r in rows), f"# {counts}", verdict])

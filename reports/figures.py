@@ -1,0 +1,158 @@
+"""The report's figures, from already aggregated frames (one point per plotted value).
+
+Colours follow the algorithm (the vendor collective is always black and thicker), line styles
+follow the run, so overlaid runs read as "same colour, different dash".
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import pandas as pd
+from markupsafe import Markup
+from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
+
+from bench.units import format_size
+from reports.data import VENDOR
+from reports.svg import style, to_svg
+
+RUN_STYLES = ("-", "--", ":", "-.")
+RUN_MARKERS = ("o", "s", "^", "D", "v", "P")
+PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
+           "#17becf", "#bcbd22", "#7f7f7f")
+MEM_PARTS = (("mem_params_bytes", "parameters", "#1f77b4"), ("mem_grads_bytes", "gradients", "#ff7f0e"),
+             ("mem_optim_bytes", "optimizer state", "#2ca02c"), ("other", "other (peak − parts)", "#bbbbbb"))
+
+
+def algorithm_colors(algorithms: Sequence[str]) -> dict[str, str]:
+    others = sorted(a for a in set(algorithms) if a != VENDOR)
+    colors = {a: PALETTE[i % len(PALETTE)] for i, a in enumerate(others)}
+    colors[VENDOR] = "#000000"
+    return colors
+
+
+def _size_axis(ax: object) -> None:
+    ax.set_xscale("log", base=2)  # type: ignore[attr-defined]
+    ax.xaxis.set_major_locator(LogLocator(base=4))  # type: ignore[attr-defined]
+    ax.xaxis.set_major_formatter(FuncFormatter(  # type: ignore[attr-defined]
+        lambda v, _: format_size(int(v)) if v >= 1 and float(v).is_integer() else ""))
+    ax.tick_params(axis="x", labelrotation=45)  # type: ignore[attr-defined]
+    ax.xaxis.set_minor_locator(NullLocator())  # type: ignore[attr-defined]
+
+
+def _line(ax: object, x: pd.Series, y: pd.Series, alg: str, run_index: int, label: str,
+          colors: dict[str, str]) -> None:
+    native = alg == VENDOR
+    ax.plot(x, y, RUN_STYLES[run_index % len(RUN_STYLES)],  # type: ignore[attr-defined]
+            marker=RUN_MARKERS[run_index % len(RUN_MARKERS)], markersize=3,
+            color=colors.get(alg, "#555555"), linewidth=2.2 if native else 1.3, label=label)
+
+
+def _grid(rows: int, cols: int, col_w: float, row_h: float, legend_w: float = 1.9,
+          rotated_x: bool = True) -> tuple[Figure, Any]:
+    """A figure of ``rows`` x ``cols`` axes with fixed margins and room for a legend on the right.
+    Fixed margins instead of constrained layout halve the drawing time (no text measuring)."""
+    width, height = col_w * cols + legend_w + 0.7, row_h * rows + 0.9
+    fig = Figure(figsize=(width, height))
+    axes = fig.subplots(rows, cols, squeeze=False)
+    bottom = (0.85 if rotated_x else 0.6) / height
+    fig.subplots_adjust(left=0.7 / width, right=1 - legend_w / width, bottom=bottom,
+                        top=1 - 0.55 / height, wspace=0.38, hspace=0.75)
+    return fig, axes
+
+
+def _legend(fig: Figure, axes: Any, width_frac_right: float) -> None:
+    seen: dict[str, Any] = {}
+    for ax in axes.flat:
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            seen.setdefault(lab, h)
+    fig.legend(list(seen.values()), list(seen.keys()), loc="upper left", fontsize=8,
+               bbox_to_anchor=(width_frac_right + 0.005, 1 - 0.5 / fig.get_figheight()),
+               frameon=False)
+
+
+def _label(alg: str, run: str, several_runs: bool) -> str:
+    return f"{alg} [{run}]" if several_runs else alg
+
+
+def by_world_size(points: pd.DataFrame, runs: Sequence[str], y: str, ylabel: str, title: str,
+                  logy: bool = False) -> Markup:
+    """One subplot per world size: ``y`` against message size, a line per algorithm and run.
+    ``points`` comes from :func:`reports.aggregate.points`."""
+    worlds = (points[["world_size", "ranks_per_node", "where"]].drop_duplicates()
+              .sort_values(["world_size", "ranks_per_node"])["where"].tolist())
+    cols = min(len(worlds), 3)
+    rows = math.ceil(len(worlds) / cols)
+    colors = algorithm_colors(points["algorithm"].unique())
+    several = len(runs) > 1
+    with style():
+        fig, axes = _grid(rows, cols, 3.6, 2.9)
+        for i, w in enumerate(worlds):
+            ax = axes[i // cols][i % cols]
+            sub = points[points["where"] == w]
+            for (run, alg), line in sub.groupby(["run", "algorithm"], sort=True):
+                line = line.sort_values("nbytes")
+                _line(ax, line["nbytes"], line[y], alg, runs.index(run), _label(alg, run, several),
+                      colors)
+            _size_axis(ax)
+            if logy:
+                ax.set_yscale("log")
+            ax.set_title(w)
+            ax.set_xlabel("message size")
+            ax.set_ylabel(ylabel)
+        for j in range(len(worlds), rows * cols):
+            axes[j // cols][j % cols].set_visible(False)
+        _legend(fig, axes, fig.subplotpars.right)
+        fig.suptitle(title)
+        return to_svg(fig, title)
+
+
+def scaling(points: pd.DataFrame, runs: Sequence[str], sizes: Sequence[int], title: str) -> Markup:
+    """Rows: median time and busbw against world size; one column per message size."""
+    colors = algorithm_colors(points["algorithm"].unique())
+    several = len(runs) > 1
+    with style():
+        fig, axes = _grid(2, len(sizes), 3.4, 2.7, rotated_x=False)
+        for c, size in enumerate(sizes):
+            sub = points[points["nbytes"] == size]
+            for (run, alg), line in sub.groupby(["run", "algorithm"], sort=True):
+                line = line.sort_values("world_size")
+                for r, col in enumerate(("time_us_median", "busbw_gbps")):
+                    _line(axes[r][c], line["world_size"], line[col], alg, runs.index(run),
+                          _label(alg, run, several), colors)
+            axes[0][c].set_title(f"{format_size(int(size))} per rank")
+            axes[0][c].set_yscale("log")
+            axes[0][c].set_ylabel("median time (µs)")
+            axes[1][c].set_ylabel("busbw (GB/s)")
+            for r in range(2):
+                axes[r][c].set_xscale("log", base=2)
+                axes[r][c].set_xlabel("world size (ranks)")
+                axes[r][c].xaxis.set_major_formatter(FuncFormatter(
+                    lambda v, _: str(int(v)) if v >= 1 and float(v).is_integer() else ""))
+                axes[r][c].xaxis.set_minor_locator(NullLocator())
+        _legend(fig, axes, fig.subplotpars.right)
+        fig.suptitle(title)
+        return to_svg(fig, title)
+
+
+def memory(bars: pd.DataFrame, title: str) -> Markup:
+    """Stacked horizontal bars of per-rank memory; ``bars`` has a ``label`` column and the
+    part columns of :data:`MEM_PARTS` in bytes."""
+    with style():
+        fig = Figure(figsize=(9.5, 0.3 * len(bars) + 1.3))
+        fig.subplots_adjust(left=0.3, right=0.97, bottom=0.6 / fig.get_figheight(),
+                            top=1 - 0.45 / fig.get_figheight())
+        ax = fig.subplots()
+        left = pd.Series(0.0, index=bars.index)
+        for col, name, color in MEM_PARTS:
+            width = bars[col].fillna(0.0) / 2**20
+            ax.barh(bars["label"], width, left=left, color=color, label=name)
+            left = left + width
+        ax.invert_yaxis()
+        ax.set_xlabel("MiB per rank (peak)")
+        ax.legend(loc="lower right", fontsize=8)
+        ax.set_title(title)
+        return to_svg(fig, title)

@@ -1,0 +1,24 @@
+"""The regression gate's verdict as a report section (``commbench compare --html``)."""
+
+from __future__ import annotations
+
+from bench.compare.gate import GateResult
+from bench.compare.keys import describe
+from bench.compare.table import ORDER
+from reports.sections import Section
+
+
+def gate_section(res: GateResult) -> Section:
+    rank = {o: i for i, o in enumerate(ORDER)}
+    rows = []
+    for r in sorted(res.rows, key=lambda r: rank.get(r.outcome, len(ORDER))):
+        d = r.decision
+        rows.append({"outcome": r.outcome, "failing": r.failing, "key": describe(r.key),
+                     "base": r.base_median, "cur": r.cur_median,
+                     "ratio": d.ratio if d else None, "low": d.low if d else None,
+                     "high": d.high if d else None, "p": d.p_slower if d else None,
+                     "detail": r.detail})
+    return Section("gate", "Regression gate", "gate.html.j2", {
+        "passed": not res.failures, "failures": len(res.failures), "total": len(res.rows),
+        "baseline": str(res.baseline), "current": str(res.current), "rule": res.rule,
+        "counts": [(o, res.count(o)) for o in ORDER if res.count(o)], "rows": rows})

@@ -1,0 +1,99 @@
+"""Render one self-contained HTML report from one or more run directories.
+
+Everything the page needs is inline: CSS, a small table script, figures as SVG. Templates are
+autoescaped, so strings from ``meta.json`` or records (scenario names, errors) cannot inject
+markup. ``render_run`` is what ``commbench run`` calls when a run ends.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+import jinja2
+
+from bench.units import format_size
+from reports.data import ReportData, load_runs
+from reports.sections import SECTIONS, Options, Section
+
+# Sections in page order; a new section is a module that registers itself, named here.
+SECTION_MODULES = ("reports.sections.bandwidth", "reports.sections.scaling",
+                   "reports.sections.memory", "reports.sections.choose",
+                   "reports.sections.comparison", "reports.sections.cases",
+                   "reports.sections.method")
+TEMPLATES = Path(__file__).parent / "templates"
+
+
+def _num(value: object, digits: int = 3) -> str:
+    """Numbers for tables: ``digits`` significant figures, blank when missing."""
+    if value is None or isinstance(value, str):
+        return "" if value is None else value
+    try:
+        v = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return str(value)
+    if not math.isfinite(v):
+        return ""
+    if v.is_integer() and abs(v) < 1e15:
+        return str(int(v))
+    return f"{v:.{digits}g}" if abs(v) < 1e6 else f"{v:.3e}"
+
+
+def _sortval(value: object) -> str:
+    """A ``data-v`` sort key: the number itself, or '' when missing."""
+    try:
+        v = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return ""
+    return repr(v) if math.isfinite(v) else ""
+
+
+def environment() -> jinja2.Environment:
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES),
+                             autoescape=True, undefined=jinja2.StrictUndefined,
+                             trim_blocks=True, lstrip_blocks=True)
+    env.filters.update(num=_num, sortval=_sortval,
+                       size=lambda n: format_size(int(n)) if n == n and n else "")
+    return env
+
+
+def build_sections(data: ReportData, opts: Options) -> list[Section]:
+    for mod in SECTION_MODULES:
+        importlib.import_module(mod)
+    out = []
+    for name in SECTIONS.names():
+        sec = SECTIONS.get(name)(data, opts)
+        if sec is not None:
+            out.append(sec)
+    return out
+
+
+def render_html(data: ReportData, opts: Options | None = None, extra: Sequence[Section] = (),
+                title: str | None = None) -> str:
+    """The page as a string; ``extra`` sections (e.g. the gate's verdict) go first."""
+    sections = [*extra, *build_sections(data, opts or Options())]
+    failed = data.failed()
+    over = data.frame["oversubscribed"].astype(bool)
+    return environment().get_template("report.html.j2").render(
+        title=title or "commbench report — " + ", ".join(data.labels),
+        runs=data.runs, sections=sections, n_records=len(data.frame), n_failed=len(failed),
+        n_oversubscribed=int(over.sum()))
+
+
+def render_report(run_dirs: Sequence[Path | str], out: Path | str, opts: Options | None = None,
+                  extra: Sequence[Section] = (), title: str | None = None) -> Path:
+    """Write the report of ``run_dirs`` to ``out``; raises ``StoreError`` for unusable runs."""
+    html = render_html(load_runs(run_dirs), opts, extra, title)
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.name + ".tmp")
+    tmp.write_text(html, encoding="utf-8")
+    tmp.replace(out)
+    return out
+
+
+def render_run(run_dir: Path) -> str:
+    """``run_dir/report.html`` for one run; returns its path (what ``commbench run`` prints)."""
+    return str(render_report([run_dir], Path(run_dir) / "report.html"))

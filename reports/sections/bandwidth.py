@@ -1,0 +1,28 @@
+"""Bandwidth: busbw against message size per world size, and latency for small messages."""
+
+from __future__ import annotations
+
+from bench.units import format_size
+from reports import figures
+from reports.aggregate import panels, points
+from reports.data import ReportData
+from reports.sections import Options, Section, section
+
+
+@section("bandwidth")
+def build(data: ReportData, opts: Options) -> Section:
+    shown, left_out = panels(data.ok_collectives(), opts.max_panels)
+    figs = []
+    for title, df in shown:
+        pts = points(df)
+        bw = figures.by_world_size(pts, data.labels, "busbw_gbps", "busbw (GB/s)",
+                                   f"Bus bandwidth — {title}")
+        small = pts[pts["nbytes"] <= opts.latency_max_bytes]
+        lat = (figures.by_world_size(small, data.labels, "time_us_median", "median time (µs)",
+                                     f"Latency, messages ≤ {format_size(opts.latency_max_bytes)}"
+                                     f" — {title}", logy=True)
+               if not small.empty else None)
+        figs.append({"title": title, "bandwidth": bw, "latency": lat})
+    return Section("bandwidth", "Bandwidth", "bandwidth.html.j2",
+                   {"figures": figs, "left_out": left_out,
+                    "latency_max": format_size(opts.latency_max_bytes)})

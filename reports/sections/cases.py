@@ -1,0 +1,52 @@
+"""All cases: every record, failed ones first, as a sortable and filterable table."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from bench.units import format_size
+from reports.data import ReportData
+from reports.sections import Options, Section, section
+
+ORDER = ("kind", "collective", "transport", "dtype", "op", "world_size", "ranks_per_node",
+         "nbytes", "algorithm", "strategy", "model", "run")
+
+
+def _name(r: dict[str, object]) -> str:
+    if r.get("kind") == "training":
+        return f"{r.get('strategy')} · {r.get('model')}"
+    return str(r.get("algorithm"))
+
+
+def _time_us(r: dict[str, object]) -> object:
+    if r.get("kind") == "training":
+        t = r.get("step_time_ms_median")
+        return t * 1e3 if isinstance(t, float) and t == t else None
+    return r.get("time_us_median")
+
+
+def rows(df: pd.DataFrame, limit: int) -> list[dict[str, object]]:
+    failed_first = df.assign(_ok=(df["status"] == "ok")).sort_values(
+        ["_ok", *ORDER], kind="stable", na_position="last")
+    out = []
+    for r in failed_first.head(limit).to_dict("records"):
+        nbytes = r.get("nbytes")
+        out.append({
+            "run": r["run"], "status": r["status"], "kind": r["kind"],
+            "collective": r.get("collective"), "name": _name(r), "transport": r.get("transport"),
+            "world_size": r.get("world_size"), "ranks_per_node": r.get("ranks_per_node"),
+            "nbytes": nbytes, "size": format_size(int(nbytes)) if nbytes == nbytes and nbytes
+            else "", "dtype": r.get("dtype"), "op": r.get("op"), "time_us": _time_us(r),
+            "p5": r.get("time_us_p5"), "p95": r.get("time_us_p95"), "busbw": r.get("busbw_gbps"),
+            "wrong": r.get("wrong"), "iters": r.get("iters"),
+            "note": r.get("error") or ("oversubscribed" if r.get("oversubscribed") else ""),
+        })
+    return out
+
+
+@section("cases")
+def build(data: ReportData, opts: Options) -> Section:
+    df = data.frame
+    return Section("cases", "All cases", "cases.html.j2",
+                   {"rows": rows(df, opts.max_rows), "total": len(df),
+                    "failed": int((df["status"] != "ok").sum())})

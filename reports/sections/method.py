@@ -1,0 +1,66 @@
+"""Method: how the numbers were measured, and on what (from ``meta.json``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from bench.units import format_size
+from reports.data import ReportData, Run
+from reports.sections import Options, Section, section
+
+
+def _range(s: pd.Series) -> str:
+    s = pd.to_numeric(s, errors="coerce").dropna()
+    if s.empty:
+        return "n/a"
+    lo, hi = int(s.min()), int(s.max())
+    return str(lo) if lo == hi else f"{lo} – {hi}"
+
+
+def _scenario(meta: dict[str, Any]) -> tuple[str, str]:
+    sc = meta.get("scenario")
+    if isinstance(sc, dict):
+        return str(sc.get("name", "")), str(sc.get("description", ""))
+    return (str(sc) if sc else ""), ""
+
+
+def environment(run: Run) -> list[tuple[str, str]]:
+    m = run.meta
+    host = m.get("host") if isinstance(m.get("host"), dict) else {}
+    mpi = m.get("mpi") if isinstance(m.get("mpi"), dict) else {}
+    name, desc = _scenario(m)
+    mem = host.get("memory_bytes")
+    items = [
+        ("source", m.get("source", "commbench")), ("scenario", name), ("description", desc),
+        ("status", m.get("status")), ("started", m.get("started")), ("finished", m.get("finished")),
+        ("launcher", m.get("launcher")), ("commit", m.get("commit")),
+        ("host", host.get("hostname")), ("cpu", host.get("cpu")),
+        ("cores (logical/physical)", f"{host.get('cores_logical')}/{host.get('cores_physical')}"
+         if host else None),
+        ("memory", format_size(int(mem)) if isinstance(mem, int) and mem > 0 else None),
+        ("GPUs", ", ".join(map(str, host.get("gpus") or [])) or "none"),
+        ("OS", host.get("os")), ("Python", host.get("python")),
+        ("MPI", mpi.get("library")),
+        ("packages", ", ".join(f"{k} {v}" for k, v in sorted((m.get("packages") or {}).items()))),
+    ]
+    return [(k, str(v)) for k, v in items if v not in (None, "")]
+
+
+def measurement(run: Run) -> dict[str, Any]:
+    df = run.records
+    timers = sorted({str(t) for t in df["timer"].dropna().unique()}) if "timer" in df else []
+    summaries = int(df["samples_are_summaries"].fillna(False).astype(bool).sum()) \
+        if "samples_are_summaries" in df else 0
+    return {"timers": timers, "iters": _range(df["iters"]), "warmup": _range(df["warmup"]),
+            "repetitions": _range(df["repetitions"]),
+            "oversubscribed": int(df["oversubscribed"].sum()), "records": len(df),
+            "summaries": summaries}
+
+
+@section("method")
+def build(data: ReportData, opts: Options) -> Section:
+    runs = [{"label": r.label, "path": str(r.path), "env": environment(r),
+             "measure": measurement(r)} for r in data.runs]
+    return Section("method", "Method", "method.html.j2", {"runs": runs})

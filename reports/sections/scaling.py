@@ -1,0 +1,56 @@
+"""Scaling efficiency: time and busbw against world size at a few message sizes.
+
+Every rank holds the same S-byte buffer at every world size (as data-parallel gradients do), so
+this is fixed-buffer scaling. Two efficiencies relative to the smallest world size p0:
+time efficiency T(p0)/T(p), and bus-bandwidth efficiency busbw(p)/busbw(p1) with p1 the smallest
+world size above 1 (busbw is 0 at p = 1 by definition).
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from bench.units import format_size
+from reports import figures
+from reports.aggregate import iter_groups, panels, points, scaling_sizes
+from reports.data import ReportData
+from reports.sections import Options, Section, section
+
+
+def efficiency(pts: pd.DataFrame, sizes: list[int]) -> list[dict[str, object]]:
+    """Rows of (run, algorithm, size, world size, time, busbw, E_time, E_bus)."""
+    rows: list[dict[str, object]] = []
+    sel = pts[pts["nbytes"].isin(sizes)]
+    for (run, alg, size), g in iter_groups(sel, ("run", "algorithm", "nbytes")):
+        g = g.groupby("world_size", sort=True)[["time_us_median", "busbw_gbps"]].median()
+        if len(g) < 2:
+            continue
+        p0 = g.index[0]
+        above1 = g[g.index > 1]
+        bus_ref = above1["busbw_gbps"].iloc[0] if not above1.empty else float("nan")
+        for p, r in g.iterrows():
+            rows.append({
+                "run": run, "algorithm": alg, "size": format_size(int(size)), "world_size": int(p),
+                "time_us": r["time_us_median"], "busbw_gbps": r["busbw_gbps"],
+                "e_time": g.loc[p0, "time_us_median"] / r["time_us_median"],
+                "e_bus": r["busbw_gbps"] / bus_ref if p > 1 and bus_ref > 0 else None,
+            })
+    return rows
+
+
+@section("scaling")
+def build(data: ReportData, opts: Options) -> Section:
+    shown, left_out = panels(data.ok_collectives(), opts.max_panels)
+    out = []
+    for title, df in shown:
+        pts = points(df)
+        if pts["world_size"].nunique() < 2:
+            continue
+        sizes = scaling_sizes(pts)
+        if not sizes:
+            continue
+        out.append({"title": title,
+                    "figure": figures.scaling(pts, data.labels, sizes, f"Scaling — {title}"),
+                    "rows": efficiency(pts, sizes)[: opts.max_rows]})
+    return Section("scaling", "Scaling efficiency", "scaling.html.j2",
+                   {"panels": out, "left_out": left_out})
