@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from bench.compare.gate import GateResult, Row
-from bench.compare.keys import SAMPLES, describe
+from bench.compare.keys import KEY, SAMPLES, describe
 
 ORDER = ("failed", "changed", "slower", "faster", "reference slower", "reference faster",
          "noisy slower", "noisy faster", "fixed", "both failed", "untested", "only in baseline",
@@ -38,7 +40,25 @@ def render(res: GateResult, everything: bool = False) -> str:
     rows = sorted((r for r in res.rows if everything or r.outcome in SHOWN),
                   key=lambda r: (rank.get(r.outcome, len(ORDER)), -(r.decision.ratio
                                  if r.decision and math.isfinite(r.decision.ratio) else 0)))
+    shift = machine_shift(res)
     counts = ", ".join(f"{res.count(o)} {o}" for o in ORDER if res.count(o))
     verdict = (f"FAIL: {len(res.failures)} of {len(res.rows)} keys regressed"
                if res.failures else f"PASS: no regression in {len(res.rows)} keys")
-    return "\n".join([head, *(line(r) for r in rows), f"# {counts}", verdict])
+    return "\n".join([head, *(line(r) for r in rows), f"# {counts}", *shift, verdict])
+
+
+def machine_shift(res: GateResult) -> list[str]:
+    """A note per world size whose keys moved together (median raw ratio beyond 1.5x either
+    way): then the machine, not one algorithm, changed between the runs."""
+    by_world: dict[object, list[float]] = {}
+    for r in res.rows:
+        if r.base_median > 0 and math.isfinite(r.cur_median):
+            by_world.setdefault(r.key[KEY.index("world_size")], []).append(
+                r.cur_median / r.base_median)
+    out = []
+    for w, ratios in sorted(by_world.items(), key=lambda kv: str(kv[0])):
+        med = float(np.median(ratios))
+        if len(ratios) >= 4 and not 1 / 1.5 < med < 1.5:
+            out.append(f"# note: at world_size={w} the median key is {med:.2f}x the baseline: "
+                       "the machine was busier or different in one run; rerun, or use --relative")
+    return out
