@@ -1,0 +1,59 @@
+"""Importers: results other tools already produced, turned into commbench run directories.
+
+Each module registers an :class:`Importer` under its tool's name; ``commbench import NAME FILE``
+looks it up here. The records have the harness's schema, so imported runs join the same reports
+and comparisons; their ``samples_us`` hold the tool's summary value, marked as such.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from kernels.registry import Registry
+
+
+class ParseError(ValueError):
+    """Input that is not the tool's output, at ``line`` (1-based; 0 when no single line is to
+    blame, e.g. a missing field of a JSON document)."""
+
+    def __init__(self, line: int, message: str) -> None:
+        super().__init__(message)
+        self.line = line
+
+    def where(self, path: object) -> str:
+        """``path:line: message``, as compilers print it."""
+        return f"{path}:{self.line}: {self}" if self.line else f"{path}: {self}"
+
+
+@dataclass(frozen=True)
+class Options:
+    world_size: int | None = None  # when the output does not say (OSU)
+    ranks_per_node: int | None = None
+
+
+@dataclass(frozen=True)
+class Imported:
+    meta: dict[str, Any]  # extra meta.json fields (version, hosts, devices, settings)
+    records: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Importer:
+    name: str
+    summary: str
+    parse: Callable[[str, Options], Imported]
+
+
+IMPORTERS: Registry[Importer] = Registry("importer")
+MODULES = ("bench.importers.nccl_tests", "bench.importers.osu")
+
+
+def importer(name: str, summary: str) -> Callable[[Callable[[str, Options], Imported]],
+                                                  Callable[[str, Options], Imported]]:
+    def deco(fn: Callable[[str, Options], Imported]) -> Callable[[str, Options], Imported]:
+        IMPORTERS.add(name, Importer(name, summary, fn))
+        return fn
+
+    return deco
