@@ -1,0 +1,36 @@
+"""``commbench export RUN --format pytest-benchmark|csv|parquet [-o FILE]``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from bench.commands import register
+from bench.export import FORMATS, ExportError, export
+from bench.records import StoreError
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    p.add_argument("run", type=Path, help="run directory")
+    p.add_argument("--format", required=True, choices=FORMATS.names(), help="output format")
+    p.add_argument("-o", "--output", type=Path, default=None,
+                   help="output file (default: RUN/export.<suffix>)")
+
+
+def handle(args: argparse.Namespace) -> int:
+    if not args.run.is_dir():
+        print(f"commbench: export: {args.run}: no such run directory", file=sys.stderr)
+        return 2
+    try:
+        out, n = export(args.run, args.format, args.output)
+    except (StoreError, ExportError) as e:
+        print(f"commbench: export: {e}", file=sys.stderr)
+        return 2
+    print(f"# {n} {'cases' if args.format == 'pytest-benchmark' else 'records'} written",
+          file=sys.stderr)
+    print(out)
+    return 0
+
+
+register("export", "export a run as pytest-benchmark JSON, CSV or Parquet", configure, handle)
