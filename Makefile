@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 SCENARIO ?= scenarios/quick.yaml
 
-.PHONY: run test lint clean
+.PHONY: run test lint clean browser
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -16,7 +16,18 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(VENV)/bin/commbench run $(SCENARIO)
 
-test: $(STAMP)
+# Headless Chromium for the report's browser test: Debian's chromium where missing and we can
+# (root with apt-get); never fails the target - without it that test skips and says why.
+browser:
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
+	  { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
+	    { DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium \
+	        >/dev/null 2>&1 || { apt-get update -q >/dev/null 2>&1 && \
+	      DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium \
+	        >/dev/null 2>&1; }; }; } || \
+	  echo "# chromium not installed (needs root and apt-get): the browser test will skip"
+
+test: $(STAMP) browser
 	$(VENV)/bin/ruff check .
 	$(PY) -m pytest -q tests
 

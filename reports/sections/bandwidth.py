@@ -15,8 +15,9 @@ def build(data: ReportData, opts: Options) -> Section:
     figs = []
     for title, df in shown:
         pts = points(df)
-        bw = figures.by_world_size(pts, data.labels, "busbw_gbps", "busbw (GB/s)",
-                                   f"Bus bandwidth — {title}")
+        multi = pts[pts["world_size"] > 1]  # busbw is 0 at p = 1 by definition: nothing to plot
+        bw = (figures.by_world_size(multi, data.labels, "busbw_gbps", "busbw (GB/s)",
+                                    f"Bus bandwidth — {title}") if not multi.empty else None)
         small = pts[pts["nbytes"] <= opts.latency_max_bytes]
         lat = (figures.by_world_size(small, data.labels, "time_us_median", "median time (µs)",
                                      f"Latency, messages ≤ {format_size(opts.latency_max_bytes)}"
