@@ -113,3 +113,12 @@ def test_a_broken_ring_is_caught() -> None:
     broken = [Schedule(s.rank, s.world, s.count, s.steps[:1] + s.steps[2:]) for s in good]
     with pytest.raises(ScheduleError):
         verify_allreduce(broken)
+
+
+@pytest.mark.parametrize("name", SCHEDULED)
+def test_nodes_need_not_be_contiguous_ranks(name: str) -> None:
+    """srun's cyclic placement: rank r on node r % N."""
+    for p, n in [(4, 2), (6, 3), (8, 2), (9, 3)]:
+        topo = Topology(tuple(r % n for r in range(p)))
+        for count in (1, p + 1, 50):
+            verify_allreduce(ALGORITHMS.get(name).schedules(Problem(topo, count, 4)))
