@@ -43,6 +43,15 @@ def _size_axis(ax: object) -> None:
     ax.xaxis.set_minor_locator(NullLocator())  # type: ignore[attr-defined]
 
 
+def _log_y(ax: Any) -> None:
+    """Log y axis labelled with plain numbers: matplotlib's default 10^n labels go through its
+    mathtext parser, which costs more than drawing the rest of the figure."""
+    ax.set_yscale("log")
+    ax.yaxis.set_major_locator(LogLocator(base=10, numticks=6))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.yaxis.set_minor_locator(NullLocator())
+
+
 def _line(ax: object, x: pd.Series, y: pd.Series, alg: str, run_index: int, label: str,
           colors: dict[str, str]) -> None:
     native = alg == VENDOR
@@ -78,13 +87,21 @@ def _label(alg: str, run: str, several_runs: bool) -> str:
     return f"{alg} [{run}]" if several_runs else alg
 
 
+def spread(items: Sequence[str], limit: int) -> list[str]:
+    """At most ``limit`` of ``items``, evenly spaced, always the first and the last."""
+    if len(items) <= limit:
+        return list(items)
+    idx = sorted({round(i * (len(items) - 1) / (limit - 1)) for i in range(limit)})
+    return [items[i] for i in idx]
+
+
 def by_world_size(points: pd.DataFrame, runs: Sequence[str], y: str, ylabel: str, title: str,
-                  logy: bool = False) -> Markup:
-    """One subplot per world size: ``y`` against message size, a line per algorithm and run.
-    ``points`` comes from :func:`reports.aggregate.points`."""
-    worlds = (points[["world_size", "ranks_per_node", "where"]].drop_duplicates()
-              .sort_values(["world_size", "ranks_per_node"])["where"].tolist())
-    cols = min(len(worlds), 3)
+                  logy: bool = False, max_subplots: int = 6) -> Markup:
+    """One subplot per world size (at most ``max_subplots``, evenly spread): ``y`` against
+    message size, a line per algorithm and run. ``points`` is from :func:`aggregate.points`."""
+    worlds = spread(points[["world_size", "ranks_per_node", "where"]].drop_duplicates()
+                    .sort_values(["world_size", "ranks_per_node"])["where"].tolist(), max_subplots)
+    cols = 2 if len(worlds) == 4 else min(len(worlds), 3)
     rows = math.ceil(len(worlds) / cols)
     colors = algorithm_colors(points["algorithm"].unique())
     several = len(runs) > 1
@@ -99,7 +116,7 @@ def by_world_size(points: pd.DataFrame, runs: Sequence[str], y: str, ylabel: str
                       colors)
             _size_axis(ax)
             if logy:
-                ax.set_yscale("log")
+                _log_y(ax)
             ax.set_title(w)
             ax.set_xlabel("message size")
             ax.set_ylabel(ylabel)
@@ -124,7 +141,7 @@ def scaling(points: pd.DataFrame, runs: Sequence[str], sizes: Sequence[int], tit
                     _line(axes[r][c], line["world_size"], line[col], alg, runs.index(run),
                           _label(alg, run, several), colors)
             axes[0][c].set_title(f"{format_size(int(size))} per rank")
-            axes[0][c].set_yscale("log")
+            _log_y(axes[0][c])
             axes[0][c].set_ylabel("median time (µs)")
             axes[1][c].set_ylabel("busbw (GB/s)")
             for r in range(2):

@@ -17,6 +17,7 @@ import jinja2
 from bench.units import format_size
 from reports.data import ReportData, load_runs
 from reports.sections import SECTIONS, Options, Section
+from reports.svg import collect, draw_all
 
 # Sections in page order; a new section is a module that registers itself, named here.
 SECTION_MODULES = ("reports.sections.bandwidth", "reports.sections.scaling",
@@ -74,6 +75,7 @@ def render_html(data: ReportData, opts: Options | None = None, extra: Sequence[S
                 title: str | None = None) -> str:
     """The page as a string; ``extra`` sections (e.g. the gate's verdict) go first."""
     sections = [*extra, *build_sections(data, opts or Options())]
+    draw_all(collect([s.ctx for s in sections]))
     failed = data.failed()
     over = data.frame["oversubscribed"].astype(bool)
     return environment().get_template("report.html.j2").render(

@@ -9,7 +9,13 @@ from __future__ import annotations
 
 import contextlib
 import io
+import multiprocessing
+import os
 import re
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
 
 import matplotlib
 from markupsafe import Markup
@@ -40,3 +46,57 @@ def to_svg(fig: Figure, alt: str) -> Markup:
     title = str(Markup.escape(alt))
     svg = svg.replace(">", f"><title>{title}</title>", 1)
     return Markup(svg)
+
+
+@dataclass
+class Deferred:
+    """A figure to draw later: sections describe their figures, :func:`draw_all` draws them all
+    at once (in parallel where it can), and templates print them (Jinja calls ``__html__``)."""
+
+    build: Callable[..., Markup]
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    svg: Markup | None = None
+
+    def draw(self) -> Markup:
+        if self.svg is None:
+            self.svg = self.build(*self.args, **self.kwargs)
+        return self.svg
+
+    def __html__(self) -> str:
+        return str(self.draw())
+
+
+def later(build: Callable[..., Markup], *args: Any, **kwargs: Any) -> Deferred:
+    return Deferred(build, args, kwargs)
+
+
+def _draw(job: Deferred) -> Markup:
+    return job.draw()
+
+
+def collect(obj: object) -> list[Deferred]:
+    """Every :class:`Deferred` inside nested dicts, lists and tuples."""
+    if isinstance(obj, Deferred):
+        return [obj]
+    if isinstance(obj, dict):
+        return [d for v in obj.values() for d in collect(v)]
+    if isinstance(obj, list | tuple):
+        return [d for v in obj for d in collect(v)]
+    return []
+
+
+def draw_all(jobs: list[Deferred], workers: int | None = None) -> None:
+    """Draw every pending figure; with several cores, in forked worker processes (matplotlib is
+    single-threaded and figures are independent, so this divides the largest cost of a report
+    by the number of cores). Falls back to drawing here where fork is unavailable."""
+    pending = [j for j in jobs if j.svg is None]
+    n = min(len(pending), workers or len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+            else os.cpu_count() or 1)
+    if n < 2 or "fork" not in multiprocessing.get_all_start_methods():
+        for j in pending:
+            j.draw()
+        return
+    with ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("fork")) as pool:
+        for j, svg in zip(pending, pool.map(_draw, pending)):
+            j.svg = svg

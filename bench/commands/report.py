@@ -17,8 +17,8 @@ def configure(p: argparse.ArgumentParser) -> None:
                    help="HTML file (default: RUN/report.html for one run, report.html otherwise)")
     p.add_argument("--max-rows", type=int, default=2000,
                    help="table rows written inline (default 2000)")
-    p.add_argument("--max-figures", type=int, default=6,
-                   help="figure panels per section (default 6)")
+    p.add_argument("--max-figures", type=int, default=3,
+                   help="figure panels per section (default 3)")
 
 
 def handle(args: argparse.Namespace) -> int:

@@ -7,6 +7,7 @@ from reports import figures
 from reports.aggregate import panels, points
 from reports.data import ReportData
 from reports.sections import Options, Section, section
+from reports.svg import later
 
 
 @section("bandwidth")
@@ -16,12 +17,13 @@ def build(data: ReportData, opts: Options) -> Section:
     for title, df in shown:
         pts = points(df)
         multi = pts[pts["world_size"] > 1]  # busbw is 0 at p = 1 by definition: nothing to plot
-        bw = (figures.by_world_size(multi, data.labels, "busbw_gbps", "busbw (GB/s)",
-                                    f"Bus bandwidth — {title}") if not multi.empty else None)
+        bw = (later(figures.by_world_size, multi, data.labels, "busbw_gbps", "busbw (GB/s)",
+                                    f"Bus bandwidth — {title}", max_subplots=opts.max_subplots)
+              if not multi.empty else None)
         small = pts[pts["nbytes"] <= opts.latency_max_bytes]
-        lat = (figures.by_world_size(small, data.labels, "time_us_median", "median time (µs)",
+        lat = (later(figures.by_world_size, small, data.labels, "time_us_median", "median time (µs)",
                                      f"Latency, messages ≤ {format_size(opts.latency_max_bytes)}"
-                                     f" — {title}", logy=True)
+                                     f" — {title}", logy=True, max_subplots=opts.max_subplots)
                if not small.empty else None)
         figs.append({"title": title, "bandwidth": bw, "latency": lat})
     return Section("bandwidth", "Bandwidth", "bandwidth.html.j2",

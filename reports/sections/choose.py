@@ -6,35 +6,40 @@ from __future__ import annotations
 import pandas as pd
 
 from bench.units import format_size
-from reports.aggregate import iter_groups, points
+from reports.aggregate import iter_groups
 from reports.data import VENDOR, ReportData
 from reports.sections import Options, Section, section
 
 GROUP = ("run", "collective", "transport", "dtype", "op", "world_size", "ranks_per_node")
 
 
-def winners(pts: pd.DataFrame) -> list[dict[str, object]]:
-    """Per size: best algorithm by median time and speed-up over native (None when native was
-    not measured). ``pts`` holds one group's points."""
-    out = []
-    for size, g in pts.groupby("nbytes", sort=True):
-        g = g.set_index("algorithm")["time_us_median"].dropna()
-        if g.empty:
-            continue
-        best = str(g.idxmin())
-        native = g.get(VENDOR)
-        rest = g.drop(index=best)
-        out.append({"size": int(size), "best": best, "time": float(g[best]),
-                    "vs_native": float(native / g[best]) if native is not None else None,
-                    "runner_up": str(rest.idxmin()) if not rest.empty else None,
-                    "vs_runner_up": float(rest.min() / g[best]) if not rest.empty else None})
-    return out
+def winners(df: pd.DataFrame) -> pd.DataFrame:
+    """Per group and size: the best algorithm by median time, its speed-up over native (NaN when
+    native was not measured) and over the runner-up. One vectorised pass over all groups."""
+    keys = [*GROUP, "nbytes"]
+    pts = (df.assign(ranks_per_node=df["ranks_per_node"].fillna(0))
+           .groupby([*keys, "algorithm"], sort=True)["time_us_median"].median().dropna()
+           .reset_index())
+    pts["place"] = pts.groupby(keys)["time_us_median"].rank(method="first")
+    best = pts[pts["place"] == 1].drop(columns="place").rename(
+        columns={"algorithm": "best", "time_us_median": "time"})
+    second = pts[pts["place"] == 2][[*keys, "time_us_median"]].rename(
+        columns={"time_us_median": "second"})
+    native = pts[pts["algorithm"] == VENDOR][[*keys, "time_us_median"]].rename(
+        columns={"time_us_median": "native"})
+    out = best.merge(second, on=keys, how="left").merge(native, on=keys, how="left")
+    out["vs_native"] = out["native"] / out["time"]
+    out["vs_runner_up"] = out["second"] / out["time"]
+    return out.sort_values(keys)
 
 
-def ranges(per_size: list[dict[str, object]]) -> list[dict[str, object]]:
+def ranges(per_size: pd.DataFrame) -> list[dict[str, object]]:
     """Consecutive sizes with the same winner merged into one range."""
     out: list[dict[str, object]] = []
-    for w in per_size:
+    for w in per_size.to_dict("records"):
+        w = {**w, "size": int(w["nbytes"]),
+             "vs_native": w["vs_native"] if w["vs_native"] == w["vs_native"] else None,
+             "vs_runner_up": w["vs_runner_up"] if w["vs_runner_up"] == w["vs_runner_up"] else None}
         if out and out[-1]["best"] == w["best"]:
             out[-1]["hi"] = w["size"]
             out[-1]["margins"].append(w["vs_native"])  # type: ignore[attr-defined]
@@ -54,17 +59,20 @@ def ranges(per_size: list[dict[str, object]]) -> list[dict[str, object]]:
 
 @section("choose")
 def build(data: ReportData, opts: Options) -> Section:
-    df = data.ok_collectives()
+    per_size = winners(data.ok_collectives())
     tables = []
-    for key, g in iter_groups(df, GROUP):
+    for key, g in iter_groups(per_size, GROUP):
         run, coll, transport, dtype, op, world, rpn = key
-        rows = ranges(winners(points(g)))
+        if len(tables) >= opts.max_panels * 8:
+            break
+        rows = ranges(g)
         if rows:
             tables.append({"run": run, "title": f"{coll} · {transport} · {dtype} · {op} · "
                                                 f"world size {int(world)}"
                                                 + (f" ({int(world // rpn)} nodes × {int(rpn)})"
                                                    if rpn == rpn and 0 < rpn < world else ""),
                            "rows": rows})
+    total = per_size.groupby(list(GROUP)).ngroups if not per_size.empty else 0
     return Section("choose", "What to choose", "choose.html.j2",
-                   {"tables": tables[: opts.max_panels * 8], "total": len(tables),
+                   {"tables": tables, "total": total,
                     "several": len(data.runs) > 1})

@@ -7,6 +7,7 @@ import pandas as pd
 from reports import figures
 from reports.data import ReportData
 from reports.sections import Options, Section, section
+from reports.svg import later
 
 PARTS = ("mem_params_bytes", "mem_grads_bytes", "mem_optim_bytes")
 MAX_BARS = 40
@@ -35,7 +36,7 @@ def build(data: ReportData, opts: Options) -> Section:
                                                          errors="coerce"))
     agg = bars(train, len(data.runs) > 1)
     fig_rows = agg.head(MAX_BARS)
-    fig = figures.memory(fig_rows, "Peak memory per rank")
+    fig = later(figures.memory, fig_rows, "Peak memory per rank")
     return Section("memory", "Memory", "memory.html.j2",
                    {"rows": agg.head(opts.max_rows).to_dict("records"), "figure": fig,
                     "total": len(agg), "bars_shown": len(fig_rows)})

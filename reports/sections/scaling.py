@@ -15,6 +15,7 @@ from reports import figures
 from reports.aggregate import iter_groups, panels, points, scaling_sizes
 from reports.data import ReportData
 from reports.sections import Options, Section, section
+from reports.svg import later
 
 
 def efficiency(pts: pd.DataFrame, sizes: list[int]) -> list[dict[str, object]]:
@@ -50,7 +51,7 @@ def build(data: ReportData, opts: Options) -> Section:
         if not sizes:
             continue
         out.append({"title": title,
-                    "figure": figures.scaling(pts, data.labels, sizes, f"Scaling — {title}"),
+                    "figure": later(figures.scaling, pts, data.labels, sizes, f"Scaling — {title}"),
                     "rows": efficiency(pts, sizes)[: opts.max_rows]})
     return Section("scaling", "Scaling efficiency", "scaling.html.j2",
                    {"panels": out, "left_out": left_out})
