@@ -177,3 +177,11 @@ def test_decide_ignores_differences_below_timer_resolution() -> None:
     base = np.full(100, 0.3) + np.linspace(0, 0.01, 100)
     assert decide(base, base * 1.5, Rule()).verdict == "same"
     assert decide(base, base * 1.5, Rule(min_abs=0.0)).verdict == "slower"
+
+
+def test_ci_scenario_is_small_and_loads() -> None:
+    from bench.scenario import load_scenario
+
+    sc = load_scenario(Path(__file__).parent.parent / "scenarios" / "ci.yaml")
+    assert sc.name == "ci" and sc.world_sizes == [1, 2]
+    assert len(sc.byte_sizes()) * len(sc.algorithms) * len(sc.world_sizes) <= 40
