@@ -26,6 +26,8 @@ import numpy as np
 from scipy import stats
 
 MIN_SAMPLES = 5  # below this a rank test has no power; decide on the point ratio, flagged
+MIN_BLOCK = 20  # samples per block for a block median to estimate drift (5 are one stall away
+# from any value; the bootstrap interval already carries that noise)
 
 
 @dataclass(frozen=True)
@@ -54,8 +56,9 @@ class Decision:
 
 
 def drift(samples: np.ndarray, blocks: int) -> float:
-    """Relative spread of the medians of consecutive repetition blocks (0 when one block)."""
-    if blocks < 2 or samples.size < 2 * blocks:
+    """Relative spread of the medians of consecutive repetition blocks (0 when one block, or
+    blocks too short for their medians to mean anything)."""
+    if blocks < 2 or samples.size < MIN_BLOCK * blocks:
         return 0.0
     meds = [float(np.median(b)) for b in np.array_split(samples, blocks)]
     lo, hi = min(meds), max(meds)

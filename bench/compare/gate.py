@@ -89,7 +89,7 @@ def compare_case(base: Case, cur: Case, rule: Rule, base_all: Mapping[Key, Case]
     if relative_to:
         b, c = rel_b, rel_c  # type: ignore[assignment]
     d = decide(b, c, rule, summaries=base.summaries or cur.summaries,
-               blocks=1 if relative_to else min(base.blocks, cur.blocks),
+               blocks=min(base.blocks, cur.blocks),
                abs_diff=meds[1] - meds[0])
     if changed:
         return Row(cur.key, cur.kind, "changed", d, changed, *meds)
