@@ -145,3 +145,12 @@ def test_report_command_rejects_missing_and_bad_runs(tmp_path: Path,
     assert main(["report", str(bad), "-o", str(tmp_path / "o.html")]) == 2
     err = capsys.readouterr().err
     assert "schema_version 99" in err and err.count("\n") == 1
+
+
+def test_empty_and_all_failed_runs_still_render(tmp_path: Path) -> None:
+    empty = Path(render_run(synthetic.write_run(tmp_path / "empty", [])))
+    assert "No successful collective records to plot." in empty.read_text()
+    failed = synthetic.write_run(tmp_path / "failed",
+                                 [synthetic.failed_record("ring", 2, 8, "rank 1 died")])
+    html = Path(render_run(failed)).read_text()
+    assert "1 failed" in html and "rank 1 died" in html and "<svg" not in html
