@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from bench.records import load_results, read_meta
@@ -105,8 +104,3 @@ def load_runs(paths: Sequence[Path | str]) -> ReportData:
     if "run" not in frame.columns:
         frame["run"] = pd.Series(dtype=object)
     return ReportData(tuple(runs), frame)
-
-
-def finite(values: Any) -> np.ndarray:
-    arr = np.asarray(values, dtype=float)
-    return arr[np.isfinite(arr)]

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.records import KEY_FIELDS, iter_records, read_meta
+from bench.records import KEY_FIELDS, StoreError, iter_records, read_meta
 
 KEY = (*KEY_FIELDS, "strategy", "model")
 # Where each record kind keeps its raw samples, and their unit (lower is better for both).
@@ -78,8 +78,6 @@ def cases(records: Iterable[Mapping[str, Any]]) -> dict[Key, Case]:
 
 def load_cases(run_dir: Path) -> tuple[dict[str, Any], dict[Key, Case]]:
     """``meta.json`` and the cases of one run; :class:`InputError` when unusable."""
-    from bench.records import StoreError
-
     if not Path(run_dir).is_dir():
         raise InputError(f"{run_dir}: no such run directory")
     try:
