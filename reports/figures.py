@@ -47,7 +47,7 @@ def _log_y(ax: Any) -> None:
     """Log y axis labelled with plain numbers: matplotlib's default 10^n labels go through its
     mathtext parser, which costs more than drawing the rest of the figure."""
     ax.set_yscale("log")
-    ax.yaxis.set_major_locator(LogLocator(base=10, numticks=6))
+    ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0), numticks=8))
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
     ax.yaxis.set_minor_locator(NullLocator())
 
