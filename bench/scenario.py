@@ -25,7 +25,7 @@ from pydantic import (
 import kernels.algorithms  # noqa: F401 - registers the built-in algorithms
 from bench.units import parse_size, size_range
 from kernels.algorithm import ALGORITHMS
-from kernels.ops import DTYPES, ITEMSIZE, OPS
+from kernels.ops import HOST_DTYPE, ITEMSIZE, OPS
 from kernels.transports import TRANSPORTS
 
 
@@ -122,7 +122,7 @@ class CollectiveScenario(Frozen):
 
     _alg = field_validator("algorithms")(_names("algorithm", ALGORITHMS.names()))
     _tr = field_validator("transports")(_names("transport", TRANSPORTS.names()))
-    _dt = field_validator("dtypes")(_names("dtype", list(DTYPES)))
+    _dt = field_validator("dtypes")(_names("dtype", list(HOST_DTYPE)))
     _op = field_validator("ops")(_names("op", list(OPS)))
 
     @model_validator(mode="after")
@@ -130,6 +130,11 @@ class CollectiveScenario(Frozen):
         for w, rpn in itertools.product(self.world_sizes, self.ranks_per_node):
             if rpn != "auto" and w % rpn:
                 raise ValueError(f"ranks_per_node: {rpn} does not divide world size {w}")
+        for t, d in itertools.product(self.transports, self.dtypes):
+            if d not in TRANSPORTS.get(t).dtypes:
+                able = [n for n in TRANSPORTS.names() if d in TRANSPORTS.get(n).dtypes]
+                raise ValueError(f"dtypes: {d} is not supported by transport {t}; "
+                                 f"{d} runs on {', '.join(able)}")
         smallest = min(ITEMSIZE[d] for d in self.dtypes)
         for n in self.byte_sizes():
             if n < smallest:

@@ -32,5 +32,9 @@ DTYPES: dict[str, str] = {
     "int64": "int64",
 }
 
+# The numpy dtype of host-side data (fills, downloads) per element type: numpy has no bfloat16,
+# and every bfloat16 value is exactly a float32, so device transports convert at upload/download.
+HOST_DTYPE: dict[str, str] = {**DTYPES, "bfloat16": "float32"}
+
 ITEMSIZE: dict[str, int] = {"float32": 4, "float64": 8, "float16": 2, "int32": 4, "int64": 8,
                             "bfloat16": 2}

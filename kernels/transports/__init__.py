@@ -9,8 +9,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from kernels.ops import DTYPES
 from kernels.registry import Registry
 from kernels.transports.base import Transport, TransportUnavailable
+from kernels.transports.gpu_plan import DEVICE_DTYPES
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,6 +21,7 @@ class TransportSpec:
     module: str  # imported on first use
     factory: str  # attribute of module: Callable[[MPI.Comm], Transport]
     summary: str
+    dtypes: tuple[str, ...] = tuple(DTYPES)  # element types it can run (checked at load time)
 
     def create(self, comm: Any) -> Transport:
         try:
@@ -34,5 +37,17 @@ TRANSPORTS.add("mpi", TransportSpec("mpi", "kernels.transports.mpi", "MpiTranspo
                                     "mpi4py point-to-point on host (numpy) buffers"))
 TRANSPORTS.add("torch", TransportSpec("torch", "kernels.transports.torch_p2p", "from_mpi",
                                       "torch.distributed batch_isend_irecv (gloo on CPU, NCCL on GPU)"))
+TRANSPORTS.add("nccl", TransportSpec("nccl", "kernels.transports.nccl", "from_mpi",
+                                     "CuPy + NCCL send/recv in group calls, one rank per GPU",
+                                     DEVICE_DTYPES))
+TRANSPORTS.add("nccl-graph", TransportSpec("nccl-graph", "kernels.transports.nccl", "graph_from_mpi",
+                                           "as nccl, each plan captured once as a CUDA graph (-G)",
+                                           DEVICE_DTYPES))
+TRANSPORTS.add("mpi-cupy", TransportSpec("mpi-cupy", "kernels.transports.mpi_cupy", "from_mpi",
+                                         "mpi4py on CuPy buffers (CUDA-aware, or pinned staging)",
+                                         DEVICE_DTYPES))
+TRANSPORTS.add("cuda-ipc", TransportSpec("cuda-ipc", "kernels.transports.cuda_ipc", "from_mpi",
+                                         "device-to-device pulls through CUDA IPC handles, one node",
+                                         DEVICE_DTYPES))
 
 __all__ = ["TRANSPORTS", "Transport", "TransportSpec", "TransportUnavailable"]

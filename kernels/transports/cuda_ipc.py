@@ -1,0 +1,173 @@
+"""CUDA-IPC transport: ``transport: cuda-ipc``, ranks of one node pulling chunks from each other's
+device buffers, the mechanism NCCL uses inside a node.
+
+At compile time every rank exports an IPC handle of its ``buf`` (``ipcGetMemHandle``), the handles
+are all-gathered over MPI once, and each rank opens its peers' (``ipcOpenMemHandle``, lazy peer
+access). Every rank's send list is all-gathered too, so each receive is paired with its send (posting
+order per pair) and becomes a device-to-device ``memcpyAsync`` from the sender's ``buf`` at the
+sender's offsets into this rank's ``buf`` (copy) or ``scratch`` (reduce); then the reductions.
+
+Synchronisation per step: stream synchronised, then an MPI barrier of all ranks. The IR lets a
+step write only elements its rank does not send, so reads of step i (by peers) never race writes
+of step i; the barrier orders step i+1's writes after everyone's step i reads. One more barrier
+opens each run, because the caller may have just uploaded new input. Sends are no-ops (the
+receiver pulls). Several ranks may share one GPU, which is what makes it useful on one GPU.
+
+Buffers are plain ``cudaMalloc`` allocations (``cupy.cuda.Memory``), not CuPy-pool blocks, so an
+IPC handle maps exactly the buffer's base. ``native`` is MPI: ``MPI_Allreduce`` on the device
+buffer when the MPI library is CUDA-aware, else on a pinned host copy (as in ``mpi-cupy``).
+There is no CUDA-graph variant: host barriers sit between steps.
+
+Written from CuPy's documented API; not yet run on a GPU (none was available to the session that
+wrote it). The pull plans are tested on CPU by executing them on numpy buffers.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+from mpi4py import MPI
+
+from kernels.ops import ReduceOp
+from kernels.schedule import Schedule
+from kernels.transports.base import Plan, TransportUnavailable
+from kernels.transports.gpu import DeviceTransport, GpuContext, agree, open_device, reducer
+from kernels.transports.gpu_plan import (
+    logical_dtype,
+    match_pulls,
+    plan_steps,
+    send_lists,
+    storage_dtype,
+)
+from kernels.transports.mpi_cupy import MpiVendorPlan, PinnedMirrors, detect_awareness
+
+
+class PeerMaps:
+    """Peers' buffers opened in this process, keyed by the all-gathered handles (identical on
+    every rank, so every rank takes the same branch) and counted by the plans using them."""
+
+    def __init__(self, comm: MPI.Comm, runtime: Any) -> None:
+        self._comm, self._rt = comm, runtime
+        self._open: dict[tuple[bytes, ...], tuple[list[int | None], int]] = {}
+
+    def acquire(self, buf: Any) -> tuple[tuple[bytes, ...], list[int | None]]:
+        handles = tuple(self._comm.allgather(bytes(self._rt.ipcGetMemHandle(buf.data.ptr))))
+        if handles in self._open:
+            ptrs, n = self._open[handles]
+        else:
+            me = self._comm.rank
+            ptrs, n = [None if r == me else int(self._rt.ipcOpenMemHandle(h))
+                       for r, h in enumerate(handles)], 0
+        self._open[handles] = (ptrs, n + 1)
+        return handles, ptrs
+
+    def release(self, key: tuple[bytes, ...]) -> None:
+        ptrs, n = self._open[key]
+        if n > 1:
+            self._open[key] = (ptrs, n - 1)
+            return
+        del self._open[key]
+        for p in ptrs:
+            if p is not None:
+                self._rt.ipcCloseMemHandle(p)
+
+    def close(self) -> None:
+        for key in list(self._open):
+            self._open[key] = (self._open[key][0], 1)
+            self.release(key)
+
+
+class IpcPlan:
+    """Per step (every step, idle ones too: the barrier is collective): pulls, reductions."""
+
+    def __init__(self, tr: CudaIpcTransport, schedule: Schedule, buf: Any, scratch: Any,
+                 op: ReduceOp) -> None:
+        ctx = tr.ctx
+        rt = ctx.cp.cuda.runtime
+        self._comm, self._stream, self._maps = tr.comm, ctx.stream, tr.peers
+        self._copy, self._kind = rt.memcpyAsync, rt.memcpyDefault
+        self._reduce = reducer(ctx.cp, logical_dtype(buf.dtype.name), op.name)
+        self._key, peers = tr.peers.acquire(buf)
+        steps = plan_steps(schedule, buf.itemsize, keep_idle=True)
+        matched = match_pulls(tr.rank, steps, tr.comm.allgather(send_lists(steps)))
+        dev = {False: buf.data.ptr, True: scratch.data.ptr}
+        self._steps: list[tuple[list[tuple[int, int, int]], list[tuple[Any, Any]]]] = []
+        for st, pulls in zip(steps, matched):
+            copies = []
+            for x in pulls:
+                src = peers[x.peer]
+                assert src is not None, "a schedule never receives from its own rank"
+                copies.append((dev[x.into_scratch] + x.dst_offset, src + x.src_offset, x.nbytes))
+            self._steps.append((copies, [(buf[a:b], scratch[a:b]) for a, b in st.reduces]))
+
+    def run(self) -> None:
+        stream, copy, kind, reduce = self._stream, self._copy, self._kind, self._reduce
+        barrier, sptr = self._comm.Barrier, stream.ptr
+        with stream:
+            barrier()  # every peer's input is in place
+            for pulls, reds in self._steps:
+                for dst, src, n in pulls:
+                    copy(dst, src, n, kind, sptr)
+                for dst, src in reds:
+                    reduce(dst, src)
+                stream.synchronize()
+                barrier()  # nobody overwrites what a peer may still be reading
+
+    def close(self) -> None:
+        if self._key is not None:
+            self._maps.release(self._key)
+            self._key = None
+        self._steps = []
+
+
+class CudaIpcTransport(DeviceTransport):
+    name = "cuda-ipc"
+
+    def __init__(self, comm: MPI.Comm, ctx: GpuContext) -> None:
+        super().__init__(comm, ctx)
+        self.peers = PeerMaps(self.comm, self.cp.cuda.runtime)
+        self.awareness = detect_awareness()
+        self.mirrors = PinnedMirrors()
+
+    def allocate(self, count: int, dtype: str) -> Any:
+        """A zeroed buffer in its own cudaMalloc (the IPC handle maps the whole allocation)."""
+        cp = self.cp
+        dt = cp.dtype(storage_dtype(dtype))
+        mem = cp.cuda.Memory(max(1, count * dt.itemsize))
+        arr = cp.ndarray((count,), dtype=dt, memptr=cp.cuda.MemoryPointer(mem, 0))
+        arr.fill(0)
+        self.raw_bytes += mem.size
+        weakref.finalize(arr, self._freed, mem.size)  # cupy.cuda.Memory takes no weakrefs
+        return arr
+
+    def _freed(self, nbytes: int) -> None:
+        self.raw_bytes -= nbytes
+
+    def compile(self, schedule: Schedule, buf: Any, scratch: Any, op: ReduceOp) -> Plan:
+        return IpcPlan(self, schedule, buf, scratch, op)
+
+    def vendor(self, buf: Any, op: ReduceOp) -> Plan:
+        return MpiVendorPlan(self.comm, self.ctx, buf, op, self.awareness.aware, self.mirrors)
+
+    def close(self) -> None:
+        self.synchronize()
+        self.peers.close()
+        super().close()
+
+
+def single_node_reason(node_size: int, world: int) -> str | None:
+    if node_size == world:
+        return None
+    return (f"CUDA IPC needs every rank on one node; this job has {node_size} of {world} ranks "
+            f"on this host (use nccl or mpi-cupy across nodes)")
+
+
+def from_mpi(comm: MPI.Comm) -> CudaIpcTransport:
+    ctx = open_device(comm)
+    try:
+        agree(comm, single_node_reason(ctx.local.size, comm.size))
+        return CudaIpcTransport(comm, ctx)
+    except TransportUnavailable:
+        ctx.close()
+        raise

@@ -1,0 +1,214 @@
+"""MPI transport on CuPy buffers: ``transport: mpi-cupy``.
+
+When the MPI library is CUDA-aware (:func:`~kernels.transports.gpu_plan.cuda_awareness`), device
+buffers go to MPI directly through ``__cuda_array_interface__``; otherwise every message is staged
+through pinned host mirrors of ``buf`` and ``scratch`` (device->host before the step's MPI calls,
+host->device after). Either way the stream is synchronised before MPI touches a buffer, persistent
+requests are made once at compile time, and reductions run as CuPy kernels on the stream. Several
+ranks may share one GPU. ``native`` is ``MPI_Allreduce`` (in place on the device buffer when
+CUDA-aware, else on the staged copy; bfloat16 always staged, reduced by a user-defined MPI op).
+
+Written from the documented APIs; not yet run on a GPU (none was available to the session that
+wrote it). The staging plan and the bfloat16 MPI op are pure and tested on CPU.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from mpi4py import MPI
+
+from kernels.ops import ReduceOp
+from kernels.schedule import Schedule
+from kernels.transports.base import Plan
+from kernels.transports.gpu import DeviceTransport, GpuContext, open_device, reducer
+from kernels.transports.gpu_plan import (
+    CudaAwareness,
+    bf16_reduce_into,
+    cuda_awareness,
+    logical_dtype,
+    plan_steps,
+    query_cuda_support,
+)
+from kernels.transports.mpi import MPI_OPS
+
+TAG = 11
+
+
+def bf16_mpi_op(op: str) -> MPI.Op:
+    """A commutative user-defined MPI op on bfloat16 bits (``MPI.UINT16_T`` host buffers);
+    MPI has no bfloat16 type. The caller frees it."""
+
+    def fn(inbuf: Any, inoutbuf: Any, datatype: MPI.Datatype) -> None:
+        bf16_reduce_into(np.frombuffer(inoutbuf, dtype=np.uint16),
+                         np.frombuffer(inbuf, dtype=np.uint16), op)
+
+    return MPI.Op.Create(fn, commute=True)
+
+
+class AwarePlan:
+    """Persistent requests on device buffers (CUDA-aware MPI)."""
+
+    def __init__(self, comm: MPI.Comm, ctx: GpuContext, schedule: Schedule, buf: Any,
+                 scratch: Any, op: ReduceOp) -> None:
+        self._stream = ctx.stream
+        self._reduce = reducer(ctx.cp, logical_dtype(buf.dtype.name), op.name)
+        b8, s8 = buf.view(ctx.cp.uint8), scratch.view(ctx.cp.uint8)
+        self._steps: list[tuple[list[MPI.Prequest], list[tuple[Any, Any]]]] = []
+        for st in plan_steps(schedule, buf.itemsize):
+            reqs = [comm.Recv_init([(s8 if x.into_scratch else b8)[x.offset:x.offset + x.nbytes],
+                                    MPI.BYTE], x.peer, TAG) for x in st.recvs]
+            reqs += [comm.Send_init([b8[x.offset:x.offset + x.nbytes], MPI.BYTE], x.peer, TAG)
+                     for x in st.sends]
+            self._steps.append((reqs, [(buf[a:b], scratch[a:b]) for a, b in st.reduces]))
+
+    def run(self) -> None:
+        reduce, stream = self._reduce, self._stream
+        with stream:
+            for reqs, reds in self._steps:
+                stream.synchronize()  # the previous step's reductions are in buf before MPI reads
+                MPI.Prequest.Startall(reqs)
+                MPI.Request.Waitall(reqs)
+                for dst, src in reds:
+                    reduce(dst, src)
+
+    def close(self) -> None:
+        for reqs, _ in self._steps:
+            for r in reqs:
+                r.Free()
+        self._steps = []
+
+
+class StagedPlan:
+    """Per step: copy the send ranges device->host into the pinned mirror, synchronise, run the
+    persistent host requests, copy received ranges host->device, reduce on the device."""
+
+    def __init__(self, comm: MPI.Comm, ctx: GpuContext, schedule: Schedule, buf: Any,
+                 scratch: Any, op: ReduceOp, mirror: Callable[[Any], np.ndarray]) -> None:
+        rt = ctx.cp.cuda.runtime
+        self._stream, self._copy = ctx.stream, rt.memcpyAsync
+        self._d2h, self._h2d = rt.memcpyDeviceToHost, rt.memcpyHostToDevice
+        self._reduce = reducer(ctx.cp, logical_dtype(buf.dtype.name), op.name)
+        hb, hs = mirror(buf).view(np.uint8), mirror(scratch).view(np.uint8)
+        dev = {False: buf.data.ptr, True: scratch.data.ptr}
+        host = {False: hb, True: hs}
+        self._steps: list[tuple[list[tuple[int, int, int]], list[MPI.Prequest],
+                                list[tuple[int, int, int]], list[tuple[Any, Any]]]] = []
+        for st in plan_steps(schedule, buf.itemsize):
+            d2h = [(hb.ctypes.data + x.offset, dev[False] + x.offset, x.nbytes) for x in st.sends]
+            reqs = [comm.Recv_init([host[x.into_scratch][x.offset:x.offset + x.nbytes], MPI.BYTE],
+                                   x.peer, TAG) for x in st.recvs]
+            reqs += [comm.Send_init([hb[x.offset:x.offset + x.nbytes], MPI.BYTE], x.peer, TAG)
+                     for x in st.sends]
+            h2d = [(dev[x.into_scratch] + x.offset, host[x.into_scratch].ctypes.data + x.offset,
+                    x.nbytes) for x in st.recvs]
+            reds = [(buf[a:b], scratch[a:b]) for a, b in st.reduces]
+            self._steps.append((d2h, reqs, h2d, reds))
+
+    def run(self) -> None:
+        stream, copy, reduce = self._stream, self._copy, self._reduce
+        sptr = stream.ptr
+        with stream:
+            for d2h, reqs, h2d, reds in self._steps:
+                for dst, src, n in d2h:
+                    copy(dst, src, n, self._d2h, sptr)
+                # Sends are on the host, and the last step's host->device copies no longer read
+                # the mirror that this step's receives overwrite.
+                stream.synchronize()
+                MPI.Prequest.Startall(reqs)
+                MPI.Request.Waitall(reqs)
+                for dst, src, n in h2d:
+                    copy(dst, src, n, self._h2d, sptr)
+                for dst, src in reds:
+                    reduce(dst, src)
+
+    def close(self) -> None:
+        for _, reqs, _, _ in self._steps:
+            for r in reqs:
+                r.Free()
+        self._steps = []
+
+
+class MpiVendorPlan:
+    """``MPI_Allreduce`` in place on the device buffer (CUDA-aware) or on its pinned copy."""
+
+    def __init__(self, comm: MPI.Comm, ctx: GpuContext, buf: Any, op: ReduceOp,
+                 aware: bool, mirror: Callable[[Any], np.ndarray]) -> None:
+        self._comm, self._buf, self._stream = comm, buf, ctx.stream
+        dtype = logical_dtype(buf.dtype.name)
+        self._user_op = bf16_mpi_op(op.name) if dtype == "bfloat16" else None
+        self._op = self._user_op or MPI_OPS[op.name]
+        self._host = None if aware and self._user_op is None else mirror(buf)
+        self._target: Any = buf if self._host is None else self._host
+        if self._user_op is not None:
+            self._target = [self._host, MPI.UINT16_T]
+
+    def run(self) -> None:
+        stream, host = self._stream, self._host
+        if host is not None:
+            self._buf.get(stream=stream, out=host)
+        stream.synchronize()
+        self._comm.Allreduce(MPI.IN_PLACE, self._target, self._op)
+        if host is not None:
+            self._buf.set(host, stream=stream)
+
+    def close(self) -> None:
+        if self._user_op is not None:
+            self._user_op.Free()
+            self._user_op = None
+
+
+class PinnedMirrors:
+    """Pinned host copies of the current group's device buffers (buf, scratch), made once per
+    buffer and shared by every plan of the group; older ones are dropped."""
+
+    def __init__(self, keep: int = 2) -> None:
+        self._keep = keep
+        self._by_ptr: dict[tuple[int, int], np.ndarray] = {}
+
+    def __call__(self, dev: Any) -> np.ndarray:
+        import cupyx
+
+        key = (dev.data.ptr, dev.nbytes)
+        if key not in self._by_ptr:
+            while len(self._by_ptr) >= self._keep:
+                self._by_ptr.pop(next(iter(self._by_ptr)))
+            self._by_ptr[key] = cupyx.empty_pinned(dev.shape, dtype=dev.dtype)
+        return self._by_ptr[key]
+
+    def nbytes(self) -> int:
+        return sum(a.nbytes for a in self._by_ptr.values())
+
+
+class MpiCupyTransport(DeviceTransport):
+    name = "mpi-cupy"
+
+    def __init__(self, comm: MPI.Comm, ctx: GpuContext) -> None:
+        super().__init__(comm, ctx)
+        self.awareness = detect_awareness()
+        self.mirrors = PinnedMirrors()
+
+    def compile(self, schedule: Schedule, buf: Any, scratch: Any, op: ReduceOp) -> Plan:
+        if self.awareness.aware:
+            return AwarePlan(self.comm, self.ctx, schedule, buf, scratch, op)
+        return StagedPlan(self.comm, self.ctx, schedule, buf, scratch, op, self.mirrors)
+
+    def vendor(self, buf: Any, op: ReduceOp) -> Plan:
+        return MpiVendorPlan(self.comm, self.ctx, buf, op, self.awareness.aware, self.mirrors)
+
+
+def detect_awareness() -> CudaAwareness:
+    return cuda_awareness(os.environ, query_cuda_support())
+
+
+def from_mpi(comm: MPI.Comm) -> MpiCupyTransport:
+    """``transport: mpi-cupy``: any number of ranks per GPU (device = local rank mod GPUs)."""
+    ctx = open_device(comm)
+    try:
+        return MpiCupyTransport(comm, ctx)
+    except BaseException:
+        ctx.close()
+        raise
