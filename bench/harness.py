@@ -19,14 +19,14 @@ from typing import Any
 import numpy as np
 from mpi4py import MPI
 
-from bench import data, metrics
+from bench import data, devicestats, metrics
 from bench.case import Group
 from bench.records import SCHEMA_VERSION
 from bench.scenario import Timing
 from bench.stats import summarize
 from kernels.algorithm import ALGORITHMS, Problem
 from kernels.bytecount import bytes_sent
-from kernels.ops import ITEMSIZE, OPS
+from kernels.ops import HOST_DTYPE, ITEMSIZE, OPS
 from kernels.topology import Topology
 from kernels.transports.base import Plan, Transport
 
@@ -51,6 +51,7 @@ class _Entry:
     bytes_sent: int | None
     bytes_inter: int | None
     samples: list[float] = field(default_factory=list)
+    device_samples: list[float] | None = None  # CUDA-event times, device transports only
 
 
 def _compile(env: Env, group: Group, name: str, buf: Any, scratch: Any) -> _Entry:
@@ -64,14 +65,27 @@ def _compile(env: Env, group: Group, name: str, buf: Any, scratch: Any) -> _Entr
                   sent.total, sent.inter)
 
 
-def _time_block(env: Env, plan: Plan, iters: int, out: list[float]) -> None:
+def _time_block(env: Env, plan: Plan, iters: int, out: list[float],
+                device_out: list[float] | None = None) -> None:
     tr, clock = env.transport, time.perf_counter_ns
-    for _ in range(iters):
+    events = devicestats.clock_of(tr) if device_out is not None else None
+    if events is None or device_out is None:
+        for _ in range(iters):
+            tr.barrier()
+            t0 = clock()
+            plan.run()
+            tr.synchronize()
+            out.append((clock() - t0) / 1e3)
+        return
+    for _ in range(iters):  # the host clock as above, with CUDA events inside it
         tr.barrier()
         t0 = clock()
+        events.start()
         plan.run()
+        events.stop()
         tr.synchronize()
         out.append((clock() - t0) / 1e3)
+        device_out.append(events.elapsed_us())
 
 
 def _iterations(env: Env, timing: Timing, plans: Sequence[Plan]) -> int:
@@ -89,33 +103,44 @@ def _iterations(env: Env, timing: Timing, plans: Sequence[Plan]) -> int:
     return max(timing.min_iters, min(timing.max_iters, iters))
 
 
-def time_plans(env: Env, timing: Timing, plans: Sequence[Plan]) -> list[list[float]]:
+def time_plans(env: Env, timing: Timing, plans: Sequence[Plan],
+               device: list[list[float]] | None = None) -> list[list[float]]:
     """This rank's samples (us) per plan: warm-up, then ``repetitions`` blocks in which the plans
-    take turns, order reversed every other block. Plans share buffers; inputs are the caller's."""
+    take turns, order reversed every other block. Plans share buffers; inputs are the caller's.
+    With ``device`` (one list per plan) a device transport's event times are appended there."""
     samples: list[list[float]] = [[] for _ in plans]
     with np.errstate(all="ignore"):  # repeated in-place reductions overflow: harmless
         block = math.ceil(_iterations(env, timing, plans) / timing.repetitions)
         order = list(range(len(plans)))
         for rep in range(timing.repetitions):
             for i in order if rep % 2 == 0 else order[::-1]:
-                _time_block(env, plans[i], block, samples[i])
+                _time_block(env, plans[i], block, samples[i], device[i] if device else None)
     return samples
 
 
 def measure(env: Env, group: Group, timing: Timing, check: bool) -> list[dict[str, Any]]:
     """Measure every algorithm of ``group``; records on rank 0, ``[]`` on other ranks."""
     tr, rank = env.transport, env.transport.rank
+    mem_before = devicestats.memory_of(tr)  # None on host transports
     buf = tr.allocate(group.count, group.dtype)
     scratch = tr.allocate(group.count, group.dtype)
-    host_in = data.fill(rank, group.world_size, group.count, group.op).astype(group.dtype)
+    host_dtype = HOST_DTYPE[group.dtype]
+    host_in = data.fill(rank, group.world_size, group.count, group.op).astype(host_dtype)
     entries = [_compile(env, group, a, buf, scratch) for a in group.algorithms]
+    mem_compiled = devicestats.memory_of(tr)
     try:
         tr.upload(buf, host_in)
-        for e, samples in zip(entries, time_plans(env, timing, [e.plan for e in entries])):
+        device = [[] for _ in entries] if devicestats.has_clock(tr) else None
+        for i, (e, samples) in enumerate(
+                zip(entries, time_plans(env, timing, [e.plan for e in entries], device))):
             e.samples = samples
+            e.device_samples = device[i] if device else None
+        mem_after = devicestats.memory_of(tr)
+        memory = (devicestats.memory_fields(mem_before, mem_compiled, mem_after)
+                  if mem_before and mem_compiled and mem_after else None)
         with np.errstate(all="ignore"):
             wrong = [_check(env, group, e.plan, buf, host_in) if check else None for e in entries]
-        return _records(env, group, timing, entries, wrong)
+        return _records(env, group, timing, entries, wrong, memory)
     finally:
         for e in entries:
             e.plan.close()
@@ -130,7 +155,7 @@ def _check(env: Env, group: Group, plan: Plan, buf: Any, host_in: np.ndarray) ->
 
 
 def _records(env: Env, group: Group, timing: Timing, entries: list[_Entry],
-             wrong: list[int | None]) -> list[dict[str, Any]]:
+             wrong: list[int | None], memory: dict[str, int] | None = None) -> list[dict[str, Any]]:
     ctl = env.control
     out = []
     for e, w in zip(entries, wrong):
@@ -140,6 +165,7 @@ def _records(env: Env, group: Group, timing: Timing, entries: list[_Entry],
         total_wrong = ctl.reduce(w, op=MPI.SUM, root=0) if w is not None else None
         sent = ctl.reduce(e.bytes_sent, op=MPI.MAX, root=0) if e.bytes_sent is not None else None
         inter = ctl.reduce(e.bytes_inter, op=MPI.MAX, root=0) if e.bytes_inter is not None else None
+        device = devicestats.record_fields(ctl, e.device_samples, memory)
         if ctl.rank != 0:
             continue
         assert worst is not None
@@ -158,9 +184,10 @@ def _records(env: Env, group: Group, timing: Timing, entries: list[_Entry],
             "wrong": total_wrong,
             "tolerance": data.tolerance(group.world_size, group.dtype) if group.op == "sum" else 0.0,
             "bytes_sent_max": sent, "bytes_sent_inter_max": inter, "steps": e.steps,
-            "timer": TIMER,
+            "timer": TIMER + (devicestats.TIMER_DEVICE if e.device_samples is not None else ""),
             "samples_us": [round(x, 3) for x in worst.tolist()],
             "time_unix": time.time(),
+            **device,
             **env.extra,
         })
     return out

@@ -1,0 +1,150 @@
+"""``commbench env``: the GPU and MPI stack this machine offers, and which transports can run.
+
+Each section is a probe in :data:`PROBES` returning ``{field: value}``; a probe that fails says
+why in its section instead of stopping the others. Useful without a GPU too: it then says what
+is missing. ``--json`` prints one JSON object (for bug reports and CI logs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import shutil
+import subprocess
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+from bench.commands import register
+
+Facts = dict[str, Any]
+
+
+def _python() -> Facts:
+    import numpy
+
+    return {"python": platform.python_version(), "numpy": numpy.__version__,
+            "platform": platform.platform()}
+
+
+def _mpi() -> Facts:
+    import mpi4py
+    from mpi4py import MPI
+
+    from kernels.transports.mpi_cupy import detect_awareness
+
+    aware = detect_awareness()
+    return {"mpi4py": mpi4py.__version__,
+            "library": MPI.Get_library_version().strip().splitlines()[0],
+            "mpi_standard": "{}.{}".format(*MPI.Get_version()),
+            "cuda_aware": aware.aware, "cuda_aware_how": aware.how}
+
+
+def _driver() -> Facts:
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return {"nvidia-smi": "not found"}
+    res = subprocess.run([smi, "--query-gpu=index,name,driver_version,memory.total",
+                          "--format=csv,noheader"], capture_output=True, text=True, timeout=30)
+    if res.returncode != 0:
+        return {"nvidia-smi": f"failed: {(res.stderr or res.stdout).strip()[:200]}"}
+    return {"gpus": [line.strip() for line in res.stdout.strip().splitlines()]}
+
+
+def _cupy() -> Facts:
+    try:
+        import cupy
+    except ImportError:
+        return {"cupy": "not installed (pip install -e '.[gpu]')"}
+    out: Facts = {"cupy": cupy.__version__, "cuda_available": bool(cupy.cuda.is_available())}
+    if not out["cuda_available"]:
+        return out
+    rt = cupy.cuda.runtime
+    out["cuda_runtime"] = rt.runtimeGetVersion()
+    out["cuda_driver"] = rt.driverGetVersion()
+    devices = []
+    for i in range(rt.getDeviceCount()):
+        props = rt.getDeviceProperties(i)
+        name = props["name"].decode() if isinstance(props["name"], bytes) else props["name"]
+        devices.append(f"{i}: {name}, {props['totalGlobalMem'] / 2**30:.1f} GiB, "
+                       f"sm_{props['major']}{props['minor']}, "
+                       f"{cupy.cuda.Device(i).pci_bus_id}")
+    out["devices"] = devices
+    out["p2p"] = [f"{a}->{b}: {rt.deviceCanAccessPeer(a, b)}"
+                  for a in range(len(devices)) for b in range(len(devices)) if a != b]
+    return out
+
+
+def _nccl() -> Facts:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            from cupy.cuda import nccl
+    except ImportError:
+        return {"nccl": "CuPy not installed"}
+    if not getattr(nccl, "available", False):
+        return {"nccl": "not loadable by CuPy (pip install nvidia-nccl-cu12)"}
+    return {"nccl": nccl.get_version(), "nccl_build": nccl.get_build_version()}
+
+
+def _torch() -> Facts:
+    try:
+        import torch
+    except ImportError:
+        return {"torch": "not installed"}
+    out: Facts = {"torch": torch.__version__, "cuda": bool(torch.cuda.is_available())}
+    if out["cuda"]:
+        out["torch_nccl"] = ".".join(str(x) for x in torch.cuda.nccl.version())
+    return out
+
+
+def _transports() -> Facts:
+    """Which device transports would run here (one rank): the skip reason or "ok"."""
+    from kernels.transports.gpu import probe_cupy
+
+    nccl = probe_cupy(need_nccl=True)[1]
+    dev = probe_cupy()[1]
+    return {"nccl": nccl or "ok", "nccl-graph": nccl or "ok", "mpi-cupy": dev or "ok",
+            "cuda-ipc": dev or "ok (one node)"}
+
+
+PROBES: dict[str, Callable[[], Facts]] = {
+    "python": _python, "mpi": _mpi, "driver": _driver, "cupy": _cupy, "nccl": _nccl,
+    "torch": _torch, "transports": _transports,
+}
+
+
+def collect() -> dict[str, Facts]:
+    out: dict[str, Facts] = {}
+    for name, probe in PROBES.items():
+        try:
+            out[name] = probe()
+        except Exception as e:  # one broken section must not hide the others
+            out[name] = {"error": f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"}
+    return out
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="one JSON object instead of text")
+
+
+def handle(args: argparse.Namespace) -> int:
+    facts = collect()
+    if args.json:
+        print(json.dumps(facts, indent=1, default=str))
+        return 0
+    for section, values in facts.items():
+        print(f"{section}:")
+        for key, value in values.items():
+            if isinstance(value, list):
+                print(f"  {key}:" + ("" if value else " none"))
+                for item in value:
+                    print(f"    {item}")
+            else:
+                print(f"  {key}: {value}")
+    return 0
+
+
+register("env", "the GPU/MPI stack: GPUs, driver, CUDA, NCCL, CuPy, MPI (CUDA-aware?)",
+         configure, handle)

@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# GPU check, under 5 minutes: `commbench env`, the GPU-marked tests, a device-to-device copy
+# bandwidth (the ceiling for one GPU), and a short sweep with every device transport that can run
+# on the GPUs present (nccl, nccl-graph, mpi-cupy, cuda-ipc; the others skip with a reason).
+# Works from a plain checkout with an existing Python that already has CuPy, torch, mpi4py,
+# pandas, matplotlib, jinja2 and pytest (nothing is installed):
+#     PYTHON=python3 scripts/gpu-check.sh [RUN_DIR]
+# mpiexec: $MPIEXEC, else the one on PATH, else the mpich wheel's next to the interpreter; the
+# first that starts two mpi4py ranks which see each other is used.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 PYTHONUNBUFFERED=1
+OUT=${1:-runs/gpu-check-$(date +%Y%m%d-%H%M%S)}
+mkdir -p "$OUT"
+STATUS=0
+
+echo "== commbench env"
+$PY -m bench env | tee "$OUT/env.txt"
+
+wheel_mpiexec=$($PY -c 'import pathlib, sys; print(pathlib.Path(sys.executable).parent / "mpiexec")')
+MPI_RUN=""
+for cand in ${MPIEXEC:-} "$(command -v mpiexec || true)" "$wheel_mpiexec"; do
+  [ -n "$cand" ] && [ -x "$cand" ] || continue
+  if timeout 60 "$cand" -n 2 $PY -c 'from mpi4py import MPI; assert MPI.COMM_WORLD.size == 2' \
+      >/dev/null 2>&1; then MPI_RUN=$cand; break; fi
+done
+if [ -z "$MPI_RUN" ]; then
+  echo "gpu-check: no mpiexec starts mpi4py ranks here (set MPIEXEC=...)" >&2
+  exit 2
+fi
+echo "== mpiexec: $MPI_RUN"
+export COMMBENCH_MPIEXEC=$MPI_RUN
+
+NGPU=$($PY -W ignore -c 'import cupy; print(cupy.cuda.runtime.getDeviceCount() if cupy.cuda.is_available() else 0)' 2>/dev/null || echo 0)
+echo "== GPUs visible: $NGPU"
+
+echo "== GPU-marked tests"
+timeout 150 $PY -m pytest -q -m gpu tests -p no:cacheprovider -o addopts=-ra \
+  2>&1 | tee "$OUT/pytest-gpu.txt" | tail -25
+[ "${PIPESTATUS[0]}" -eq 0 ] || STATUS=1
+
+if [ "$NGPU" -ge 1 ]; then
+  echo "== device-to-device copy bandwidth (CUDA events, 256 MiB, one direction)"
+  $PY -W ignore - <<'PYEOF' | tee "$OUT/copy-bandwidth.txt"
+import cupy as cp
+n = 256 << 20
+a, b = cp.ones(n // 4, cp.float32), cp.empty(n // 4, cp.float32)
+start, stop = cp.cuda.Event(), cp.cuda.Event()
+cp.copyto(b, a)
+start.record()
+for _ in range(20):
+    cp.copyto(b, a)
+stop.record()
+stop.synchronize()
+ms = cp.cuda.get_elapsed_time(start, stop) / 20
+print(f"d2d_copy_gbps {n / ms / 1e6:.1f}")
+PYEOF
+fi
+
+# World sizes: one rank per GPU up to 8 where there are several; 2 and 4 ranks sharing one GPU
+# otherwise (nccl then skips, saying why).
+if [ "$NGPU" -ge 2 ]; then W=$(( NGPU < 8 ? NGPU : 8 )); else W=4; fi
+SIZES="[2, $W]"; [ "$W" -eq 2 ] && SIZES="[2]"
+cat > "$OUT/gpu-check.yaml" <<YEOF
+name: gpu-check
+description: Short GPU sweep of scripts/gpu-check.sh.
+transports: [nccl, nccl-graph, mpi-cupy, cuda-ipc]
+world_sizes: $SIZES
+ranks_per_node: [auto]
+sizes: [8B, 64KiB, 4MiB, 64MiB, 256MiB]
+algorithms: [native, ring, tree, halving_doubling, hierarchical]
+dtypes: [float32]
+ops: [sum]
+timing: {warmup: 2, time_budget_ms: 30, min_iters: 5, max_iters: 200, repetitions: 2}
+check: true
+case_timeout_s: 120
+YEOF
+echo "== sweep: $W ranks, world sizes $SIZES -> $OUT/run"
+timeout 170 "$MPI_RUN" -n "$W" $PY -m bench run "$OUT/gpu-check.yaml" --out "$OUT/run" \
+  --no-progress 2>&1 | tee "$OUT/sweep.txt"
+[ "${PIPESTATUS[0]}" -eq 0 ] || STATUS=1
+
+if [ -f "$OUT/run/results.jsonl" ]; then
+  echo "== ring vs native busbw at >= 64 MiB, and cuda-ipc ring vs the copy ceiling"
+  $PY - "$OUT" <<'PYEOF'
+import json, pathlib, sys
+out = pathlib.Path(sys.argv[1])
+recs = [json.loads(x) for x in (out / "run" / "results.jsonl").read_text().splitlines() if x]
+copy = out / "copy-bandwidth.txt"
+ceiling = float(copy.read_text().split()[-1]) if copy.exists() else None
+best = {}
+for r in recs:
+    if r["nbytes"] >= 64 << 20:
+        best[(r["transport"], r["world_size"], r["nbytes"], r["algorithm"])] = r["busbw_gbps"]
+for (t, p, n, alg), bw in sorted(best.items()):
+    if alg != "ring":
+        continue
+    native = best.get((t, p, n, "native"))
+    ratio = f"{bw / native:.2f}x native" if native else "no native"
+    roof = f", {bw / ceiling:.2f}x copy" if ceiling and t == "cuda-ipc" else ""
+    print(f"{t:>11} p={p} {n >> 20:>4} MiB ring busbw {bw:8.2f} GB/s ({ratio}{roof})")
+wrong = sum(r["wrong"] or 0 for r in recs)
+print(f"{len(recs)} records, {wrong} wrong elements")
+sys.exit(1 if wrong else 0)
+PYEOF
+  [ $? -eq 0 ] || STATUS=1
+fi
+[ "$NGPU" -ge 1 ] || echo "== no CUDA device here: the GPU tests and device transports skipped (see reasons above)"
+echo "== run directory: $OUT (status $STATUS)"
+exit $STATUS
