@@ -11,6 +11,7 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m pip install -q torch==2.13.0  # CPU tests of the training strategies; GPU users install their own torch
 	touch $(STAMP)
 
 run: $(STAMP)

@@ -10,7 +10,7 @@ from bench.commands import COMMANDS
 
 # Modules that register subcommands; a new command is a new module named here.
 COMMAND_MODULES = ("bench.commands.run", "bench.commands.listing", "bench.commands.report",
-                   "bench.commands.compare", "bench.commands.importer",
+                   "bench.commands.compare", "bench.commands.memory", "bench.commands.importer",
                    "bench.commands.export", "bench.commands.env")
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import itertools
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import yaml
 from pydantic import (
@@ -149,10 +149,31 @@ class CollectiveScenario(Frozen):
         return 2 * max(self.byte_sizes()) + 64 * (1 << 20)
 
 
-SCENARIO_KINDS: dict[str, type[Frozen]] = {"collective": CollectiveScenario}
+if TYPE_CHECKING:
+    from bench.training.scenario import TrainingScenario
+
+    Scenario = CollectiveScenario | TrainingScenario
 
 
-def load_scenario(path: Path | str) -> CollectiveScenario:
+SCENARIO_KINDS: dict[str, type[Frozen] | str] = {
+    "collective": CollectiveScenario,
+    # "module:Class", imported on first use (training scenarios import torch and bench.scenario)
+    "training": "bench.training.scenario:TrainingScenario",
+}
+
+
+def scenario_model(kind: str) -> type[Frozen] | None:
+    """The model of scenario ``kind`` (importing it on first use), or None if unknown."""
+    model = SCENARIO_KINDS.get(kind)
+    if isinstance(model, str):
+        import importlib
+
+        mod, _, cls = model.partition(":")
+        model = getattr(importlib.import_module(mod), cls)
+    return model
+
+
+def load_scenario(path: Path | str) -> Scenario:
     """Parse and validate a scenario file; raises :class:`ScenarioError` with one line."""
     path = Path(path)
     try:
@@ -166,13 +187,13 @@ def load_scenario(path: Path | str) -> CollectiveScenario:
     return parse_scenario(raw, str(path))
 
 
-def parse_scenario(raw: Any, source: str = "<scenario>") -> CollectiveScenario:
+def parse_scenario(raw: Any, source: str = "<scenario>") -> Scenario:
     if not isinstance(raw, dict):
         raise ScenarioError(f"{source}: a scenario is a mapping of keys, got {type(raw).__name__}")
     raw = dict(raw)
     raw.setdefault("name", Path(source).stem)
     kind = raw.get("kind", "collective")
-    model = SCENARIO_KINDS.get(kind)
+    model = scenario_model(kind)
     if model is None:
         raise ScenarioError(f"{source}: kind: unknown kind {kind!r}; valid: "
                             f"{', '.join(SCENARIO_KINDS)}")

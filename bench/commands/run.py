@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import importlib
 import os
 import sys
 from pathlib import Path
@@ -15,6 +16,9 @@ from bench import launcher, meta
 from bench.commands import register
 from bench.records import SCHEMA_VERSION, iter_records, write_meta
 from bench.scenario import CollectiveScenario, ScenarioError, check_memory, load_scenario
+
+# Scenario kinds with their own runner (args, scenario, world sizes) -> exit code.
+KIND_RUNNERS: dict[str, str] = {"training": "bench.training.launch:handle"}
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -33,6 +37,10 @@ def handle(args: argparse.Namespace) -> int:
     except ScenarioError as e:
         print(f"commbench: {e}", file=sys.stderr)
         return 2
+    runner = KIND_RUNNERS.get(sc.kind)
+    if runner is not None:  # other scenario kinds run themselves: "module:function"
+        mod, _, fn = runner.partition(":")
+        return int(getattr(importlib.import_module(mod), fn)(args, sc, sizes))
     if launcher.inside_mpi_job() or os.environ.get(launcher.WORKER_ENV):
         return _run_in_job(args, sc, sizes)
     return _self_launch(args, sc, sizes)

@@ -1,0 +1,76 @@
+"""DDP communication hooks: DDP's compression hooks, and commbench's AllReduce algorithms.
+
+:class:`ScheduleHook` runs each gradient bucket through a commbench schedule on the torch p2p
+transport: divide by the world size (DDP averages), then the algorithm's sum. Plans are compiled
+once per bucket buffer (DDP rebuilds its buckets after the first step, so a new buffer gets a new
+plan) and the timed steps do no planning.
+"""
+
+import os
+from typing import Any
+
+import torch
+import torch.distributed as dist
+from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+import kernels.algorithms  # noqa: F401 - registers the algorithms
+from kernels.algorithm import ALGORITHMS, Problem
+from kernels.ops import OPS
+from kernels.topology import Topology
+from kernels.transports.base import Plan
+from kernels.transports.torch_p2p import TorchP2PTransport
+
+COMPRESSION = {"fp16": default_hooks.fp16_compress_hook, "bf16": default_hooks.bf16_compress_hook}
+
+
+def job_topology(world: int) -> Topology:
+    """Nodes of LOCAL_WORLD_SIZE consecutive ranks (torchrun's placement), else one node."""
+    local = int(os.environ.get("LOCAL_WORLD_SIZE", world))
+    return Topology.blocks(world, local) if local >= 1 and world % local == 0 else Topology.flat(world)
+
+
+class ScheduleHook:
+    """State of the commbench-algorithm hook: transport, topology and the compiled plans."""
+
+    def __init__(self, algorithm: str, device: torch.device) -> None:
+        self.algorithm = ALGORITHMS.get(algorithm)
+        self.transport = TorchP2PTransport(None, device)
+        self.topology = job_topology(self.transport.size)
+        self._plans: dict[int, tuple[tuple[int, int], Plan]] = {}  # bucket -> (buffer, plan)
+
+    def plan(self, index: int, buf: torch.Tensor) -> Plan:
+        key = (buf.data_ptr(), buf.numel())
+        cached = self._plans.get(index)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        if cached is not None:
+            cached[1].close()
+        sched = self.algorithm.schedule(Problem(self.topology, buf.numel(), buf.element_size()),
+                                        self.transport.rank)
+        plan = self.transport.compile(sched, buf, torch.empty_like(buf), OPS["sum"])
+        self._plans[index] = (key, plan)
+        return plan
+
+
+def schedule_hook(state: ScheduleHook, bucket: dist.GradBucket) -> torch.futures.Future[torch.Tensor]:
+    """Average the bucket with the state's commbench algorithm (annotations must stay real
+    types: DDP checks them, so this module does not use postponed annotations)."""
+    buf = bucket.buffer()
+    buf.div_(state.transport.size)
+    state.plan(bucket.index(), buf).run()
+    fut: torch.futures.Future[torch.Tensor] = torch.futures.Future()
+    fut.set_result(buf)
+    return fut
+
+
+def install_hook(model: DDP, hook: str, device: torch.device) -> Any:
+    """Register ``hook`` on ``model``; returns the hook state (None for DDP's default)."""
+    if hook == "default":
+        return None
+    if hook in COMPRESSION:
+        model.register_comm_hook(None, COMPRESSION[hook])
+        return None
+    state = ScheduleHook(hook, device)
+    model.register_comm_hook(state, schedule_hook)
+    return state

@@ -1,0 +1,125 @@
+"""The training harness: the one place that owns the clock for training cases.
+
+Protocol per case: ``warmup`` untimed steps, one more untimed step under the
+:class:`~bench.training.comm.CommCounter` (after DDP has rebuilt its buckets; counting costs the
+timed steps nothing), then
+``steps`` timed steps, each preceded by a barrier and a device synchronisation, timed alone with
+``perf_counter_ns`` and ended by a synchronisation; the sample kept is the max over ranks of that
+step. Batches are generated before the barrier. Loss per step is the mean over the ranks that see
+a loss (every replica reports equally often, so this is the mean over replicas).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+from bench.models.base import ModelSpec
+from bench.training.comm import CommCount, CommCounter
+from bench.training.memory import HeldBytes, PeakMemory, held_bytes
+from bench.training.strategy import Trainer
+
+TIMER = ("time.perf_counter_ns around each step, after a barrier and a device sync, ended by a "
+         "device sync; max over ranks per step")
+
+
+@dataclass(frozen=True)
+class Protocol:
+    warmup: int
+    steps: int
+    batch_size: int  # per data-parallel replica
+    seed: int
+
+    @property
+    def total(self) -> int:
+        """Steps run: warm-up, the counted step, the timed steps."""
+        return self.warmup + 1 + self.steps
+
+
+@dataclass(frozen=True)
+class RankResult:
+    """What one rank measured; gathered to rank 0."""
+
+    held: HeldBytes
+    comm: CommCount | None
+    peak: int
+    peak_above_start: int
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    global_batch: int
+    tokens_per_step: int
+    losses: list[float]
+    samples_ms: list[float]  # max over ranks, per timed step
+    ranks: list[RankResult]
+    peak_method: str
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _barrier(device: torch.device) -> None:
+    if device.type == "cuda":
+        dist.barrier(device_ids=[device.index or 0])
+    else:
+        dist.barrier()
+
+
+def run_case(trainer: Trainer, model: ModelSpec, proto: Protocol, device: torch.device) -> CaseResult:
+    """Train ``warmup + steps`` steps; every rank returns the same :class:`CaseResult`."""
+    peak = PeakMemory(device)
+    peak.start()
+    global_batch = proto.batch_size * trainer.dp_degree
+    losses: list[float] = []
+    samples: list[float] = []
+    comm: CommCount | None = None
+    tokens = 0
+    clock = time.perf_counter_ns
+    for s in range(proto.total):
+        batch = model.batch(global_batch, s, proto.seed)
+        tokens = batch.tokens
+        if s < proto.warmup:
+            loss = trainer.step(batch)
+        elif s == proto.warmup:
+            with CommCounter() as counter:
+                loss = trainer.step(batch)
+            comm = counter.count
+        else:
+            _barrier(device)
+            _sync(device)
+            t0 = clock()
+            loss = trainer.step(batch)
+            _sync(device)
+            samples.append((clock() - t0) / 1e6)
+        losses.append(math.nan if loss is None else loss)
+    mine = RankResult(held_bytes(trainer), comm, *peak.peak())
+    return CaseResult(global_batch, tokens, _mean_loss(losses, device), _max_samples(samples, device),
+                      _gather(mine), peak.method)
+
+
+def _mean_loss(losses: list[float], device: torch.device) -> list[float]:
+    t = torch.tensor(losses, dtype=torch.float64, device=device)
+    seen = (~t.isnan()).to(torch.float64)
+    both = torch.stack([torch.nan_to_num(t, nan=0.0), seen])
+    dist.all_reduce(both)
+    return (both[0] / both[1]).tolist()
+
+
+def _max_samples(samples: list[float], device: torch.device) -> list[float]:
+    t = torch.tensor(samples, dtype=torch.float64, device=device)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return t.tolist()
+
+
+def _gather(mine: RankResult) -> list[RankResult]:
+    out: list[Any] = [None] * dist.get_world_size()
+    dist.all_gather_object(out, mine)
+    return out

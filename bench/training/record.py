@@ -1,0 +1,80 @@
+"""Training result records: one per (strategy, model, world size), in the run's results.jsonl."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.records import SCHEMA_VERSION, iter_records
+from bench.stats import summarize
+from bench.training.measure import TIMER, CaseResult
+from bench.training.scenario import StrategySpec, TrainingScenario
+
+SCALING = ("weak: samples_per_s(N) / (N * samples_per_s(1)) of the same strategy and model, "
+           "fixed batch_size per data-parallel replica (= T1/TN for pure data parallelism; "
+           "ranks of one tensor/pipeline replica share its batch)")
+
+
+def base(sc: TrainingScenario, spec: StrategySpec, model: str, world: int, status: str,
+         extra: dict[str, Any]) -> dict[str, Any]:
+    return {"schema_version": SCHEMA_VERSION, "kind": "training", "status": status,
+            "strategy": spec.label, "strategy_name": spec.name, "model": model,
+            "world_size": world, "batch_size_per_replica": sc.batch_size,
+            "strategy_options": spec.model_dump(mode="json"), "time_unix": time.time(), **extra}
+
+
+def failed(sc: TrainingScenario, spec: StrategySpec, model: str, world: int, error: str,
+           extra: dict[str, Any]) -> dict[str, Any]:
+    return {**base(sc, spec, model, world, "failed", extra), "error": error}
+
+
+def _baseline(run_dir: Path, label: str, model: str) -> float | None:
+    for rec in iter_records(run_dir):
+        if (rec.get("kind") == "training" and rec.get("status") == "ok" and rec["world_size"] == 1
+                and rec["strategy"] == label and rec["model"] == model):
+            return float(rec["samples_per_s"])
+    return None
+
+
+def measured(sc: TrainingScenario, spec: StrategySpec, model: str, world: int, res: CaseResult,
+             reference: list[float] | None, run_dir: Path, extra: dict[str, Any]) -> dict[str, Any]:
+    import numpy as np
+
+    s = summarize(np.asarray(res.samples_ms))
+    sps = res.global_batch / (s.median / 1e3)
+    base1 = sps if world == 1 else _baseline(run_dir, spec.label, model)
+    r0 = res.ranks[0]
+    comm = [r.comm for r in res.ranks]
+    diff = (max(abs(a - b) for a, b in zip(res.losses, reference)) if reference else None)
+    return {
+        **base(sc, spec, model, world, "ok", extra),
+        "global_batch": res.global_batch, "warmup": sc.warmup, "iters": s.n,
+        **s.as_dict("step_time_ms_"),
+        "samples_per_s": sps,
+        "tokens_per_s": res.tokens_per_step / (s.median / 1e3) if res.tokens_per_step else None,
+        "scaling_efficiency": sps / (world * base1) if base1 else None,
+        "scaling": SCALING,
+        "mem_params_bytes": max(r.held.params for r in res.ranks),
+        "mem_grads_bytes": max(r.held.grads for r in res.ranks),
+        "mem_optim_bytes": max(r.held.optim for r in res.ranks),
+        "mem_peak_bytes": max(r.peak for r in res.ranks),
+        "mem_peak_above_start_bytes": max(r.peak_above_start for r in res.ranks),
+        "mem_rank_aggregate": "max over ranks (per-rank values in *_by_rank)",
+        "mem_peak_method": res.peak_method,
+        "mem_params_bytes_by_rank": [r.held.params for r in res.ranks],
+        "mem_grads_bytes_by_rank": [r.held.grads for r in res.ranks],
+        "mem_optim_bytes_by_rank": [r.held.optim for r in res.ranks],
+        "comm_bytes_per_step": max(c.total for c in comm) if all(comm) else None,
+        "comm_bytes_by_rank": [c.total for c in comm] if all(comm) else None,
+        "comm_by_type": r0.comm.bytes if r0.comm else None,
+        "comm_calls_by_type": r0.comm.calls if r0.comm else None,
+        "comm_by_type_by_rank": [c.bytes for c in comm] if all(comm) else None,
+        "comm_method": "TorchDispatchMode over c10d/functional collectives, last warm-up step; "
+                       "bytes = nccl-tests size S per call (sends only for p2p)",
+        "loss": res.losses,
+        "loss_reference": reference,
+        "loss_max_abs_diff": diff,
+        "timer": TIMER,
+        "samples_ms": [round(x, 4) for x in res.samples_ms],
+    }

@@ -1,0 +1,177 @@
+"""Runs a training scenario's cases inside one torch.distributed job (ours or the user's).
+
+Every rank runs the same cases in the same order; rank 0 writes each record as soon as its case
+is measured and shows progress. A case that raises, or outlives ``case_timeout_s``, ends the job
+with a one-line error (peers would otherwise wait forever); the self-launcher records the failure
+and starts the next case in a new job. Ranks leave with ``os._exit`` once records are on disk,
+skipping interpreter shutdown, where torch ranks occasionally abort after
+``destroy_process_group()``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import gc
+import json
+import os
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+from bench.records import ResultWriter
+from bench.training import record
+from bench.training.distenv import init_from_env
+from bench.training.measure import Protocol, run_case
+from bench.training.reference import reference_losses
+from bench.training.scenario import StrategySpec, TrainingScenario, check_case
+from bench.training.strategies import STRATEGIES
+from bench.training.strategy import TrainContext
+
+INFLIGHT = "inflight-training.json"
+CASE_START_ENV = "COMMBENCH_CASE_START"
+
+
+@dataclass(frozen=True)
+class JobContext:
+    run_dir: Path
+    run_id: str
+    scenario: TrainingScenario
+    world_sizes: tuple[int, ...]
+    self_launched: bool
+    progress: bool = True
+
+
+class Deadline:
+    """Per-case deadline: past it, one line and ``os._exit(124)`` (the launcher tears down)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._at: float | None = None
+        self._label = ""
+        threading.Thread(target=self._loop, daemon=True).start()
+
+    def arm(self, label: str, seconds: float) -> None:
+        with self._lock:
+            self._at, self._label = time.monotonic() + seconds, label
+
+    def disarm(self) -> None:
+        with self._lock:
+            self._at = None
+
+    def _loop(self) -> None:
+        while True:
+            time.sleep(0.5)
+            with self._lock:
+                late = self._at is not None and time.monotonic() > self._at
+            if late:
+                sys.stderr.write(f"commbench: rank {dist.get_rank()}: case '{self._label}' exceeded "
+                                 "case_timeout_s (a rank hung or died); ending the job\n")
+                sys.stderr.flush()
+                os._exit(124)
+
+
+def run_job(ctx: JobContext) -> int:
+    """Run this job's cases; exits the process (``os._exit``) when done."""
+    sc = ctx.scenario
+    device, backend = init_from_env(sc.backend, sc.case_timeout_s)
+    rank, world = dist.get_rank(), dist.get_world_size()
+    if ctx.world_sizes and world not in ctx.world_sizes:
+        if rank == 0:
+            print(f"commbench: world size {world} is not among the scenario's "
+                  f"{list(ctx.world_sizes)}", file=sys.stderr)
+        _leave(2)
+    start = int(os.environ.get(CASE_START_ENV, "0"))
+    cases = sc.cases(world)
+    writer = ResultWriter(ctx.run_dir) if rank == 0 else None
+    extra = {"run_id": ctx.run_id, "scenario": sc.name, "backend": backend,
+             "device": str(device.type), "oversubscribed": _oversubscribed()}
+    refs: dict[tuple[str, int], list[float]] = {}
+    dog = Deadline()
+    for i in range(start, len(cases)):
+        spec, model = cases[i]
+        label = f"{spec.label} {model} p={world}"
+        if rank == 0:
+            _mark(ctx.run_dir, label, i, world)
+            if ctx.progress:
+                print(f"[{i + 1}/{len(cases)}] {label}", file=sys.stderr, flush=True)
+        dog.arm(label, sc.case_timeout_s)
+        try:
+            rec = _one_case(ctx, spec, model, world, rank, device, backend, refs, extra)
+        except Exception as e:
+            msg = f"{type(e).__name__}: {e}".splitlines()[0]
+            sys.stderr.write(f"commbench: rank {rank}: case '{label}' failed: {msg}\n")
+            if not ctx.self_launched:
+                with ResultWriter(ctx.run_dir) as w:
+                    w.write(record.failed(sc, spec, model, world, f"rank {rank}: {msg}", extra))
+            _leave(1)
+        dog.disarm()
+        if writer and rec:
+            writer.write(rec)
+            _print_row(rec)
+        gc.collect()
+        dist.barrier()
+    if writer:
+        writer.close()
+        (ctx.run_dir / INFLIGHT).unlink(missing_ok=True)
+    dist.destroy_process_group()
+    _leave(0)
+    return 0
+
+
+def _one_case(ctx: JobContext, spec: StrategySpec, model_name: str, world: int, rank: int,
+              device: torch.device, backend: str, refs: dict[tuple[str, int], list[float]],
+              extra: dict[str, Any]) -> dict[str, Any] | None:
+    from bench.models import MODELS
+
+    sc = ctx.scenario
+    model = MODELS.get(model_name)
+    check_case(spec, model, world, sc.batch_size)
+    tctx = TrainContext(spec, model, rank, world, device, backend, sc.seed, sc.lr)
+    trainer = STRATEGIES.get(spec.name).build(tctx)
+    proto = Protocol(sc.warmup, sc.steps, sc.batch_size, sc.seed)
+    try:
+        res = run_case(trainer, model, proto, device)
+    finally:
+        trainer.close()
+    if rank != 0:
+        return None
+    ref = None
+    if sc.reference:
+        key = (model_name, res.global_batch)
+        if key not in refs:
+            refs[key] = reference_losses(model, res.global_batch, proto.total, sc.seed,
+                                         sc.lr, device)
+        ref = refs[key]
+    return record.measured(sc, spec, model_name, world, res, ref, ctx.run_dir, extra)
+
+
+def _oversubscribed() -> bool:
+    local = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
+    return local > (os.cpu_count() or 1)
+
+
+def _mark(run_dir: Path, label: str, index: int, world: int) -> None:
+    tmp = run_dir / (INFLIGHT + ".tmp")
+    tmp.write_text(json.dumps({"case": label, "index": index, "world_size": world,
+                               "since": dt.datetime.now(dt.timezone.utc).isoformat()}))
+    os.replace(tmp, run_dir / INFLIGHT)
+
+
+def _print_row(rec: dict[str, Any]) -> None:
+    diff = rec["loss_max_abs_diff"]
+    print(f"{rec['strategy']:>24} {rec['model']:>10} p={rec['world_size']:<3} "
+          f"step {rec['step_time_ms_median']:9.2f} ms  {rec['samples_per_s']:9.1f} samples/s  "
+          f"comm {rec['comm_bytes_per_step'] or 0:>10} B  "
+          f"dloss {diff if diff is None else f'{diff:.1e}'}", flush=True)
+
+
+def _leave(code: int) -> None:
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)

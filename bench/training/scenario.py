@@ -1,0 +1,137 @@
+"""Training scenarios: strategies x models x world sizes, validated at load time.
+
+A strategy is written as a mapping (``{name: pipeline, schedule: gpipe, microbatches: 8}``) or
+as a short string ``name[:option]`` (``ddp:ring``, ``ddp:fp16``, ``pipeline:interleaved``,
+``hybrid:2``). Every (strategy, model, world size) combination is checked by the strategy itself
+(e.g. tensor degree must divide the heads, pipeline stages must not exceed the model's pieces),
+so a bad case fails before anything launches, with the key's name.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BeforeValidator, Field, field_validator, model_validator
+
+from bench.scenario import Frozen
+
+PositiveInt = Annotated[int, Field(ge=1)]
+PIPELINE_SCHEDULES = ("gpipe", "1f1b", "interleaved")
+COMPRESSION_HOOKS = ("default", "fp16", "bf16")
+STRING_OPTION = {"ddp": "hook", "pipeline": "schedule", "hybrid": "tensor_degree"}
+
+
+def _from_string(v: Any) -> Any:
+    if not isinstance(v, str):
+        return v
+    name, _, opt = v.partition(":")
+    if not opt:
+        return {"name": name}
+    key = STRING_OPTION.get(name)
+    if key is None:
+        raise ValueError(f"strategy {name!r} takes no ':option' (got {v!r})")
+    return {"name": name, key: opt}
+
+
+class StrategySpec(Frozen):
+    name: str
+    hook: str = "default"  # ddp: default | fp16 | bf16 | a commbench algorithm (ring, tree, ...)
+    schedule: Literal["gpipe", "1f1b", "interleaved"] = "1f1b"  # pipeline
+    microbatches: PositiveInt = 4  # pipeline
+    stages_per_rank: PositiveInt | None = None  # pipeline: default 2 for interleaved, else 1
+    tensor_degree: PositiveInt = 2  # hybrid: ranks per tensor-parallel group
+    bucket_mb: Annotated[float, Field(gt=0)] = 25.0  # ddp / zero1 gradient bucket size
+
+    @field_validator("hook")
+    @classmethod
+    def _hook(cls, v: str) -> str:
+        import kernels.algorithms  # noqa: F401 - registers the algorithms
+        from kernels.algorithm import ALGORITHMS
+
+        valid = [*COMPRESSION_HOOKS, *(a for a in ALGORITHMS.names() if a != "native")]
+        if v not in valid:
+            raise ValueError(f"unknown ddp hook {v!r}; valid: {', '.join(valid)}")
+        return v
+
+    @property
+    def pipeline_stages_per_rank(self) -> int:
+        if self.stages_per_rank is not None:
+            return self.stages_per_rank
+        return 2 if self.schedule == "interleaved" else 1
+
+    @property
+    def label(self) -> str:
+        opts = {"ddp": self.hook if self.hook != "default" else "",
+                "pipeline": f"{self.schedule},m={self.microbatches}",
+                "hybrid": f"tp={self.tensor_degree}"}.get(self.name, "")
+        return f"{self.name}[{opts}]" if opts else self.name
+
+
+Strategy = Annotated[StrategySpec, BeforeValidator(_from_string)]
+
+
+class TrainingScenario(Frozen):
+    name: str
+    description: str = ""
+    kind: Literal["training"] = "training"
+    models: Annotated[list[str], Field(min_length=1)]
+    strategies: Annotated[list[Strategy], Field(min_length=1)]
+    world_sizes: list[PositiveInt] = Field(default_factory=list)  # empty: the launcher's world size
+    batch_size: PositiveInt = 8  # samples per data-parallel replica per step (weak scaling)
+    steps: PositiveInt = 5  # timed steps
+    warmup: Annotated[int, Field(ge=0)] = 2  # untimed steps first; one more then counts bytes
+    seed: int = 1234
+    lr: Annotated[float, Field(gt=0)] = 1e-3
+    backend: Literal["auto", "gloo", "nccl"] = "auto"  # auto: nccl on GPUs, gloo on CPU
+    reference: bool = True  # run the single-process reference and record the loss deviation
+    case_timeout_s: Annotated[float, Field(gt=0)] = 300.0
+
+    @field_validator("models")
+    @classmethod
+    def _models(cls, v: list[str]) -> list[str]:
+        models = _models_registry()
+        for m in v:
+            if m not in models:
+                raise ValueError(f"unknown model {m!r}; valid: {', '.join(models.names())}")
+        return v
+
+    @model_validator(mode="after")
+    def _cases(self) -> TrainingScenario:
+        from bench.training.strategies import STRATEGIES
+
+        models = _models_registry()
+        for i, s in enumerate(self.strategies):
+            if s.name not in STRATEGIES:
+                raise ValueError(f"strategies.{i}: unknown strategy {s.name!r}; "
+                                 f"valid: {', '.join(STRATEGIES.names())}")
+        for w in self.world_sizes:
+            for m in self.models:
+                for s in self.strategies:
+                    check_case(s, models.get(m), w, self.batch_size)
+        return self
+
+    def cases(self, world: int) -> list[tuple[StrategySpec, str]]:
+        """(strategy, model) pairs of one world size, models outermost (the order of records)."""
+        return [(s, m) for m in self.models for s in self.strategies]
+
+
+def check_case(s: StrategySpec, model: Any, world: int, batch_size: int) -> None:
+    """Raise ValueError naming the strategy, model and world size when the case cannot run."""
+    from bench.training.strategies import STRATEGIES
+
+    try:
+        STRATEGIES.get(s.name).check(s, model, world)
+        if s.name == "pipeline" and batch_size % s.microbatches:
+            raise ValueError(f"batch_size {batch_size} is not a multiple of microbatches "
+                             f"{s.microbatches}")
+    except ValueError as e:
+        raise ValueError(f"{s.label} on {model.name} at world size {world}: {e}") from None
+
+
+def _models_registry() -> Any:
+    try:
+        from bench.models import MODELS
+    except ImportError as e:
+        raise ValueError(f"training scenarios need torch (pip install 'commbench[training]'): "
+                         f"cannot import {e.name}") from None
+    return MODELS

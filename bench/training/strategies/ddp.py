@@ -1,0 +1,34 @@
+"""``ddp``: DistributedDataParallel, each rank a replica on ``batch_size`` samples.
+
+Gradient buckets are averaged by DDP's own AllReduce (``hook: default``), compressed to
+fp16/bf16 (DDP's compression hooks; losses then match the reference to ~1e-3), or run through a
+commbench AllReduce schedule over the torch p2p transport (``hook: ring``, ``tree``, ...), so
+algorithms can be compared inside real training.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+from bench.models.base import ModelSpec
+from bench.training.hooks import install_hook
+from bench.training.scenario import StrategySpec
+from bench.training.strategies.common import ModelTrainer
+from bench.training.strategy import TrainContext, Trainer, strategy
+
+
+def _check(spec: StrategySpec, model: ModelSpec, world: int) -> None:
+    if spec.hook == "bf16" and not torch.cuda.is_available():
+        raise ValueError("hook bf16 needs CUDA and NCCL (torch's bf16_compress_hook); use fp16 on CPU")
+
+
+@strategy("ddp", check=_check)
+def build(ctx: TrainContext) -> Trainer:
+    """DistributedDataParallel with a choice of gradient AllReduce (DDP's, fp16/bf16, commbench's)."""
+    model = ctx.build_model().to(ctx.device)
+    ids = [ctx.device.index] if ctx.device.type == "cuda" else None
+    wrapped = DDP(model, device_ids=ids, bucket_cap_mb=ctx.spec.bucket_mb)
+    install_hook(wrapped, ctx.spec.hook, ctx.device)
+    return ModelTrainer(ctx, wrapped, ctx.optimizer(wrapped.parameters()), ctx.world, ctx.rank,
+                        held=model)

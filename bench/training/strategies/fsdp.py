@@ -1,0 +1,33 @@
+"""``zero2`` and ``zero3``: FSDP2 ``fully_shard`` on every model piece and on the root.
+
+zero3 reshards parameters after forward (all-gathered again for backward); zero2 keeps them
+unsharded from forward to the end of backward (one all-gather per step). Both shard gradients
+(reduce-scatter) and optimizer state; parameters rest sharded between steps.
+"""
+
+from __future__ import annotations
+
+from torch.distributed.fsdp import fully_shard
+
+from bench.training.strategies.common import ModelTrainer
+from bench.training.strategy import TrainContext, Trainer, strategy
+
+
+def _build(ctx: TrainContext, reshard: bool) -> Trainer:
+    model = ctx.build_model().to(ctx.device)
+    for piece in model.pieces:
+        fully_shard(piece, reshard_after_forward=reshard)
+    fully_shard(model, reshard_after_forward=reshard)
+    return ModelTrainer(ctx, model, ctx.optimizer(model.parameters()), ctx.world, ctx.rank)
+
+
+@strategy("zero2")
+def zero2(ctx: TrainContext) -> Trainer:
+    """ZeRO-2: FSDP2 without reshard after forward (gradients and optimizer state sharded)."""
+    return _build(ctx, reshard=False)
+
+
+@strategy("zero3")
+def zero3(ctx: TrainContext) -> Trainer:
+    """ZeRO-3: FSDP2 full shard (parameters, gradients and optimizer state sharded)."""
+    return _build(ctx, reshard=True)

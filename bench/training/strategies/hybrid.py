@@ -1,0 +1,33 @@
+"""``hybrid``: a 2-D mesh, data x tensor parallel (torchtitan's 2-D layout): Megatron tensor
+parallelism inside groups of ``tensor_degree`` consecutive ranks, FSDP2 (ZeRO-3) across the
+groups over the data dimension. Ranks ``g*t .. g*t+t-1`` form replica ``g``."""
+
+from __future__ import annotations
+
+from torch.distributed.device_mesh import init_device_mesh
+from torch.distributed.fsdp import fully_shard
+
+from bench.models.base import ModelSpec
+from bench.training.scenario import StrategySpec
+from bench.training.strategies.common import ModelTrainer
+from bench.training.strategies.tensor import apply_plan, check_degree
+from bench.training.strategy import TrainContext, Trainer, strategy
+
+
+def _check(spec: StrategySpec, model: ModelSpec, world: int) -> None:
+    if world % spec.tensor_degree:
+        raise ValueError(f"tensor_degree {spec.tensor_degree} does not divide the world size")
+    check_degree(model, spec.tensor_degree)
+
+
+@strategy("hybrid", check=_check)
+def build(ctx: TrainContext) -> Trainer:
+    """2-D data x tensor parallel: TP within groups of tensor_degree ranks, FSDP2 across them."""
+    t = ctx.spec.tensor_degree
+    mesh = init_device_mesh(ctx.device.type, (ctx.world // t, t), mesh_dim_names=("dp", "tp"))
+    model = ctx.build_model().to(ctx.device)
+    apply_plan(model, ctx.model, mesh["tp"])
+    for piece in model.pieces:
+        fully_shard(piece, mesh=mesh["dp"])
+    fully_shard(model, mesh=mesh["dp"])
+    return ModelTrainer(ctx, model, ctx.optimizer(model.parameters()), ctx.world // t, ctx.rank // t)
