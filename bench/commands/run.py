@@ -16,6 +16,7 @@ from bench import launcher, meta
 from bench.commands import register
 from bench.records import SCHEMA_VERSION, iter_records, write_meta
 from bench.scenario import CollectiveScenario, ScenarioError, check_memory, load_scenario
+from kernels.transports import TRANSPORTS
 
 # Scenario kinds with their own runner (args, scenario, world sizes) -> exit code.
 KIND_RUNNERS: dict[str, str] = {"training": "bench.training.launch:handle"}
@@ -76,8 +77,18 @@ def _meta(sc: CollectiveScenario, source: Path, run_id: str) -> dict[str, Any]:
     }
 
 
+def default_world_size(sc: CollectiveScenario) -> int:
+    """Self-launched without world sizes: one rank per visible GPU when the scenario measures a
+    device transport (and a GPU exists), else one rank per core."""
+    if any(TRANSPORTS.get(t).device for t in sc.transports):
+        gpus = meta.visible_gpu_count()
+        if gpus:
+            return gpus
+    return psutil.cpu_count(logical=True) or 1
+
+
 def _self_launch(args: argparse.Namespace, sc: CollectiveScenario, sizes: tuple[int, ...]) -> int:
-    sizes = sizes or (psutil.cpu_count(logical=True) or 1,)
+    sizes = sizes or (default_world_size(sc),)
     try:
         check_memory(sc, str(args.scenario), max(sizes), psutil.virtual_memory().available)
     except ScenarioError as e:

@@ -22,6 +22,7 @@ class TransportSpec:
     factory: str  # attribute of module: Callable[[MPI.Comm], Transport]
     summary: str
     dtypes: tuple[str, ...] = tuple(DTYPES)  # element types it can run (checked at load time)
+    device: bool = False  # buffers live on a GPU: self-launch defaults to one rank per GPU
 
     def create(self, comm: Any) -> Transport:
         try:
@@ -39,15 +40,15 @@ TRANSPORTS.add("torch", TransportSpec("torch", "kernels.transports.torch_p2p", "
                                       "torch.distributed batch_isend_irecv (gloo on CPU, NCCL on GPU)"))
 TRANSPORTS.add("nccl", TransportSpec("nccl", "kernels.transports.nccl", "from_mpi",
                                      "CuPy + NCCL send/recv in group calls, one rank per GPU",
-                                     DEVICE_DTYPES))
+                                     DEVICE_DTYPES, device=True))
 TRANSPORTS.add("nccl-graph", TransportSpec("nccl-graph", "kernels.transports.nccl", "graph_from_mpi",
                                            "as nccl, each plan captured once as a CUDA graph (-G)",
-                                           DEVICE_DTYPES))
+                                           DEVICE_DTYPES, device=True))
 TRANSPORTS.add("mpi-cupy", TransportSpec("mpi-cupy", "kernels.transports.mpi_cupy", "from_mpi",
                                          "mpi4py on CuPy buffers (CUDA-aware, or pinned staging)",
-                                         DEVICE_DTYPES))
+                                         DEVICE_DTYPES, device=True))
 TRANSPORTS.add("cuda-ipc", TransportSpec("cuda-ipc", "kernels.transports.cuda_ipc", "from_mpi",
                                          "device-to-device pulls through CUDA IPC handles, one node",
-                                         DEVICE_DTYPES))
+                                         DEVICE_DTYPES, device=True))
 
 __all__ = ["TRANSPORTS", "Transport", "TransportSpec", "TransportUnavailable"]
