@@ -138,9 +138,10 @@ def _fsdp(ps: list[Param], n: int, r: int, shapes: list[tuple[int, ...]], reshar
     for p, sh in zip(ps, shapes):
         units[p.piece] = units.get(p.piece, 0) + numel(sh)
     full = sum(units.values())
-    # zero3 holds the unit in compute and the next, prefetched; zero2 keeps all gathered
+    # all-gathered parameters live in buffers of their own beside the shards: zero3 holds the
+    # unit in compute and the next one, prefetched; zero2 keeps every unit gathered
     transient = 2 * max(units.values()) if reshard else full
-    return Held(local, local, local, max(0, transient - sum(local)) if n > 1 else 0)
+    return Held(local, local, local, transient if n > 1 else 0)
 
 
 @RULES.register("zero2")

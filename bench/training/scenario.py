@@ -104,15 +104,34 @@ class TrainingScenario(Frozen):
             if s.name not in STRATEGIES:
                 raise ValueError(f"strategies.{i}: unknown strategy {s.name!r}; "
                                  f"valid: {', '.join(STRATEGIES.names())}")
-        for w in self.world_sizes:
-            for m in self.models:
-                for s in self.strategies:
-                    check_case(s, models.get(m), w, self.batch_size)
+        for m in self.models:
+            for s in self.strategies:
+                errors = []
+                for w in self.world_sizes:
+                    try:
+                        check_case(s, models.get(m), w, self.batch_size)
+                    except ValueError as e:
+                        errors.append(e)
+                if errors and len(errors) == len(self.world_sizes):
+                    raise errors[0]  # fits no world size: a mistake, not a sweep boundary
         return self
 
     def cases(self, world: int) -> list[tuple[StrategySpec, str]]:
-        """(strategy, model) pairs of one world size, models outermost (the order of records)."""
-        return [(s, m) for m in self.models for s in self.strategies]
+        """(strategy, model) pairs that fit ``world`` ranks, models outermost (record order).
+        With world sizes named in the file, a pair that does not fit one of them (hybrid:2 at
+        1 rank) is left out there; with none named, every pair runs and a misfit fails its case."""
+        if world not in self.world_sizes:
+            return [(s, m) for m in self.models for s in self.strategies]
+        models = _models_registry()
+        out = []
+        for m in self.models:
+            for s in self.strategies:
+                try:
+                    check_case(s, models.get(m), world, self.batch_size)
+                except ValueError:
+                    continue
+                out.append((s, m))
+        return out
 
 
 def check_case(s: StrategySpec, model: Any, world: int, batch_size: int) -> None:
