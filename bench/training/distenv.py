@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-import socket
 
 import torch
 import torch.distributed as dist
+
+from kernels.transports.rendezvous import rendezvous
 
 MPI_RANK_VARS = (("PMI_RANK", "PMI_SIZE"), ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"),
                  ("SLURM_PROCID", "SLURM_NTASKS"))
@@ -24,18 +25,10 @@ def _from_mpi() -> None:
     from mpi4py import MPI
 
     comm = MPI.COMM_WORLD
-    hosts = comm.allgather(socket.gethostname())
-    if comm.rank == 0:
-        with socket.socket() as s:
-            s.bind(("", 0))
-            port = s.getsockname()[1]
-        addr = ("127.0.0.1" if len(set(hosts)) == 1 else hosts[0], port)
-    else:
-        addr = None
-    addr = comm.bcast(addr, root=0)
-    local = [h for h in hosts[: comm.rank]].count(hosts[comm.rank])
-    os.environ.update(RANK=str(comm.rank), WORLD_SIZE=str(comm.size), MASTER_ADDR=addr[0],
-                      MASTER_PORT=str(addr[1]), LOCAL_RANK=str(local),
+    host, port, hosts = rendezvous(comm)
+    local = hosts[: comm.rank].count(hosts[comm.rank])
+    os.environ.update(RANK=str(comm.rank), WORLD_SIZE=str(comm.size), MASTER_ADDR=host,
+                      MASTER_PORT=str(port), LOCAL_RANK=str(local),
                       LOCAL_WORLD_SIZE=str(hosts.count(hosts[comm.rank])))
 
 

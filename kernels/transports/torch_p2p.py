@@ -13,7 +13,6 @@ order among same-tag messages.
 from __future__ import annotations
 
 import os
-import socket
 from collections.abc import Callable
 from typing import Any
 
@@ -24,6 +23,7 @@ import torch.distributed as dist
 from kernels.ops import ReduceOp
 from kernels.schedule import Schedule
 from kernels.transports.base import Plan, TransportUnavailable
+from kernels.transports.rendezvous import rendezvous
 
 # In-place reductions by op name: fn(dst, src, out=dst).
 TORCH_OPS: dict[str, Callable[..., torch.Tensor]] = {
@@ -129,12 +129,6 @@ class TorchP2PTransport:
             self._owns = False
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("", 0))
-        return int(s.getsockname()[1])
-
-
 def from_mpi(comm: Any) -> TorchP2PTransport:
     """The transport for collective sweeps: a process group of exactly ``comm``'s ranks,
     rendezvous at rank 0's host on a port it picks (told to the others over MPI)."""
@@ -151,8 +145,7 @@ def from_mpi(comm: Any) -> TorchP2PTransport:
                 f"transport torch: a process group of {dist.get_world_size()} ranks exists; "
                 f"this case needs {comm.size}")
         return TorchP2PTransport(None, device)
-    host = "127.0.0.1" if len(set(comm.allgather(socket.gethostname()))) == 1 else socket.gethostname()
-    addr = comm.bcast((host, _free_port()) if comm.rank == 0 else None, root=0)
+    addr = rendezvous(comm)
     if cuda:
         torch.cuda.set_device(device)
     dist.init_process_group("nccl" if cuda else "gloo", init_method=f"tcp://{addr[0]}:{addr[1]}",
