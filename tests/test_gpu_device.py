@@ -33,11 +33,12 @@ def _gpus() -> int:
 
 def _run(p: int, transport: str) -> subprocess.CompletedProcess[str]:
     """Under the mpiexec gpu-check.sh chose (any MPI), else the mpich wheel's (conftest)."""
-    script = ROOT / "tests" / "mpi" / "gpu_exact.py"
+    script = ROOT / "tests" / "mpi" / "exact.py"
+    rpn = "2" if p % 2 == 0 and p > 2 else "0"
     launcher = os.environ.get("COMMBENCH_MPIEXEC")
     if not launcher:
-        return run_mpi(p, script, transport, timeout=280)
-    return subprocess.run([launcher, "-n", str(p), sys.executable, str(script), transport],
+        return run_mpi(p, script, transport, rpn, timeout=280)
+    return subprocess.run([launcher, "-n", str(p), sys.executable, str(script), transport, rpn],
                           capture_output=True, text=True, timeout=280, env=clean_env(), cwd=ROOT)
 
 
@@ -57,7 +58,7 @@ def test_every_algorithm_dtype_op_is_exact_on_device(transport: str, p: int) -> 
     if "skipped" in out:
         pytest.skip(f"{transport}: {out['skipped']}")
     assert out["failures"] == []
-    assert out["checks"] == len({1, p + 1, 100_003}) * len(DEVICE_DTYPES) * 4 * 6
+    assert out["checks"] == len({1, max(1, p - 1), p + 1, 100_003}) * len(DEVICE_DTYPES) * 4 * 6
 
 
 @pytest.mark.parametrize("op", ["sum", "prod", "max", "min"])

@@ -1,5 +1,7 @@
-"""Run under mpiexec: every algorithm x dtype x op x count on the MPI transport; rank 0 prints
-one JSON line with the failures (wrong elements summed over ranks) and the number of checks."""
+"""Run under mpiexec: every algorithm (and native) x dtype x op x count on one transport
+(``exact.py TRANSPORT [RANKS_PER_NODE]``; every dtype the transport declares). Rank 0 prints one
+JSON line: the number of checks and the failures (wrong elements summed over ranks), or
+``{"skipped": reason}`` when the transport cannot run here (a device transport without a GPU)."""
 
 from __future__ import annotations
 
@@ -11,9 +13,9 @@ from mpi4py import MPI
 import kernels.algorithms  # noqa: F401
 from bench import data
 from kernels.algorithm import ALGORITHMS, Problem
-from kernels.ops import DTYPES, ITEMSIZE, OPS
+from kernels.ops import HOST_DTYPE, ITEMSIZE, OPS
 from kernels.topology import Topology
-from kernels.transports import TRANSPORTS
+from kernels.transports import TRANSPORTS, TransportUnavailable
 
 LARGE_PRIME = 100_003
 
@@ -24,13 +26,19 @@ def main() -> None:
     comm = MPI.COMM_WORLD
     p = comm.size
     topo = Topology.blocks(p, rpn) if rpn else Topology.flat(p)
-    tr = TRANSPORTS.get(transport_name).create(comm)
+    spec = TRANSPORTS.get(transport_name)
+    try:
+        tr = spec.create(comm)
+    except TransportUnavailable as e:
+        if comm.rank == 0:
+            print(json.dumps({"skipped": str(e)}))
+        return
     failures, checks = [], 0
     for count in sorted({1, max(1, p - 1), p + 1, LARGE_PRIME}):
-        for dtype in DTYPES:
+        for dtype in spec.dtypes:
             buf, scratch = tr.allocate(count, dtype), tr.allocate(count, dtype)
             for op_name, op in OPS.items():
-                host = data.fill(comm.rank, p, count, op_name).astype(dtype)
+                host = data.fill(comm.rank, p, count, op_name).astype(HOST_DTYPE[dtype])
                 for name in ALGORITHMS.names():
                     alg = ALGORITHMS.get(name)
                     if alg.is_vendor:
@@ -39,6 +47,7 @@ def main() -> None:
                         sched = alg.schedule(Problem(topo, count, ITEMSIZE[dtype]), comm.rank)
                         plan = tr.compile(sched, buf, scratch, op)
                     tr.upload(buf, host)
+                    tr.barrier()  # device transports: every rank's input is in place first
                     plan.run()
                     tr.synchronize()
                     wrong = data.count_wrong(tr.download(buf), p, op_name, dtype)
