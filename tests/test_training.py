@@ -16,6 +16,7 @@ import pytest
 torch = pytest.importorskip("torch", reason="training needs torch (pip install torch==2.13.0)")
 
 from bench.records import iter_records, load_results  # noqa: E402
+from bench.scenario import ScenarioError, load_scenario  # noqa: E402
 
 ALGS = ["ring", "tree", "halving_doubling", "hierarchical", "naive"]
 SCENARIO = f"""
@@ -181,9 +182,23 @@ def test_failed_case_is_recorded_and_the_sweep_goes_on(tmp_path: Path) -> None:
     ("strategies: [hybrid:3]\nworld_sizes: [4]", "tensor_degree 3 does not divide the world size"),
 ])
 def test_bad_training_scenarios_fail_at_load(tmp_path: Path, body: str, message: str) -> None:
-    (tmp_path / "sc.yaml").write_text(f"kind: training\nmodels: [gpt-tiny]\n{body}\n")
+    path = tmp_path / "sc.yaml"
+    path.write_text(f"kind: training\nmodels: [gpt-tiny]\n{body}\n")
+    with pytest.raises(ScenarioError) as err:
+        load_scenario(path)
+    assert message in str(err.value) and str(path) in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_bad_training_scenario_through_the_cli(tmp_path: Path) -> None:
+    """The same load-time errors reach the user as one line and exit 2 (torch start-up makes
+    each CLI run ~10 s here, so the table above runs in-process)."""
+    (tmp_path / "sc.yaml").write_text(
+        "kind: training\nmodels: [gpt-tiny]\nstrategies: [tensor]\nworld_sizes: [8]\n")
     proc = subprocess.run([sys.executable, "-m", "bench", "run", str(tmp_path / "sc.yaml"),
                            "--out", str(tmp_path / "run")], capture_output=True, text=True,
                           timeout=120)
     assert proc.returncode == 2
-    assert message in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert "does not divide the 4 attention heads" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert not (tmp_path / "run" / "results.jsonl").exists()
