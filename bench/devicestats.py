@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-import numpy as np
 from mpi4py import MPI
 
+from bench.ranks import worst_over_ranks
 from bench.stats import summarize
 
 TIMER_DEVICE = ("; device_time_us_*: CUDA events recorded on the transport's stream just before "
@@ -70,9 +70,7 @@ def record_fields(ctl: MPI.Comm, device_us: list[float] | None,
     Every rank passes None or not alike (they run the same transport)."""
     out: dict[str, Any] = {}
     if device_us is not None:
-        samples = np.asarray(device_us, dtype=np.float64)
-        worst = np.empty_like(samples) if ctl.rank == 0 else None
-        ctl.Reduce(samples, worst, op=MPI.MAX, root=0)
+        worst = worst_over_ranks(ctl, device_us)
         if worst is not None:
             out.update(summarize(worst).as_dict("device_time_us_"))
             out["device_samples_us"] = [round(x, 3) for x in worst.tolist()]

@@ -21,6 +21,7 @@ from mpi4py import MPI
 
 from bench import data, devicestats, metrics
 from bench.case import Group
+from bench.ranks import worst_over_ranks
 from bench.records import SCHEMA_VERSION
 from bench.scenario import Timing
 from bench.stats import summarize
@@ -159,9 +160,7 @@ def _records(env: Env, group: Group, timing: Timing, entries: list[_Entry],
     ctl = env.control
     out = []
     for e, w in zip(entries, wrong):
-        samples = np.asarray(e.samples)
-        worst = np.empty_like(samples) if ctl.rank == 0 else None
-        ctl.Reduce(samples, worst, op=MPI.MAX, root=0)
+        worst = worst_over_ranks(ctl, e.samples)
         total_wrong = ctl.reduce(w, op=MPI.SUM, root=0) if w is not None else None
         sent = ctl.reduce(e.bytes_sent, op=MPI.MAX, root=0) if e.bytes_sent is not None else None
         inter = ctl.reduce(e.bytes_inter, op=MPI.MAX, root=0) if e.bytes_inter is not None else None

@@ -87,7 +87,7 @@ def _run_world(ctx: RunContext, comm: MPI.Comm, dog: Watchdog, writer: ResultWri
     for rpn in sc.ranks_per_node:
         topo = topology_for(comm, rpn)
         plan += [(topo, g) for g in groups(sc, comm.size, topo.ranks_per_node)]
-    bar = Progress(len(plan) * len(sc.transports), enabled=ctx.progress and comm.rank == 0)
+    bar = Progress(len(plan), enabled=ctx.progress and comm.rank == 0)
     extra = {"run_id": ctx.run_id, "scenario": sc.name, "oversubscribed": over}
     written, shown = 0, None
     try:

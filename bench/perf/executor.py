@@ -20,6 +20,7 @@ import kernels.algorithms  # noqa: F401
 from bench import data
 from bench.harness import Env, time_plans
 from bench.perf.handring import HandRing
+from bench.ranks import worst_over_ranks
 from bench.scenario import Timing
 from bench.units import format_size, parse_size
 from kernels.algorithm import ALGORITHMS, Problem
@@ -63,9 +64,8 @@ def main() -> None:
         samples = time_plans(env, timing, list(plans.values()))
         med = {}
         for name, s in zip(plans, samples):
-            worst = np.empty(len(s)) if comm.rank == 0 else None
-            comm.Reduce(np.asarray(s), worst, op=MPI.MAX, root=0)
-            if comm.rank == 0:
+            worst = worst_over_ranks(comm, s)
+            if worst is not None:
                 med[name] = float(np.median(worst))
         for plan in plans.values():
             plan.close()
