@@ -163,16 +163,20 @@ class MpiVendorPlan:
 
 class PinnedMirrors:
     """Pinned host copies of the current group's device buffers (buf, scratch), made once per
-    buffer and shared by every plan of the group; older ones are dropped."""
+    buffer and shared by every plan of the group; older ones are dropped.
+
+    Keyed by address, shape and dtype: a freed buffer's address comes back from the pool for the
+    next group, often with the same byte size but another dtype (float32/int32, float16/bfloat16),
+    and ``ndarray.get(out=)`` / ``set`` refuse a host array of another dtype (TypeError)."""
 
     def __init__(self, keep: int = 2) -> None:
         self._keep = keep
-        self._by_ptr: dict[tuple[int, int], np.ndarray] = {}
+        self._by_ptr: dict[tuple[int, tuple[int, ...], str], np.ndarray] = {}
 
     def __call__(self, dev: Any) -> np.ndarray:
         import cupyx
 
-        key = (dev.data.ptr, dev.nbytes)
+        key = (int(dev.data.ptr), tuple(dev.shape), dev.dtype.str)
         if key not in self._by_ptr:
             while len(self._by_ptr) >= self._keep:
                 self._by_ptr.pop(next(iter(self._by_ptr)))
