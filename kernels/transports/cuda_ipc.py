@@ -31,7 +31,7 @@ from mpi4py import MPI
 
 from kernels.ops import ReduceOp
 from kernels.schedule import Schedule
-from kernels.transports.base import Plan, TransportUnavailable
+from kernels.transports.base import Plan
 from kernels.transports.gpu import DeviceTransport, GpuContext, agree, open_device, reducer
 from kernels.transports.gpu_plan import (
     logical_dtype,
@@ -63,6 +63,10 @@ class PeerMaps:
         return handles, ptrs
 
     def release(self, key: tuple[bytes, ...]) -> None:
+        """Drop one use; the last closes the peers' mappings, then waits for every rank to have
+        closed theirs (collective then: the counts are alike on every rank). CUDA leaves it
+        undefined when an exporter frees memory a peer still has open, and the caller may free
+        ``buf`` right after this returns."""
         ptrs, n = self._open[key]
         if n > 1:
             self._open[key] = (ptrs, n - 1)
@@ -71,6 +75,7 @@ class PeerMaps:
         for p in ptrs:
             if p is not None:
                 self._rt.ipcCloseMemHandle(p)
+        self._comm.Barrier()
 
     def close(self) -> None:
         for key in list(self._open):
@@ -168,6 +173,6 @@ def from_mpi(comm: MPI.Comm) -> CudaIpcTransport:
     try:
         agree(comm, single_node_reason(ctx.local.size, comm.size))
         return CudaIpcTransport(comm, ctx)
-    except TransportUnavailable:
+    except BaseException:
         ctx.close()
         raise
