@@ -10,6 +10,7 @@ tested on CPU.
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import warnings
 from collections.abc import Callable
@@ -151,11 +152,17 @@ class GraphPlan:
         self._inner, self._stream = inner, stream
         inner.run()
         stream.synchronize()
+        # CuPy refuses to capture on the legacy default stream (ptr 0/1); ours is non-blocking.
+        # Relaxed mode (CuPy's default) so NCCL's set-up calls are not refused during capture.
         stream.begin_capture()
         try:
             inner.run()
-        finally:
-            self._graph = stream.end_capture()
+        except BaseException:
+            # End the capture so the stream is usable again; the first error is the one to see.
+            with contextlib.suppress(Exception):
+                stream.end_capture()
+            raise
+        self._graph = stream.end_capture()
 
     def run(self) -> None:
         self._graph.launch(stream=self._stream)
