@@ -3,6 +3,10 @@
 Each section is a probe in :data:`PROBES` returning ``{field: value}``; a probe that fails says
 why in its section instead of stopping the others. Useful without a GPU too: it then says what
 is missing. ``--json`` prints one JSON object (for bug reports and CI logs).
+
+``python -m bench.commands.env [--json]`` prints the same without loading the rest of the CLI,
+whose other commands need pydantic, pyyaml, psutil and scipy (scripts/gpu-check.sh uses it on
+GPU machines that may lack them).
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ import json
 import platform
 import shutil
 import subprocess
+import sys
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -148,3 +153,14 @@ def handle(args: argparse.Namespace) -> int:
 
 register("env", "the GPU/MPI stack: GPUs, driver, CUDA, NCCL, CuPy, MPI (CUDA-aware?)",
          configure, handle)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m bench.commands.env",
+                                description="commbench env without the rest of the CLI")
+    configure(p)
+    return handle(p.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
