@@ -13,6 +13,8 @@ import sys
 import numpy as np
 import pytest
 
+import kernels.algorithms  # noqa: F401 - registers the algorithms
+from kernels.algorithm import ALGORITHMS
 from kernels.transports.gpu import probe_cupy
 from kernels.transports.gpu_plan import DEVICE_DTYPES, bf16_reduce_into, f32_to_bf16_bits
 from tests.conftest import ROOT, clean_env, run_mpi
@@ -31,6 +33,11 @@ def _gpus() -> int:
     return int(_cupy().cuda.runtime.getDeviceCount())
 
 
+# Open MPI's switches that let mpiexec start as root (GPU machines often run as root); clean_env
+# drops every OMPI_ variable, these have to come back for COMMBENCH_MPIEXEC to start at all.
+_ROOT_OK = ("OMPI_ALLOW_RUN_AS_ROOT", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM")
+
+
 def _run(p: int, transport: str) -> subprocess.CompletedProcess[str]:
     """Under the mpiexec gpu-check.sh chose (any MPI), else the mpich wheel's (conftest)."""
     script = ROOT / "tests" / "mpi" / "exact.py"
@@ -38,8 +45,9 @@ def _run(p: int, transport: str) -> subprocess.CompletedProcess[str]:
     launcher = os.environ.get("COMMBENCH_MPIEXEC")
     if not launcher:
         return run_mpi(p, script, transport, rpn, timeout=280)
+    env = {**clean_env(), **{k: os.environ[k] for k in _ROOT_OK if k in os.environ}}
     return subprocess.run([launcher, "-n", str(p), sys.executable, str(script), transport, rpn],
-                          capture_output=True, text=True, timeout=280, env=clean_env(), cwd=ROOT)
+                          capture_output=True, text=True, timeout=280, env=env, cwd=ROOT)
 
 
 # (transport, world size): nccl needs a GPU per rank; mpi-cupy and cuda-ipc can share one.
@@ -58,7 +66,8 @@ def test_every_algorithm_dtype_op_is_exact_on_device(transport: str, p: int) -> 
     if "skipped" in out:
         pytest.skip(f"{transport}: {out['skipped']}")
     assert out["failures"] == []
-    assert out["checks"] == len({1, max(1, p - 1), p + 1, 100_003}) * len(DEVICE_DTYPES) * 4 * 6
+    algorithms = len(ALGORITHMS.names())  # native included
+    assert out["checks"] == len({1, max(1, p - 1), p + 1, 100_003}) * len(DEVICE_DTYPES) * 4 * algorithms
 
 
 @pytest.mark.parametrize("op", ["sum", "prod", "max", "min"])
