@@ -91,8 +91,8 @@ def test_event_clock_times_device_work() -> None:
 
     stream = cp.cuda.Stream(non_blocking=True)
     clock = EventClock(cp, stream)
-    x = cp.zeros(1 << 24, dtype=cp.float32)
-    with stream:
+    with stream:  # zeros on the same stream: a non-blocking one is not ordered after the null one
+        x = cp.zeros(1 << 24, dtype=cp.float32)
         clock.start()
         for _ in range(10):
             x += 1
