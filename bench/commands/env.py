@@ -50,7 +50,8 @@ def _driver() -> Facts:
     smi = shutil.which("nvidia-smi")
     if smi is None:
         return {"nvidia-smi": "not found"}
-    res = subprocess.run([smi, "--query-gpu=index,name,driver_version,memory.total",
+    # compute_mode: "Exclusive_Process" lets only one rank use a GPU (mpi-cupy / cuda-ipc share one)
+    res = subprocess.run([smi, "--query-gpu=index,name,driver_version,memory.total,compute_mode",
                           "--format=csv,noheader"], capture_output=True, text=True, timeout=30)
     if res.returncode != 0:
         return {"nvidia-smi": f"failed: {(res.stderr or res.stdout).strip()[:200]}"}
