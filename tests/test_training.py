@@ -17,6 +17,7 @@ torch = pytest.importorskip("torch", reason="training needs torch (pip install t
 
 from bench.records import iter_records, load_results  # noqa: E402
 from bench.scenario import ScenarioError, load_scenario  # noqa: E402
+from bench.training.strategies.ddp import bf16_hook_allowed  # noqa: E402
 
 ALGS = ["ring", "tree", "halving_doubling", "hierarchical", "naive"]
 SCENARIO = f"""
@@ -177,7 +178,7 @@ def test_failed_case_is_recorded_and_the_sweep_goes_on(tmp_path: Path) -> None:
     ("strategies: [pipeline]\nworld_sizes: [16]", "16 pipeline stages exceed the model's 8 pieces"),
     ("strategies: [ddp:warp]", "unknown ddp hook 'warp'"),
     pytest.param("strategies: [ddp:bf16]\nworld_sizes: [2]", "hook bf16 needs CUDA and NCCL",
-                 marks=pytest.mark.skipif(torch.cuda.is_available(), reason="bf16 runs on GPUs")),
+                 marks=pytest.mark.skipif(bf16_hook_allowed(), reason="DDP takes the bf16 hook here")),
     ("strategies: [fsdp9]", "unknown strategy 'fsdp9'"),
     ("strategies: [hybrid:3]\nworld_sizes: [4]", "tensor_degree 3 does not divide the world size"),
 ])

@@ -18,9 +18,22 @@ from bench.training.strategies.common import ModelTrainer
 from bench.training.strategy import TrainContext, Trainer, strategy
 
 
+def bf16_hook_allowed() -> bool:
+    """DDP's own condition for registering ``bf16_compress_hook`` (``_check_comm_hook`` in
+    torch/nn/parallel/distributed.py): a CUDA/ROCm build with NCCL >= 2.10, or XPU with XCCL. It
+    tests the build, not the backend: gloo reduces bf16 on CPU, so ``backend: gloo`` runs it too."""
+    import torch.distributed as dist
+
+    cuda_build = torch.version.cuda is not None or torch.version.hip is not None
+    nccl = cuda_build and dist.is_nccl_available() and torch.cuda.nccl.version() >= (2, 10)
+    xccl = dist.is_xccl_available() and torch.xpu.is_available()
+    return bool(nccl or xccl)
+
+
 def _check(spec: StrategySpec, model: ModelSpec, world: int) -> None:
-    if spec.hook == "bf16" and not torch.cuda.is_available():
-        raise ValueError("hook bf16 needs CUDA and NCCL (torch's bf16_compress_hook); use fp16 on CPU")
+    if spec.hook == "bf16" and not bf16_hook_allowed():
+        raise ValueError("hook bf16 needs CUDA and NCCL: DDP takes bf16_compress_hook only in a "
+                         "CUDA build of torch with NCCL >= 2.10; use fp16 on this one")
 
 
 @strategy("ddp", check=_check)
