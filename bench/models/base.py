@@ -32,6 +32,9 @@ class Batch:
     targets: torch.Tensor
     tokens: int  # tokens in the batch (0 for non-sequence models)
 
+    def to(self, device: torch.device) -> Batch:
+        return Batch(self.inputs.to(device), self.targets.to(device), self.tokens)
+
     def slice(self, start: int, stop: int) -> Batch:
         per = self.tokens // self.inputs.shape[0] if self.tokens else 0
         return Batch(self.inputs[start:stop], self.targets[start:stop], per * (stop - start))

@@ -1,6 +1,13 @@
 """Joining the job's process group from whatever launched us: torchrun (RANK, WORLD_SIZE,
 MASTER_ADDR/PORT set), or mpiexec/srun (rank and size from the MPI environment; rank 0's host
-and a free port shared over mpi4py)."""
+and a free port shared over mpi4py).
+
+Backend and device: ``gloo`` runs every rank on CPU; ``nccl`` gives each rank the GPU of its
+local rank (``auto``: nccl when torch sees a GPU, else gloo). NCCL cannot run two ranks on one
+GPU, so asking for more ranks on a host than it has GPUs is refused with one line before any
+process group exists. On GPUs, TF32 is switched off (cuDNN convolutions default to TF32 in
+torch): the benchmark trains in IEEE fp32, as the memory model and the loss check assume.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +17,7 @@ import os
 import torch
 import torch.distributed as dist
 
+from bench.scenario import ScenarioError
 from kernels.transports.rendezvous import rendezvous
 
 MPI_RANK_VARS = (("PMI_RANK", "PMI_SIZE"), ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"),
@@ -19,6 +27,38 @@ LOCAL_RANK_VARS = ("LOCAL_RANK", "MPI_LOCALRANKID", "OMPI_COMM_WORLD_LOCAL_RANK"
 
 def in_torch_job() -> bool:
     return "RANK" in os.environ and "WORLD_SIZE" in os.environ
+
+
+def visible_gpus() -> int:
+    """GPUs this process may use (0 without CUDA)."""
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
+def pick_backend(backend: str, local_world: int, gpus: int) -> str:
+    """``gloo`` or ``nccl`` for ``local_world`` ranks on a host that shows each of them ``gpus``
+    GPUs (all ranks seeing the same ones). Raises :class:`ScenarioError` (one line) when NCCL
+    cannot give every rank a GPU of its own."""
+    if backend == "gloo" or (backend == "auto" and gpus == 0):
+        return "gloo"
+    if gpus == 0:
+        raise ScenarioError(
+            f"backend nccl needs CUDA GPUs and torch sees none here (torch {torch.__version__}, "
+            f"CUDA build: {torch.version.cuda or 'no'}); use backend: gloo or auto to run on CPU")
+    if local_world > gpus:
+        why = "backend auto picked nccl (CUDA is available)" if backend == "auto" else "backend nccl"
+        raise ScenarioError(
+            f"{local_world} ranks on this host but {gpus} GPU(s): {why} needs a GPU per rank "
+            f"(NCCL cannot put two ranks on one GPU); use world sizes <= {gpus}, or backend: gloo "
+            "to run the ranks on CPU")
+    return "nccl"
+
+
+def fp32_math() -> None:
+    """IEEE fp32 for CUDA matmuls and cuDNN convolutions (torch's defaults: matmul fp32, cuDNN
+    TF32). The legacy flags set conv and RNN together; mixing them with the per-op
+    ``fp32_precision`` API makes torch refuse to read the flags."""
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
 
 
 def _from_mpi() -> None:
@@ -33,16 +73,31 @@ def _from_mpi() -> None:
 
 
 def init_from_env(backend: str, timeout_s: float) -> tuple[torch.device, str]:
-    """Initialise the default process group; returns (device, backend)."""
-    if not in_torch_job():
+    """Initialise the default process group; returns (device, backend). Raises
+    :class:`ScenarioError` (one line) when the backend cannot run here, and RuntimeError (one
+    line) when the process group does not start."""
+    torchrun = in_torch_job()
+    if not torchrun:
         _from_mpi()
     local = next((int(os.environ[v]) for v in LOCAL_RANK_VARS if v in os.environ), 0)
-    cuda = torch.cuda.is_available() and backend != "gloo"
-    if backend == "auto":
-        backend = "nccl" if cuda else "gloo"
-    device = torch.device("cuda", local % torch.cuda.device_count()) if cuda else torch.device("cpu")
+    local_world = max(int(os.environ.get("LOCAL_WORLD_SIZE", "1")), local + 1)
+    gpus = visible_gpus()
+    # torchrun's local ranks share one environment, so they see the same GPUs; under srun or
+    # mpiexec each rank may see only its own GPU (--gpus-per-task), so NCCL itself tells
+    # a shared GPU apart there (its "Duplicate GPU detected" error, made one line below).
+    backend = pick_backend(backend, local_world if torchrun else 1, gpus)
+    cuda = backend == "nccl"
+    device = torch.device("cuda", local % gpus) if cuda else torch.device("cpu")
     if cuda:
         torch.cuda.set_device(device)
-    dist.init_process_group(backend, timeout=dt.timedelta(seconds=timeout_s),
-                            device_id=device if cuda else None)
+        fp32_math()
+    try:  # device_id: NCCL communicators are made now (a bad GPU setup fails here, not later)
+        dist.init_process_group(backend, timeout=dt.timedelta(seconds=timeout_s),
+                                device_id=device if cuda else None)
+    except Exception as e:
+        said = " ".join(x.strip() for x in str(e).splitlines() if x.strip())[:500]
+        hint = (f" ({local_world} ranks on this host, {gpus} GPU(s) visible to this one)"
+                if cuda and local_world > gpus else "")
+        raise RuntimeError(f"cannot start the {backend} process group{hint}: "
+                           f"{said or type(e).__name__}") from None
     return device, backend

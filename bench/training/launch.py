@@ -22,6 +22,7 @@ from typing import Any
 
 from bench.launcher import WORKER_ENV
 from bench.records import ResultWriter, iter_records, read_meta, write_meta
+from bench.scenario import ScenarioError
 from bench.training import record
 from bench.training.runner import CASE_START_ENV, INFLIGHT, JobContext, run_job
 from bench.training.scenario import TrainingScenario
@@ -33,7 +34,23 @@ def handle(args: argparse.Namespace, sc: TrainingScenario, sizes: tuple[int, ...
 
     if os.environ.get(WORKER_ENV) or in_torch_job() or inside_mpi_job():
         return _in_job(args, sc, sizes)
-    return self_launch(args, sc, sizes or (1,))
+    sizes = sizes or (1,)
+    try:
+        check_devices(sc, sizes)
+    except ScenarioError as e:
+        print(f"commbench: {args.scenario}: {e}", file=sys.stderr)
+        return 2
+    return self_launch(args, sc, sizes)
+
+
+def check_devices(sc: TrainingScenario, sizes: tuple[int, ...]) -> None:
+    """Self-launched ranks all run on this host: each world size must fit the backend (NCCL:
+    a GPU per rank). Raises :class:`ScenarioError` with one line before anything starts."""
+    from bench.training.distenv import pick_backend, visible_gpus
+
+    gpus = visible_gpus()
+    for w in sizes:
+        pick_backend(sc.backend, w, gpus)
 
 
 def _in_job(args: argparse.Namespace, sc: TrainingScenario, sizes: tuple[int, ...]) -> int:
@@ -86,6 +103,14 @@ def self_launch(args: argparse.Namespace, sc: TrainingScenario, sizes: tuple[int
                     break
                 marker = run_dir / INFLIGHT
                 if not marker.exists():
+                    done = sum(1 for r in iter_records(run_dir) if r.get("world_size") == w)
+                    if done < n:  # no case was in flight: the job never reached its next case
+                        print(f"commbench: world size {w}: job exited with code {rc} before case "
+                              f"{done + 1} of {n} started (see the ranks' errors above)",
+                              file=sys.stderr)
+                        job["failed_start"] = done
+                        failures += 1
+                        break
                     msg = (f"world size {w}: launcher exit {rc} after every case finished "
                            "(a rank aborted in shutdown); records kept")
                     info["warnings"].append(msg)

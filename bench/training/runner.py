@@ -25,9 +25,10 @@ import torch
 import torch.distributed as dist
 
 from bench.records import ResultWriter
+from bench.scenario import ScenarioError
 from bench.training import record
 from bench.training.distenv import init_from_env
-from bench.training.measure import Protocol, run_case
+from bench.training.measure import CaseResult, Protocol, run_case
 from bench.training.reference import reference_losses
 from bench.training.scenario import StrategySpec, TrainingScenario, check_case
 from bench.training.strategies import STRATEGIES
@@ -79,7 +80,15 @@ class Deadline:
 def run_job(ctx: JobContext) -> int:
     """Run this job's cases; exits the process (``os._exit``) when done."""
     sc = ctx.scenario
-    device, backend = init_from_env(sc.backend, sc.case_timeout_s)
+    try:
+        device, backend = init_from_env(sc.backend, sc.case_timeout_s)
+    except ScenarioError as e:  # the same on every rank: one line from rank 0
+        if os.environ.get("RANK", "0") == "0":
+            print(f"commbench: {e}", file=sys.stderr)
+        _leave(2)
+    except RuntimeError as e:  # this rank's process group did not start
+        print(f"commbench: rank {os.environ.get('RANK', '?')}: {e}", file=sys.stderr)
+        _leave(2)
     rank, world = dist.get_rank(), dist.get_world_size()
     if ctx.world_sizes and world not in ctx.world_sizes:
         if rank == 0:
@@ -90,7 +99,8 @@ def run_job(ctx: JobContext) -> int:
     cases = sc.cases(world)
     writer = ResultWriter(ctx.run_dir) if rank == 0 else None
     extra = {"run_id": ctx.run_id, "scenario": sc.name, "backend": backend,
-             "device": str(device.type), "oversubscribed": _oversubscribed()}
+             "device": str(device.type), "oversubscribed": _oversubscribed(),
+             "tf32": False if device.type == "cuda" else None}
     refs: dict[tuple[str, int], list[float]] = {}
     dog = Deadline()
     for i in range(start, len(cases)):
@@ -133,22 +143,27 @@ def _one_case(ctx: JobContext, spec: StrategySpec, model_name: str, world: int, 
     model = MODELS.get(model_name)
     check_case(spec, model, world, sc.batch_size)
     tctx = TrainContext(spec, model, rank, world, device, backend, sc.seed, sc.lr)
-    trainer = STRATEGIES.get(spec.name).build(tctx)
     proto = Protocol(sc.warmup, sc.steps, sc.batch_size, sc.seed)
-    try:
-        res = run_case(trainer, model, proto, device)
-    finally:
-        trainer.close()
+    res = _train(tctx, proto)  # the trainer is gone before the reference model is built
     if rank != 0:
         return None
     ref = None
     if sc.reference:
         key = (model_name, res.global_batch)
         if key not in refs:
+            gc.collect()  # the trainer's reference cycles (hooks, FSDP state) hold its tensors
             refs[key] = reference_losses(model, res.global_batch, proto.total, sc.seed,
                                          sc.lr, device)
         ref = refs[key]
     return record.measured(sc, spec, model_name, world, res, ref, ctx.run_dir, extra)
+
+
+def _train(tctx: TrainContext, proto: Protocol) -> CaseResult:
+    trainer = STRATEGIES.get(tctx.spec.name).build(tctx)
+    try:
+        return run_case(trainer, tctx.model, proto, tctx.device)
+    finally:
+        trainer.close()
 
 
 def _oversubscribed() -> bool:
