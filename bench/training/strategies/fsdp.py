@@ -7,10 +7,9 @@ unsharded from forward to the end of backward (one all-gather per step). Both sh
 
 from __future__ import annotations
 
-from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.fsdp import fully_shard
 
-from bench.training.strategies.common import ModelTrainer
+from bench.training.strategies.common import ModelTrainer, job_mesh
 from bench.training.strategy import TrainContext, Trainer, strategy
 
 
@@ -18,7 +17,7 @@ def _build(ctx: TrainContext, reshard: bool) -> Trainer:
     model = ctx.build_model().to(ctx.device)
     # the mesh names our device: fully_shard's default mesh is on torch's accelerator (CUDA
     # whenever a GPU exists), which would move a gloo/CPU run's parameters onto the GPU
-    mesh = init_device_mesh(ctx.device.type, (ctx.world,))
+    mesh = job_mesh(ctx.device.type, (ctx.world,))
     for piece in model.pieces:
         fully_shard(piece, mesh=mesh, reshard_after_forward=reshard)
     fully_shard(model, mesh=mesh, reshard_after_forward=reshard)

@@ -4,12 +4,11 @@ groups over the data dimension. Ranks ``g*t .. g*t+t-1`` form replica ``g``."""
 
 from __future__ import annotations
 
-from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.fsdp import fully_shard
 
 from bench.models.base import ModelSpec
 from bench.training.scenario import StrategySpec
-from bench.training.strategies.common import ModelTrainer
+from bench.training.strategies.common import ModelTrainer, job_mesh
 from bench.training.strategies.tensor import apply_plan, check_degree
 from bench.training.strategy import TrainContext, Trainer, strategy
 
@@ -24,7 +23,7 @@ def _check(spec: StrategySpec, model: ModelSpec, world: int) -> None:
 def build(ctx: TrainContext) -> Trainer:
     """2-D data x tensor parallel: TP within groups of tensor_degree ranks, FSDP2 across them."""
     t = ctx.spec.tensor_degree
-    mesh = init_device_mesh(ctx.device.type, (ctx.world // t, t), mesh_dim_names=("dp", "tp"))
+    mesh = job_mesh(ctx.device.type, (ctx.world // t, t), ("dp", "tp"))
     model = ctx.build_model().to(ctx.device)
     apply_plan(model, ctx.model, mesh["tp"])
     for piece in model.pieces:

@@ -5,12 +5,12 @@ fc -> proj in each GPT block). Every rank sees the whole batch: one replica per 
 from __future__ import annotations
 
 from torch import nn
-from torch.distributed.device_mesh import DeviceMesh, init_device_mesh
+from torch.distributed.device_mesh import DeviceMesh
 from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
 
 from bench.models.base import ModelSpec
 from bench.training.scenario import StrategySpec
-from bench.training.strategies.common import ModelTrainer
+from bench.training.strategies.common import ModelTrainer, job_mesh
 from bench.training.strategy import TrainContext, Trainer, strategy
 
 
@@ -42,5 +42,5 @@ def _check(spec: StrategySpec, model: ModelSpec, world: int) -> None:
 def build(ctx: TrainContext) -> Trainer:
     """Megatron tensor parallelism (DTensor colwise/rowwise pairs) across all ranks."""
     model = ctx.build_model().to(ctx.device)
-    apply_plan(model, ctx.model, init_device_mesh(ctx.device.type, (ctx.world,)))
+    apply_plan(model, ctx.model, job_mesh(ctx.device.type, (ctx.world,)))
     return ModelTrainer(ctx, model, ctx.optimizer(model.parameters()), 1, 0)
