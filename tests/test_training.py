@@ -30,6 +30,7 @@ world_sizes: [2, 4]
 batch_size: 8
 steps: 1
 warmup: 2
+backend: gloo
 case_timeout_s: 120
 """
 TOL = {"ddp[fp16]": 5e-3}  # compression hook: stated tolerance (bf16 needs NCCL)
@@ -163,7 +164,8 @@ def test_failed_case_is_recorded_and_the_sweep_goes_on(tmp_path: Path) -> None:
     # no world sizes in the file: validated at run time, where tensor x 3 ranks cannot shard
     # gpt-tiny's 4 heads; the job ends, the case is recorded failed, the next case runs.
     (tmp_path / "sc.yaml").write_text(
-        "kind: training\nmodels: [gpt-tiny]\nstrategies: [tensor, ddp]\nsteps: 1\nwarmup: 1\n")
+        "kind: training\nmodels: [gpt-tiny]\nstrategies: [tensor, ddp]\nsteps: 1\nwarmup: 1\n"
+        "backend: gloo\n")
     proc = subprocess.run([sys.executable, "-m", "bench", "run", str(tmp_path / "sc.yaml"),
                            "--out", str(tmp_path / "run"), "--world-sizes", "3", "--no-progress"],
                           capture_output=True, text=True, timeout=300)

@@ -3,9 +3,10 @@ MASTER_ADDR/PORT set), or mpiexec/srun (rank and size from the MPI environment; 
 and a free port shared over mpi4py).
 
 Backend and device: ``gloo`` runs every rank on CPU; ``nccl`` gives each rank the GPU of its
-local rank (``auto``: nccl when torch sees a GPU, else gloo). NCCL cannot run two ranks on one
-GPU, so asking for more ranks on a host than it has GPUs is refused with one line before any
-process group exists. On GPUs, TF32 is switched off (cuDNN convolutions default to TF32 in
+local rank; ``auto`` is nccl when every rank on the host gets a GPU of its own, else gloo (the
+self-launcher decides once for the whole sweep, so one run never mixes devices). NCCL cannot run
+two ranks on one GPU, so ``nccl`` with more ranks on a host than GPUs is refused with one line
+before any process group exists. On GPUs, TF32 is switched off (cuDNN convolutions default to TF32 in
 torch): the benchmark trains in IEEE fp32, as the memory model and the loss check assume.
 """
 
@@ -36,18 +37,17 @@ def visible_gpus() -> int:
 
 def pick_backend(backend: str, local_world: int, gpus: int) -> str:
     """``gloo`` or ``nccl`` for ``local_world`` ranks on a host that shows each of them ``gpus``
-    GPUs (all ranks seeing the same ones). Raises :class:`ScenarioError` (one line) when NCCL
-    cannot give every rank a GPU of its own."""
-    if backend == "gloo" or (backend == "auto" and gpus == 0):
+    GPUs (all ranks seeing the same ones). Raises :class:`ScenarioError` (one line) when
+    ``nccl`` cannot give every rank a GPU of its own."""
+    if backend == "gloo" or (backend == "auto" and not 0 < local_world <= gpus):
         return "gloo"
     if gpus == 0:
         raise ScenarioError(
             f"backend nccl needs CUDA GPUs and torch sees none here (torch {torch.__version__}, "
             f"CUDA build: {torch.version.cuda or 'no'}); use backend: gloo or auto to run on CPU")
     if local_world > gpus:
-        why = "backend auto picked nccl (CUDA is available)" if backend == "auto" else "backend nccl"
         raise ScenarioError(
-            f"{local_world} ranks on this host but {gpus} GPU(s): {why} needs a GPU per rank "
+            f"{local_world} ranks on this host but {gpus} GPU(s): backend nccl needs a GPU per rank "
             f"(NCCL cannot put two ranks on one GPU); use world sizes <= {gpus}, or backend: gloo "
             "to run the ranks on CPU")
     return "nccl"

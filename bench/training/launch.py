@@ -24,7 +24,7 @@ from bench.launcher import WORKER_ENV
 from bench.records import ResultWriter, iter_records, read_meta, write_meta
 from bench.scenario import ScenarioError
 from bench.training import record
-from bench.training.runner import CASE_START_ENV, INFLIGHT, JobContext, run_job
+from bench.training.runner import BACKEND_ENV, CASE_START_ENV, INFLIGHT, JobContext, run_job
 from bench.training.scenario import TrainingScenario
 
 
@@ -36,21 +36,20 @@ def handle(args: argparse.Namespace, sc: TrainingScenario, sizes: tuple[int, ...
         return _in_job(args, sc, sizes)
     sizes = sizes or (1,)
     try:
-        check_devices(sc, sizes)
+        backend = sweep_backend(sc.backend, sizes)
     except ScenarioError as e:
         print(f"commbench: {args.scenario}: {e}", file=sys.stderr)
         return 2
-    return self_launch(args, sc, sizes)
+    return self_launch(args, sc, sizes, backend)
 
 
-def check_devices(sc: TrainingScenario, sizes: tuple[int, ...]) -> None:
-    """Self-launched ranks all run on this host: each world size must fit the backend (NCCL:
-    a GPU per rank). Raises :class:`ScenarioError` with one line before anything starts."""
+def sweep_backend(backend: str, sizes: tuple[int, ...]) -> str:
+    """The backend of every job of a self-launched sweep (all ranks on this host): ``auto``
+    is nccl only when the largest world size gets a GPU per rank. Raises
+    :class:`ScenarioError` with one line, before anything starts, when nccl cannot."""
     from bench.training.distenv import pick_backend, visible_gpus
 
-    gpus = visible_gpus()
-    for w in sizes:
-        pick_backend(sc.backend, w, gpus)
+    return pick_backend(backend, max(sizes), visible_gpus())
 
 
 def _in_job(args: argparse.Namespace, sc: TrainingScenario, sizes: tuple[int, ...]) -> int:
@@ -69,18 +68,19 @@ def _in_job(args: argparse.Namespace, sc: TrainingScenario, sizes: tuple[int, ..
 
 
 def launch_one(scenario: Path, run_dir: Path, run_id: str, world: int, start: int,
-               extra: tuple[str, ...]) -> int:
+               extra: tuple[str, ...], backend: str) -> int:
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone",
            f"--nproc-per-node={world}", "-m", "bench", "run", str(scenario), "--out", str(run_dir),
            "--world-sizes", str(world), *extra]
-    env = dict(os.environ, **{WORKER_ENV: run_id, CASE_START_ENV: str(start),
+    env = dict(os.environ, **{WORKER_ENV: run_id, CASE_START_ENV: str(start), BACKEND_ENV: backend,
                               "MASTER_ADDR": "127.0.0.1", "GLOO_SOCKET_IFNAME": "lo",
                               "PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": "1",
                               "TORCHELASTIC_ERROR_FILE": str(run_dir / "torch-error.json")})
     return subprocess.run(cmd, env=env, check=False).returncode
 
 
-def self_launch(args: argparse.Namespace, sc: TrainingScenario, sizes: tuple[int, ...]) -> int:
+def self_launch(args: argparse.Namespace, sc: TrainingScenario, sizes: tuple[int, ...],
+                backend: str) -> int:
     from bench.commands.run import _after_run, _meta, default_run_dir
 
     run_dir = args.out or default_run_dir(sc)
@@ -95,7 +95,7 @@ def self_launch(args: argparse.Namespace, sc: TrainingScenario, sizes: tuple[int
             n, start = len(sc.cases(w)), 0
             while start < n:
                 t0 = time.monotonic()
-                rc = launch_one(args.scenario, run_dir, run_dir.name, w, start, extra)
+                rc = launch_one(args.scenario, run_dir, run_dir.name, w, start, extra, backend)
                 job: dict[str, Any] = {"world_size": w, "first_case": start, "returncode": rc,
                                        "seconds": round(time.monotonic() - t0, 3)}
                 info["jobs"].append(job)

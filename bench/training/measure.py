@@ -1,12 +1,13 @@
 """The training harness: the one place that owns the clock for training cases.
 
 Protocol per case: ``warmup`` untimed steps, one more untimed step under the
-:class:`~bench.training.comm.CommCounter` (after DDP has rebuilt its buckets; counting costs the
-timed steps nothing), then
-``steps`` timed steps, each preceded by a barrier and a device synchronisation, timed alone with
+:class:`~bench.training.comm.CommCounter` (after DDP has rebuilt its buckets when ``warmup`` >= 2:
+DDP rebuilds them in its second step; counting costs the timed steps nothing), then ``steps``
+timed steps, each preceded by a barrier and a device synchronisation, timed alone with
 ``perf_counter_ns`` and ended by a synchronisation; the sample kept is the max over ranks of that
-step. Batches are generated before the barrier. Loss per step is the mean over the ranks that see
-a loss (every replica reports equally often, so this is the mean over replicas).
+step. Batches are generated, and copied to the device, before the barrier. Loss per step is the
+mean over the ranks that see a loss (every replica reports equally often, so this is the mean
+over replicas).
 """
 
 from __future__ import annotations

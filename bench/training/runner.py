@@ -36,6 +36,7 @@ from bench.training.strategy import TrainContext
 
 INFLIGHT = "inflight-training.json"
 CASE_START_ENV = "COMMBENCH_CASE_START"
+BACKEND_ENV = "COMMBENCH_TRAINING_BACKEND"  # the self-launcher's choice for its whole sweep
 
 
 @dataclass(frozen=True)
@@ -81,7 +82,8 @@ def run_job(ctx: JobContext) -> int:
     """Run this job's cases; exits the process (``os._exit``) when done."""
     sc = ctx.scenario
     try:
-        device, backend = init_from_env(sc.backend, sc.case_timeout_s)
+        chosen = os.environ.get(BACKEND_ENV) if ctx.self_launched else None
+        device, backend = init_from_env(chosen or sc.backend, sc.case_timeout_s)
     except ScenarioError as e:  # the same on every rank: one line from rank 0
         if os.environ.get("RANK", "0") == "0":
             print(f"commbench: {e}", file=sys.stderr)

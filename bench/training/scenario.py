@@ -82,7 +82,8 @@ class TrainingScenario(Frozen):
     warmup: Annotated[int, Field(ge=0)] = 2  # untimed steps first; one more then counts bytes
     seed: int = 1234
     lr: Annotated[float, Field(gt=0)] = 1e-3
-    backend: Literal["auto", "gloo", "nccl"] = "auto"  # auto: nccl on GPUs, gloo on CPU
+    # auto: nccl where torch sees a GPU, else gloo; nccl needs a GPU per rank (checked at launch)
+    backend: Literal["auto", "gloo", "nccl"] = "auto"
     reference: bool = True  # run the single-process reference and record the loss deviation
     case_timeout_s: Annotated[float, Field(gt=0)] = 300.0
 
