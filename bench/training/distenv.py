@@ -83,9 +83,11 @@ def init_from_env(backend: str, timeout_s: float) -> tuple[torch.device, str]:
     local_world = max(int(os.environ.get("LOCAL_WORLD_SIZE", "1")), local + 1)
     gpus = visible_gpus()
     # torchrun's local ranks share one environment, so they see the same GPUs; under srun or
-    # mpiexec each rank may see only its own GPU (--gpus-per-task), so NCCL itself tells
-    # a shared GPU apart there (its "Duplicate GPU detected" error, made one line below).
-    backend = pick_backend(backend, local_world if torchrun else 1, gpus)
+    # mpiexec each rank may see only its own GPU (--gpus-per-task), so for an explicit nccl
+    # NCCL itself tells a shared GPU apart there (its "Duplicate GPU detected" error, made one
+    # line below); auto stays on the safe side and counts the host's ranks.
+    ranks_here = local_world if torchrun or backend == "auto" else 1
+    backend = pick_backend(backend, ranks_here, gpus)
     cuda = backend == "nccl"
     device = torch.device("cuda", local % gpus) if cuda else torch.device("cpu")
     if cuda:
