@@ -1,13 +1,13 @@
 """The training harness: the one place that owns the clock for training cases.
 
-Protocol per case: ``warmup`` untimed steps, one more untimed step under the
-:class:`~bench.training.comm.CommCounter` (after DDP has rebuilt its buckets when ``warmup`` >= 2:
-DDP rebuilds them in its second step; counting costs the timed steps nothing), then ``steps``
-timed steps, each preceded by a barrier and a device synchronisation, timed alone with
-``perf_counter_ns`` and ended by a synchronisation; the sample kept is the max over ranks of that
-step. Batches are generated, and copied to the device, before the barrier. Loss per step is the
-mean over the ranks that see a loss (every replica reports equally often, so this is the mean
-over replicas).
+Protocol per case: ``warmup`` untimed steps, then ``steps`` timed steps, each preceded by a
+barrier and a device synchronisation, timed alone with ``perf_counter_ns`` and ended by a
+synchronisation (the sample kept is the max over ranks of that step), then one last untimed step
+under the :class:`~bench.training.comm.CommCounter`. Counting last means DDP has rebuilt its
+buckets (in its second step) whatever ``warmup`` is, and counting costs the timed steps nothing.
+Batches are generated, and copied to the device, before the barrier. Loss per step is the mean
+over the ranks that see a loss (every replica reports equally often, so this is the mean over
+replicas).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ class Protocol:
 
     @property
     def total(self) -> int:
-        """Steps run: warm-up, the counted step, the timed steps."""
+        """Steps run: warm-up, the timed steps, the counted step."""
         return self.warmup + 1 + self.steps
 
 
@@ -89,7 +89,7 @@ def run_case(trainer: Trainer, model: ModelSpec, proto: Protocol, device: torch.
         tokens = batch.tokens
         if s < proto.warmup:
             loss = trainer.step(batch)
-        elif s == proto.warmup:
+        elif s == proto.total - 1:
             with CommCounter() as counter:
                 loss = trainer.step(batch)
             comm = counter.count

@@ -79,7 +79,7 @@ class TrainingScenario(Frozen):
     world_sizes: list[PositiveInt] = Field(default_factory=list)  # empty: the launcher's world size
     batch_size: PositiveInt = 8  # samples per data-parallel replica per step (weak scaling)
     steps: PositiveInt = 5  # timed steps
-    warmup: Annotated[int, Field(ge=0)] = 2  # untimed steps first; one more then counts bytes
+    warmup: Annotated[int, Field(ge=0)] = 2  # untimed steps first; one last step counts bytes
     seed: int = 1234
     lr: Annotated[float, Field(gt=0)] = 1e-3
     # auto: nccl where torch sees a GPU, else gloo; nccl needs a GPU per rank (checked at launch)
