@@ -17,8 +17,10 @@ def gate_section(res: GateResult) -> Section:
                      "base": r.base_median, "cur": r.cur_median,
                      "ratio": d.ratio if d else None, "low": d.low if d else None,
                      "high": d.high if d else None, "p": d.p_slower if d else None,
+                     "need": d.needed if d else None,
                      "detail": r.detail})
     return Section("gate", "Regression gate", "gate.html.j2", {
         "passed": not res.failures, "failures": len(res.failures), "total": len(res.rows),
-        "baseline": str(res.baseline), "current": str(res.current), "rule": res.rule,
+        "baseline": res.baseline, "baselines": len(res.baselines), "current": str(res.current),
+        "rule": res.rule,
         "counts": [(o, res.count(o)) for o in ORDER if res.count(o)], "rows": rows})

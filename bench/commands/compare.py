@@ -1,4 +1,5 @@
-"""``commbench compare BASELINE CURRENT``: the regression gate (exit 1 on a regression)."""
+"""``commbench compare BASELINE [BASELINE ...] CURRENT``: the regression gate (exit 1 on a
+regression). Several baselines (runs of the baseline code) let the gate measure run-to-run noise."""
 
 from __future__ import annotations
 
@@ -14,7 +15,9 @@ from bench.compare.table import render
 
 
 def configure(p: argparse.ArgumentParser) -> None:
-    p.add_argument("baseline", type=Path, help="baseline run directory")
+    p.add_argument("baseline", type=Path, nargs="+",
+                   help="baseline run directory; give two or more runs of the baseline code to "
+                        "have the gate measure and allow for run-to-run noise")
     p.add_argument("current", type=Path, help="current run directory")
     p.add_argument("--threshold", type=float, default=5.0, metavar="PCT",
                    help="minimum slowdown that counts, in percent (default 5)")
@@ -23,6 +26,9 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--relative", action="store_true",
                    help="decide each algorithm on its time relative to native measured beside it "
                         "(robust on shared machines; blind to a slowdown of everything)")
+    p.add_argument("--run-alpha", type=float, default=0.001, metavar="A",
+                   help="with several baselines: one-sided level of the run-to-run noise floor "
+                        "(default 0.001)")
     p.add_argument("--strict", action="store_true",
                    help="also fail on oversubscribed cases (and on native with --relative)")
     p.add_argument("--min-abs", type=float, default=1.0, metavar="US",
@@ -33,11 +39,12 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    if not 0 <= args.threshold < 100 or not 0 < args.alpha < 1:
-        print("commbench: --threshold must be in [0, 100) and --alpha in (0, 1)", file=sys.stderr)
+    if not 0 <= args.threshold < 100 or not 0 < args.alpha < 1 or not 0 < args.run_alpha < 1:
+        print("commbench: --threshold must be in [0, 100), --alpha and --run-alpha in (0, 1)",
+              file=sys.stderr)
         return 2
     rule = Rule(threshold=args.threshold / 100, alpha=args.alpha, reference=args.relative,
-                strict=args.strict, min_abs=args.min_abs)
+                strict=args.strict, min_abs=args.min_abs, run_alpha=args.run_alpha)
     try:
         res = compare_runs(args.baseline, args.current, rule)
     except InputError as e:
@@ -48,10 +55,10 @@ def handle(args: argparse.Namespace) -> int:
         from reports.gate_section import gate_section
         from reports.render import render_report
 
-        out = render_report([args.baseline, args.current], args.html, extra=[gate_section(res)],
-                            title=f"commbench compare — {args.baseline} vs {args.current}")
+        out = render_report([*args.baseline, args.current], args.html, extra=[gate_section(res)],
+                            title=f"commbench compare — {res.baseline} vs {args.current}")
         print(f"# report: {out}", file=sys.stderr)
     return res.exit_code
 
 
-register("compare", "compare a run against a baseline; exit 1 on a regression", configure, handle)
+register("compare", "compare a run against baseline run(s); exit 1 on a regression", configure, handle)

@@ -9,10 +9,12 @@ Times are "lower is better". For each key with raw samples in both runs:
   fixed seed, so a decision never changes between invocations);
 * resolution: differences of medians under ``min_abs`` (1 µs) are not decided;
 * drift: iterations are timed in repetition blocks; the spread between the blocks' medians within
-  one run is slow machine drift the samples of one run cannot show. It widens the required effect.
+  one run is slow machine drift the samples of one run cannot show. It widens the required effect;
+* run-to-run noise: with several baseline runs, :mod:`bench.compare.noise` estimates how far one
+  run's median moves from the next run's, and that *floor* widens the required effect too.
 
 A key is *slower* (a regression) only when all agree: U significant, and the interval's lower end
-above ``1 + max(threshold, drift)``. *Faster* is the mirror image. A 2-core machine shared with
+above ``1 + max(threshold, drift, floor)``. *Faster* is the mirror image. A 2-core machine shared with
 other work moves medians by several percent between runs while U, on thousands of samples, calls
 a 1 % shift significant: the effect bound, not the p-value, is what keeps the gate quiet on noise.
 """
@@ -41,6 +43,7 @@ class Rule:
     # below it a Python-timed loop measures its own call overhead, not the collective
     reference: bool = False  # decide algorithms on their time relative to native (reference.py)
     strict: bool = False  # also fail oversubscribed cases and the reference itself
+    run_alpha: float = 0.001  # one-sided level of the run-to-run noise floor (several baselines)
 
 
 @dataclass(frozen=True)
@@ -51,7 +54,7 @@ class Decision:
     high: float
     p_slower: float
     p_faster: float
-    needed: float  # the effect the interval had to clear (threshold or drift, whichever larger)
+    needed: float  # the effect the interval had to clear (threshold, drift or floor: the largest)
     method: str
 
 
@@ -77,25 +80,28 @@ def interval(cur: np.ndarray, base: np.ndarray, rule: Rule) -> tuple[float, floa
 
 
 def decide(base: np.ndarray, cur: np.ndarray, rule: Rule, summaries: bool = False,
-           blocks: int = 1, abs_diff: float | None = None) -> Decision:
-    """Slower, faster or same for one key from its raw samples (lower is better). ``abs_diff``
-    is the difference of the raw medians when ``base``/``cur`` are relative samples."""
+           blocks: int | tuple[int, int] = 1, abs_diff: float | None = None,
+           floor: float = 0.0) -> Decision:
+    """Slower, faster or same for one key from its raw samples (lower is better). ``blocks``:
+    repetition blocks of both, or (baseline's, current's); ``abs_diff``: the difference of the
+    raw medians when ``base``/``cur`` are relative samples; ``floor``: run-to-run noise."""
+    base_blocks, cur_blocks = blocks if isinstance(blocks, tuple) else (blocks, blocks)
     base = base[np.isfinite(base)]
     cur = cur[np.isfinite(cur)]
     if base.size == 0 or cur.size == 0:
         return Decision("untested", math.nan, math.nan, math.nan, math.nan, math.nan,
-                        rule.threshold, "no samples")
+                        max(rule.threshold, floor), "no samples")
     ratio = float(np.median(cur) / np.median(base))
     diff = abs(abs_diff if abs_diff is not None else float(np.median(cur) - np.median(base)))
     if diff < rule.min_abs:
-        return Decision("same", ratio, math.nan, math.nan, math.nan, math.nan, rule.threshold,
-                        f"difference of medians under {rule.min_abs:g}")
+        return Decision("same", ratio, math.nan, math.nan, math.nan, math.nan,
+                        max(rule.threshold, floor), f"difference of medians under {rule.min_abs:g}")
     if summaries or min(base.size, cur.size) < MIN_SAMPLES:
-        verdict = ("slower" if ratio > 1 + rule.threshold
-                   else "faster" if ratio < 1 - rule.threshold else "same")
-        return Decision(verdict, ratio, ratio, ratio, math.nan, math.nan, rule.threshold,
+        need = max(rule.threshold, floor)
+        verdict = ("slower" if ratio > 1 + need else "faster" if ratio < 1 / (1 + need) else "same")
+        return Decision(verdict, ratio, ratio, ratio, math.nan, math.nan, need,
                         "point ratio only (summaries or too few samples: no noise estimate)")
-    needed = max(rule.threshold, drift(base, blocks), drift(cur, blocks))
+    needed = max(rule.threshold, drift(base, base_blocks), drift(cur, cur_blocks), floor)
     p_slow = float(stats.mannwhitneyu(cur, base, alternative="greater").pvalue)
     p_fast = float(stats.mannwhitneyu(cur, base, alternative="less").pvalue)
     maybe_slow = p_slow < rule.alpha and ratio > 1 + needed

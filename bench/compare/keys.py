@@ -7,7 +7,7 @@ their samples.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -73,6 +73,25 @@ def cases(records: Iterable[Mapping[str, Any]]) -> dict[Key, Case]:
         for f in DETERMINISTIC:
             if f in rec:
                 c.exact.setdefault(f, set()).add(rec[f])
+    return out
+
+
+def pooled(runs: Sequence[Mapping[Key, Case]]) -> dict[Key, Case]:
+    """Several runs' cases as one: samples and statuses concatenated per key. Blocks of
+    different runs are not one run's repetition blocks, so a pooled case has ``blocks == 1``
+    (between-run noise is :mod:`bench.compare.noise`'s job)."""
+    if len(runs) == 1:
+        return dict(runs[0])
+    out: dict[Key, Case] = {}
+    for run in runs:
+        for k, c in run.items():
+            p = out.setdefault(k, Case(k, c.kind))
+            p.statuses += c.statuses
+            p.samples += c.samples
+            for f, vals in c.exact.items():
+                p.exact.setdefault(f, set()).update(vals)
+            p.summaries |= c.summaries
+            p.oversubscribed |= c.oversubscribed
     return out
 
 
