@@ -19,6 +19,7 @@ from pathlib import Path
 
 from bench.progress import TTY_ENV
 from bench.runner import INFLIGHT
+from bench.watchdog import TIMEOUT_EXIT
 
 MPI_ENV_MARKERS = ("PMI_RANK", "PMI_SIZE", "PMIX_RANK", "OMPI_COMM_WORLD_SIZE",
                    "MV2_COMM_WORLD_SIZE", "MPI_LOCALRANKID", "SLURM_STEP_ID")
@@ -46,6 +47,7 @@ class JobResult:
     returncode: int
     seconds: float
     failed_case: str | None
+    reason: str | None = None  # why, when the launcher can tell (the watchdog's exit code)
 
     @property
     def ok(self) -> bool:
@@ -68,13 +70,18 @@ def launch(scenario_path: Path, run_dir: Path, run_id: str, world: int,
     except KeyboardInterrupt:
         _stop(proc)
         raise
-    failed = None
+    failed = reason = None
     if rc != 0:
         marker = run_dir / INFLIGHT
         if marker.exists():
-            failed = json.loads(marker.read_text()).get("case")
+            inflight = json.loads(marker.read_text())
+            failed = inflight.get("case")
             marker.unlink()
-    return JobResult(world, rc, time.monotonic() - t0, failed)
+            if rc == TIMEOUT_EXIT and "timeout_s" in inflight:
+                # said here too: MPI_Abort can tear the job down before the aborting rank's own
+                # line is forwarded by mpiexec
+                reason = f"exceeded case_timeout_s={inflight['timeout_s']:g} (a rank hung or died)"
+    return JobResult(world, rc, time.monotonic() - t0, failed, reason)
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:

@@ -117,7 +117,7 @@ def _run_group(ctx: RunContext, env: harness.Env, g: Group, dog: Watchdog,
                writer: ResultWriter | None, bar: Progress, out: Any) -> int:
     label = g.label()
     if writer:
-        _mark_inflight(ctx.run_dir, label)
+        _mark_inflight(ctx.run_dir, label, ctx.scenario.case_timeout_s)
     bar.start(f"p={g.world_size} {format_size(g.nbytes)} {g.dtype} {g.op} {'/'.join(g.algorithms)}")
     dog.arm(label, ctx.scenario.case_timeout_s)
     records = harness.measure(env, g, ctx.scenario.timing, ctx.scenario.check)
@@ -130,9 +130,10 @@ def _run_group(ctx: RunContext, env: harness.Env, g: Group, dog: Watchdog,
     return len(records)
 
 
-def _mark_inflight(run_dir: Path, label: str) -> None:
+def _mark_inflight(run_dir: Path, label: str, timeout_s: float) -> None:
     tmp = run_dir / (INFLIGHT + ".tmp")
-    tmp.write_text(json.dumps({"case": label, "since": time.time(), "pid": os.getpid()}))
+    tmp.write_text(json.dumps({"case": label, "since": time.time(), "pid": os.getpid(),
+                               "timeout_s": timeout_s}))
     os.replace(tmp, run_dir / INFLIGHT)
 
 

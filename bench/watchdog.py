@@ -13,6 +13,8 @@ import time
 
 from mpi4py import MPI
 
+TIMEOUT_EXIT = 124  # the job's exit code when the watchdog aborts it (launchers pass it on)
+
 
 class Watchdog:
     def __init__(self, comm: MPI.Comm, poll_s: float = 0.5) -> None:
@@ -47,4 +49,4 @@ class Watchdog:
                     f"commbench: rank {self._comm.rank}: case '{label}' exceeded "
                     f"case_timeout_s={timeout:g} (a rank hung or died); aborting the job\n")
                 sys.stderr.flush()
-                self._comm.Abort(124)
+                self._comm.Abort(TIMEOUT_EXIT)

@@ -106,10 +106,12 @@ def _self_launch(args: argparse.Namespace, sc: CollectiveScenario, sizes: tuple[
         for w in sizes:
             job = launcher.launch(args.scenario, run_dir, run_id, w, extra)
             info["jobs"].append({"world_size": w, "returncode": job.returncode,
-                                 "seconds": round(job.seconds, 3), "failed_case": job.failed_case})
+                                 "seconds": round(job.seconds, 3), "failed_case": job.failed_case,
+                                 "reason": job.reason})
             if not job.ok:
                 where = f" during case '{job.failed_case}'" if job.failed_case else ""
-                print(f"commbench: world size {w} failed{where} (mpiexec exit {job.returncode})",
+                why = f": {job.reason}" if job.reason else ""
+                print(f"commbench: world size {w} failed{where}{why} (mpiexec exit {job.returncode})",
                       file=sys.stderr)
                 status, code = "failed", 1
                 break
