@@ -4,6 +4,7 @@
 # short sweep with every device transport that can run on the GPUs present (nccl, nccl-graph,
 # mpi-cupy, cuda-ipc; the others skip with a reason).
 #     PYTHON=python3 scripts/gpu-check.sh [RUN_DIR]
+#     TRAINING=1 PYTHON=python3 scripts/gpu-check.sh [RUN_DIR]   # + the training GPU checks (~5 min)
 # Works from a plain checkout with an existing Python; nothing is downloaded. It needs numpy,
 # mpi4py, CuPy and pytest; the sweep also needs the CLI's packages (pyyaml, pydantic, psutil,
 # orjson, tqdm, scipy, pandas). What is missing is named first; the stages that need it are
@@ -164,6 +165,27 @@ print(f"{len(recs)} records, {wrong} wrong elements")
 sys.exit(1 if wrong else 0)
 PYEOF
   [ $? -eq 0 ] || STATUS=1
+fi
+# Training on the GPU (issue: the NCCL path of the strategies), about 5 more minutes on one GPU:
+# TRAINING=1 scripts/gpu-check.sh
+if [ "${TRAINING:-0}" = 1 ]; then
+  if has pytest yaml pydantic psutil orjson tqdm scipy pandas && $PY -c 'import torch' 2>/dev/null; then
+    stage "training device tests (every strategy at one rank on CUDA, refusals, gloo on a GPU host)"
+    timeout 300 $PY -m pytest -q tests/test_training_device.py -p no:cacheprovider -o addopts=-ra \
+      --durations=5 2>&1 | tee "$OUT/pytest-training.txt" | tail -20
+    [ "${PIPESTATUS[0]}" -eq 0 ] || STATUS=1
+    if $PY -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+      stage "training smoke: scenarios/training-gpu-1.yaml -> $OUT/training"
+      timeout 300 $PY -m bench run scenarios/training-gpu-1.yaml --out "$OUT/training" --no-progress \
+        2>&1 | tee "$OUT/training.txt" | tail -25
+      [ "${PIPESTATUS[0]}" -eq 0 ] || STATUS=1
+    else
+      stage "training smoke skipped: torch sees no CUDA device"
+    fi
+  else
+    stage "training skipped: torch or the CLI's packages missing"
+    STATUS=1
+  fi
 fi
 [ "$NGPU" -ge 1 ] || echo "== no CUDA device here: the GPU tests and device transports skipped (see reasons above)"
 stage "run directory: $OUT (status $STATUS)"
