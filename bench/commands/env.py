@@ -90,7 +90,7 @@ def _nccl() -> Facts:
     except ImportError:
         return {"nccl": "CuPy not installed"}
     if not getattr(nccl, "available", False):
-        return {"nccl": "not loadable by CuPy (pip install nvidia-nccl-cu12)"}
+        return {"nccl": "not loadable by CuPy (pip install nvidia-nccl-cu12, or -cu13 for cupy-cuda13x)"}
     return {"nccl": nccl.get_version(), "nccl_build": nccl.get_build_version()}
 
 

@@ -53,7 +53,8 @@ def probe_cupy(need_nccl: bool = False) -> tuple[Any, str | None]:
             warnings.simplefilter("ignore")
             from cupy.cuda import nccl
         if not getattr(nccl, "available", False):
-            return None, "no NCCL (CuPy cannot load libnccl.so.2: pip install nvidia-nccl-cu12)"
+            return None, ("no NCCL (CuPy cannot load libnccl.so.2: pip install nvidia-nccl-cu12, "
+                          "or -cu13 for cupy-cuda13x)")
     return cupy, None
 
 
