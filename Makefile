@@ -7,12 +7,14 @@ SCENARIO ?= scenarios/quick.yaml
 
 .PHONY: run test lint clean browser
 
+# CuPy imports without a GPU: the tests check the device code's CuPy API and skip reasons with it
+# (best effort: without it those tests skip and say why).
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[test]'
 	$(PY) -m pip install -q torch==2.13.0  # CPU tests of the training strategies; GPU users install their own torch
-	$(PY) -m pip install -q 'cupy-cuda12x>=13'  # imports without a GPU: tests check the device code's CuPy API and skip reasons
+	$(PY) -m pip install -q 'cupy-cuda12x>=13' || echo "# cupy-cuda12x not installed: the CuPy API test will skip"
 	touch $(STAMP)
 
 run: $(STAMP)
