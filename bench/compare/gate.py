@@ -84,13 +84,12 @@ def _one(values: set[object]) -> str:
 class Side:
     """One side of a comparison: one or several runs of a scenario, their cases pooled."""
 
-    paths: tuple[Path, ...]
     runs: tuple[Mapping[Key, Case], ...]
     cases: Mapping[Key, Case]
 
     @classmethod
-    def of(cls, runs: Sequence[Mapping[Key, Case]], paths: Sequence[Path] = ()) -> Side:
-        return cls(tuple(Path(p) for p in paths), tuple(runs), pooled(runs))
+    def of(cls, runs: Sequence[Mapping[Key, Case]]) -> Side:
+        return cls(tuple(runs), pooled(runs))
 
     def relative(self, key: Key) -> np.ndarray | None:
         """The key's samples relative to native, run by run (each against its own native)."""
@@ -155,10 +154,10 @@ def compare_runs(baseline: Path | Sequence[Path], current: Path,
             raise InputError(f"schema mismatch: {p} has schema_version "
                              f"{meta.get('schema_version')}, {current} has "
                              f"{cur_meta.get('schema_version')}")
-    base = Side.of([c for _, c in loaded], paths)
+    base = Side.of([c for _, c in loaded])
     if not set(base.cases) & set(cur):
         raise InputError(f"no common keys between {', '.join(map(str, paths))} "
                          f"({len(base.cases)} keys) and {current} ({len(cur)} keys): "
                          "not runs of the same scenario?")
     return GateResult(tuple(paths), Path(current), rule,
-                      compare_cases(base, Side.of([cur], [current]), rule))
+                      compare_cases(base, Side.of([cur]), rule))

@@ -95,7 +95,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for f in factors:
         per: dict[int, tuple[int, int]] = {}
         for bi, ci in plan:
-            base = Side.of([runs[i] for i in bi], [args.runs[i] for i in bi])
+            base = Side.of([runs[i] for i in bi])
             for w, (h, t) in detection(base, runs[ci], f, rule).items():
                 ph, pt = per.get(w, (0, 0))
                 per[w] = (ph + h, pt + t)
