@@ -1,7 +1,11 @@
-"""Cases: one (algorithm, size, dtype, op, transport, world) point of a sweep, in size groups.
+"""Cases: one (collective, algorithm, size, dtype, op, transport, world) point of a sweep, in
+size groups.
 
 Algorithms of one size form a :class:`Group` and run back to back, in alternating order across
-repetitions, so their ratios are fair on a noisy machine.
+repetitions, so their ratios are fair on a noisy machine. A requested size is rounded down to
+whole elements, and to whole blocks of p elements for collectives that divide (all_gather,
+reduce_scatter, alltoall: nccl-tests' rule); a size that rounds to nothing is skipped and sizes
+that round to the same count are measured once — both said in a note, never silently.
 """
 
 from __future__ import annotations
@@ -11,6 +15,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from bench.scenario import CollectiveScenario
+from bench.units import format_size
+from kernels.collective import resolve
 from kernels.ops import ITEMSIZE
 
 
@@ -20,11 +26,12 @@ class Group:
     transport: str
     world_size: int
     ranks_per_node: int
-    nbytes: int  # count * itemsize: requested sizes round down to whole elements
+    nbytes: int  # count * itemsize: the size the collective reports, after rounding
     count: int
     dtype: str
     op: str
     algorithms: tuple[str, ...]
+    root: int = 0
 
     def label(self, algorithm: str | None = None) -> str:
         alg = algorithm or "/".join(self.algorithms)
@@ -32,15 +39,32 @@ class Group:
                 f"rpn={self.ranks_per_node} {self.nbytes}B {self.dtype} {self.op}")
 
 
-def groups(scenario: CollectiveScenario, world: int, ranks_per_node: int) -> Iterator[Group]:
-    """Every group for one world size, small sizes first within each (transport, dtype, op)."""
-    for transport, dtype, op in itertools.product(scenario.transports, scenario.dtypes,
-                                                  scenario.ops):
-        seen: set[int] = set()
-        for requested in scenario.byte_sizes():
-            count = requested // ITEMSIZE[dtype]
-            if count < 1 or count in seen:
-                continue
-            seen.add(count)
-            yield Group(scenario.collective, transport, world, ranks_per_node,
-                        count * ITEMSIZE[dtype], count, dtype, op, tuple(scenario.algorithms))
+def groups(scenario: CollectiveScenario, world: int, ranks_per_node: int,
+           notes: list[str] | None = None) -> Iterator[Group]:
+    """Every group for one world size: per collective, per (transport, dtype, op), small sizes
+    first. Skipped and merged sizes are appended to ``notes`` (one line each)."""
+    for collective in scenario.collectives:
+        spec = resolve(collective)
+        algorithms = scenario.algorithms_for(collective)
+        for transport, dtype, op in itertools.product(scenario.transports, scenario.dtypes,
+                                                      scenario.ops_for(collective)):
+            seen: dict[int, int] = {}
+            for requested in scenario.byte_sizes():
+                count = spec.round_count(requested // ITEMSIZE[dtype], world)
+                if count < 1:
+                    _note(notes, f"{collective} {dtype} p={world}: {format_size(requested)} skipped "
+                                 f"(less than {'p elements' if spec.divides else 'one element'})")
+                    continue
+                if count in seen:
+                    _note(notes, f"{collective} {dtype} p={world}: {format_size(requested)} rounds to "
+                                 f"{count * ITEMSIZE[dtype]} B, measured once with "
+                                 f"{format_size(seen[count])}")
+                    continue
+                seen[count] = requested
+                yield Group(spec.name, transport, world, ranks_per_node, count * ITEMSIZE[dtype],
+                            count, dtype, op, algorithms, scenario.root if spec.rooted else 0)
+
+
+def _note(notes: list[str] | None, line: str) -> None:
+    if notes is not None and line not in notes:
+        notes.append(line)

@@ -1,15 +1,23 @@
-"""Deterministic input data and the exact expected AllReduce result.
+"""Deterministic input data and the exact expected output of any collective.
 
-Inputs are small integers, so every reduction order gives the same value in every dtype as long
-as partial results stay exactly representable: |partial sum| <= 7p, products are +-2. The
-expected value has a closed form (no need to generate the other ranks' inputs), so checking costs
-O(count) per rank at any scale. Where 7p exceeds the dtype's exact-integer range (float16 beyond
-p = 292, bfloat16 beyond p = 36) the check uses a relative tolerance and says so.
+Inputs are small integers, a closed form of (rank, input index), so every reduction order gives
+the same value in every dtype as long as partial results stay exactly representable:
+|partial sum| <= 7p, products are +-2. The expected output has a closed form too (from the
+collective's :class:`~kernels.collective.Result`: which input index, copied from which rank or
+reduced over all), so checking costs O(elements) per rank at any scale. Where 7p exceeds the
+dtype's exact-integer range (float16 beyond p = 292, bfloat16 beyond p = 36) the check uses a
+relative tolerance and says so. Collectives that only move data (op ``none``) get values that
+differ between ranks and indices (``(37 r + 11 i) mod 251 - 125``, exact even in bfloat16), so a
+block from the wrong rank or offset is caught.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
+
+from kernels.collective import Collective
 
 BLOCK = 1 << 20  # elements checked per slice, to bound temporary memory on 1 GiB buffers
 EXACT_INT = {"float16": 2**11, "bfloat16": 2**8, "float32": 2**24, "float64": 2**53}
@@ -23,9 +31,13 @@ def _b(r: np.ndarray | int) -> np.ndarray | int:
     return (3 * r) % 5
 
 
-def fill(rank: int, world: int, count: int, op: str, start: int = 0) -> np.ndarray:
-    """Rank ``rank``'s input for elements ``start .. start+count-1``, as int64."""
-    i = np.arange(start, start + count, dtype=np.int64)
+NONE = "none"  # the op of collectives that do not reduce
+
+
+def values_at(rank: np.ndarray | int, i: np.ndarray, world: int, op: str) -> np.ndarray:
+    """Input element ``i`` of rank ``rank`` (arrays broadcast), as int64."""
+    if op == NONE:
+        return (37 * np.asarray(rank, dtype=np.int64) + 11 * i) % 251 - 125
     if op == "prod":
         sign = np.where((rank + i) % 3 == 0, -1, 1)
         mag = np.where(i % world == rank, 2, 1)
@@ -33,9 +45,18 @@ def fill(rank: int, world: int, count: int, op: str, start: int = 0) -> np.ndarr
     return _a(i) + _b(rank)
 
 
+def fill(rank: int, world: int, count: int, op: str, start: int = 0) -> np.ndarray:
+    """Rank ``rank``'s input for elements ``start .. start+count-1``, as int64."""
+    return values_at(rank, np.arange(start, start + count, dtype=np.int64), world, op)
+
+
 def expected(world: int, count: int, op: str, start: int = 0) -> np.ndarray:
     """The AllReduce of every rank's :func:`fill`, as int64."""
-    i = np.arange(start, start + count, dtype=np.int64)
+    return reduced_at(np.arange(start, start + count, dtype=np.int64), world, op)
+
+
+def reduced_at(i: np.ndarray, world: int, op: str) -> np.ndarray:
+    """The reduction over every rank of input element ``i``, as int64."""
     ranks = np.arange(world, dtype=np.int64)
     if op == "prod":
         c = (-i) % 3  # ranks r with (r + i) % 3 == 0 are r = c, c+3, ...
@@ -68,4 +89,51 @@ def count_wrong(host: np.ndarray, world: int, op: str, dtype: str) -> int:
         else:
             ok = got == want.astype(got.dtype)
         wrong += int(got.size - np.count_nonzero(ok))
+    return wrong
+
+
+def collective_input(spec: Collective, n: int, world: int, rank: int, root: int, op: str,
+                     dtype: str = "int64") -> np.ndarray | None:
+    """This rank's input for one call of ``spec`` in ``dtype`` (a numpy name), made BLOCK
+    elements at a time so no int64 copy of a large buffer exists; None where it has none."""
+    if not spec.has_input(rank, root):
+        return None
+    total = spec.in_count(n, world)
+    out = np.empty(total, dtype=dtype)
+    for start in range(0, total, BLOCK):
+        stop = min(total, start + BLOCK)
+        out[start:stop] = fill(rank, world, stop - start, op, start)
+    return out
+
+
+def expected_blocks(spec: Collective, n: int, world: int, rank: int, root: int,
+                    op: str) -> Iterator[tuple[int, np.ndarray]]:
+    """``(start, values)`` slices of this rank's exact expected output (int64), BLOCK at a time;
+    nothing where the rank has no output."""
+    if not spec.has_output(rank, root):
+        return
+    total = spec.out_count(n, world)
+    for start in range(0, total, BLOCK):
+        res = spec.result(n, world, rank, root, start, min(total, start + BLOCK))
+        if res.source is None:
+            yield start, reduced_at(res.index, world, op)
+        else:
+            yield start, values_at(res.source, res.index, world, op)
+
+
+def count_wrong_output(host_out: np.ndarray | None, spec: Collective, n: int, world: int,
+                       rank: int, root: int, op: str, dtype: str) -> int:
+    """Elements of this rank's output that differ from the exact expectation (0 where the rank
+    has no output)."""
+    if host_out is None:
+        return 0
+    tol = tolerance(world, dtype) if op == "sum" else 0.0
+    wrong = 0
+    for start, want in expected_blocks(spec, n, world, rank, root, op):
+        got = host_out[start : start + want.size]
+        if tol:
+            ok = np.isclose(got.astype(np.float64), want, rtol=tol, atol=0)
+        else:
+            ok = got == want.astype(got.dtype)
+        wrong += int(want.size - np.count_nonzero(ok))
     return wrong

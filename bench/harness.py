@@ -5,7 +5,13 @@ the iteration count from the time budget, agreed across ranks), then ``repetitio
 which the algorithms take turns, order reversed every other block. Every iteration is preceded
 by a barrier and timed alone; the sample kept is the max over ranks of that iteration (the time
 the slowest rank saw). After timing, each algorithm runs once more on fresh data and its result
-is compared with the exact expected value: ``wrong`` counts bad elements summed over ranks.
+is compared with the exact expected value: ``wrong`` counts bad elements summed over ranks, and a
+case with any wrong element gets ``status: "wrong"``.
+
+The harness never names a collective: the group's collective (``kernels/collectives/``) says where
+input and output lie in each rank's workspace, what the output must be and the busbw factor.
+Before the check the output region is filled with a sentinel, so an element an algorithm never
+writes is counted wrong too.
 """
 
 from __future__ import annotations
@@ -25,11 +31,12 @@ from bench.ranks import worst_over_ranks
 from bench.records import SCHEMA_VERSION
 from bench.scenario import Timing
 from bench.stats import summarize
-from kernels.algorithm import ALGORITHMS, Problem
+from kernels.algorithm import Problem, get_algorithm
 from kernels.bytecount import bytes_sent
+from kernels.collective import Collective, Layout, resolve
 from kernels.ops import HOST_DTYPE, ITEMSIZE, OPS
 from kernels.topology import Topology
-from kernels.transports.base import Plan, Transport
+from kernels.transports.base import Plan, Transport, views
 
 TIMER = "time.perf_counter_ns around each iteration, after a barrier; max over ranks per iteration"
 
@@ -44,26 +51,55 @@ class Env:
     extra: dict[str, Any]  # fields stamped on every record (run id, scenario, oversubscribed)
 
 
+SENTINEL = -12345  # fills the output region before the check; no expected value is ever this
+
+
 @dataclass
 class _Entry:
     name: str
-    plan: Plan
-    steps: int | None
-    bytes_sent: int | None
-    bytes_inter: int | None
+    layout: Layout
+    in_place: bool  # schedules run in place; native on separate send/receive buffers
+    plan: Plan | None = None
+    steps: int | None = None
+    bytes_sent: int | None = None
+    bytes_inter: int | None = None
     samples: list[float] = field(default_factory=list)
     device_samples: list[float] | None = None  # CUDA-event times, device transports only
 
 
-def _compile(env: Env, group: Group, name: str, buf: Any, scratch: Any) -> _Entry:
-    alg, op = ALGORITHMS.get(name), OPS[group.op]
+def _problem(env: Env, group: Group) -> Problem:
+    return Problem(env.topology, group.count, ITEMSIZE[group.dtype], group.collective, group.root)
+
+
+def _entry(env: Env, group: Group, spec: Collective, name: str) -> _Entry:
+    separate = get_algorithm(spec.name, name).is_vendor and spec.vendor_separate
+    separate = separate or spec.inplace_at is None
+    layout = spec.layout(group.count, group.world_size, env.transport.rank, group.root,
+                         separate=separate)
+    return _Entry(name, layout, not separate)
+
+
+def _compile(env: Env, group: Group, spec: Collective, e: _Entry, buf: Any, scratch: Any) -> None:
+    alg, op = get_algorithm(spec.name, e.name), OPS[group.op] if spec.reduces else None
     if alg.is_vendor:
-        return _Entry(name, env.transport.vendor(buf, op), None, None, None)
+        e.plan = env.transport.vendor(spec, buf, e.layout, op, group.root)
+        return
     item = ITEMSIZE[group.dtype]
-    sched = alg.schedule(Problem(env.topology, group.count, item), env.transport.rank)
+    sched = alg.schedule(_problem(env, group), env.transport.rank)
     sent = bytes_sent(sched, env.topology, item)
-    return _Entry(name, env.transport.compile(sched, buf, scratch, op), len(sched.steps),
-                  sent.total, sent.inter)
+    e.plan = env.transport.compile(sched, buf, scratch, op or OPS["sum"])
+    e.steps, e.bytes_sent, e.bytes_inter = len(sched.steps), sent.total, sent.inter
+
+
+def _prepare(tr: Transport, buf: Any, layout: Layout, host_in: np.ndarray | None,
+             host_dtype: str) -> None:
+    """Sentinel over this layout's output region (in bounded slices), then the input."""
+    if layout.out is not None:
+        for a in range(layout.out.start, layout.out.stop, data.BLOCK):
+            b = min(layout.out.stop, a + data.BLOCK)
+            tr.upload(buf[a:b], np.full(b - a, SENTINEL, dtype=host_dtype))
+    if layout.inp is not None and host_in is not None:
+        tr.upload(buf[layout.inp.start:layout.inp.stop], host_in)
 
 
 def _time_block(env: Env, plan: Plan, iters: int, out: list[float],
@@ -122,40 +158,56 @@ def time_plans(env: Env, timing: Timing, plans: Sequence[Plan],
 def measure(env: Env, group: Group, timing: Timing, check: bool) -> list[dict[str, Any]]:
     """Measure every algorithm of ``group``; records on rank 0, ``[]`` on other ranks."""
     tr, rank = env.transport, env.transport.rank
+    spec = resolve(group.collective)
+    entries = [_entry(env, group, spec, a) for a in group.algorithms]
+    scheduled = [e for e in entries if not get_algorithm(spec.name, e.name).is_vendor]
     mem_before = devicestats.memory_of(tr)  # None on host transports
-    buf = tr.allocate(group.count, group.dtype)
-    scratch = tr.allocate(group.count, group.dtype)
+    buf = tr.allocate(max(e.layout.space for e in entries), group.dtype)
+    # Reducing receives land in scratch at the same offsets: a schedule-sized buffer, only when
+    # some schedule reduces.
+    scratch = (tr.allocate(max(e.layout.space for e in scheduled), group.dtype)
+               if spec.reduces and scheduled else None)
     host_dtype = HOST_DTYPE[group.dtype]
-    host_in = data.fill(rank, group.world_size, group.count, group.op).astype(host_dtype)
-    entries = [_compile(env, group, a, buf, scratch) for a in group.algorithms]
-    mem_compiled = devicestats.memory_of(tr)
+    host_in = data.collective_input(spec, group.count, group.world_size, rank, group.root,
+                                    group.op, host_dtype)
     try:
-        tr.upload(buf, host_in)
+        for e in entries:
+            _compile(env, group, spec, e, buf, scratch)
+        mem_compiled = devicestats.memory_of(tr)
+        _prepare(tr, buf, entries[0].layout, host_in, host_dtype)
         device = [[] for _ in entries] if devicestats.has_clock(tr) else None
-        for i, (e, samples) in enumerate(
-                zip(entries, time_plans(env, timing, [e.plan for e in entries], device))):
+        plans = [e.plan for e in entries if e.plan is not None]
+        for i, (e, samples) in enumerate(zip(entries, time_plans(env, timing, plans, device))):
             e.samples = samples
             e.device_samples = device[i] if device else None
         mem_after = devicestats.memory_of(tr)
         memory = (devicestats.memory_fields(mem_before, mem_compiled, mem_after)
                   if mem_before and mem_compiled and mem_after else None)
         with np.errstate(all="ignore"):
-            wrong = [_check(env, group, e.plan, buf, host_in) if check else None for e in entries]
-        return _records(env, group, timing, entries, wrong, memory)
+            wrong = [_check(env, group, spec, e, buf, host_in) if check else None
+                     for e in entries]
+        return _records(env, group, spec, timing, entries, wrong, memory)
     finally:
         for e in entries:
-            e.plan.close()
+            if e.plan is not None:
+                e.plan.close()
 
 
-def _check(env: Env, group: Group, plan: Plan, buf: Any, host_in: np.ndarray) -> int:
+def _check(env: Env, group: Group, spec: Collective, e: _Entry, buf: Any,
+           host_in: np.ndarray | None) -> int:
     tr = env.transport
-    tr.upload(buf, host_in)
-    plan.run()
+    assert e.plan is not None
+    _prepare(tr, buf, e.layout, host_in, HOST_DTYPE[group.dtype])
+    tr.barrier()  # every rank's input is in place before anyone reads a peer's (device IPC)
+    e.plan.run()
     tr.synchronize()
-    return data.count_wrong(tr.download(buf), group.world_size, group.op, group.dtype)
+    _, out = views(buf, e.layout)
+    host_out = tr.download(out) if out is not None else None
+    return data.count_wrong_output(host_out, spec, group.count, group.world_size, tr.rank,
+                                   group.root, group.op, group.dtype)
 
 
-def _records(env: Env, group: Group, timing: Timing, entries: list[_Entry],
+def _records(env: Env, group: Group, spec: Collective, timing: Timing, entries: list[_Entry],
              wrong: list[int | None], memory: dict[str, int] | None = None) -> list[dict[str, Any]]:
     ctl = env.control
     out = []
@@ -171,15 +223,18 @@ def _records(env: Env, group: Group, timing: Timing, entries: list[_Entry],
         s = summarize(worst)
         t = s.median / 1e6
         out.append({
-            "schema_version": SCHEMA_VERSION, "kind": "collective", "status": "ok",
-            "collective": group.collective, "algorithm": e.name, "transport": group.transport,
+            "schema_version": SCHEMA_VERSION, "kind": "collective",
+            "status": "wrong" if total_wrong else "ok",
+            "collective": spec.name, "algorithm": e.name, "transport": group.transport,
             "world_size": group.world_size, "ranks_per_node": group.ranks_per_node,
             "nodes": group.world_size // group.ranks_per_node,
             "nbytes": group.nbytes, "count": group.count, "dtype": group.dtype, "op": group.op,
+            "root": group.root if spec.rooted else None,
+            "in_place": e.in_place,
             "iters": s.n, "warmup": timing.warmup, "repetitions": timing.repetitions,
             **s.as_dict("time_us_"),
             "algbw_gbps": metrics.algbw_gbps(group.nbytes, t),
-            "busbw_gbps": metrics.busbw_gbps(group.collective, group.world_size, group.nbytes, t),
+            "busbw_gbps": metrics.busbw_gbps(spec.name, group.world_size, group.nbytes, t),
             "wrong": total_wrong,
             "tolerance": data.tolerance(group.world_size, group.dtype) if group.op == "sum" else 0.0,
             "bytes_sent_max": sent, "bytes_sent_inter_max": inter, "steps": e.steps,

@@ -84,9 +84,13 @@ def _run_world(ctx: RunContext, comm: MPI.Comm, dog: Watchdog, writer: ResultWri
     sc = ctx.scenario
     over = _oversubscribed(comm)
     plan: list[tuple[Topology, Group]] = []
+    notes: list[str] = []
     for rpn in sc.ranks_per_node:
         topo = topology_for(comm, rpn)
-        plan += [(topo, g) for g in groups(sc, comm.size, topo.ranks_per_node)]
+        plan += [(topo, g) for g in groups(sc, comm.size, topo.ranks_per_node, notes)]
+    if comm.rank == 0:
+        for line in notes:
+            print(f"# note: {line}", file=out, flush=True)
     bar = Progress(len(plan), enabled=ctx.progress and comm.rank == 0)
     extra = {"run_id": ctx.run_id, "scenario": sc.name, "oversubscribed": over}
     written, shown = 0, None
@@ -101,7 +105,7 @@ def _run_world(ctx: RunContext, comm: MPI.Comm, dog: Watchdog, writer: ResultWri
             for topo, g in plan:
                 if g.transport != transport_name:
                     continue
-                head = (g.world_size, g.ranks_per_node, g.transport)
+                head = (g.collective, g.world_size, g.ranks_per_node, g.transport)
                 if comm.rank == 0 and head != shown:
                     print(table.banner(*head, over), file=out, flush=True)
                     shown = head
@@ -118,7 +122,8 @@ def _run_group(ctx: RunContext, env: harness.Env, g: Group, dog: Watchdog,
     label = g.label()
     if writer:
         _mark_inflight(ctx.run_dir, label, ctx.scenario.case_timeout_s)
-    bar.start(f"p={g.world_size} {format_size(g.nbytes)} {g.dtype} {g.op} {'/'.join(g.algorithms)}")
+    bar.start(f"p={g.world_size} {g.collective} {format_size(g.nbytes)} {g.dtype} {g.op} "
+              f"{'/'.join(g.algorithms)}")
     dog.arm(label, ctx.scenario.case_timeout_s)
     records = harness.measure(env, g, ctx.scenario.timing, ctx.scenario.check)
     dog.disarm()

@@ -1,19 +1,19 @@
-"""Scenarios: typed, frozen, validated descriptions of a sweep, loaded from YAML.
+"""Collective scenarios: typed, frozen, validated descriptions of a sweep, loaded from YAML.
 
-Every mistake is caught at load time and reported as one line naming the file and the key.
+Every mistake is caught at load time and reported as one line naming the file and the key. The
+collectives and their algorithms come from the registries (``kernels/collectives``,
+``kernels/algorithms``); nothing here names one.
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-import yaml
 from pydantic import (
-    BaseModel,
     BeforeValidator,
-    ConfigDict,
     Discriminator,
     Field,
     Tag,
@@ -22,37 +22,18 @@ from pydantic import (
     model_validator,
 )
 
-import kernels.algorithms  # noqa: F401 - registers the built-in algorithms
-from bench.units import parse_size, size_range
-from kernels.algorithm import ALGORITHMS
+from bench.scenario_base import Frozen, PositiveInt, ScenarioError, one_line, read_yaml
+from bench.units import MAX_SIZES, parse_size, size_range
+from kernels import collective as coll
+from kernels.algorithm import algorithm_names
 from kernels.ops import HOST_DTYPE, ITEMSIZE, OPS
+from kernels.registry import UnknownName
 from kernels.transports import TRANSPORTS
 
-
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """SafeLoader that rejects a key given twice (PyYAML silently keeps the last one)."""
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        seen: set[Any] = set()
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=deep)
-            if key in seen:
-                raise yaml.constructor.ConstructorError(
-                    None, None, f"key {key!r} given twice", key_node.start_mark)
-            seen.add(key)
-        return super().construct_mapping(node, deep=deep)
-
-
-class ScenarioError(ValueError):
-    """A scenario that cannot run; ``str()`` is the one line shown to the user."""
-
+__all__ = ["CollectiveScenario", "ScenarioError", "Timing", "load_scenario", "parse_scenario"]
 
 Size = Annotated[int, BeforeValidator(parse_size)]
-PositiveInt = Annotated[int, Field(ge=1)]
-
-
-class Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=False)
+ALL = "all"
 
 
 class SizeSweep(Frozen):
@@ -66,6 +47,10 @@ class SizeSweep(Frozen):
     def _order(self) -> SizeSweep:
         if self.max < self.min:
             raise ValueError(f"max ({self.max} B) is below min ({self.min} B)")
+        n = math.floor(math.log(self.max / self.min) / math.log(self.factor)) + 1
+        if n > MAX_SIZES:
+            raise ValueError(f"factor {self.factor:g} makes {n} sizes from {self.min} B to "
+                             f"{self.max} B; at most {MAX_SIZES} (use a larger factor)")
         return self
 
     def expand(self) -> list[int]:
@@ -99,37 +84,102 @@ def _names(kind: str, valid: list[str]) -> Any:
     return check
 
 
+def _canonical(name: Any) -> str:
+    if not isinstance(name, str):
+        raise ValueError(f"a collective is a name, got {name!r}")
+    try:
+        return coll.resolve(name).name
+    except UnknownName as e:
+        raise ValueError(str(e)) from None
+
+
+Algorithms = Annotated[
+    Annotated[Literal["all"], Tag("all")]
+    | Annotated[Annotated[list[str], Field(min_length=1)], Tag("list")]
+    | Annotated[dict[str, Literal["all"] | Annotated[list[str], Field(min_length=1)]],
+                Tag("mapping")],
+    Discriminator(lambda v: "all" if isinstance(v, str) else "mapping" if isinstance(v, dict)
+                  else "list"),
+]
+
+
 class CollectiveScenario(Frozen):
     name: str
     description: str = ""
     kind: Literal["collective"] = "collective"
-    collective: Literal["allreduce"] = "allreduce"
-    transports: Annotated[list[str], Field(min_length=1)] = ["mpi"]
-    world_sizes: list[PositiveInt] = []  # empty: the launcher's world size
-    ranks_per_node: Annotated[list[PositiveInt | Literal["auto"]], Field(min_length=1)] = ["auto"]
+    collective: str | None = None  # the single-collective form (``allreduce`` still works)
+    collectives: Annotated[list[str], Field(min_length=1)] = Field(default=["all_reduce"])
+    transports: Annotated[list[str], Field(min_length=1)] = Field(default=["mpi"])
+    world_sizes: list[PositiveInt] = Field(default=[])  # empty: the launcher's world size
+    ranks_per_node: Annotated[list[PositiveInt | Literal["auto"]], Field(min_length=1)] = Field(
+        default=["auto"])
     sizes: Annotated[
         Annotated[Annotated[list[Size], Field(min_length=1)], Tag("list")]
         | Annotated[SizeSweep, Tag("sweep")],
         Discriminator(lambda v: "sweep" if isinstance(v, dict | SizeSweep) else "list"),
         BeforeValidator(lambda v: [v] if isinstance(v, str | int) else v),
     ]
-    algorithms: Annotated[list[str], Field(min_length=1)]
-    dtypes: Annotated[list[str], Field(min_length=1)] = ["float32"]
-    ops: Annotated[list[str], Field(min_length=1)] = ["sum"]
+    algorithms: Algorithms = ALL
+    root: Annotated[int, Field(ge=0)] = 0  # of rooted collectives (broadcast, reduce)
+    dtypes: Annotated[list[str], Field(min_length=1)] = Field(default=["float32"])
+    ops: Annotated[list[str], Field(min_length=1)] | None = None  # default [sum]
     timing: Timing = Timing()
     check: bool = True
     case_timeout_s: Annotated[float, Field(gt=0)] = 300.0
 
-    _alg = field_validator("algorithms")(_names("algorithm", ALGORITHMS.names()))
     _tr = field_validator("transports")(_names("transport", TRANSPORTS.names()))
     _dt = field_validator("dtypes")(_names("dtype", list(HOST_DTYPE)))
-    _op = field_validator("ops")(_names("op", list(OPS)))
+    _op = field_validator("ops")(lambda v: v if v is None else _names("op", list(OPS))(v))
+
+    @field_validator("collectives", mode="before")
+    @classmethod
+    def _collectives(cls, v: Any) -> Any:
+        if v == ALL:
+            return coll.names()
+        if not isinstance(v, list):
+            return v
+        out = [_canonical(x) for x in v]
+        if len(set(out)) != len(out):
+            raise ValueError("a collective listed twice (aliases count as the same collective)")
+        return out
+
+    @field_validator("algorithms", mode="before")
+    @classmethod
+    def _mapping_keys(cls, v: Any) -> Any:
+        if isinstance(v, dict):
+            out = {_canonical(k): names for k, names in v.items()}
+            if len(out) != len(v):
+                raise ValueError("a collective given twice (aliases count as the same collective)")
+            return out
+        return v
+
+    @model_validator(mode="before")
+    @classmethod
+    def _single(cls, raw: Any) -> Any:
+        if isinstance(raw, dict) and raw.get("collective") is not None:
+            if "collectives" in raw:
+                raise ValueError("collective: give either collective or collectives, not both")
+            raw = {**raw, "collectives": [raw["collective"]], "collective": None}
+        return raw
+
+    @field_validator("world_sizes")
+    @classmethod
+    def _unique_worlds(cls, v: list[int]) -> list[int]:
+        if len(set(v)) != len(v):
+            raise ValueError(f"a world size listed twice: {v}")
+        return v
 
     @model_validator(mode="after")
     def _consistent(self) -> CollectiveScenario:
+        self._check_algorithms()
+        self._check_ops()
         for w, rpn in itertools.product(self.world_sizes, self.ranks_per_node):
             if rpn != "auto" and w % rpn:
                 raise ValueError(f"ranks_per_node: {rpn} does not divide world size {w}")
+        if any(coll.resolve(c).rooted for c in self.collectives):
+            for w in self.world_sizes:
+                if self.root >= w:
+                    raise ValueError(f"root: {self.root} is outside world size {w}")
         for t, d in itertools.product(self.transports, self.dtypes):
             if d not in TRANSPORTS.get(t).dtypes:
                 able = [n for n in TRANSPORTS.names() if d in TRANSPORTS.get(n).dtypes]
@@ -141,12 +191,64 @@ class CollectiveScenario(Frozen):
                 raise ValueError(f"sizes: {n} B is smaller than one element of the dtypes")
         return self
 
+    def _check_algorithms(self) -> None:
+        a = self.algorithms
+        if isinstance(a, dict):
+            for c, names in a.items():
+                if c not in self.collectives:
+                    raise ValueError(f"algorithms: {c} is not one of the scenario's collectives "
+                                     f"({', '.join(self.collectives)})")
+                if names != ALL:
+                    try:
+                        _names(f"{c} algorithm", algorithm_names(c))(names)
+                    except ValueError as e:
+                        raise ValueError(f"algorithms.{c}: {e}") from None
+        elif a != ALL:
+            known = {n for c in self.collectives for n in algorithm_names(c)}
+            for n in a:
+                if n not in known:
+                    valid = ", ".join(f"{c}: {' '.join(algorithm_names(c))}" for c in self.collectives)
+                    raise ValueError(f"algorithms: unknown algorithm {n!r} for "
+                                     f"{', '.join(self.collectives)}; valid: {valid}")
+            if len(set(a)) != len(a):
+                raise ValueError("algorithms: an algorithm listed twice")
+
+    def _check_ops(self) -> None:
+        if self.ops is None:
+            return
+        reducing = [c for c in self.collectives if coll.resolve(c).reduces]
+        if not reducing:
+            raise ValueError(f"ops: {', '.join(self.collectives)} do not reduce (op none); "
+                             f"leave ops out")
+
+    def algorithms_for(self, collective: str) -> tuple[str, ...]:
+        """The algorithms this scenario runs for ``collective`` (native first when listed)."""
+        c = coll.resolve(collective).name
+        a = self.algorithms
+        chosen = a.get(c, ALL) if isinstance(a, dict) else a
+        valid = algorithm_names(c)
+        if chosen == ALL:
+            return tuple(valid)
+        return tuple(n for n in chosen if n in valid)
+
+    def ops_for(self, collective: str) -> tuple[str, ...]:
+        """The ops ``collective`` runs with: the scenario's (default sum), or ``none``."""
+        if not coll.resolve(collective).reduces:
+            return ("none",)
+        return tuple(self.ops or ["sum"])
+
     def byte_sizes(self) -> list[int]:
         return self.sizes.expand() if isinstance(self.sizes, SizeSweep) else list(self.sizes)
 
     def max_bytes_per_rank(self) -> int:
-        """Host memory one rank needs at the largest size: buffer, scratch, check slices."""
-        return 2 * max(self.byte_sizes()) + 64 * (1 << 20)
+        """Host memory one rank needs at the largest size, over collectives and dtypes: see
+        :func:`bench.memory.rank_bytes` (workspace, scratch, input, check slices)."""
+        from bench.memory import rank_bytes
+
+        n = max(self.byte_sizes())
+        p = max(self.world_sizes or [2])
+        return max(rank_bytes(coll.resolve(c), n // ITEMSIZE[d], ITEMSIZE[d], p)
+                   for c in self.collectives for d in self.dtypes)
 
 
 if TYPE_CHECKING:
@@ -155,36 +257,28 @@ if TYPE_CHECKING:
     Scenario = CollectiveScenario | TrainingScenario
 
 
-SCENARIO_KINDS: dict[str, type[Frozen] | str] = {
-    "collective": CollectiveScenario,
-    # "module:Class", imported on first use (training scenarios import torch and bench.scenario)
+SCENARIO_KINDS: dict[str, str] = {
+    # "module:Class", imported on first use, so one kind never loads another's dependencies
+    "collective": "bench.scenario:CollectiveScenario",
     "training": "bench.training.scenario:TrainingScenario",
 }
 
 
 def scenario_model(kind: str) -> type[Frozen] | None:
     """The model of scenario ``kind`` (importing it on first use), or None if unknown."""
-    model = SCENARIO_KINDS.get(kind)
-    if isinstance(model, str):
-        import importlib
+    import importlib
 
-        mod, _, cls = model.partition(":")
-        model = getattr(importlib.import_module(mod), cls)
-    return model
+    where = SCENARIO_KINDS.get(kind) if isinstance(kind, str) else None
+    if where is None:
+        return None
+    mod, _, cls = where.partition(":")
+    return getattr(importlib.import_module(mod), cls)
 
 
 def load_scenario(path: Path | str) -> Scenario:
     """Parse and validate a scenario file; raises :class:`ScenarioError` with one line."""
     path = Path(path)
-    try:
-        raw = yaml.load(path.read_text(encoding="utf-8"), Loader=_UniqueKeyLoader)
-    except FileNotFoundError:
-        raise ScenarioError(f"{path}: no such scenario file") from None
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark else ""
-        raise ScenarioError(f"{path}:{where} not valid YAML ({getattr(e, 'problem', e)})") from None
-    return parse_scenario(raw, str(path))
+    return parse_scenario(read_yaml(path), str(path))
 
 
 def parse_scenario(raw: Any, source: str = "<scenario>") -> Scenario:
@@ -200,16 +294,9 @@ def parse_scenario(raw: Any, source: str = "<scenario>") -> Scenario:
     try:
         return model.model_validate(raw)  # type: ignore[return-value]
     except ValidationError as e:
-        raise ScenarioError(f"{source}: {_one_line(e)}") from None
-
-
-def _one_line(e: ValidationError) -> str:
-    err = e.errors()[0]
-    loc = ".".join(str(x) for x in err["loc"] if x not in ("list", "sweep"))
-    msg = str(err["msg"]).removeprefix("Value error, ")
-    if err["type"] == "extra_forbidden":
-        msg = "unknown key"
-    return f"{loc}: {msg}" if loc else msg
+        raise ScenarioError(f"{source}: {one_line(e)}") from None
+    except RecursionError:
+        raise ScenarioError(f"{source}: nested too deeply") from None
 
 
 def check_memory(scenario: CollectiveScenario, source: str, ranks_on_host: int,

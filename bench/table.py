@@ -13,20 +13,27 @@ HEADER = (
 )
 
 
-def banner(world: int, ranks_per_node: int, transport: str, oversubscribed: bool) -> str:
+def banner(collective: str, world: int, ranks_per_node: int, transport: str,
+           oversubscribed: bool) -> str:
+    from bench.metrics import busbw_factor
+    from kernels.collective import resolve
+
+    spec = resolve(collective)
     note = "  [ranks outnumber cores: oversubscribed, expect noise]" if oversubscribed else ""
-    return (f"# commbench allreduce  world_size={world}  ranks_per_node={ranks_per_node}  "
+    return (f"# commbench {spec.name}  world_size={world}  ranks_per_node={ranks_per_node}  "
             f"transport={transport}{note}\n# time = median over iterations of the max over ranks; "
-            f"busbw = algbw * 2(p-1)/p (nccl-tests)\n{HEADER}")
+            f"size = {spec.size_is}; busbw = algbw * {busbw_factor(spec.name, world):.4g} "
+            f"(nccl-tests); native runs out of place, the others in place\n{HEADER}")
 
 
 def row(rec: Mapping[str, Any]) -> str:
     wrong = rec.get("wrong")
+    flag = "  <- WRONG" if wrong else ""
     return (
         f" {rec['nbytes']:>11} {rec['count']:>12} {rec['dtype']:>8} {rec['op']:>6} "
         f"{rec['algorithm']:>17} {rec['time_us_median']:>10.2f} {rec['time_us_p95']:>10.2f} "
         f"{rec['algbw_gbps']:>8.2f} {rec['busbw_gbps']:>8.2f} "
-        f"{'n/a' if wrong is None else wrong:>7}"
+        f"{'n/a' if wrong is None else wrong:>7}{flag}"
     )
 
 

@@ -12,6 +12,7 @@ _UNITS = {
     "T": 1 << 40, "TB": 1000**4, "TIB": 1 << 40,
 }
 _RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*$")
+MAX_SIZES = 1000  # sizes one sweep may expand to (a factor of 1.0000001 is a typo, not a plan)
 
 
 def parse_size(value: str | int) -> int:
@@ -23,6 +24,9 @@ def parse_size(value: str | int) -> int:
             raise ValueError(f"size must be at least 1 byte, got {value}")
         return value
     m = _RE.match(str(value))
+    if m and len(m.group(2)) >= 2 and m.group(2).endswith("b"):
+        raise ValueError(f"{value!r} is in bits (lowercase b); sizes are bytes: write "
+                         f"{m.group(1)}{m.group(2)[:-1].upper()}iB or {m.group(1)}{m.group(2)[:-1].upper()}B")
     unit = m.group(2).upper() if m else None
     if not m or unit not in _UNITS:
         raise ValueError(f"not a size: {value!r} (use e.g. 8B, 64KiB, 16MiB, 1GiB)")
@@ -41,9 +45,11 @@ def format_size(nbytes: int) -> str:
 
 
 def size_range(lo: int, hi: int, factor: float) -> list[int]:
-    """nccl-tests' -b/-e/-f: lo, lo*f, ... up to and including hi."""
+    """nccl-tests' -b/-e/-f: lo, lo*f, ... up to and including hi (at most MAX_SIZES; a size
+    that rounds to the one before it is not repeated)."""
     out, n = [], float(lo)
-    while n <= hi:
-        out.append(int(n))
+    while n <= hi and len(out) < MAX_SIZES:
+        if not out or int(n) != out[-1]:
+            out.append(int(n))
         n *= factor
     return out

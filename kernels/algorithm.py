@@ -1,7 +1,9 @@
-"""What an AllReduce algorithm is: a named function that fills a :class:`StepBuilder`.
+"""What an algorithm is: a named function, of one collective, that fills a :class:`StepBuilder`.
 
-Algorithms never time themselves, never allocate buffers and never touch a transport. The vendor
-collective (``native``) sits in the same registry with ``build=None``: transports run it directly.
+Algorithms never time themselves, never allocate buffers and never touch a transport. Every
+collective also has the vendor pseudo-algorithm ``native`` (``build=None``: the transport calls
+the collective's vendor function on separate send and receive buffers, as nccl-tests and OSU
+do).
 """
 
 from __future__ import annotations
@@ -9,24 +11,36 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from kernels.registry import Registry
-from kernels.schedule import Schedule, StepBuilder
+from kernels import collective as coll
+from kernels.chunks import split
+from kernels.collective import Collective, Layout
+from kernels.registry import Registry, UnknownName
+from kernels.schedule import Range, Schedule, StepBuilder
 from kernels.topology import Topology
+
+VENDOR = "native"
 
 
 @dataclass(frozen=True, slots=True)
 class Problem:
-    """One AllReduce to plan: who takes part, and how many elements of what size."""
+    """One call to plan: which collective, who takes part, how many elements of what size.
+
+    ``count`` is the collective's buffer count ``n`` (the reported size in elements; already a
+    multiple of p for collectives that divide)."""
 
     topology: Topology
     count: int
     itemsize: int
+    collective: str = "all_reduce"
+    root: int = 0
 
     def __post_init__(self) -> None:
         if self.count < 1:
             raise ValueError(f"count must be >= 1, got {self.count}")
         if self.itemsize < 1:
             raise ValueError(f"itemsize must be >= 1, got {self.itemsize}")
+        if not 0 <= self.root < self.topology.world:
+            raise ValueError(f"root {self.root} outside world size {self.topology.world}")
 
     @property
     def world(self) -> int:
@@ -36,15 +50,47 @@ class Problem:
     def nbytes(self) -> int:
         return self.count * self.itemsize
 
+    @property
+    def spec(self) -> Collective:
+        return coll.resolve(self.collective)
+
+    def layout(self, rank: int) -> Layout:
+        """Rank ``rank``'s in-place workspace (what schedules index)."""
+        return self.spec.layout(self.count, self.world, rank, self.root)
+
+    @property
+    def space(self) -> int:
+        """Workspace elements (the same on every rank for every collective)."""
+        return self.layout(0).space
+
+    @property
+    def block(self) -> int:
+        """Elements per rank block (n/p) for collectives that divide, else n."""
+        return self.count // self.world if self.spec.divides else self.count
+
+    def blocks(self, start: int = 0) -> list[Range]:
+        """The p rank blocks of ``block`` elements from ``start``."""
+        c = self.block
+        return [Range(start + j * c, start + (j + 1) * c) for j in range(self.world)]
+
+    def chunks(self, parts: int, rng: Range | None = None) -> list[Range]:
+        """``rng`` (default: the whole buffer ``[0, count)``) in ``parts`` near-equal pieces."""
+        rng = rng or Range(0, self.count)
+        return split(rng.size, parts, rng.start)
+
 
 BuildFn = Callable[[Problem, StepBuilder], None]
+SentFn = Callable[[Problem, int], int]  # (problem, rank) -> elements that rank sends
 
 
 @dataclass(frozen=True, slots=True)
 class Algorithm:
     name: str
+    collective: str
     build: BuildFn | None  # None: the transport's vendor collective
     summary: str
+    doc: str = ""
+    sent: SentFn | None = None  # the docstring's closed form for elements sent per rank (tested)
 
     @property
     def is_vendor(self) -> bool:
@@ -62,26 +108,52 @@ class Algorithm:
     def _builder(self, problem: Problem, only: int | None) -> StepBuilder:
         if self.build is None:
             raise TypeError(f"{self.name} is the vendor collective; it has no schedule")
-        b = StepBuilder(problem.world, problem.count, only=only)
+        if problem.spec.name != self.collective:
+            raise ValueError(f"{self.collective} algorithm {self.name} given a "
+                             f"{problem.spec.name} problem")
+        b = StepBuilder(problem.world, problem.space, only=only)
         self.build(problem, b)
         return b
 
 
-ALGORITHMS: Registry[Algorithm] = Registry("algorithm")
+ALGORITHMS: Registry[Algorithm] = Registry("algorithm")  # keyed "collective/name"
 
 
-def algorithm(name: str) -> Callable[[BuildFn], BuildFn]:
-    """Register ``fn`` as AllReduce algorithm ``name``; its docstring's first line is the summary."""
+def algorithm(name: str, collective: str = "all_reduce",
+              sent: SentFn | None = None) -> Callable[[BuildFn], BuildFn]:
+    """Register ``fn`` as algorithm ``name`` of ``collective``; its docstring's first line is the
+    summary, the rest states steps and bytes sent per rank. ``sent`` is that closed form as code
+    (elements rank r sends); the tests hold it equal to the counted schedule."""
 
     def deco(fn: BuildFn) -> BuildFn:
-        summary = (fn.__doc__ or name).strip().splitlines()[0]
-        ALGORITHMS.add(name, Algorithm(name, fn, summary))
+        doc = (fn.__doc__ or name).strip()
+        ALGORITHMS.add(f"{collective}/{name}",
+                       Algorithm(name, collective, fn, doc.splitlines()[0], doc, sent))
         return fn
 
     return deco
 
 
-ALGORITHMS.add(
-    "native",
-    Algorithm("native", None, "the transport's vendor AllReduce (MPI_Allreduce, ncclAllReduce)"),
-)
+def vendor_of(c: Collective) -> Algorithm:
+    calls = ", ".join(sorted(c.vendor))
+    where = "separate send/receive buffers" if c.vendor_separate else "in place"
+    return Algorithm(VENDOR, c.name, None, f"the transport's vendor {c.name} ({where}; {calls})")
+
+
+def algorithms_of(collective: str) -> list[Algorithm]:
+    """``native`` first, then the collective's algorithms in registration order."""
+    c = coll.resolve(collective)
+    own = [ALGORITHMS.get(k) for k in ALGORITHMS.names() if k.startswith(c.name + "/")]
+    return [vendor_of(c), *own]
+
+
+def algorithm_names(collective: str) -> list[str]:
+    return [a.name for a in algorithms_of(collective)]
+
+
+def get_algorithm(collective: str, name: str) -> Algorithm:
+    for a in algorithms_of(collective):
+        if a.name == name:
+            return a
+    valid = ", ".join(algorithm_names(collective))
+    raise UnknownName(f"unknown {coll.resolve(collective).name} algorithm {name!r}; valid: {valid}")

@@ -1,16 +1,25 @@
 """The schedule IR: what an algorithm produces and every executor consumes.
 
 A rank's schedule is a list of steps. In one step a rank posts all its receives and sends at once,
-waits for all of them, then applies the reductions. Ranges are element ranges ``[start, stop)`` of
-the rank's buffer of ``count`` elements. A receive either copies into its range or reduces into it
-(``buf[range] = op(buf[range], incoming)``).
+waits for all of them, applies the reductions, then its local copies. Ranges are element ranges
+``[start, stop)`` of the rank's **workspace** of ``space`` elements: one buffer per rank in which
+the collective places the rank's input and where it expects the output
+(:class:`kernels.collective.Layout`; e.g. all_gather in place: rank r's input is block r of the
+output). A receive either copies into its range or reduces into it
+(``buf[range] = op(buf[range], incoming)``). A local copy moves elements within the rank's own
+workspace (``buf[dst] = buf[src]``), for algorithms that rotate or stage blocks (Bruck) and for a
+rank's own block of alltoall or sendrecv.
 
 Rules (checked by :func:`validate`):
 - every send has its receive on the peer in the same step, matched in posting order per pair, with
   the same number of elements (zero-length transfers are dropped on both sides, so algorithms may
   split ``count`` into empty chunks freely);
-- within a step a rank writes no element twice and never receives into an element it sends
-  (sends read the buffer as it was when the step began);
+- within a step a rank writes no element twice (receives and copy destinations together) and never
+  receives into an element it sends (sends read the buffer as it was when the step began);
+- copies run after the step's receives and reductions, in the order given, so they read what the
+  step delivered; a copy's source and destination do not overlap, and a copy never writes an
+  element the rank sends in that step (pull-based executors such as CUDA IPC let peers read the
+  send ranges until the step's closing barrier);
 - all ranks have the same number of steps (idle ranks have empty steps).
 """
 
@@ -58,25 +67,40 @@ class Recv:
 
 
 @dataclass(frozen=True, slots=True)
+class Copy:
+    """``buf[dst] = buf[src]`` on the rank itself, after the step's receives (same sizes)."""
+
+    src: Range
+    dst: Range
+
+
+@dataclass(frozen=True, slots=True)
 class Step:
     sends: tuple[Send, ...] = ()
     recvs: tuple[Recv, ...] = ()
+    copies: tuple[Copy, ...] = ()
 
     def nonempty(self) -> Step:
         """The same step without zero-length transfers."""
         return Step(
             tuple(s for s in self.sends if s.range.size),
             tuple(r for r in self.recvs if r.range.size),
+            tuple(c for c in self.copies if c.dst.size),
         )
+
+    @property
+    def idle(self) -> bool:
+        return not (self.sends or self.recvs or self.copies)
 
 
 @dataclass(frozen=True, slots=True)
 class Schedule:
-    """One rank's program for one AllReduce of ``count`` elements among ``world`` ranks."""
+    """One rank's program for one collective among ``world`` ranks on a workspace of ``space``
+    elements."""
 
     rank: int
     world: int
-    count: int
+    space: int
     steps: tuple[Step, ...] = field(default_factory=tuple)
 
 
@@ -90,19 +114,19 @@ class StepBuilder:
     builds its own schedule in O(steps x moves) cheap calls without holding everyone's.
     """
 
-    def __init__(self, world: int, count: int, only: int | None = None) -> None:
+    def __init__(self, world: int, space: int, only: int | None = None) -> None:
         self.world = world
-        self.count = count
+        self.space = space
         self.only = only
-        self._steps: list[dict[int, tuple[list[Send], list[Recv]]]] = []
+        self._steps: list[dict[int, tuple[list[Send], list[Recv], list[Copy]]]] = []
 
     def step(self) -> int:
         """Open a new global step and return its index."""
         self._steps.append({})
         return len(self._steps) - 1
 
-    def _slot(self, step: int, rank: int) -> tuple[list[Send], list[Recv]]:
-        return self._steps[step].setdefault(rank, ([], []))
+    def _slot(self, step: int, rank: int) -> tuple[list[Send], list[Recv], list[Copy]]:
+        return self._steps[step].setdefault(rank, ([], [], []))
 
     def move(self, src: int, dst: int, rng: Range, *, reduce: bool, step: int = -1) -> None:
         if rng.size == 0:
@@ -111,6 +135,26 @@ class StepBuilder:
             self._slot(step, src)[0].append(Send(dst, rng))
         if self.only is None or self.only == dst:
             self._slot(step, dst)[1].append(Recv(src, rng, reduce))
+
+    def move_to(self, src: int, dst: int, src_rng: Range, dst_rng: Range, *, reduce: bool,
+                step: int = -1) -> None:
+        """A message read from ``src_rng`` of ``src`` landing in ``dst_rng`` of ``dst`` (the
+        same number of elements; alltoall and sendrecv move blocks between regions)."""
+        if src_rng.size != dst_rng.size:
+            raise ScheduleError(f"move of {src_rng.size} elements into {dst_rng.size}")
+        if src_rng.size == 0:
+            return
+        if self.only is None or self.only == src:
+            self._slot(step, src)[0].append(Send(dst, src_rng))
+        if self.only is None or self.only == dst:
+            self._slot(step, dst)[1].append(Recv(src, dst_rng, reduce))
+
+    def copy(self, rank: int, src: Range, dst: Range, *, step: int = -1) -> None:
+        """A local copy on ``rank`` after the step's receives: ``buf[dst] = buf[src]``."""
+        if src.size != dst.size:
+            raise ScheduleError(f"copy of {src.size} elements into {dst.size}")
+        if src.size and (self.only is None or self.only == rank):
+            self._slot(step, rank)[2].append(Copy(src, dst))
 
     @property
     def num_steps(self) -> int:
@@ -121,10 +165,10 @@ class StepBuilder:
             raise ValueError(f"builder kept only rank {self.only}")
         steps = []
         for per_rank in self._steps:
-            sends, recvs = per_rank.get(rank, ((), ()))
-            steps.append(Step(tuple(sends), tuple(recvs)))
+            sends, recvs, copies = per_rank.get(rank, ((), (), ()))
+            steps.append(Step(tuple(sends), tuple(recvs), tuple(copies)))
         # Step indices are the contract between ranks, so every rank keeps every step.
-        return Schedule(rank, self.world, self.count, tuple(steps))
+        return Schedule(rank, self.world, self.space, tuple(steps))
 
     def build_all(self) -> list[Schedule]:
         return [self.build(r) for r in range(self.world)]
@@ -134,29 +178,35 @@ def validate(schedules: Sequence[Schedule]) -> None:
     """Raise :class:`ScheduleError` naming the first broken rule, else return None."""
     if not schedules:
         raise ScheduleError("no schedules")
-    world, count = schedules[0].world, schedules[0].count
+    world, space = schedules[0].world, schedules[0].space
     if len(schedules) != world:
         raise ScheduleError(f"{len(schedules)} schedules for world size {world}")
     nsteps = len(schedules[0].steps)
     for r, sch in enumerate(schedules):
-        if sch.rank != r or sch.world != world or sch.count != count:
-            raise ScheduleError(f"rank {r}: schedule header {sch.rank}/{sch.world}/{sch.count}")
+        if sch.rank != r or sch.world != world or sch.space != space:
+            raise ScheduleError(f"rank {r}: schedule header {sch.rank}/{sch.world}/{sch.space}")
         if len(sch.steps) != nsteps:
             raise ScheduleError(f"rank {r}: {len(sch.steps)} steps, rank 0 has {nsteps}")
     for i in range(nsteps):
         steps = [sch.steps[i].nonempty() for sch in schedules]
         for r, st in enumerate(steps):
-            _check_local(r, i, st, world, count)
+            _check_local(r, i, st, world, space)
         _check_matching(i, steps)
 
 
-def _check_local(rank: int, i: int, st: Step, world: int, count: int) -> None:
+def _check_local(rank: int, i: int, st: Step, world: int, space: int) -> None:
     for op in (*st.sends, *st.recvs):
         if not 0 <= op.peer < world or op.peer == rank:
             raise ScheduleError(f"step {i} rank {rank}: bad peer {op.peer}")
-        if op.range.stop > count:
-            raise ScheduleError(f"step {i} rank {rank}: range {op.range} beyond count {count}")
-    writes = sorted((r.range.start, r.range.stop) for r in st.recvs)
+        if op.range.stop > space:
+            raise ScheduleError(f"step {i} rank {rank}: range {op.range} beyond space {space}")
+    for c in st.copies:
+        if max(c.src.stop, c.dst.stop) > space:
+            raise ScheduleError(f"step {i} rank {rank}: copy {c} beyond space {space}")
+        if c.src.size != c.dst.size or c.src.overlaps(c.dst):
+            raise ScheduleError(f"step {i} rank {rank}: copy {c.src} -> {c.dst} overlaps or differs")
+    writes = sorted([(r.range.start, r.range.stop) for r in st.recvs]
+                    + [(c.dst.start, c.dst.stop) for c in st.copies])
     for (_, a_stop), (b_start, _) in itertools.pairwise(writes):
         if b_start < a_stop:
             raise ScheduleError(f"step {i} rank {rank}: an element is written twice")
@@ -165,6 +215,11 @@ def _check_local(rank: int, i: int, st: Step, world: int, count: int) -> None:
             if s.range.overlaps(r.range):
                 raise ScheduleError(
                     f"step {i} rank {rank}: sends {s.range} while receiving into {r.range}"
+                )
+        for c in st.copies:
+            if s.range.overlaps(c.dst):
+                raise ScheduleError(
+                    f"step {i} rank {rank}: sends {s.range} while copying into {c.dst}"
                 )
 
 

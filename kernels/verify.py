@@ -1,10 +1,14 @@
-"""Symbolic verifier: proves that a set of schedules computes AllReduce, with no MPI.
+"""Symbolic verifier: proves that a set of schedules computes their collective, with no MPI.
 
-Each element of each rank's buffer carries the set of ranks whose input it contains (a bitmask).
-Initially rank r holds {r} everywhere. A copy receive replaces the set; a reduce receive unions
-it — and fails if the sets intersect, since a contribution counted twice is a wrong sum. At the
-end every element of every rank must hold all ranks. Sends read the state at the start of the
-step, as every executor does.
+Each workspace element carries a symbolic value: the set of ranks whose input it contains (a
+bitmask) and the input index they all contributed (``-1``: nothing yet, garbage). Initially rank
+r's input region holds ``({r}, i)`` at input index i and everything else is garbage. A copy
+receive or a local copy replaces the value; a reduce receive unions the sets — and fails if the
+sets intersect (a contribution counted twice), if the indices differ (different elements added
+together) or if either side is garbage. At the end every output element must hold exactly what
+the collective's :class:`~kernels.collective.Result` says: the reduction of one input index over
+all ranks, or one rank's input element. Sends read the state at the start of the step and copies
+run after the step's receives, as every executor does.
 """
 
 from __future__ import annotations
@@ -13,52 +17,104 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from kernels.algorithm import Problem
 from kernels.schedule import Schedule, ScheduleError, validate
 
 
-def verify_allreduce(schedules: Sequence[Schedule]) -> None:
-    """Raise :class:`ScheduleError` unless the schedules are valid and compute AllReduce."""
+def verify(problem: Problem, schedules: Sequence[Schedule]) -> None:
+    """Raise :class:`ScheduleError` unless the schedules are valid and compute ``problem``."""
     validate(schedules)
-    p, count = schedules[0].world, schedules[0].count
-    dtype = np.uint64 if p <= 64 else object
-    state = [np.full(count, 1 << r, dtype=dtype) if p <= 64 else _objects(count, 1 << r) for r in range(p)]
+    p, space = problem.world, schedules[0].space
+    if space != problem.space:
+        raise ScheduleError(f"schedules index {space} elements; the workspace has {problem.space}")
+    big = p > 64  # masks beyond 64 ranks are Python ints in object arrays
+    mask = [_zeros(space, big) for _ in range(p)]
+    index = [np.full(space, -1, dtype=np.int64) for _ in range(p)]
+    for r in range(p):
+        inp = problem.layout(r).inp
+        if inp is not None:
+            mask[r][inp.start:inp.stop] = 1 << r
+            index[r][inp.start:inp.stop] = np.arange(inp.size)
     for i in range(len(schedules[0].steps)):
         steps = [sch.steps[i] for sch in schedules]
-        # Messages in flight this step: (src, dst) -> payloads in posting order.
-        inflight: dict[tuple[int, int], list[np.ndarray]] = {}
+        inflight: dict[tuple[int, int], list[tuple[np.ndarray, np.ndarray]]] = {}
         for src, st in enumerate(steps):
             for s in st.sends:
-                inflight.setdefault((src, s.peer), []).append(state[src][s.range.start : s.range.stop].copy())
+                a, b = s.range.start, s.range.stop
+                inflight.setdefault((src, s.peer), []).append(
+                    (mask[src][a:b].copy(), index[src][a:b].copy()))
         for dst, st in enumerate(steps):
             for rv in st.recvs:
-                payload = inflight[(rv.peer, dst)].pop(0)
-                view = state[dst][rv.range.start : rv.range.stop]
+                m_in, i_in = inflight[(rv.peer, dst)].pop(0)
+                a, b = rv.range.start, rv.range.stop
                 if rv.reduce:
-                    if np.any(_and(view, payload)):
-                        raise ScheduleError(
-                            f"step {i} rank {dst}: reduces a contribution twice "
-                            f"(from rank {rv.peer}, range {rv.range})"
-                        )
-                    view |= payload
+                    _reduce_into(i, dst, rv.peer, rv.range, mask[dst][a:b], index[dst][a:b],
+                                 m_in, i_in)
                 else:
-                    view[:] = payload
-    full = (1 << p) - 1
-    for r, st in enumerate(state):
-        bad = np.nonzero(st != (np.uint64(full) if p <= 64 else full))[0]
-        if bad.size:
-            e = int(bad[0])
-            missing = [q for q in range(p) if not int(st[e]) >> q & 1]
-            raise ScheduleError(
-                f"rank {r} element {e}: missing contributions of ranks {missing[:8]}"
-                f"{'...' if len(missing) > 8 else ''} ({bad.size} wrong elements on this rank)"
-            )
+                    mask[dst][a:b] = m_in
+                    index[dst][a:b] = i_in
+            for c in st.copies:
+                mask[dst][c.dst.start:c.dst.stop] = mask[dst][c.src.start:c.src.stop].copy()
+                index[dst][c.dst.start:c.dst.stop] = index[dst][c.src.start:c.src.stop].copy()
+    _check_end(problem, mask, index, big)
 
 
-def _objects(count: int, value: int) -> np.ndarray:
-    arr = np.empty(count, dtype=object)
-    arr[:] = value
+def verify_allreduce(schedules: Sequence[Schedule]) -> None:
+    """The all_reduce case of :func:`verify`, for schedules built on a flat problem."""
+    from kernels.topology import Topology
+
+    p = schedules[0].world
+    verify(Problem(Topology.flat(p), schedules[0].space, 1, "all_reduce"), schedules)
+
+
+def _zeros(n: int, big: bool) -> np.ndarray:
+    if not big:
+        return np.zeros(n, dtype=np.uint64)
+    arr = np.empty(n, dtype=object)
+    arr[:] = 0
     return arr
 
 
-def _and(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return a & b if a.dtype != object else np.array([x & y for x, y in zip(a, b)], dtype=bool)
+def _reduce_into(step: int, dst: int, src: int, rng: object, m: np.ndarray, idx: np.ndarray,
+                 m_in: np.ndarray, i_in: np.ndarray) -> None:
+    where = f"step {step} rank {dst}: reduce from rank {src} into {rng}"
+    if np.any(idx < 0) or np.any(i_in < 0):
+        raise ScheduleError(f"{where} involves an element that holds no input yet")
+    if np.any(idx != i_in):
+        e = int(np.nonzero(idx != i_in)[0][0])
+        raise ScheduleError(f"{where} adds input element {int(i_in[e])} to element {int(idx[e])}")
+    overlap = (m & m_in) if m.dtype != object else np.array([x & y for x, y in zip(m, m_in)])
+    if np.any(overlap != 0):
+        raise ScheduleError(f"{where} reduces a contribution twice")
+    m |= m_in
+
+
+def _check_end(problem: Problem, mask: list[np.ndarray], index: list[np.ndarray],
+               big: bool) -> None:
+    spec, p = problem.spec, problem.world
+    full = (1 << p) - 1
+    for r in range(p):
+        out = problem.layout(r).out
+        if out is None:
+            continue
+        want = spec.result(problem.count, p, r, problem.root, 0, out.size)
+        got_m, got_i = mask[r][out.start:out.stop], index[r][out.start:out.stop]
+        if want.source is None:
+            want_m = np.full(out.size, full, dtype=object if big else np.uint64)
+        elif big:
+            want_m = np.array([1 << int(s) for s in want.source], dtype=object)
+        else:
+            want_m = np.left_shift(np.uint64(1), want.source.astype(np.uint64))
+        bad = np.nonzero((got_m != want_m) | (got_i != want.index))[0]
+        if bad.size:
+            e = int(bad[0])
+            have = [q for q in range(p) if int(got_m[e]) >> q & 1]
+            need = [q for q in range(p) if int(want_m[e]) >> q & 1]
+            raise ScheduleError(
+                f"rank {r} output element {e}: holds input element {int(got_i[e])} of ranks "
+                f"{_short(have)}, should hold element {int(want.index[e])} of ranks {_short(need)} "
+                f"({bad.size} wrong elements on this rank)")
+
+
+def _short(ranks: list[int]) -> str:
+    return str(ranks[:8])[:-1] + (", ...]" if len(ranks) > 8 else "]")

@@ -1,4 +1,4 @@
-"""Bytes on the wire equal each algorithm's analytical value, derived here from first principles
+"""Bytes on the wire equal each all_reduce algorithm's analytical value, derived here from first principles
 (not from the schedule code)."""
 
 from __future__ import annotations
@@ -7,8 +7,7 @@ import math
 
 import pytest
 
-import kernels.algorithms  # noqa: F401
-from kernels.algorithm import ALGORITHMS, Problem
+from kernels.algorithm import Problem, get_algorithm
 from kernels.bytecount import bytes_sent
 from kernels.topology import Topology
 
@@ -17,7 +16,7 @@ ITEM = 4
 
 def measured(name: str, p: int, count: int, rpn: int | None = None) -> tuple[int, int]:
     topo = Topology.blocks(p, rpn or p)
-    sched = ALGORITHMS.get(name).schedules(Problem(topo, count, ITEM))
+    sched = get_algorithm("all_reduce", name).schedules(Problem(topo, count, ITEM))
     sent = [bytes_sent(s, topo, ITEM) for s in sched]
     return max(b.total for b in sent), max(b.inter for b in sent)
 

@@ -13,7 +13,6 @@ import sys
 import numpy as np
 import pytest
 
-import kernels.algorithms  # noqa: F401 - registers the algorithms
 from kernels.algorithm import ALGORITHMS
 from kernels.transports.gpu import probe_cupy
 from kernels.transports.gpu_plan import DEVICE_DTYPES, bf16_reduce_into, f32_to_bf16_bits

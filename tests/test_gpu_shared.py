@@ -10,10 +10,11 @@ import numpy as np
 import pytest
 from mpi4py import MPI
 
-import kernels.algorithms  # noqa: F401 - registers the algorithms
 from bench import data, devicestats
+from bench.harness import SENTINEL
 from bench.scenario import ScenarioError, load_scenario, parse_scenario
-from kernels.algorithm import ALGORITHMS, Problem
+from kernels import collective as coll
+from kernels.algorithm import Algorithm, Problem, algorithms_of, get_algorithm
 from kernels.ops import HOST_DTYPE, ITEMSIZE
 from kernels.topology import Topology
 from kernels.transports import TRANSPORTS
@@ -37,7 +38,8 @@ from kernels.transports.gpu_plan import (
 )
 from tests.conftest import ROOT
 
-SCHEDULED = [n for n in ALGORITHMS.names() if not ALGORITHMS.get(n).is_vendor]
+SCHEDULED = [a for c in coll.names() for a in algorithms_of(c) if not a.is_vendor]
+IDS = [f"{a.collective}/{a.name}" for a in SCHEDULED]
 
 
 def _reduce(dst: np.ndarray, src: np.ndarray, op: str, dtype: str) -> None:
@@ -48,21 +50,32 @@ def _reduce(dst: np.ndarray, src: np.ndarray, op: str, dtype: str) -> None:
             dst, src, out=dst)
 
 
-def _run_pulls(p: int, rpn: int, alg: str, count: int, dtype: str, op: str,
+def _run_pulls(p: int, rpn: int, alg: Algorithm, per: int, dtype: str, op: str,
                order: list[int]) -> int:
-    """Execute every rank's compiled IPC pull plan on numpy buffers, step by step, ranks in
-    ``order`` and in place (no snapshot: the plans must not depend on the order); returns the
-    wrong elements summed over ranks."""
+    """Execute every rank's compiled IPC pull plan on numpy workspaces, step by step, ranks in
+    ``order`` and in place (no snapshot: the plans must not depend on the order): pulls, then
+    reductions, then local copies, as the executor does; returns the wrong output elements
+    summed over ranks (the output starts as the harness's sentinel)."""
+    spec = coll.resolve(alg.collective)
     topo = Topology.blocks(p, rpn)
     item = ITEMSIZE[dtype]
     store = storage_dtype(dtype)
-    scheds = ALGORITHMS.get(alg).schedules(Problem(topo, count, item))
+    n = per * p if spec.divides else per
+    root = p - 1 if spec.rooted else 0
+    op = op if spec.reduces else "none"
+    problem = Problem(topo, n, item, alg.collective, root)
+    scheds = alg.schedules(problem)
     steps = [plan_steps(s, item, keep_idle=True) for s in scheds]
     sends = [send_lists(st) for st in steps]
     pulls = [match_pulls(r, steps[r], sends) for r in range(p)]
-    bufs = [to_storage(data.fill(r, p, count, op).astype(HOST_DTYPE[dtype]), dtype)
-            for r in range(p)]
-    scratch = [np.zeros(count, dtype=store) for _ in range(p)]
+    bufs, layouts = [], [problem.layout(r) for r in range(p)]
+    for r, lay in enumerate(layouts):
+        host = np.full(lay.space, SENTINEL, dtype=HOST_DTYPE[dtype])
+        inp = data.collective_input(spec, n, p, r, root, op, HOST_DTYPE[dtype])
+        if lay.inp is not None and inp is not None:
+            host[lay.inp.start:lay.inp.stop] = inp
+        bufs.append(to_storage(host, dtype))
+    scratch = [np.zeros(lay.space, dtype=store) for lay in layouts]
     raw = [b.view(np.uint8) for b in bufs]
     raw_s = [s.view(np.uint8) for s in scratch]
     for i in range(len(steps[0])):
@@ -74,22 +87,30 @@ def _run_pulls(p: int, rpn: int, alg: str, count: int, dtype: str, op: str,
         for r in order:
             for a, b in steps[r][i].reduces:
                 _reduce(bufs[r][a:b], scratch[r][a:b], op, dtype)
-    return sum(data.count_wrong(from_storage(b, dtype), p, op, dtype) for b in bufs)
+            for src, dst, k in steps[r][i].copies:
+                bufs[r][dst:dst + k] = bufs[r][src:src + k].copy()
+    wrong = 0
+    for r, lay in enumerate(layouts):
+        out = from_storage(bufs[r], dtype)[lay.out.start:lay.out.stop] if lay.out else None
+        wrong += data.count_wrong_output(out, spec, n, p, r, root, op, dtype)
+    return wrong
 
 
-@pytest.mark.parametrize("alg", SCHEDULED)
+@pytest.mark.parametrize("alg", SCHEDULED, ids=IDS)
 @pytest.mark.parametrize("p,rpn", [(1, 1), (2, 1), (3, 3), (4, 2), (5, 5), (8, 4)])
-def test_ipc_pull_plans_compute_allreduce(alg: str, p: int, rpn: int) -> None:
-    for dtype, op, count in itertools.product(["float32", "int64", "float16", "bfloat16"],
-                                              ["sum", "prod", "max", "min"], [1, p + 1, 97]):
+def test_ipc_pull_plans_compute_their_collective(alg: Algorithm, p: int, rpn: int) -> None:
+    ops = ["sum", "prod", "max", "min"] if coll.resolve(alg.collective).reduces else ["none"]
+    for dtype, op, count in itertools.product(["float32", "int64", "float16", "bfloat16"], ops,
+                                              [1, p + 1, 97]):
         for order in (list(range(p)), list(range(p))[::-1]):
             assert _run_pulls(p, rpn, alg, count, dtype, op, order) == 0, (dtype, op, count)
 
 
-@pytest.mark.parametrize("alg", SCHEDULED)
-def test_step_plans_are_bytes_of_the_schedule(alg: str) -> None:
+@pytest.mark.parametrize("alg", SCHEDULED, ids=IDS)
+def test_step_plans_are_bytes_of_the_schedule(alg: Algorithm) -> None:
     topo = Topology.blocks(6, 3)
-    for r, sched in enumerate(ALGORITHMS.get(alg).schedules(Problem(topo, 50, 2))):
+    n = 48 if coll.resolve(alg.collective).divides else 50
+    for r, sched in enumerate(alg.schedules(Problem(topo, n, 2, alg.collective))):
         busy = plan_steps(sched, 2)
         every = plan_steps(sched, 2, keep_idle=True)
         assert len(every) == len(sched.steps)
@@ -101,10 +122,12 @@ def test_step_plans_are_bytes_of_the_schedule(alg: str) -> None:
             assert [x.into_scratch for x in plan.recvs] == [v.reduce for v in st.recvs]
             assert list(plan.reduces) == [(v.range.start, v.range.stop) for v in st.recvs
                                           if v.reduce], r
+            assert list(plan.copies) == [(c.src.start, c.dst.start, c.dst.size)
+                                         for c in st.copies], r
 
 
 def test_match_pulls_names_an_unmatched_receive() -> None:
-    sched = ALGORITHMS.get("ring").schedules(Problem(Topology.flat(2), 8, 4))
+    sched = get_algorithm("all_reduce", "ring").schedules(Problem(Topology.flat(2), 8, 4))
     steps = [plan_steps(s, 4, keep_idle=True) for s in sched]
     sends = [send_lists(st) for st in steps]
     sends[1][0] = []  # rank 1 forgets its first send

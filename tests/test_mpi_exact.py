@@ -1,4 +1,5 @@
-"""Exact AllReduce results on real ranks under mpiexec (oversubscribed is fine)."""
+"""Exact results of every collective and algorithm on real ranks under mpiexec (oversubscribed is
+fine), through the harness's own fill, sentinel and check."""
 
 from __future__ import annotations
 
@@ -6,7 +7,11 @@ import json
 
 import pytest
 
+from kernels import collective as coll
+from kernels.algorithm import algorithm_names
+from kernels.ops import DTYPES, OPS
 from tests.conftest import ROOT, run_mpi
+from tests.mpi.exact import counts
 
 pytestmark = pytest.mark.mpi
 
@@ -18,5 +23,8 @@ def test_every_algorithm_dtype_op_count_is_exact(p: int) -> None:
     assert res.returncode == 0, res.stderr[-2000:]
     out = json.loads(res.stdout.strip().splitlines()[-1])
     assert out["world"] == p
-    assert out["checks"] == len({1, max(1, p - 1), p + 1, 100_003}) * 5 * 4 * 6
+    expected = sum(len(counts(coll.resolve(c), p)) * len(DTYPES)
+                   * (len(OPS) if coll.resolve(c).reduces else 1) * len(algorithm_names(c))
+                   for c in coll.names())
+    assert out["checks"] == expected
     assert out["failures"] == []

@@ -1,13 +1,17 @@
-"""``commbench list``: algorithms, transports and shipped scenarios."""
+"""``commbench list``: collectives with their algorithms, transports and shipped scenarios.
+
+``--markdown`` prints the algorithm tables of the docs from the registry (a test holds the docs
+equal to it), so the docs never list an algorithm that does not exist or miss one that does.
+"""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
-import kernels.algorithms  # noqa: F401 - registers the algorithms
 from bench.commands import register
-from kernels.algorithm import ALGORITHMS
+from kernels import collective as coll
+from kernels.algorithm import algorithms_of
 from kernels.transports import TRANSPORTS
 
 SCENARIO_DIR = Path(__file__).resolve().parents[2] / "scenarios"
@@ -16,12 +20,21 @@ SCENARIO_DIR = Path(__file__).resolve().parents[2] / "scenarios"
 def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--scenarios", type=Path, default=SCENARIO_DIR,
                    help="folder of scenario files to list (default: the shipped ones)")
+    p.add_argument("--markdown", action="store_true",
+                   help="print the collectives and algorithms as the Markdown tables of the docs")
 
 
 def handle(args: argparse.Namespace) -> int:
-    print("algorithms:")
-    for name in ALGORITHMS.names():
-        print(f"  {name:<18} {ALGORITHMS.get(name).summary}")
+    if args.markdown:
+        print(markdown(), end="")
+        return 0
+    print("collectives and their algorithms:")
+    for name in coll.names():
+        c = coll.resolve(name)
+        aliases = f" (also {', '.join(c.aliases)})" if c.aliases else ""
+        print(f"  {name}{aliases}: {c.summary}; busbw factor {c.busbw_formula}")
+        for a in algorithms_of(name):
+            print(f"    {a.name:<20} {a.summary}")
     print("transports:")
     for name in TRANSPORTS.names():
         print(f"  {name:<18} {TRANSPORTS.get(name).summary}")
@@ -29,6 +42,22 @@ def handle(args: argparse.Namespace) -> int:
     for path in sorted(args.scenarios.glob("*.yaml")):
         print(f"  {path.name:<18} {_description(path)}")
     return 0
+
+
+def markdown() -> str:
+    """One table per collective: algorithm, its summary, and the steps and bytes its docstring
+    states (the text after the summary line, joined)."""
+    out = ["| collective | size reported | busbw factor | what it does |", "| --- | --- | --- | --- |"]
+    for name in coll.names():
+        c = coll.resolve(name)
+        out.append(f"| `{name}` | {c.size_is} | {c.busbw_formula} | {c.summary} |")
+    for name in coll.names():
+        out += ["", f"### {name}", "", "| algorithm | what it does | steps and bytes sent per rank |",
+                "| --- | --- | --- |"]
+        for a in algorithms_of(name):
+            body = " ".join(" ".join(a.doc.splitlines()[1:]).split())
+            out.append(f"| `{a.name}` | {a.summary} | {body.replace('|', '/') or '—'} |")
+    return "\n".join(out) + "\n"
 
 
 def _description(path: Path) -> str:
@@ -42,4 +71,4 @@ def _description(path: Path) -> str:
         and raw.get("description") else ""
 
 
-register("list", "list algorithms, transports and scenarios", configure, handle)
+register("list", "list collectives, algorithms, transports and scenarios", configure, handle)

@@ -29,3 +29,42 @@ class HandRing:
 
     def close(self) -> None:
         pass
+
+
+class HandRingAllGather:
+    """Ring all_gather by hand (in place, NCCL layout: block r is rank r's input)."""
+
+    def __init__(self, comm: MPI.Comm, buf: np.ndarray) -> None:
+        self.comm, self.buf = comm, buf
+        self.c = buf.size // comm.size
+
+    def run(self) -> None:
+        comm, buf, c = self.comm, self.buf, self.c
+        p, r = comm.size, comm.rank
+        right, left = (r + 1) % p, (r - 1) % p
+        for s in range(p - 1):
+            a, b = (r - s) % p * c, (r - s - 1) % p * c
+            comm.Sendrecv(buf[a:a + c], right, recvbuf=buf[b:b + c], source=left)
+
+    def close(self) -> None:
+        pass
+
+
+class HandRingReduceScatter:
+    """Ring reduce_scatter by hand (in place, NCCL layout: rank r ends with block r reduced)."""
+
+    def __init__(self, comm: MPI.Comm, buf: np.ndarray, scratch: np.ndarray) -> None:
+        self.comm, self.buf, self.scratch = comm, buf, scratch
+        self.c = buf.size // comm.size
+
+    def run(self) -> None:
+        comm, buf, tmp, c = self.comm, self.buf, self.scratch, self.c
+        p, r = comm.size, comm.rank
+        right, left = (r + 1) % p, (r - 1) % p
+        for s in range(p - 1):
+            a, b = (r - s - 1) % p * c, (r - s - 2) % p * c
+            comm.Sendrecv(buf[a:a + c], right, recvbuf=tmp[b:b + c], source=left)
+            np.add(buf[b:b + c], tmp[b:b + c], out=buf[b:b + c])
+
+    def close(self) -> None:
+        pass

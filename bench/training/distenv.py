@@ -18,7 +18,7 @@ import os
 import torch
 import torch.distributed as dist
 
-from bench.scenario import ScenarioError
+from bench.scenario_base import ScenarioError
 from kernels.transports.rendezvous import rendezvous
 
 MPI_RANK_VARS = (("PMI_RANK", "PMI_SIZE"), ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"),

@@ -14,8 +14,7 @@ import torch.distributed as dist
 from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-import kernels.algorithms  # noqa: F401 - registers the algorithms
-from kernels.algorithm import ALGORITHMS, Problem
+from kernels.algorithm import Problem, get_algorithm
 from kernels.ops import OPS
 from kernels.topology import Topology
 from kernels.transports.base import Plan
@@ -34,7 +33,7 @@ class ScheduleHook:
     """State of the commbench-algorithm hook: transport, topology and the compiled plans."""
 
     def __init__(self, algorithm: str, device: torch.device) -> None:
-        self.algorithm = ALGORITHMS.get(algorithm)
+        self.algorithm = get_algorithm("all_reduce", algorithm)
         self.transport = TorchP2PTransport(None, device)
         self.topology = job_topology(self.transport.size)
         self._plans: dict[int, tuple[tuple[int, int], Plan]] = {}  # bucket -> (buffer, plan)

@@ -22,7 +22,7 @@ from typing import Any
 
 from bench.launcher import WORKER_ENV
 from bench.records import ResultWriter, iter_records, read_meta, write_meta
-from bench.scenario import ScenarioError
+from bench.scenario_base import ScenarioError
 from bench.training import record
 from bench.training.runner import BACKEND_ENV, CASE_START_ENV, INFLIGHT, JobContext, run_job
 from bench.training.scenario import TrainingScenario

@@ -25,7 +25,7 @@ import torch
 import torch.distributed as dist
 
 from bench.records import ResultWriter
-from bench.scenario import ScenarioError
+from bench.scenario_base import ScenarioError
 from bench.training import record
 from bench.training.distenv import init_from_env
 from bench.training.measure import CaseResult, Protocol, run_case

@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 
-from bench.scenario import Frozen
+from bench.scenario_base import Frozen
 
 PositiveInt = Annotated[int, Field(ge=1)]
 PIPELINE_SCHEDULES = ("gpipe", "1f1b", "interleaved")
@@ -45,10 +45,9 @@ class StrategySpec(Frozen):
     @field_validator("hook")
     @classmethod
     def _hook(cls, v: str) -> str:
-        import kernels.algorithms  # noqa: F401 - registers the algorithms
-        from kernels.algorithm import ALGORITHMS
+        from kernels.algorithm import algorithms_of
 
-        valid = [*COMPRESSION_HOOKS, *(a for a in ALGORITHMS.names() if a != "native")]
+        valid = [*COMPRESSION_HOOKS, *(a.name for a in algorithms_of("all_reduce") if not a.is_vendor)]
         if v not in valid:
             raise ValueError(f"unknown ddp hook {v!r}; valid: {', '.join(valid)}")
         return v

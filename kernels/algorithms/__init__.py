@@ -1,5 +1,5 @@
-"""Importing this package registers every built-in AllReduce algorithm."""
+"""Algorithms, one file each, in a folder per collective (``all_reduce/ring.py``, ...).
 
-from kernels.algorithms import halving_doubling, hierarchical, naive, ring, tree
-
-__all__ = ["halving_doubling", "hierarchical", "naive", "ring", "tree"]
+Nothing lists them: :func:`kernels.collective.load` imports every module below this package, and
+each registers itself with ``@algorithm(name, collective)``.
+"""

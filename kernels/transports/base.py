@@ -1,9 +1,10 @@
 """The transport interface: the only code that touches the wire.
 
 A transport allocates buffers, compiles a schedule into a :class:`Plan` (buffer views and
-requests made once, so running it does no planning or allocation), runs the vendor collective
-behind the same :class:`Plan` interface, and offers the barrier and device synchronisation the
-harness needs around its clock. It never reads a clock itself.
+requests made once, so running it does no planning or allocation), binds any collective's vendor
+call (declared in ``kernels/collectives/``, looked up by the transport's ``family``) behind the
+same :class:`Plan` interface, and offers the barrier and device synchronisation the harness
+needs around its clock. It never reads a clock itself and never names a collective.
 """
 
 from __future__ import annotations
@@ -12,12 +13,13 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from kernels.collective import Collective, Layout
 from kernels.ops import ReduceOp
 from kernels.schedule import Schedule
 
 
 class Plan(Protocol):
-    """One compiled AllReduce on fixed buffers; ``run`` may be called any number of times."""
+    """One compiled collective on fixed buffers; ``run`` may be called any number of times."""
 
     def run(self) -> None: ...
 
@@ -26,6 +28,7 @@ class Plan(Protocol):
 
 class Transport(Protocol):
     name: str
+    family: str  # which vendor call of a collective it runs: "mpi", "torch" or "nccl"
     rank: int
     size: int
 
@@ -41,10 +44,15 @@ class Transport(Protocol):
         """``buf``'s contents as a host numpy array."""
         ...
 
-    def compile(self, schedule: Schedule, buf: Any, scratch: Any, op: ReduceOp) -> Plan: ...
+    def compile(self, schedule: Schedule, buf: Any, scratch: Any, op: ReduceOp) -> Plan:
+        """``schedule`` on the workspace ``buf``; reducing receives land in ``scratch`` (a
+        workspace-sized buffer, or None when the schedule never reduces)."""
+        ...
 
-    def vendor(self, buf: Any, op: ReduceOp) -> Plan:
-        """The vendor AllReduce of ``buf`` in place."""
+    def vendor(self, spec: Collective, buf: Any, layout: Layout, op: ReduceOp | None,
+               root: int) -> Plan:
+        """``spec``'s vendor call on the send/receive regions of ``layout`` in ``buf``; raises
+        :class:`VendorUnavailable` when the collective declares none for this family."""
         ...
 
     def barrier(self) -> None: ...
@@ -58,3 +66,23 @@ class Transport(Protocol):
 
 class TransportUnavailable(RuntimeError):
     """This transport cannot run here; the message says why in one line (skip reason)."""
+
+
+class VendorUnavailable(RuntimeError):
+    """The collective has no vendor call for this transport (the case is skipped, with this)."""
+
+
+def views(buf: Any, layout: Layout) -> tuple[Any, Any]:
+    """(send, receive) views of ``buf`` per ``layout`` (None where the rank has no such region);
+    slicing works alike on numpy, CuPy and torch buffers."""
+    send = buf[layout.inp.start:layout.inp.stop] if layout.inp is not None else None
+    recv = buf[layout.out.start:layout.out.stop] if layout.out is not None else None
+    return send, recv
+
+
+def vendor_call(spec: Collective, family: str) -> Any:
+    """The collective's vendor call for ``family``, or :class:`VendorUnavailable`."""
+    call = spec.vendor.get(family)
+    if call is None:
+        raise VendorUnavailable(f"{spec.name} declares no vendor call for {family} transports")
+    return call

@@ -29,6 +29,7 @@ from typing import Any
 
 from mpi4py import MPI
 
+from kernels.collective import Collective, Layout
 from kernels.ops import ReduceOp
 from kernels.schedule import Schedule
 from kernels.transports.base import Plan
@@ -96,26 +97,30 @@ class IpcPlan:
         self._key, peers = tr.peers.acquire(buf)
         steps = plan_steps(schedule, buf.itemsize, keep_idle=True)
         matched = match_pulls(tr.rank, steps, tr.comm.allgather(send_lists(steps)))
-        dev = {False: buf.data.ptr, True: scratch.data.ptr}
-        self._steps: list[tuple[list[tuple[int, int, int]], list[tuple[Any, Any]]]] = []
+        dev = {False: buf.data.ptr, True: scratch.data.ptr if scratch is not None else 0}
+        self._steps: list[tuple[list[tuple[int, int, int]], list[tuple[Any, Any]],
+                                list[tuple[Any, Any]]]] = []
         for st, pulls in zip(steps, matched):
             copies = []
             for x in pulls:
                 src = peers[x.peer]
                 assert src is not None, "a schedule never receives from its own rank"
                 copies.append((dev[x.into_scratch] + x.dst_offset, src + x.src_offset, x.nbytes))
-            self._steps.append((copies, [(buf[a:b], scratch[a:b]) for a, b in st.reduces]))
+            self._steps.append((copies, [(buf[a:b], scratch[a:b]) for a, b in st.reduces],
+                                [(buf[d:d + n], buf[s:s + n]) for s, d, n in st.copies]))
 
     def run(self) -> None:
         stream, copy, kind, reduce = self._stream, self._copy, self._kind, self._reduce
         barrier, sptr = self._comm.Barrier, stream.ptr
         with stream:
             barrier()  # every peer's input is in place
-            for pulls, reds in self._steps:
+            for pulls, reds, local in self._steps:
                 for dst, src, n in pulls:
                     copy(dst, src, n, kind, sptr)
                 for dst, src in reds:
                     reduce(dst, src)
+                for dst, src in local:
+                    dst[...] = src
                 stream.synchronize()
                 barrier()  # nobody overwrites what a peer may still be reading
 
@@ -128,6 +133,7 @@ class IpcPlan:
 
 class CudaIpcTransport(DeviceTransport):
     name = "cuda-ipc"
+    family = "mpi"  # its vendor baseline is the MPI library's collective on the device buffers
 
     def __init__(self, comm: MPI.Comm, ctx: GpuContext) -> None:
         super().__init__(comm, ctx)
@@ -152,8 +158,10 @@ class CudaIpcTransport(DeviceTransport):
     def compile(self, schedule: Schedule, buf: Any, scratch: Any, op: ReduceOp) -> Plan:
         return IpcPlan(self, schedule, buf, scratch, op)
 
-    def vendor(self, buf: Any, op: ReduceOp) -> Plan:
-        return MpiVendorPlan(self.comm, self.ctx, buf, op, self.awareness.aware, self.mirrors)
+    def vendor(self, spec: Collective, buf: Any, layout: Layout, op: ReduceOp | None,
+               root: int) -> Plan:
+        return MpiVendorPlan(self.comm, self.ctx, spec, buf, layout, op, root,
+                             self.awareness.aware, self.mirrors)
 
     def close(self) -> None:
         self.synchronize()

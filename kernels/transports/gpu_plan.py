@@ -93,14 +93,16 @@ class StepPlan:
     sends: tuple[Xfer, ...]
     recvs: tuple[Xfer, ...]
     reduces: tuple[tuple[int, int], ...]  # element ranges [a, b): buf[a:b] = op(buf, scratch)
+    copies: tuple[tuple[int, int, int], ...] = ()  # (src, dst, n) elements: buf[dst:dst+n] = buf[src:..]
 
     @property
     def idle(self) -> bool:
-        return not (self.sends or self.recvs)
+        return not (self.sends or self.recvs or self.copies)
 
 
 def plan_steps(schedule: Schedule, itemsize: int, keep_idle: bool = False) -> list[StepPlan]:
-    """The schedule's steps as byte transfers plus element reductions, made once at compile time.
+    """The schedule's steps as byte transfers plus element reductions and local copies (applied
+    in that order after the step's transfers), made once at compile time.
 
     ``keep_idle`` keeps steps in which this rank neither sends nor receives: executors that
     synchronise all ranks per step (CUDA IPC) must still take part in every step."""
@@ -112,7 +114,8 @@ def plan_steps(schedule: Schedule, itemsize: int, keep_idle: bool = False) -> li
         recvs = tuple(Xfer(r.peer, r.range.start * itemsize, r.range.size * itemsize, r.reduce)
                       for r in st.recvs)
         reduces = tuple((r.range.start, r.range.stop) for r in st.recvs if r.reduce)
-        plan = StepPlan(sends, recvs, reduces)
+        copies = tuple((c.src.start, c.dst.start, c.dst.size) for c in st.copies)
+        plan = StepPlan(sends, recvs, reduces, copies)
         if keep_idle or not plan.idle:
             out.append(plan)
     return out

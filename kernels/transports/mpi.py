@@ -7,9 +7,10 @@ from typing import Any
 import numpy as np
 from mpi4py import MPI
 
+from kernels.collective import Collective, Layout, VendorArgs
 from kernels.ops import ReduceOp
 from kernels.schedule import Schedule
-from kernels.transports.base import Plan
+from kernels.transports.base import Plan, vendor_call, views
 
 TAG = 7
 MPI_OPS = {"sum": MPI.SUM, "prod": MPI.PROD, "max": MPI.MAX, "min": MPI.MIN}
@@ -23,52 +24,58 @@ class MpiPlan:
     """A schedule bound to buffers: per step, persistent receives and sends, then reductions.
 
     Receives that reduce land in ``scratch`` at the same offsets (a step never writes an element
-    twice, so a scratch buffer of ``count`` elements always fits) and are folded in after the
-    step's Waitall. Steps in which this rank has nothing to do are dropped.
+    twice, so a workspace-sized scratch always fits) and are folded in after the step's Waitall;
+    then the step's local copies. Steps in which this rank has nothing to do are dropped.
     """
 
-    def __init__(self, comm: MPI.Comm, schedule: Schedule, buf: np.ndarray, scratch: np.ndarray,
-                 op: ReduceOp) -> None:
+    def __init__(self, comm: MPI.Comm, schedule: Schedule, buf: np.ndarray,
+                 scratch: np.ndarray | None, op: ReduceOp) -> None:
         self._ufunc = op.ufunc
-        self._steps: list[tuple[list[MPI.Prequest], list[tuple[np.ndarray, np.ndarray]]]] = []
+        Pairs = list[tuple[np.ndarray, np.ndarray]]
+        self._steps: list[tuple[list[MPI.Prequest], Pairs, Pairs]] = []
         for st in schedule.steps:
             reqs: list[MPI.Prequest] = []
-            reds: list[tuple[np.ndarray, np.ndarray]] = []
+            reds: Pairs = []
             for rv in st.recvs:
                 a, b = rv.range.start, rv.range.stop
                 if rv.reduce:
+                    assert scratch is not None, "a reducing schedule needs scratch"
                     reqs.append(comm.Recv_init(_bytes(scratch[a:b]), rv.peer, TAG))
                     reds.append((buf[a:b], scratch[a:b]))
                 else:
                     reqs.append(comm.Recv_init(_bytes(buf[a:b]), rv.peer, TAG))
             for s in st.sends:
                 reqs.append(comm.Send_init(_bytes(buf[s.range.start : s.range.stop]), s.peer, TAG))
-            if reqs:
-                self._steps.append((reqs, reds))
+            copies = [(buf[c.dst.start:c.dst.stop], buf[c.src.start:c.src.stop]) for c in st.copies]
+            if reqs or copies:
+                self._steps.append((reqs, reds, copies))
 
     def run(self) -> None:
-        ufunc = self._ufunc
-        for reqs, reds in self._steps:
-            MPI.Prequest.Startall(reqs)
-            MPI.Request.Waitall(reqs)
+        ufunc, copyto = self._ufunc, np.copyto
+        for reqs, reds, copies in self._steps:
+            if reqs:
+                MPI.Prequest.Startall(reqs)
+                MPI.Request.Waitall(reqs)
             for dst, src in reds:
                 ufunc(dst, src, out=dst)
+            for dst, src in copies:
+                copyto(dst, src)
 
     def close(self) -> None:
-        for reqs, _ in self._steps:
+        for reqs, _, _ in self._steps:
             for r in reqs:
                 r.Free()
         self._steps = []
 
 
 class VendorPlan:
-    """``MPI_Allreduce`` in place: the baseline."""
+    """A collective's MPI call (``MPI_Allreduce``, ``MPI_Allgather``, ...) bound to its views."""
 
-    def __init__(self, comm: MPI.Comm, buf: np.ndarray, op: ReduceOp) -> None:
-        self._comm, self._buf, self._op = comm, buf, MPI_OPS[op.name]
-
-    def run(self) -> None:
-        self._comm.Allreduce(MPI.IN_PLACE, self._buf, self._op)
+    def __init__(self, comm: MPI.Comm, spec: Collective, buf: np.ndarray, layout: Layout,
+                 op: ReduceOp | None, root: int) -> None:
+        send, recv = views(buf, layout)
+        self.run = vendor_call(spec, "mpi")(VendorArgs(
+            comm, send, recv, MPI_OPS[op.name] if op else None, root, comm.rank, comm.size))
 
     def close(self) -> None:
         pass
@@ -78,6 +85,7 @@ class MpiTransport:
     """Host (numpy) buffers over an mpi4py communicator of its own (a Dup of the one given)."""
 
     name = "mpi"
+    family = "mpi"
 
     def __init__(self, comm: MPI.Comm) -> None:
         self.comm = comm.Dup()
@@ -93,12 +101,13 @@ class MpiTransport:
     def download(self, buf: np.ndarray) -> np.ndarray:
         return buf
 
-    def compile(self, schedule: Schedule, buf: np.ndarray, scratch: np.ndarray,
+    def compile(self, schedule: Schedule, buf: np.ndarray, scratch: np.ndarray | None,
                 op: ReduceOp) -> Plan:
         return MpiPlan(self.comm, schedule, buf, scratch, op)
 
-    def vendor(self, buf: np.ndarray, op: ReduceOp) -> Plan:
-        return VendorPlan(self.comm, buf, op)
+    def vendor(self, spec: Collective, buf: np.ndarray, layout: Layout, op: ReduceOp | None,
+               root: int) -> Plan:
+        return VendorPlan(self.comm, spec, buf, layout, op, root)
 
     def barrier(self) -> None:
         self.comm.Barrier()

@@ -5,8 +5,9 @@ buffers go to MPI directly through ``__cuda_array_interface__``; otherwise every
 through pinned host mirrors of ``buf`` and ``scratch`` (device->host before the step's MPI calls,
 host->device after). Either way the stream is synchronised before MPI touches a buffer, persistent
 requests are made once at compile time, and reductions run as CuPy kernels on the stream. Several
-ranks may share one GPU. ``native`` is ``MPI_Allreduce`` (in place on the device buffer when
-CUDA-aware, else on the staged copy; bfloat16 always staged, reduced by a user-defined MPI op).
+ranks may share one GPU. ``native`` is the collective's declared MPI call (on the device buffers
+when CUDA-aware, else on the staged copy; bfloat16 reductions always staged, reduced by a
+user-defined MPI op).
 
 Written from the documented APIs; not yet run on a GPU (none was available to the session that
 wrote it). The staging plan and the bfloat16 MPI op are pure and tested on CPU.
@@ -21,9 +22,10 @@ from typing import Any
 import numpy as np
 from mpi4py import MPI
 
+from kernels.collective import Collective, Layout, VendorArgs
 from kernels.ops import ReduceOp
 from kernels.schedule import Schedule
-from kernels.transports.base import Plan
+from kernels.transports.base import Plan, vendor_call, views
 from kernels.transports.gpu import DeviceTransport, GpuContext, open_device, reducer
 from kernels.transports.gpu_plan import (
     CudaAwareness,
@@ -56,27 +58,32 @@ class AwarePlan:
                  scratch: Any, op: ReduceOp) -> None:
         self._stream = ctx.stream
         self._reduce = reducer(ctx.cp, logical_dtype(buf.dtype.name), op.name)
-        b8, s8 = buf.view(ctx.cp.uint8), scratch.view(ctx.cp.uint8)
-        self._steps: list[tuple[list[MPI.Prequest], list[tuple[Any, Any]]]] = []
+        b8 = buf.view(ctx.cp.uint8)
+        s8 = scratch.view(ctx.cp.uint8) if scratch is not None else None
+        self._steps: list[tuple[list[MPI.Prequest], list[tuple[Any, Any]], list[tuple[Any, Any]]]] = []
         for st in plan_steps(schedule, buf.itemsize):
             reqs = [comm.Recv_init([(s8 if x.into_scratch else b8)[x.offset:x.offset + x.nbytes],
                                     MPI.BYTE], x.peer, TAG) for x in st.recvs]
             reqs += [comm.Send_init([b8[x.offset:x.offset + x.nbytes], MPI.BYTE], x.peer, TAG)
                      for x in st.sends]
-            self._steps.append((reqs, [(buf[a:b], scratch[a:b]) for a, b in st.reduces]))
+            self._steps.append((reqs, [(buf[a:b], scratch[a:b]) for a, b in st.reduces],
+                                [(buf[d:d + n], buf[s:s + n]) for s, d, n in st.copies]))
 
     def run(self) -> None:
         reduce, stream = self._reduce, self._stream
         with stream:
-            for reqs, reds in self._steps:
+            for reqs, reds, copies in self._steps:
                 stream.synchronize()  # the previous step's reductions are in buf before MPI reads
-                MPI.Prequest.Startall(reqs)
-                MPI.Request.Waitall(reqs)
+                if reqs:
+                    MPI.Prequest.Startall(reqs)
+                    MPI.Request.Waitall(reqs)
                 for dst, src in reds:
                     reduce(dst, src)
+                for dst, src in copies:
+                    dst[...] = src
 
     def close(self) -> None:
-        for reqs, _ in self._steps:
+        for reqs, _, _ in self._steps:
             for r in reqs:
                 r.Free()
         self._steps = []
@@ -92,11 +99,13 @@ class StagedPlan:
         self._stream, self._copy = ctx.stream, rt.memcpyAsync
         self._d2h, self._h2d = rt.memcpyDeviceToHost, rt.memcpyHostToDevice
         self._reduce = reducer(ctx.cp, logical_dtype(buf.dtype.name), op.name)
-        hb, hs = mirror(buf).view(np.uint8), mirror(scratch).view(np.uint8)
-        dev = {False: buf.data.ptr, True: scratch.data.ptr}
+        hb = mirror(buf).view(np.uint8)
+        hs = mirror(scratch).view(np.uint8) if scratch is not None else hb
+        dev = {False: buf.data.ptr, True: scratch.data.ptr if scratch is not None else 0}
         host = {False: hb, True: hs}
         self._steps: list[tuple[list[tuple[int, int, int]], list[MPI.Prequest],
-                                list[tuple[int, int, int]], list[tuple[Any, Any]]]] = []
+                                list[tuple[int, int, int]], list[tuple[Any, Any]],
+                                list[tuple[Any, Any]]]] = []
         for st in plan_steps(schedule, buf.itemsize):
             d2h = [(hb.ctypes.data + x.offset, dev[False] + x.offset, x.nbytes) for x in st.sends]
             reqs = [comm.Recv_init([host[x.into_scratch][x.offset:x.offset + x.nbytes], MPI.BYTE],
@@ -106,13 +115,14 @@ class StagedPlan:
             h2d = [(dev[x.into_scratch] + x.offset, host[x.into_scratch].ctypes.data + x.offset,
                     x.nbytes) for x in st.recvs]
             reds = [(buf[a:b], scratch[a:b]) for a, b in st.reduces]
-            self._steps.append((d2h, reqs, h2d, reds))
+            local = [(buf[d:d + n], buf[s:s + n]) for s, d, n in st.copies]
+            self._steps.append((d2h, reqs, h2d, reds, local))
 
     def run(self) -> None:
         stream, copy, reduce = self._stream, self._copy, self._reduce
         sptr = stream.ptr
         with stream:
-            for d2h, reqs, h2d, reds in self._steps:
+            for d2h, reqs, h2d, reds, local in self._steps:
                 for dst, src, n in d2h:
                     copy(dst, src, n, self._d2h, sptr)
                 # Sends are on the host, and the last step's host->device copies no longer read
@@ -124,34 +134,38 @@ class StagedPlan:
                     copy(dst, src, n, self._h2d, sptr)
                 for dst, src in reds:
                     reduce(dst, src)
+                for dst, src in local:
+                    dst[...] = src
 
     def close(self) -> None:
-        for _, reqs, _, _ in self._steps:
+        for _, reqs, _, _, _ in self._steps:
             for r in reqs:
                 r.Free()
         self._steps = []
 
 
 class MpiVendorPlan:
-    """``MPI_Allreduce`` in place on the device buffer (CUDA-aware) or on its pinned copy."""
+    """A collective's MPI call on the device workspace (CUDA-aware) or on its pinned mirror
+    (bfloat16 reductions always staged, reduced by a user-defined op on the 16-bit words)."""
 
-    def __init__(self, comm: MPI.Comm, ctx: GpuContext, buf: Any, op: ReduceOp,
-                 aware: bool, mirror: Callable[[Any], np.ndarray]) -> None:
-        self._comm, self._buf, self._stream = comm, buf, ctx.stream
+    def __init__(self, comm: MPI.Comm, ctx: GpuContext, spec: Collective, buf: Any,
+                 layout: Layout, op: ReduceOp | None, root: int, aware: bool,
+                 mirror: Callable[[Any], np.ndarray]) -> None:
+        self._buf, self._stream = buf, ctx.stream
         dtype = logical_dtype(buf.dtype.name)
-        self._user_op = bf16_mpi_op(op.name) if dtype == "bfloat16" else None
-        self._op = self._user_op or MPI_OPS[op.name]
+        self._user_op = bf16_mpi_op(op.name) if dtype == "bfloat16" and op else None
+        mpi_op = self._user_op or (MPI_OPS[op.name] if op else None)
         self._host = None if aware and self._user_op is None else mirror(buf)
-        self._target: Any = buf if self._host is None else self._host
-        if self._user_op is not None:
-            self._target = [self._host, MPI.UINT16_T]
+        send, recv = views(buf if self._host is None else self._host, layout)
+        self._call = vendor_call(spec, "mpi")(VendorArgs(comm, send, recv, mpi_op, root, comm.rank,
+                                                         comm.size))
 
     def run(self) -> None:
         stream, host = self._stream, self._host
         if host is not None:
             self._buf.get(stream=stream, out=host)
         stream.synchronize()
-        self._comm.Allreduce(MPI.IN_PLACE, self._target, self._op)
+        self._call()
         if host is not None:
             self._buf.set(host, stream=stream)
 
@@ -189,6 +203,7 @@ class PinnedMirrors:
 
 class MpiCupyTransport(DeviceTransport):
     name = "mpi-cupy"
+    family = "mpi"
 
     def __init__(self, comm: MPI.Comm, ctx: GpuContext) -> None:
         super().__init__(comm, ctx)
@@ -200,8 +215,10 @@ class MpiCupyTransport(DeviceTransport):
             return AwarePlan(self.comm, self.ctx, schedule, buf, scratch, op)
         return StagedPlan(self.comm, self.ctx, schedule, buf, scratch, op, self.mirrors)
 
-    def vendor(self, buf: Any, op: ReduceOp) -> Plan:
-        return MpiVendorPlan(self.comm, self.ctx, buf, op, self.awareness.aware, self.mirrors)
+    def vendor(self, spec: Collective, buf: Any, layout: Layout, op: ReduceOp | None,
+               root: int) -> Plan:
+        return MpiVendorPlan(self.comm, self.ctx, spec, buf, layout, op, root,
+                             self.awareness.aware, self.mirrors)
 
 
 def detect_awareness() -> CudaAwareness:

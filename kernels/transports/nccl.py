@@ -2,10 +2,11 @@
 
 Each step's receives and sends are posted inside one ``groupStart()/groupEnd()`` on the
 transport's stream, as raw bytes (``NCCL_INT8``; the element type only matters to reductions),
-then the step's reductions run as CuPy element-wise kernels in place on the same stream, so a
-whole schedule is queued without one host synchronisation. The baseline ``native`` is
-``ncclAllReduce`` in place. ``nccl-graph`` is the same transport with every plan captured once
-as a CUDA graph (see :class:`~kernels.transports.gpu.GraphPlan`).
+then the step's reductions and local copies run as CuPy element-wise kernels in place on the same
+stream, so a whole schedule is queued without one host synchronisation. The baseline ``native``
+is the collective's declared NCCL call (``ncclAllReduce``, ``ncclAllGather``, ... or grouped
+send/recv) on separate send and receive buffers. ``nccl-graph`` is the same transport with every
+plan captured once as a CUDA graph (see :class:`~kernels.transports.gpu.GraphPlan`).
 
 The communicator is bootstrapped with ``get_unique_id()`` on rank 0, broadcast over MPI. One rank
 per GPU: NCCL refuses two ranks on one device, so that case is a skip with the reason.
@@ -20,9 +21,10 @@ from typing import Any
 
 from mpi4py import MPI
 
+from kernels.collective import Collective, Layout, NcclHandle, VendorArgs
 from kernels.ops import ReduceOp
 from kernels.schedule import Schedule
-from kernels.transports.base import Plan
+from kernels.transports.base import Plan, vendor_call, views
 from kernels.transports.gpu import (
     DeviceTransport,
     GpuContext,
@@ -53,45 +55,50 @@ class NcclPlan:
                  op: ReduceOp) -> None:
         self._comm, self._stream, self._nccl = comm, ctx.stream, _nccl()
         self._reduce = reducer(ctx.cp, logical_dtype(buf.dtype.name), op.name)
-        base, sbase = buf.data.ptr, scratch.data.ptr
+        base = buf.data.ptr
+        sbase = scratch.data.ptr if scratch is not None else 0
         self._steps = []
         for st in plan_steps(schedule, buf.itemsize):
             recvs = [((sbase if x.into_scratch else base) + x.offset, x.nbytes, x.peer)
                      for x in st.recvs]
             sends = [(base + x.offset, x.nbytes, x.peer) for x in st.sends]
             reds = [(buf[a:b], scratch[a:b]) for a, b in st.reduces]
-            self._steps.append((recvs, sends, reds))
+            copies = [(buf[d:d + n], buf[s:s + n]) for s, d, n in st.copies]
+            self._steps.append((recvs, sends, reds, copies))
 
     def run(self) -> None:
         nccl, comm, reduce = self._nccl, self._comm, self._reduce
         byte, sptr = nccl.NCCL_INT8, self._stream.ptr
         with self._stream:
-            for recvs, sends, reds in self._steps:
-                nccl.groupStart()
-                for ptr, n, peer in recvs:
-                    comm.recv(ptr, n, byte, peer, sptr)
-                for ptr, n, peer in sends:
-                    comm.send(ptr, n, byte, peer, sptr)
-                nccl.groupEnd()
+            for recvs, sends, reds, copies in self._steps:
+                if recvs or sends:
+                    nccl.groupStart()
+                    for ptr, n, peer in recvs:
+                        comm.recv(ptr, n, byte, peer, sptr)
+                    for ptr, n, peer in sends:
+                        comm.send(ptr, n, byte, peer, sptr)
+                    nccl.groupEnd()
                 for dst, src in reds:
                     reduce(dst, src)
+                for dst, src in copies:
+                    dst[...] = src
 
     def close(self) -> None:
         self._steps = []
 
 
 class NcclVendorPlan:
-    """``ncclAllReduce`` in place on the transport's stream: the baseline."""
+    """A collective's NCCL call on the transport's stream, bound to its views: the baseline."""
 
-    def __init__(self, comm: Any, ctx: GpuContext, buf: Any, op: ReduceOp) -> None:
+    def __init__(self, comm: Any, ctx: GpuContext, spec: Collective, buf: Any, layout: Layout,
+                 op: ReduceOp | None, root: int, rank: int, world: int) -> None:
         nccl = _nccl()
-        self._comm, self._stream = comm, ctx.stream
-        self._args = (buf.data.ptr, buf.data.ptr, buf.size,
-                      getattr(nccl, NCCL_DTYPES[logical_dtype(buf.dtype.name)]),
-                      getattr(nccl, NCCL_OPS[op.name]))
-
-    def run(self) -> None:
-        self._comm.allReduce(*self._args, self._stream.ptr)
+        handle = NcclHandle(comm, nccl, ctx.stream.ptr,
+                            getattr(nccl, NCCL_DTYPES[logical_dtype(buf.dtype.name)]))
+        send, recv = views(buf, layout)
+        self.run = vendor_call(spec, "nccl")(VendorArgs(
+            handle, send, recv, getattr(nccl, NCCL_OPS[op.name]) if op else None, root, rank,
+            world))
 
     def close(self) -> None:
         pass
@@ -99,6 +106,7 @@ class NcclVendorPlan:
 
 class NcclTransport(DeviceTransport):
     name = "nccl"
+    family = "nccl"
 
     def __init__(self, comm: MPI.Comm, ctx: GpuContext, graph: bool) -> None:
         super().__init__(comm, ctx)
@@ -119,8 +127,10 @@ class NcclTransport(DeviceTransport):
     def compile(self, schedule: Schedule, buf: Any, scratch: Any, op: ReduceOp) -> Plan:
         return self._wrap(NcclPlan(self.nccl_comm, self.ctx, schedule, buf, scratch, op))
 
-    def vendor(self, buf: Any, op: ReduceOp) -> Plan:
-        return self._wrap(NcclVendorPlan(self.nccl_comm, self.ctx, buf, op))
+    def vendor(self, spec: Collective, buf: Any, layout: Layout, op: ReduceOp | None,
+               root: int) -> Plan:
+        return self._wrap(NcclVendorPlan(self.nccl_comm, self.ctx, spec, buf, layout, op, root,
+                                         self.rank, self.size))
 
     def close(self) -> None:
         self.synchronize()

@@ -20,9 +20,10 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
+from kernels.collective import Collective, Layout, VendorArgs
 from kernels.ops import ReduceOp
 from kernels.schedule import Schedule
-from kernels.transports.base import Plan, TransportUnavailable
+from kernels.transports.base import Plan, TransportUnavailable, vendor_call, views
 from kernels.transports.rendezvous import rendezvous
 
 # In-place reductions by op name: fn(dst, src, out=dst).
@@ -37,48 +38,56 @@ class TorchPlan:
     reductions to apply after the step's requests complete."""
 
     def __init__(self, group: dist.ProcessGroup | None, schedule: Schedule, buf: torch.Tensor,
-                 scratch: torch.Tensor, op: ReduceOp) -> None:
+                 scratch: torch.Tensor | None, op: ReduceOp) -> None:
         self._fn = TORCH_OPS[op.name]
-        self._steps: list[tuple[list[dist.P2POp], list[tuple[torch.Tensor, torch.Tensor]]]] = []
+        Pairs = list[tuple[torch.Tensor, torch.Tensor]]
+        self._steps: list[tuple[list[dist.P2POp], Pairs, Pairs]] = []
         for st in schedule.steps:
             ops: list[dist.P2POp] = []
-            reds: list[tuple[torch.Tensor, torch.Tensor]] = []
+            reds: Pairs = []
             seen_recv: dict[int, int] = {}
             for rv in st.recvs:
                 a, b = rv.range.start, rv.range.stop
                 tag = seen_recv[rv.peer] = seen_recv.get(rv.peer, -1) + 1
-                target = scratch[a:b] if rv.reduce else buf[a:b]
                 if rv.reduce:
+                    assert scratch is not None, "a reducing schedule needs scratch"
                     reds.append((buf[a:b], scratch[a:b]))
+                target = scratch[a:b] if rv.reduce and scratch is not None else buf[a:b]
                 ops.append(dist.P2POp(dist.irecv, target, group=group, group_peer=rv.peer, tag=tag))
             seen_send: dict[int, int] = {}
             for s in st.sends:
                 tag = seen_send[s.peer] = seen_send.get(s.peer, -1) + 1
                 ops.append(dist.P2POp(dist.isend, buf[s.range.start:s.range.stop], group=group,
                                       group_peer=s.peer, tag=tag))
-            if ops:
-                self._steps.append((ops, reds))
+            copies = [(buf[c.dst.start:c.dst.stop], buf[c.src.start:c.src.stop]) for c in st.copies]
+            if ops or copies:
+                self._steps.append((ops, reds, copies))
 
     def run(self) -> None:
         fn = self._fn
-        for ops, reds in self._steps:
-            for work in dist.batch_isend_irecv(ops):
-                work.wait()
+        for ops, reds, copies in self._steps:
+            if ops:
+                for work in dist.batch_isend_irecv(ops):
+                    work.wait()
             for dst, src in reds:
                 fn(dst, src, out=dst)
+            for dst, src in copies:
+                dst.copy_(src)
 
     def close(self) -> None:
         self._steps = []
 
 
 class VendorPlan:
-    """``torch.distributed.all_reduce`` in place: the baseline."""
+    """A collective's torch.distributed call (``all_reduce``, ``all_gather_into_tensor``, ...)
+    bound to its views."""
 
-    def __init__(self, group: dist.ProcessGroup | None, buf: torch.Tensor, op: ReduceOp) -> None:
-        self._group, self._buf, self._op = group, buf, VENDOR_OPS[op.name]
-
-    def run(self) -> None:
-        dist.all_reduce(self._buf, op=self._op, group=self._group)
+    def __init__(self, group: dist.ProcessGroup | None, spec: Collective, buf: torch.Tensor,
+                 layout: Layout, op: ReduceOp | None, root: int) -> None:
+        send, recv = views(buf, layout)
+        self.run = vendor_call(spec, "torch")(VendorArgs(
+            group, send, recv, VENDOR_OPS[op.name] if op else None, root,
+            dist.get_rank(group), dist.get_world_size(group)))
 
     def close(self) -> None:
         pass
@@ -88,6 +97,7 @@ class TorchP2PTransport:
     """Tensors on ``device`` moved by torch.distributed point-to-point calls in ``group``."""
 
     name = "torch"
+    family = "torch"
 
     def __init__(self, group: dist.ProcessGroup | None = None, device: torch.device | None = None,
                  owns_process_group: bool = False) -> None:
@@ -106,12 +116,13 @@ class TorchP2PTransport:
     def download(self, buf: torch.Tensor) -> np.ndarray:
         return buf.cpu().numpy()
 
-    def compile(self, schedule: Schedule, buf: torch.Tensor, scratch: torch.Tensor,
+    def compile(self, schedule: Schedule, buf: torch.Tensor, scratch: torch.Tensor | None,
                 op: ReduceOp) -> Plan:
         return TorchPlan(self.group, schedule, buf, scratch, op)
 
-    def vendor(self, buf: torch.Tensor, op: ReduceOp) -> Plan:
-        return VendorPlan(self.group, buf, op)
+    def vendor(self, spec: Collective, buf: torch.Tensor, layout: Layout, op: ReduceOp | None,
+               root: int) -> Plan:
+        return VendorPlan(self.group, spec, buf, layout, op, root)
 
     def barrier(self) -> None:
         if self.device.type == "cuda":

@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 from pytest_benchmark.fixture import BenchmarkFixture
 
-import kernels.algorithms  # noqa: F401 - registers the algorithms
 from bench.records import load_results
 from kernels.algorithm import ALGORITHMS, Problem
 from kernels.topology import Topology

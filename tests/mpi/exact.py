@@ -1,7 +1,8 @@
-"""Run under mpiexec: every algorithm (and native) x dtype x op x count on one transport
-(``exact.py TRANSPORT [RANKS_PER_NODE]``; every dtype the transport declares). Rank 0 prints one
-JSON line: the number of checks and the failures (wrong elements summed over ranks), or
-``{"skipped": reason}`` when the transport cannot run here (a device transport without a GPU)."""
+"""Run under mpiexec: every collective x algorithm (native included) x dtype x op x awkward count
+on one transport, through the harness itself (``exact.py TRANSPORT [RANKS_PER_NODE]``; every dtype
+the transport declares). Rank 0 prints one JSON line: the checks made and the failures (wrong
+elements summed over ranks), or ``{"skipped": reason}`` when the transport cannot run here (a
+device transport without a GPU)."""
 
 from __future__ import annotations
 
@@ -10,14 +11,23 @@ import sys
 
 from mpi4py import MPI
 
-import kernels.algorithms  # noqa: F401
-from bench import data
-from kernels.algorithm import ALGORITHMS, Problem
-from kernels.ops import HOST_DTYPE, ITEMSIZE, OPS
+from bench import harness
+from bench.case import Group
+from bench.scenario import Timing
+from kernels import collective as coll
+from kernels.algorithm import algorithm_names
+from kernels.ops import ITEMSIZE, OPS
 from kernels.topology import Topology
 from kernels.transports import TRANSPORTS, TransportUnavailable
 
 LARGE_PRIME = 100_003
+ONE_SHOT = Timing(warmup=0, iters=1, repetitions=1)
+
+
+def counts(spec: coll.Collective, p: int) -> list[int]:
+    """1, p-1, p+1, a small prime and a large prime elements (per rank block when divided)."""
+    per = sorted({1, max(1, p - 1), p + 1, 7, LARGE_PRIME // max(1, p) | 1})
+    return [c * p for c in per] if spec.divides else per
 
 
 def main() -> None:
@@ -33,29 +43,20 @@ def main() -> None:
         if comm.rank == 0:
             print(json.dumps({"skipped": str(e)}))
         return
+    env = harness.Env(comm, tr, topo, {})
     failures, checks = [], 0
-    for count in sorted({1, max(1, p - 1), p + 1, LARGE_PRIME}):
-        for dtype in spec.dtypes:
-            buf, scratch = tr.allocate(count, dtype), tr.allocate(count, dtype)
-            for op_name, op in OPS.items():
-                host = data.fill(comm.rank, p, count, op_name).astype(HOST_DTYPE[dtype])
-                for name in ALGORITHMS.names():
-                    alg = ALGORITHMS.get(name)
-                    if alg.is_vendor:
-                        plan = tr.vendor(buf, op)
-                    else:
-                        sched = alg.schedule(Problem(topo, count, ITEMSIZE[dtype]), comm.rank)
-                        plan = tr.compile(sched, buf, scratch, op)
-                    tr.upload(buf, host)
-                    tr.barrier()  # device transports: every rank's input is in place first
-                    plan.run()
-                    tr.synchronize()
-                    wrong = data.count_wrong(tr.download(buf), p, op_name, dtype)
-                    plan.close()
-                    total = comm.allreduce(wrong, op=MPI.SUM)
-                    checks += 1
-                    if total:
-                        failures.append([name, dtype, op_name, count, total])
+    for name in coll.names():
+        c = coll.resolve(name)
+        algs = tuple(algorithm_names(name))
+        for count in counts(c, p):
+            for dtype in spec.dtypes:
+                for op in OPS if c.reduces else ["none"]:
+                    g = Group(name, transport_name, p, rpn or p, count * ITEMSIZE[dtype], count,
+                              dtype, op, algs, p - 1 if c.rooted else 0)
+                    for rec in harness.measure(env, g, ONE_SHOT, check=True):
+                        checks += 1
+                        if rec["wrong"]:
+                            failures.append([name, rec["algorithm"], dtype, op, count, rec["wrong"]])
     tr.close()
     if comm.rank == 0:
         print(json.dumps({"world": p, "checks": checks, "failures": failures}))

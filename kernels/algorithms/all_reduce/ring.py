@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from kernels import rings
 from kernels.algorithm import Problem, algorithm
-from kernels.algorithms import rings
 from kernels.chunks import split
 from kernels.schedule import StepBuilder
 

@@ -1,0 +1,1 @@
+"""all_gather algorithms (discovered; no list to edit)."""

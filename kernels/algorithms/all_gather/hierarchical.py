@@ -1,0 +1,42 @@
+"""Hierarchical all_gather: a ring between nodes, then one exchange inside each node (any nodes)."""
+
+from __future__ import annotations
+
+from kernels import rings
+from kernels.algorithm import Problem, algorithm
+from kernels.phases import held, holders, move_runs, node_to_node
+from kernels.schedule import StepBuilder
+
+
+def _sent(problem: Problem, rank: int) -> int:
+    t = problem.topology
+    sizes, k, i = [len(n) for n in t.nodes()], t.node_of[rank], t.local_index(rank)
+    lk, after = sizes[k], sizes[(k + 1) % len(sizes)]
+    return (lk * held(t, rank) + (i - after) // lk) * problem.block  # (i-l')//l = -ceil((l'-i)/l)
+
+
+@algorithm("hierarchical", "all_gather", sent=_sent)
+def hierarchical(problem: Problem, b: StepBuilder) -> None:
+    """Nodes pass blocks around a ring of nodes, then each rank shares its blocks in its node.
+
+    On a node of l ranks, local index i holds the blocks of local indices j = i mod l of every
+    node (its own included). Inter-node ring, N-1 steps (N nodes): in step s node k forwards the
+    blocks of node k-s to node k+1, each block from its holder on k to its holder on k+1 (with
+    equal nodes: local index i to local index i). Then one intra-node step: every rank sends the
+    blocks it holds to every other rank of its node. Nodes may differ in size and rank order.
+    Elements sent per rank, with H = sum over nodes m of ceil((l_m - i)/l) blocks held and c = n/p:
+    (H - ceil((l' - i)/l)) * c between nodes (l' the next node's size) plus (l-1) * H * c inside;
+    with N nodes of l ranks: (N-1)*c + (l-1)*N*c = (p-1)*c, of which only (N-1)*c between nodes.
+    """
+    nodes, blocks, hold = problem.topology.nodes(), problem.blocks(), holders(problem.topology)
+    n_nodes = len(nodes)
+    for s, st in enumerate(rings.open_steps(b, n_nodes - 1)):
+        for k in range(n_nodes):
+            node_to_node(b, nodes, k, (k - s) % n_nodes, blocks, reduce=False, step=st)
+    if max(len(node) for node in nodes) > 1:
+        st = b.step()
+        for node, have in zip(nodes, hold):
+            for i, r in enumerate(node):
+                for s in range(1, len(node)):
+                    move_runs(b, r, node[(i + s) % len(node)], [blocks[q] for q in have[i]],
+                              reduce=False, step=st)

@@ -1,0 +1,49 @@
+"""Recursive doubling all_gather: exchange with partner v xor d, d = 1, 2, 4, ... (any p)."""
+
+from __future__ import annotations
+
+from kernels.algorithm import Problem, algorithm
+from kernels.phases import Fold, move_runs, node_order
+from kernels.schedule import Range, StepBuilder
+
+
+def _sent(problem: Problem, rank: int) -> int:
+    f = Fold(node_order(problem.topology))
+    v, extra = f.virtual(rank)
+    if extra:
+        return problem.block
+    held = sum(f.size(*f.span(v, d)) for d in f.distances)
+    return (held + (problem.world - 1 if v < f.rem else 0)) * problem.block
+
+
+@algorithm("recursive_doubling", "all_gather", sent=_sent)
+def recursive_doubling(problem: Problem, b: StepBuilder) -> None:
+    """log2(p') steps that double what each rank holds; a non-power of two folds extra ranks in.
+
+    Ranks in node order; p' = 2^floor(log2 p), rem = p - p'. If rem > 0, a first step sends the
+    block of each extra rank (the first of each of the first rem pairs) to its partner, the
+    keeper, and a last step sends the keeper's whole output but that block back. In between,
+    the p' virtual ranks (a keeper stands for its pair) run log2(p') steps: at distance d,
+    virtual rank v swaps with v xor d the blocks of its aligned group of d virtual ranks.
+    Elements sent per rank (c = n/p): (p-1)*c when p is a power of two. Otherwise c for an
+    extra rank; c * (sum over d of the real ranks in v's d-group: d plus the pairs among them)
+    for the others, plus (p-1)*c for a keeper.
+    """
+    f, blocks, n = Fold(node_order(problem.topology)), problem.blocks(), problem.count
+    if problem.world == 1:
+        return
+    if f.rem:
+        st = b.step()
+        for v in range(f.rem):
+            b.move(f.order[2 * v], f.keeper(v), blocks[f.order[2 * v]], reduce=False, step=st)
+    for d in f.distances:
+        st = b.step()
+        for v in range(f.pp):
+            mine = [blocks[r] for r in f.group(*f.span(v, d))]
+            move_runs(b, f.keeper(v), f.keeper(v ^ d), mine, reduce=False, step=st)
+    if f.rem:
+        st = b.step()
+        for v in range(f.rem):
+            gone = blocks[f.order[2 * v]]
+            move_runs(b, f.keeper(v), f.order[2 * v], [Range(0, gone.start), Range(gone.stop, n)],
+                      reduce=False, step=st)

@@ -1,0 +1,1 @@
+"""alltoall algorithms (discovered; no list to edit)."""

@@ -1,0 +1,1 @@
+"""broadcast algorithms (discovered; no list to edit)."""

@@ -1,0 +1,40 @@
+"""Binomial-tree broadcast from any root (MPICH's short-message broadcast)."""
+
+from __future__ import annotations
+
+from kernels.algorithm import Problem, algorithm
+from kernels.schedule import Range, StepBuilder
+
+
+def rooted_order(problem: Problem) -> list[int]:
+    """Ranks node by node, rotated so the root comes first: position v is virtual rank v."""
+    order = [r for node in problem.topology.nodes() for r in node]
+    i = order.index(problem.root)
+    return order[i:] + order[:i]
+
+
+def children(v: int, p: int) -> int:
+    """Children of virtual rank v in the binomial tree on p ranks: one per d = 2^k below the
+    lowest set bit of v (every d for the root) with v + d < p."""
+    return sum(1 for k in range(p.bit_length())
+               if (v == 0 or (1 << k) < (v & -v)) and v + (1 << k) < p)
+
+
+@algorithm("binomial", "broadcast",
+           sent=lambda pr, r: pr.count * children(rooted_order(pr).index(r), pr.world))
+def binomial(problem: Problem, b: StepBuilder) -> None:
+    """ceil(log2 p) steps; in the step of distance d (halving from the largest power of two below
+    p to 1), every virtual rank v that is a multiple of 2d sends the whole buffer to v + d.
+
+    Elements sent per rank: n per child, i.e. n * #{d = 2^k < lowbit(v) : v + d < p} (the root:
+    n * ceil(log2 p); leaves, half the ranks, send nothing). Virtual ranks are node by node from
+    the root, so the far, early steps cross between nodes and the late ones stay inside.
+    """
+    order, whole = rooted_order(problem), Range(0, problem.count)
+    p = len(order)
+    d = (1 << (p - 1).bit_length()) // 2  # the largest power of two below p
+    while d:
+        st = b.step()
+        for v in range(0, p - d, 2 * d):
+            b.move(order[v], order[v + d], whole, reduce=False, step=st)
+        d >>= 1

@@ -1,0 +1,1 @@
+"""reduce algorithms (discovered; no list to edit)."""

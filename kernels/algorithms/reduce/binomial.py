@@ -1,0 +1,25 @@
+"""Binomial-tree reduce to any root (MPICH's short-message reduce)."""
+
+from __future__ import annotations
+
+from kernels.algorithm import Problem, algorithm
+from kernels.algorithms.broadcast.binomial import rooted_order
+from kernels.schedule import Range, StepBuilder
+
+
+@algorithm("binomial", "reduce", sent=lambda pr, r: 0 if r == pr.root else pr.count)
+def binomial(problem: Problem, b: StepBuilder) -> None:
+    """ceil(log2 p) steps; in the step of distance d (1, 2, 4, ...), every virtual rank v with
+    v mod 2d = d sends its buffer, already holding its subtree's sum, to v - d, which reduces it in.
+
+    Elements sent per rank: n, except the root, which sends nothing; the root receives
+    ceil(log2 p) buffers. Virtual ranks are node by node from the root (the mirror image of the
+    binomial broadcast), so the early steps stay inside nodes.
+    """
+    order, whole = rooted_order(problem), Range(0, problem.count)
+    p, d = len(order), 1
+    while d < p:
+        st = b.step()
+        for v in range(d, p, 2 * d):
+            b.move(order[v], order[v - d], whole, reduce=True, step=st)
+        d *= 2

@@ -1,0 +1,1 @@
+"""reduce_scatter algorithms (discovered; no list to edit)."""

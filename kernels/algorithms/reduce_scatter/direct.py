@@ -1,0 +1,24 @@
+"""Pairwise reduce_scatter: every rank sends block j straight to rank j, one partner per step."""
+
+from __future__ import annotations
+
+from kernels.algorithm import Problem, algorithm
+from kernels.phases import node_order
+from kernels.schedule import StepBuilder
+
+
+@algorithm("direct", "reduce_scatter", sent=lambda pr, r: (pr.world - 1) * pr.block)
+def direct(problem: Problem, b: StepBuilder) -> None:
+    """p-1 steps; in step s member i sends block i+s (mod p) to member i+s, which reduces it in.
+
+    Ranks in node order. Each rank's own block takes one reduction per step (a step writes an
+    element once), so the p-1 contributions arrive over p-1 steps, each from a different rank
+    and never twice. Elements sent per rank: (p-1) * n/p, each element exactly once.
+    """
+    order, blocks = node_order(problem.topology), problem.blocks()
+    p = len(order)
+    for s in range(1, p):
+        st = b.step()
+        for i, r in enumerate(order):
+            dst = order[(i + s) % p]
+            b.move(r, dst, blocks[dst], reduce=True, step=st)

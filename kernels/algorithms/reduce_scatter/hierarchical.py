@@ -1,0 +1,35 @@
+"""Hierarchical reduce_scatter: pairwise reduction inside each node, then a ring between nodes."""
+
+from __future__ import annotations
+
+from kernels import rings
+from kernels.algorithm import Problem, algorithm
+from kernels.phases import holders, move_runs, node_to_node
+from kernels.schedule import StepBuilder
+
+
+@algorithm("hierarchical", "reduce_scatter", sent=lambda pr, r: (pr.world - 1) * pr.block)
+def hierarchical(problem: Problem, b: StepBuilder) -> None:
+    """Each node reduces every block onto one of its ranks, then nodes reduce around a ring.
+
+    On a node of l ranks, local index i holds the blocks of local indices j = i mod l of every
+    node (its own included). Intra-node, l-1 pairwise steps (the largest node's count; smaller
+    nodes idle): in step s local index i sends local index i+s (mod l) the blocks that one
+    holds, which reduces them in. Inter-node ring, N-1 steps (N nodes): in step s node k sends
+    node k+1 its partial sums of the blocks of node k-1-s, each block from its holder on k to
+    its holder on k+1, which reduces it in; each block ends on its own rank. Nodes may differ in
+    size and rank order. Elements sent per rank (c = n/p), with H = sum over nodes m of
+    ceil((l_m - i)/l) blocks held: (p - H) * c inside the node plus (H - 1) * c between nodes,
+    (p-1)*c in all; with N nodes of l ranks, (N-1)*c between nodes.
+    """
+    nodes, blocks, hold = problem.topology.nodes(), problem.blocks(), holders(problem.topology)
+    n_nodes = len(nodes)
+    for s, st in enumerate(rings.open_steps(b, max(len(node) for node in nodes) - 1), start=1):
+        for node, have in zip(nodes, hold):
+            if s < len(node):
+                for i, r in enumerate(node):
+                    to = (i + s) % len(node)
+                    move_runs(b, r, node[to], [blocks[q] for q in have[to]], reduce=True, step=st)
+    for s, st in enumerate(rings.open_steps(b, n_nodes - 1)):
+        for k in range(n_nodes):
+            node_to_node(b, nodes, k, (k - 1 - s) % n_nodes, blocks, reduce=True, step=st)

@@ -1,0 +1,48 @@
+"""Recursive halving reduce_scatter: halve the blocks still reduced with partner v xor d (any p)."""
+
+from __future__ import annotations
+
+from kernels.algorithm import Problem, algorithm
+from kernels.phases import Fold, move_runs, node_order
+from kernels.schedule import Range, StepBuilder
+
+
+def _sent(problem: Problem, rank: int) -> int:
+    f = Fold(node_order(problem.topology))
+    v, extra = f.virtual(rank)
+    if extra:
+        return problem.count
+    given = sum(f.size(*f.span(v ^ d, d)) for d in f.distances)
+    return (given + (v < f.rem)) * problem.block
+
+
+@algorithm("recursive_halving", "reduce_scatter", sent=_sent)
+def recursive_halving(problem: Problem, b: StepBuilder) -> None:
+    """log2(p') steps that halve what each rank reduces; a non-power of two folds extra ranks in.
+
+    Ranks in node order; p' = 2^floor(log2 p), rem = p - p'. If rem > 0, a first step sends the
+    whole buffer of each extra rank (the first of each of the first rem pairs) to its partner,
+    the keeper, which reduces it in, and a last step sends the extra rank its finished block.
+    In between, the p' virtual ranks (a keeper stands for its pair and both blocks) run log2(p')
+    steps at distances d = p'/2, ..., 1: virtual rank v sends v xor d the blocks of v xor d's
+    aligned group of d virtual ranks and reduces in those of its own. Elements sent per rank
+    (c = n/p): (p-1)*c when p is a power of two. Otherwise n for an extra rank; c * (sum over d
+    of the real ranks in v xor d's d-group: d plus the pairs among them) for the others, plus c
+    for a keeper.
+    """
+    f, blocks = Fold(node_order(problem.topology)), problem.blocks()
+    if problem.world == 1:
+        return
+    if f.rem:
+        st = b.step()
+        for v in range(f.rem):
+            b.move(f.order[2 * v], f.keeper(v), Range(0, problem.count), reduce=True, step=st)
+    for d in reversed(f.distances):
+        st = b.step()
+        for v in range(f.pp):
+            theirs = [blocks[r] for r in f.group(*f.span(v ^ d, d))]
+            move_runs(b, f.keeper(v), f.keeper(v ^ d), theirs, reduce=True, step=st)
+    if f.rem:
+        st = b.step()
+        for v in range(f.rem):
+            b.move(f.keeper(v), f.order[2 * v], blocks[f.order[2 * v]], reduce=False, step=st)

@@ -1,0 +1,1 @@
+"""sendrecv algorithms (discovered; no list to edit)."""

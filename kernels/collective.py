@@ -1,0 +1,172 @@
+"""What a collective is: a small declarative record, one file each in ``kernels/collectives/``.
+
+A collective states, as functions of the buffer's element count ``n`` (the size a scenario names,
+rounded as the collective needs), the world size ``p``, the rank and the root:
+
+- how many elements each rank contributes and receives, and where they lie in the rank's
+  workspace (:class:`Layout`): in place as NCCL lays it out (what the schedules run on) and with
+  separate send and receive buffers (what ``native`` runs: nccl-tests' and OSU's headline);
+- what every output element must be (:class:`Result`): the reduction over all ranks of one input
+  element, or one rank's input element, by index. The symbolic verifier, the numeric check and
+  the byte counter all read this one definition;
+- the busbw factor and which buffer the reported size is (nccl-tests' ``doc/PERFORMANCE.md``);
+- the vendor call per transport family (``mpi``, ``torch``, ``nccl``): a function of the
+  transport's handle and the buffer views, so no transport names a collective.
+
+Nothing outside ``kernels/collectives/`` names a collective: code asks this registry.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import pkgutil
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from kernels.registry import Registry, UnknownName
+from kernels.schedule import Range
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    """One rank's workspace for one call: ``space`` elements; input element ``i`` at
+    ``inp.start + i``, output element ``k`` at ``out.start + k`` (None: no input / no output on
+    this rank, e.g. broadcast's non-roots have no input, reduce's have no output)."""
+
+    space: int
+    inp: Range | None
+    out: Range | None
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    """What output elements ``[start, stop)`` of one rank must hold: for each, the input index it
+    comes from, and either the one rank it is copied from (``source``) or, when ``source`` is
+    None, the reduction of that input element over every rank."""
+
+    index: np.ndarray
+    source: np.ndarray | None
+
+
+@dataclass(frozen=True, slots=True)
+class VendorArgs:
+    """What a vendor call is bound to, once per case: the transport's handle (``mpi``: an
+    ``MPI.Comm``; ``torch``: a process group or None; ``nccl``: :class:`NcclHandle`), send and
+    receive views of the workspace (None where the layout has no such region on this rank),
+    the transport's op handle (None for collectives that do not reduce), root, rank, world."""
+
+    handle: Any
+    send: Any
+    recv: Any
+    op: Any
+    root: int
+    rank: int
+    world: int
+
+
+@dataclass(frozen=True, slots=True)
+class NcclHandle:
+    """What an NCCL vendor call needs beside the buffers: the communicator, the
+    ``cupy.cuda.nccl`` module, the stream pointer and the element type's NCCL constant."""
+
+    comm: Any
+    nccl: Any
+    stream: int
+    dtype: Any
+
+
+# Binds a vendor call to its buffers once (imports, views, constants resolved here) and returns
+# the zero-argument function the timed loop calls.
+VendorCall = Callable[[VendorArgs], Callable[[], None]]
+
+
+@dataclass(frozen=True)
+class Collective:
+    """A collective's declaration (see the module docstring); one instance per file."""
+
+    name: str
+    order: int  # listing order (nccl-tests': all_reduce, all_gather, reduce_scatter, ...)
+    summary: str
+    aliases: tuple[str, ...]
+    reduces: bool  # takes an op; else it runs once per size with op "none"
+    rooted: bool
+    divides: bool  # n is rounded down to a multiple of p (per-rank blocks of n/p), as nccl-tests
+    busbw: Callable[[int], float]  # factor on algbw, of p
+    busbw_formula: str  # the same factor as text, for tables and reports ("2(p-1)/p")
+    size_is: str  # which buffer the reported size is (for the docs and the method section)
+    in_count: Callable[[int, int], int]  # (n, p) -> input elements per rank (that has input)
+    out_count: Callable[[int, int], int]  # (n, p) -> output elements per rank (that has output)
+    inplace_at: Callable[[int, int, int], tuple[int, int]] | None  # (n, p, rank) -> (inp, out)
+    # starts in a workspace of max(in, out) elements; None: the schedules use separate buffers
+    result: Callable[[int, int, int, int, int, int], Result]  # (n, p, rank, root, start, stop)
+    has_input: Callable[[int, int], bool] = lambda rank, root: True
+    has_output: Callable[[int, int], bool] = lambda rank, root: True
+    vendor: Mapping[str, VendorCall] = field(default_factory=dict)  # transport family -> call
+    vendor_separate: bool = True  # native on separate send/receive buffers (else in place)
+
+    def round_count(self, n: int, p: int) -> int:
+        """Elements actually measured for a requested ``n``: whole blocks of p when divided."""
+        return n - n % p if self.divides else n
+
+    def layout(self, n: int, p: int, rank: int, root: int = 0, *, separate: bool = False) -> Layout:
+        """Rank ``rank``'s workspace: in place (as the schedules run) or with separate send and
+        receive buffers (send first, then receive)."""
+        cin, cout = self.in_count(n, p), self.out_count(n, p)
+        has_in, has_out = self.has_input(rank, root), self.has_output(rank, root)
+        if separate or self.inplace_at is None:
+            inp = Range(0, cin) if has_in else None
+            out = Range(cin, cin + cout) if has_out else None
+            return Layout(cin + cout, inp, out)
+        a, b = self.inplace_at(n, p, rank)
+        return Layout(max(a + cin, b + cout), Range(a, a + cin) if has_in else None,
+                      Range(b, b + cout) if has_out else None)
+
+
+COLLECTIVES: Registry[Collective] = Registry("collective")
+
+
+def register(c: Collective) -> Collective:
+    """Called once at the bottom of each ``kernels/collectives/<name>.py``."""
+    return COLLECTIVES.add(c.name, c)
+
+
+@functools.cache
+def load() -> None:
+    """Import every module under ``kernels/collectives`` and ``kernels/algorithms`` (discovery:
+    adding a file is the whole change). Runs once per process."""
+    import kernels.algorithms
+    import kernels.collectives
+
+    for pkg in (kernels.collectives, kernels.algorithms):
+        discover(pkg.__name__)
+
+
+def discover(package: str) -> list[str]:
+    """Import every module under ``package`` (registering what they declare); their names."""
+    pkg = importlib.import_module(package)
+    out = []
+    for mod in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + "."):
+        importlib.import_module(mod.name)
+        out.append(mod.name)
+    return out
+
+
+@functools.cache
+def resolve(name: str) -> Collective:
+    """The collective called ``name`` or one of its aliases (``allreduce`` -> ``all_reduce``)."""
+    load()
+    key = name.strip().lower().replace("-", "_")
+    for c in (COLLECTIVES.get(n) for n in COLLECTIVES.names()):
+        if key == c.name or key in c.aliases:
+            return c
+    raise UnknownName(f"unknown collective {name!r}; valid: {', '.join(COLLECTIVES.names())}")
+
+
+def names() -> list[str]:
+    """Every collective's name, in listing order."""
+    load()
+    return sorted(COLLECTIVES.names(), key=lambda n: COLLECTIVES.get(n).order)

@@ -1,0 +1,101 @@
+"""Pieces shared by the all_gather and reduce_scatter algorithms (not algorithms of their own).
+
+- :func:`node_order` and :func:`move_runs`: ranks node by node, and one message per maximal run
+  of adjacent blocks (block positions are absolute, so a set of blocks may be non-contiguous);
+- :class:`Fold`: p ranks seen as p' = 2^floor(log2 p) virtual ranks for recursive doubling and
+  halving (the first p - p' pairs of the node order act as one virtual rank each);
+- :func:`holders`, :func:`held`, :func:`node_to_node`: in the hierarchical algorithms, which
+  rank of a node holds which rank's block (that of local index j: local index j mod l on a node
+  of l ranks), and one hop of the ring between nodes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from kernels.schedule import Range, StepBuilder
+from kernels.topology import Topology
+
+
+def node_order(topology: Topology) -> list[int]:
+    return [r for node in topology.nodes() for r in node]
+
+
+def move_runs(b: StepBuilder, src: int, dst: int, ranges: Iterable[Range], *, reduce: bool,
+              step: int) -> None:
+    """Move ``ranges`` (same positions on both ranks), one message per run of adjacent ones."""
+    out: list[Range] = []
+    for r in sorted((r for r in ranges if r.size), key=lambda r: r.start):
+        if out and out[-1].stop == r.start:
+            out[-1] = Range(out[-1].start, r.stop)
+        else:
+            out.append(r)
+    for r in out:
+        b.move(src, dst, r, reduce=reduce, step=step)
+
+
+@dataclass(frozen=True, slots=True)
+class Fold:
+    """Virtual rank v < rem stands for the pair ``order[2v]`` (the extra rank, idle in between)
+    and ``order[2v+1]`` (its keeper, which does the work); v >= rem for ``order[v + rem]``."""
+
+    order: Sequence[int]
+
+    @property
+    def pp(self) -> int:
+        return 1 << (len(self.order).bit_length() - 1)
+
+    @property
+    def rem(self) -> int:
+        return len(self.order) - self.pp
+
+    @property
+    def distances(self) -> list[int]:
+        """1, 2, 4, ..., p'/2: the partner distances of recursive doubling."""
+        return [1 << k for k in range(self.pp.bit_length() - 1)]
+
+    def span(self, v: int, d: int) -> tuple[int, int]:
+        """The aligned group of d virtual ranks that holds v."""
+        return v & -d, (v & -d) + d
+
+    def keeper(self, v: int) -> int:
+        return self.order[2 * v + 1] if v < self.rem else self.order[v + self.rem]
+
+    def group(self, lo: int, hi: int) -> list[int]:
+        """The real ranks of virtual ranks lo..hi-1."""
+        return list(self.order[lo + min(lo, self.rem):hi + min(hi, self.rem)])
+
+    def size(self, lo: int, hi: int) -> int:
+        return hi - lo + min(hi, self.rem) - min(lo, self.rem)
+
+    def virtual(self, rank: int) -> tuple[int, bool]:
+        """(virtual rank, whether ``rank`` is an extra rank) of a real rank."""
+        q = self.order.index(rank)
+        return (q // 2, q % 2 == 0) if q < 2 * self.rem else (q - self.rem, False)
+
+
+def holders(topology: Topology) -> list[list[list[int]]]:
+    """``[k][i]``: the ranks whose blocks local index i of node k holds (j mod l_k == i)."""
+    nodes = topology.nodes()
+    return [[[r for other in nodes for j, r in enumerate(other) if j % len(node) == i]
+             for i in range(len(node))] for node in nodes]
+
+
+def node_to_node(b: StepBuilder, nodes: Sequence[Sequence[int]], k: int, owner: int,
+                 blocks: Sequence[Range], *, reduce: bool, step: int) -> None:
+    """Node k passes node k+1 (mod N) the blocks of node ``owner``'s ranks, each from its holder
+    on node k to its holder on node k+1 (one message per pair of holders and run of blocks)."""
+    here, there = nodes[k], nodes[(k + 1) % len(nodes)]
+    pairs: dict[tuple[int, int], list[Range]] = {}
+    for j, r in enumerate(nodes[owner]):
+        pairs.setdefault((here[j % len(here)], there[j % len(there)]), []).append(blocks[r])
+    for (src, dst), ranges in pairs.items():
+        move_runs(b, src, dst, ranges, reduce=reduce, step=step)
+
+
+def held(topology: Topology, rank: int) -> int:
+    """How many blocks ``rank`` holds: the sum over nodes m of ceil((l_m - i) / l_k)."""
+    sizes = [len(n) for n in topology.nodes()]
+    lk, i = sizes[topology.node_of[rank]], topology.local_index(rank)
+    return sum(-((i - lm) // lk) for lm in sizes)
