@@ -43,6 +43,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("commbench: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `commbench list | head`: the reader left; nothing to say
+        sys.stderr.close()
+        return 141
 
 
 if __name__ == "__main__":

@@ -134,22 +134,27 @@ def register(c: Collective) -> Collective:
     return COLLECTIVES.add(c.name, c)
 
 
+PLUGINS_ENV = "COMMBENCH_PLUGINS"  # comma-separated packages of extra collectives/algorithms
+
+
 @functools.cache
 def load() -> None:
     """Import every module under ``kernels/collectives`` and ``kernels/algorithms`` (discovery:
-    adding a file is the whole change). Runs once per process."""
-    import kernels.algorithms
-    import kernels.collectives
+    adding a file is the whole change), then under each package named in ``COMMBENCH_PLUGINS``
+    (your own algorithms, outside this tree). Runs once per process."""
+    import os
 
-    for pkg in (kernels.collectives, kernels.algorithms):
-        discover(pkg.__name__)
+    plugins = [p.strip() for p in os.environ.get(PLUGINS_ENV, "").split(",") if p.strip()]
+    for pkg in ("kernels.collectives", "kernels.algorithms", *plugins):
+        discover(pkg)
 
 
 def discover(package: str) -> list[str]:
-    """Import every module under ``package`` (registering what they declare); their names."""
+    """Import ``package`` and every module under it (registering what they declare); their
+    names."""
     pkg = importlib.import_module(package)
-    out = []
-    for mod in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + "."):
+    out = [pkg.__name__]
+    for mod in pkgutil.walk_packages(getattr(pkg, "__path__", []), pkg.__name__ + "."):
         importlib.import_module(mod.name)
         out.append(mod.name)
     return out
@@ -164,6 +169,17 @@ def resolve(name: str) -> Collective:
         if key == c.name or key in c.aliases:
             return c
     raise UnknownName(f"unknown collective {name!r}; valid: {', '.join(COLLECTIVES.names())}")
+
+
+def canonical(name: Any) -> Any:
+    """``name``'s canonical collective name (``allreduce`` -> ``all_reduce``), or ``name`` as it
+    is when it names no collective (records of other tools, missing values)."""
+    if not isinstance(name, str):
+        return name
+    try:
+        return resolve(name).name
+    except UnknownName:
+        return name
 
 
 def names() -> list[str]:

@@ -16,6 +16,7 @@ from typing import Any
 import pandas as pd
 
 from bench.records import load_results, read_meta
+from kernels.collective import canonical
 
 # Columns every section may rely on (missing ones become NaN/None).
 COLUMNS = (
@@ -82,6 +83,7 @@ def normalise(df: pd.DataFrame) -> pd.DataFrame:
             df[col] = None
     df["kind"] = df["kind"].fillna("collective")
     df["status"] = df["status"].fillna("ok")
+    df["collective"] = df["collective"].map(canonical)  # records before 0.2 say "allreduce"
     for col in NUMERIC:
         df[col] = pd.to_numeric(df[col], errors="coerce")
     df["oversubscribed"] = df["oversubscribed"].map(lambda v: bool(v) if v is not None

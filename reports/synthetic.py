@@ -65,14 +65,14 @@ def _record(rng: np.random.Generator, spec: Spec, alg: str, transport: str, dtyp
     count = nbytes // 4
     return {
         "schema_version": SCHEMA_VERSION, "kind": "collective", "status": "ok",
-        "collective": "allreduce", "algorithm": alg, "transport": transport, "world_size": world,
+        "collective": "all_reduce", "algorithm": alg, "transport": transport, "world_size": world,
         "ranks_per_node": world, "nodes": 1, "nbytes": nbytes, "count": count, "dtype": dtype,
         "op": op, "iters": spec.samples, "warmup": 3, "repetitions": 2,
         "time_us_min": float(samples.min()), "time_us_median": med,
         "time_us_mean": float(samples.mean()), "time_us_p5": float(p5), "time_us_p95": float(p95),
         "time_us_max": float(samples.max()), "time_us_stdev": float(samples.std(ddof=1)),
         "algbw_gbps": metrics.algbw_gbps(nbytes, med / 1e6),
-        "busbw_gbps": metrics.busbw_gbps("allreduce", world, nbytes, med / 1e6),
+        "busbw_gbps": metrics.busbw_gbps("all_reduce", world, nbytes, med / 1e6),
         "wrong": 0, "tolerance": 0.0,
         "bytes_sent_max": None if alg == "native" else int(2 * (world - 1) / world * nbytes),
         "bytes_sent_inter_max": 0, "steps": None if alg == "native" else 2 * (world - 1),
@@ -85,7 +85,7 @@ def _record(rng: np.random.Generator, spec: Spec, alg: str, transport: str, dtyp
 def failed_record(alg: str, world: int, nbytes: int, error: str) -> dict[str, Any]:
     """A case that did not finish: no timings, an error message (as a crashed case leaves)."""
     return {"schema_version": SCHEMA_VERSION, "kind": "collective", "status": "failed",
-            "collective": "allreduce", "algorithm": alg, "transport": "mpi", "world_size": world,
+            "collective": "all_reduce", "algorithm": alg, "transport": "mpi", "world_size": world,
             "ranks_per_node": world, "nbytes": nbytes, "count": nbytes // 4, "dtype": "float32",
             "op": "sum", "error": error, "run_id": "synthetic", "scenario": "synthetic"}
 

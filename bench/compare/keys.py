@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from bench.records import KEY_FIELDS, StoreError, iter_records, read_meta
+from kernels.collective import canonical
 
 KEY = (*KEY_FIELDS, "strategy", "model")
 # Where each record kind keeps its raw samples, and their unit (lower is better for both).
@@ -49,7 +50,9 @@ class Case:
 
 
 def key_of(rec: Mapping[str, Any]) -> Key:
-    return tuple(rec.get(f) for f in KEY)
+    """The case's identity; the collective by its canonical name, so a baseline recorded as
+    ``allreduce`` matches today's ``all_reduce``."""
+    return tuple(canonical(rec.get(f)) if f == "collective" else rec.get(f) for f in KEY)
 
 
 def describe(key: Key) -> str:

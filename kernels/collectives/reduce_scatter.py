@@ -26,7 +26,9 @@ def _mpi(a: VendorArgs) -> Callable[[], None]:
 def _torch(a: VendorArgs) -> Callable[[], None]:
     import torch.distributed as dist
 
-    return partial(dist.reduce_scatter_tensor, a.recv, a.send, op=a.op, group=a.handle)
+    # reduce_scatter_single (torch >= 2.13) is reduce_scatter_tensor's new name
+    fn = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor
+    return partial(fn, a.recv, a.send, op=a.op, group=a.handle)
 
 
 def _nccl(a: VendorArgs) -> Callable[[], None]:

@@ -7,6 +7,7 @@ from typing import Any
 import pandas as pd
 
 from bench.units import format_size
+from kernels import collective as coll
 from reports.data import ReportData, Run
 from reports.sections import Options, Section, section
 
@@ -59,8 +60,23 @@ def measurement(run: Run) -> dict[str, Any]:
             "summaries": summaries}
 
 
+def collectives(data: ReportData) -> list[dict[str, str]]:
+    """The definitions (size, busbw factor, rounding) of the collectives in these runs, from the
+    registry: stated once, in the collective's own file."""
+    present = set(data.frame["collective"].dropna())
+    out = []
+    for name in coll.names():
+        c = coll.resolve(name)
+        if c.name in present:
+            out.append({"name": c.name, "size_is": c.size_is, "busbw_formula": c.busbw_formula,
+                        "rounding": "down to a multiple of p elements" if c.divides
+                        else "down to whole elements"})
+    return out
+
+
 @section("method")
 def build(data: ReportData, opts: Options) -> Section:
     runs = [{"label": r.label, "path": str(r.path), "env": environment(r),
              "measure": measurement(r)} for r in data.runs]
-    return Section("method", "Method", "method.html.j2", {"runs": runs})
+    return Section("method", "Method", "method.html.j2",
+                   {"runs": runs, "collectives": collectives(data)})

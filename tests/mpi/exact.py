@@ -44,10 +44,11 @@ def main() -> None:
             print(json.dumps({"skipped": str(e)}))
         return
     env = harness.Env(comm, tr, topo, {})
-    failures, checks = [], 0
+    failures, checks, ran = [], 0, []
     for name in coll.names():
         c = coll.resolve(name)
         algs = tuple(algorithm_names(name))
+        ran += [f"{name}/{a}" for a in algs]
         for count in counts(c, p):
             for dtype in spec.dtypes:
                 for op in OPS if c.reduces else ["none"]:
@@ -59,7 +60,7 @@ def main() -> None:
                             failures.append([name, rec["algorithm"], dtype, op, count, rec["wrong"]])
     tr.close()
     if comm.rank == 0:
-        print(json.dumps({"world": p, "checks": checks, "failures": failures}))
+        print(json.dumps({"world": p, "checks": checks, "failures": failures, "algorithms": ran}))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,24 @@
+"""Direct alltoall: every rank sends every other rank its block at once (one step)."""
+
+from __future__ import annotations
+
+from kernels.algorithm import Problem, algorithm
+from kernels.schedule import StepBuilder
+
+
+@algorithm("direct", "alltoall", sent=lambda pr, r: (pr.world - 1) * pr.block)
+def direct(problem: Problem, b: StepBuilder) -> None:
+    """One step: rank r sends input block j to every rank j != r, which receives it into output
+    block r; rank r copies its own input block r to output block r locally.
+
+    Elements sent per rank: (p-1) * n/p, each block in its own message (p-1 sends and p-1
+    receives in flight per rank at once: what NCCL's grouped send/recv does).
+    """
+    p = problem.world
+    inp, out = problem.blocks(0), problem.blocks(problem.count)
+    st = b.step()
+    for r in range(p):
+        b.copy(r, inp[r], out[r], step=st)
+        for j in range(p):
+            if j != r:
+                b.move_to(r, j, inp[j], out[r], reduce=False, step=st)
