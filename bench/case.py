@@ -16,8 +16,10 @@ from dataclasses import dataclass
 
 from bench.scenario import CollectiveScenario
 from bench.units import format_size
-from kernels.collective import resolve
+from kernels.algorithm import VENDOR, VENDOR_INPLACE
+from kernels.collective import Collective, resolve
 from kernels.ops import ITEMSIZE
+from kernels.transports import TRANSPORTS
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,9 +47,9 @@ def groups(scenario: CollectiveScenario, world: int, ranks_per_node: int,
     first. Skipped and merged sizes are appended to ``notes`` (one line each)."""
     for collective in scenario.collectives:
         spec = resolve(collective)
-        algorithms = scenario.algorithms_for(collective)
         for transport, dtype, op in itertools.product(scenario.transports, scenario.dtypes,
                                                       scenario.ops_for(collective)):
+            algorithms = runnable(spec, transport, scenario.algorithms_for(collective), notes)
             seen: dict[int, int] = {}
             for requested in scenario.byte_sizes():
                 count = spec.round_count(requested // ITEMSIZE[dtype], world)
@@ -63,6 +65,22 @@ def groups(scenario: CollectiveScenario, world: int, ranks_per_node: int,
                 seen[count] = requested
                 yield Group(spec.name, transport, world, ranks_per_node, count * ITEMSIZE[dtype],
                             count, dtype, op, algorithms, scenario.root if spec.rooted else 0)
+
+
+def runnable(spec: Collective, transport: str, algorithms: tuple[str, ...],
+             notes: list[str] | None) -> tuple[str, ...]:
+    """``algorithms`` less the vendor calls ``spec`` does not declare for this transport's family
+    (e.g. no MPI in-place reduce_scatter in NCCL's layout), each left out with a note."""
+    family = TRANSPORTS.get(transport).family
+    calls = {VENDOR: spec.vendor, VENDOR_INPLACE: spec.vendor_inplace}
+    out = []
+    for name in algorithms:
+        if name in calls and family not in calls[name]:
+            _note(notes, f"{spec.name} {name} on {transport}: no {family} vendor call declared "
+                         f"(kernels/collectives/{spec.name}.py); left out")
+            continue
+        out.append(name)
+    return tuple(out)
 
 
 def _note(notes: list[str] | None, line: str) -> None:

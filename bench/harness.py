@@ -16,9 +16,11 @@ writes is counted wrong too.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,7 +33,7 @@ from bench.ranks import worst_over_ranks
 from bench.records import SCHEMA_VERSION
 from bench.scenario import Timing
 from bench.stats import summarize
-from kernels.algorithm import Problem, get_algorithm
+from kernels.algorithm import VENDOR, Problem, get_algorithm
 from kernels.bytecount import bytes_sent
 from kernels.collective import Collective, Layout, resolve
 from kernels.ops import HOST_DTYPE, ITEMSIZE, OPS
@@ -72,8 +74,7 @@ def _problem(env: Env, group: Group) -> Problem:
 
 
 def _entry(env: Env, group: Group, spec: Collective, name: str) -> _Entry:
-    separate = get_algorithm(spec.name, name).is_vendor and spec.vendor_separate
-    separate = separate or spec.inplace_at is None
+    separate = not get_algorithm(spec.name, name).in_place or spec.inplace_at is None
     layout = spec.layout(group.count, group.world_size, env.transport.rank, group.root,
                          separate=separate)
     return _Entry(name, layout, not separate)
@@ -81,8 +82,9 @@ def _entry(env: Env, group: Group, spec: Collective, name: str) -> _Entry:
 
 def _compile(env: Env, group: Group, spec: Collective, e: _Entry, buf: Any, scratch: Any) -> None:
     alg, op = get_algorithm(spec.name, e.name), OPS[group.op] if spec.reduces else None
-    if alg.is_vendor:
-        e.plan = env.transport.vendor(spec, buf, e.layout, op, group.root)
+    if alg.is_vendor:  # native_inplace: the same transport code, bound to the in-place calls
+        calls = spec if alg.name == VENDOR else dataclasses.replace(spec, vendor=spec.vendor_inplace)
+        e.plan = env.transport.vendor(calls, buf, e.layout, op, group.root)
         return
     item = ITEMSIZE[group.dtype]
     sched = alg.schedule(_problem(env, group), env.transport.rank)
@@ -155,42 +157,67 @@ def time_plans(env: Env, timing: Timing, plans: Sequence[Plan],
     return samples
 
 
-def measure(env: Env, group: Group, timing: Timing, check: bool) -> list[dict[str, Any]]:
-    """Measure every algorithm of ``group``; records on rank 0, ``[]`` on other ranks."""
+@dataclass
+class _Bound:
+    """A group's algorithms compiled on one workspace (and scratch), with this rank's input."""
+
+    spec: Collective
+    entries: list[_Entry]
+    buf: Any
+    host_in: np.ndarray | None
+
+
+@contextlib.contextmanager
+def _bound(env: Env, group: Group) -> Iterator[_Bound]:
     tr, rank = env.transport, env.transport.rank
     spec = resolve(group.collective)
     entries = [_entry(env, group, spec, a) for a in group.algorithms]
     scheduled = [e for e in entries if not get_algorithm(spec.name, e.name).is_vendor]
-    mem_before = devicestats.memory_of(tr)  # None on host transports
     buf = tr.allocate(max(e.layout.space for e in entries), group.dtype)
     # Reducing receives land in scratch at the same offsets: a schedule-sized buffer, only when
     # some schedule reduces.
     scratch = (tr.allocate(max(e.layout.space for e in scheduled), group.dtype)
                if spec.reduces and scheduled else None)
-    host_dtype = HOST_DTYPE[group.dtype]
     host_in = data.collective_input(spec, group.count, group.world_size, rank, group.root,
-                                    group.op, host_dtype)
+                                    group.op, HOST_DTYPE[group.dtype])
     try:
         for e in entries:
             _compile(env, group, spec, e, buf, scratch)
+        yield _Bound(spec, entries, buf, host_in)
+    finally:
+        for e in entries:
+            if e.plan is not None:
+                e.plan.close()
+
+
+def measure(env: Env, group: Group, timing: Timing, check: bool) -> list[dict[str, Any]]:
+    """Measure every algorithm of ``group``; records on rank 0, ``[]`` on other ranks."""
+    tr = env.transport
+    mem_before = devicestats.memory_of(tr)  # None on host transports
+    with _bound(env, group) as b:
         mem_compiled = devicestats.memory_of(tr)
-        _prepare(tr, buf, entries[0].layout, host_in, host_dtype)
-        device = [[] for _ in entries] if devicestats.has_clock(tr) else None
-        plans = [e.plan for e in entries if e.plan is not None]
-        for i, (e, samples) in enumerate(zip(entries, time_plans(env, timing, plans, device))):
+        _prepare(tr, b.buf, b.entries[0].layout, b.host_in, HOST_DTYPE[group.dtype])
+        device = [[] for _ in b.entries] if devicestats.has_clock(tr) else None
+        plans = [e.plan for e in b.entries if e.plan is not None]
+        for i, (e, samples) in enumerate(zip(b.entries, time_plans(env, timing, plans, device))):
             e.samples = samples
             e.device_samples = device[i] if device else None
         mem_after = devicestats.memory_of(tr)
         memory = (devicestats.memory_fields(mem_before, mem_compiled, mem_after)
                   if mem_before and mem_compiled and mem_after else None)
         with np.errstate(all="ignore"):
-            wrong = [_check(env, group, spec, e, buf, host_in) if check else None
-                     for e in entries]
-        return _records(env, group, spec, timing, entries, wrong, memory)
-    finally:
-        for e in entries:
-            if e.plan is not None:
-                e.plan.close()
+            wrong = [_check(env, group, b.spec, e, b.buf, b.host_in) if check else None
+                     for e in b.entries]
+        return _records(env, group, b.spec, timing, b.entries, wrong, memory)
+
+
+def check_group(env: Env, group: Group) -> dict[str, int]:
+    """Correctness only, no clock: each algorithm of ``group`` once on fresh input; its wrong
+    elements summed over ranks (the same preparation and check as :func:`measure`)."""
+    with _bound(env, group) as b, np.errstate(all="ignore"):
+        wrong = [_check(env, group, b.spec, e, b.buf, b.host_in) for e in b.entries]
+    total = env.control.allreduce(np.array(wrong, dtype=np.int64), op=MPI.SUM)
+    return {e.name: int(w) for e, w in zip(b.entries, total)}
 
 
 def _check(env: Env, group: Group, spec: Collective, e: _Entry, buf: Any,

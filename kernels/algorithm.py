@@ -19,6 +19,7 @@ from kernels.schedule import Range, Schedule, StepBuilder
 from kernels.topology import Topology
 
 VENDOR = "native"
+VENDOR_INPLACE = "native_inplace"
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +92,7 @@ class Algorithm:
     summary: str
     doc: str = ""
     sent: SentFn | None = None  # the docstring's closed form for elements sent per rank (tested)
+    in_place: bool = True  # vendor calls: on the in-place layout (native_inplace) or not (native)
 
     @property
     def is_vendor(self) -> bool:
@@ -134,17 +136,23 @@ def algorithm(name: str, collective: str = "all_reduce",
     return deco
 
 
-def vendor_of(c: Collective) -> Algorithm:
+def vendor_of(c: Collective) -> list[Algorithm]:
+    """``native`` (and ``native_inplace`` where the collective declares an in-place call)."""
     calls = ", ".join(sorted(c.vendor))
     where = "separate send/receive buffers" if c.vendor_separate else "in place"
-    return Algorithm(VENDOR, c.name, None, f"the transport's vendor {c.name} ({where}; {calls})")
+    out = [Algorithm(VENDOR, c.name, None, f"the transport's vendor {c.name} ({where}; {calls})",
+                     in_place=not c.vendor_separate)]
+    if c.vendor_inplace:
+        out.append(Algorithm(VENDOR_INPLACE, c.name, None,
+                             f"the vendor {c.name} in place ({', '.join(sorted(c.vendor_inplace))})"))
+    return out
 
 
 def algorithms_of(collective: str) -> list[Algorithm]:
-    """``native`` first, then the collective's algorithms in registration order."""
+    """The vendor calls first, then the collective's algorithms in registration order."""
     c = coll.resolve(collective)
     own = [ALGORITHMS.get(k) for k in ALGORITHMS.names() if k.startswith(c.name + "/")]
-    return [vendor_of(c), *own]
+    return [*vendor_of(c), *own]
 
 
 def algorithm_names(collective: str) -> list[str]:

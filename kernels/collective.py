@@ -107,6 +107,9 @@ class Collective:
     has_output: Callable[[int, int], bool] = lambda rank, root: True
     vendor: Mapping[str, VendorCall] = field(default_factory=dict)  # transport family -> call
     vendor_separate: bool = True  # native on separate send/receive buffers (else in place)
+    # ``native_inplace``: the vendor call on the in-place layout (nccl-tests' in-place column),
+    # for the families whose in-place convention is this layout
+    vendor_inplace: Mapping[str, VendorCall] = field(default_factory=dict)
 
     def round_count(self, n: int, p: int) -> int:
         """Elements actually measured for a requested ``n``: whole blocks of p when divided."""

@@ -1,5 +1,5 @@
-"""GPU-marked tests: exact AllReduce results on device buffers under each device transport that
-can run on this machine, and the device pieces checked against their CPU references. They skip,
+"""GPU-marked tests: exact results of every collective on device buffers under each device
+transport that can run on this machine, and the device pieces checked against their CPU references. They skip,
 saying why, without CuPy or a CUDA device (CI never has one). Not yet run on a GPU: no GPU was
 available to the session that wrote them; scripts/gpu-check.sh runs them where one is."""
 
@@ -13,10 +13,10 @@ import sys
 import numpy as np
 import pytest
 
-from kernels.algorithm import ALGORITHMS
 from kernels.transports.gpu import probe_cupy
-from kernels.transports.gpu_plan import DEVICE_DTYPES, bf16_reduce_into, f32_to_bf16_bits
+from kernels.transports.gpu_plan import bf16_reduce_into, f32_to_bf16_bits
 from tests.conftest import ROOT, clean_env, run_mpi
+from tests.test_mpi_exact import expected_checks
 
 pytestmark = pytest.mark.gpu
 
@@ -65,8 +65,7 @@ def test_every_algorithm_dtype_op_is_exact_on_device(transport: str, p: int) -> 
     if "skipped" in out:
         pytest.skip(f"{transport}: {out['skipped']}")
     assert out["failures"] == []
-    algorithms = len(ALGORITHMS.names())  # native included
-    assert out["checks"] == len({1, max(1, p - 1), p + 1, 100_003}) * len(DEVICE_DTYPES) * 4 * algorithms
+    assert out["checks"] == expected_checks(p, transport)
 
 
 @pytest.mark.parametrize("op", ["sum", "prod", "max", "min"])

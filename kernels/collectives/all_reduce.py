@@ -38,6 +38,25 @@ def _nccl(a: VendorArgs) -> Callable[[], None]:
                    h.stream)
 
 
+
+def _mpi_inplace(a: VendorArgs) -> Callable[[], None]:
+    from mpi4py import MPI
+
+    return partial(a.handle.Allreduce, MPI.IN_PLACE, a.recv, a.op)
+
+
+def _torch_inplace(a: VendorArgs) -> Callable[[], None]:
+    import torch.distributed as dist
+
+    return partial(dist.all_reduce, a.recv, op=a.op, group=a.handle)
+
+
+def _nccl_inplace(a: VendorArgs) -> Callable[[], None]:
+    h = a.handle
+    return partial(h.comm.allReduce, a.recv.data.ptr, a.recv.data.ptr, a.recv.size, h.dtype, a.op,
+                   h.stream)
+
+
 register(Collective(
     name="all_reduce", order=0, summary="every rank gets the reduction of all ranks' buffers",
     aliases=("allreduce",), reduces=True, rooted=False, divides=False,
@@ -45,4 +64,5 @@ register(Collective(
     size_is="the buffer (n elements per rank, in and out)",
     in_count=lambda n, p: n, out_count=lambda n, p: n, inplace_at=lambda n, p, r: (0, 0),
     result=_result, vendor={"mpi": _mpi, "torch": _torch, "nccl": _nccl},
+    vendor_inplace={"mpi": _mpi_inplace, "torch": _torch_inplace, "nccl": _nccl_inplace},
 ))

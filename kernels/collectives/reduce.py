@@ -42,6 +42,27 @@ def _nccl(a: VendorArgs) -> Callable[[], None]:
                    h.stream)
 
 
+
+def _mpi_inplace(a: VendorArgs) -> Callable[[], None]:
+    from mpi4py import MPI
+
+    if a.recv is not None:  # the root reduces into its own buffer
+        return partial(a.handle.Reduce, MPI.IN_PLACE, a.recv, a.op, a.root)
+    return partial(a.handle.Reduce, a.send, None, a.op, a.root)
+
+
+def _torch_inplace(a: VendorArgs) -> Callable[[], None]:
+    import torch.distributed as dist
+
+    return partial(dist.reduce, a.send, a.root, op=a.op, group=a.handle)
+
+
+def _nccl_inplace(a: VendorArgs) -> Callable[[], None]:
+    h = a.handle
+    return partial(h.comm.reduce, a.send.data.ptr, a.send.data.ptr, a.send.size, h.dtype, a.op,
+                   a.root, h.stream)
+
+
 register(Collective(
     name="reduce", order=4, summary="the root gets the reduction of all ranks' buffers",
     aliases=(), reduces=True, rooted=True, divides=False,
@@ -50,4 +71,5 @@ register(Collective(
     in_count=lambda n, p: n, out_count=lambda n, p: n, inplace_at=lambda n, p, r: (0, 0),
     result=_result, has_output=lambda rank, root: rank == root,
     vendor={"mpi": _mpi, "torch": _torch, "nccl": _nccl},
+    vendor_inplace={"mpi": _mpi_inplace, "torch": _torch_inplace, "nccl": _nccl_inplace},
 ))

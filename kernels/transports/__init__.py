@@ -21,6 +21,7 @@ class TransportSpec:
     module: str  # imported on first use
     factory: str  # attribute of module: Callable[[MPI.Comm], Transport]
     summary: str
+    family: str  # whose vendor calls it runs (a collective declares one per family)
     dtypes: tuple[str, ...] = tuple(DTYPES)  # element types it can run (checked at load time)
     device: bool = False  # buffers live on a GPU: self-launch defaults to one rank per GPU
 
@@ -35,20 +36,21 @@ class TransportSpec:
 
 TRANSPORTS: Registry[TransportSpec] = Registry("transport")
 TRANSPORTS.add("mpi", TransportSpec("mpi", "kernels.transports.mpi", "MpiTransport",
-                                    "mpi4py point-to-point on host (numpy) buffers"))
+                                    "mpi4py point-to-point on host (numpy) buffers", "mpi"))
 TRANSPORTS.add("torch", TransportSpec("torch", "kernels.transports.torch_p2p", "from_mpi",
-                                      "torch.distributed batch_isend_irecv (gloo on CPU, NCCL on GPU)"))
+                                      "torch.distributed batch_isend_irecv (gloo on CPU, NCCL on GPU)",
+                                      "torch"))
 TRANSPORTS.add("nccl", TransportSpec("nccl", "kernels.transports.nccl", "from_mpi",
                                      "CuPy + NCCL send/recv in group calls, one rank per GPU",
-                                     DEVICE_DTYPES, device=True))
+                                     "nccl", DEVICE_DTYPES, device=True))
 TRANSPORTS.add("nccl-graph", TransportSpec("nccl-graph", "kernels.transports.nccl", "graph_from_mpi",
                                            "as nccl, each plan captured once as a CUDA graph (-G)",
-                                           DEVICE_DTYPES, device=True))
+                                           "nccl", DEVICE_DTYPES, device=True))
 TRANSPORTS.add("mpi-cupy", TransportSpec("mpi-cupy", "kernels.transports.mpi_cupy", "from_mpi",
                                          "mpi4py on CuPy buffers (CUDA-aware, or pinned staging)",
-                                         DEVICE_DTYPES, device=True))
+                                         "mpi", DEVICE_DTYPES, device=True))
 TRANSPORTS.add("cuda-ipc", TransportSpec("cuda-ipc", "kernels.transports.cuda_ipc", "from_mpi",
                                          "device-to-device pulls through CUDA IPC handles, one node",
-                                         DEVICE_DTYPES, device=True))
+                                         "mpi", DEVICE_DTYPES, device=True))
 
 __all__ = ["TRANSPORTS", "Transport", "TransportSpec", "TransportUnavailable"]

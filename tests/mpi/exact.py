@@ -1,8 +1,8 @@
 """Run under mpiexec: every collective x algorithm (native included) x dtype x op x awkward count
-on one transport, through the harness itself (``exact.py TRANSPORT [RANKS_PER_NODE]``; every dtype
-the transport declares). Rank 0 prints one JSON line: the checks made and the failures (wrong
-elements summed over ranks), or ``{"skipped": reason}`` when the transport cannot run here (a
-device transport without a GPU)."""
+on one transport, through the harness's own preparation and check, no clock
+(``exact.py TRANSPORT [RANKS_PER_NODE]``; every dtype the transport declares). Rank 0 prints one
+JSON line: the checks made and the failures (wrong elements summed over ranks), or
+``{"skipped": reason}`` when the transport cannot run here (a device transport without a GPU)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,7 @@ import sys
 from mpi4py import MPI
 
 from bench import harness
-from bench.case import Group
-from bench.scenario import Timing
+from bench.case import Group, runnable
 from kernels import collective as coll
 from kernels.algorithm import algorithm_names
 from kernels.ops import ITEMSIZE, OPS
@@ -21,7 +20,6 @@ from kernels.topology import Topology
 from kernels.transports import TRANSPORTS, TransportUnavailable
 
 LARGE_PRIME = 100_003
-ONE_SHOT = Timing(warmup=0, iters=1, repetitions=1)
 
 
 def counts(spec: coll.Collective, p: int) -> list[int]:
@@ -47,17 +45,17 @@ def main() -> None:
     failures, checks, ran = [], 0, []
     for name in coll.names():
         c = coll.resolve(name)
-        algs = tuple(algorithm_names(name))
+        algs = runnable(c, transport_name, tuple(algorithm_names(name)), None)
         ran += [f"{name}/{a}" for a in algs]
         for count in counts(c, p):
             for dtype in spec.dtypes:
                 for op in OPS if c.reduces else ["none"]:
                     g = Group(name, transport_name, p, rpn or p, count * ITEMSIZE[dtype], count,
                               dtype, op, algs, p - 1 if c.rooted else 0)
-                    for rec in harness.measure(env, g, ONE_SHOT, check=True):
+                    for alg, wrong in harness.check_group(env, g).items():
                         checks += 1
-                        if rec["wrong"]:
-                            failures.append([name, rec["algorithm"], dtype, op, count, rec["wrong"]])
+                        if wrong:
+                            failures.append([name, alg, dtype, op, count, wrong])
     tr.close()
     if comm.rank == 0:
         print(json.dumps({"world": p, "checks": checks, "failures": failures, "algorithms": ran}))

@@ -1,4 +1,4 @@
-"""Bruck alltoall: ceil(log2 p) steps of packed blocks (any p), for small messages."""
+"""Bruck alltoall: ceil(log2 p) messages of packed blocks per rank (any p), for small messages."""
 
 from __future__ import annotations
 
@@ -23,22 +23,21 @@ def _copy_blocks(b: StepBuilder, rank: int, pairs: list[tuple[int, int]], c: int
         b.copy(rank, Range(s, s + size), Range(t, t + size), step=st)
 
 
-def _sent(problem: Problem, rank: int) -> int:
-    return problem.block * sum(j.bit_count() for j in range(problem.world))
-
-
-@algorithm("bruck", "alltoall", sent=_sent)
+@algorithm("bruck", "alltoall",
+           sent=lambda pr, r: pr.block * sum(j.bit_count() for j in range(pr.world)))
 def bruck(problem: Problem, b: StepBuilder) -> None:
-    """One local step, then ceil(log2 p) steps; in the step of distance d = 1, 2, 4, ..., rank r
-    sends every slot j with bit d set, packed in one message, to rank r + d.
+    """At distances d = 1, 2, 4, ... (ceil(log2 p) of them) rank r sends to rank r + d, in one
+    message, every slot j with bit d set; each message is packed by a local step before it.
 
-    Slot j of rank r starts as input block r + j (data for rank r + j) and ends holding rank
-    r - j's block for r; it lives all along in output block r - j (mod p), its final place, so no
-    inverse rotation is needed. The local step copies the input there (block r is the rank's own)
-    and packs the first message into the input region, now scratch. Each step sends the packed
-    slots from input blocks [0, m) and receives the peer's into blocks [p - m, p) (m <= p/2 slots),
-    then its copies unpack them to their homes and pack the next message. Elements sent per rank:
-    n/p * sum of popcount(j) for j < p (about n/2 * log2 p), in ceil(log2 p) messages.
+    Slot j of rank r starts as input block r + j (for rank r + j) and ends holding rank r - j's
+    block for r. Its home is output block r - j (mod p), its final place, so Bruck's inverse
+    rotation is not needed. The first (local) step copies every slot home (block r is the own
+    block); before each message a local step packs its m <= p/2 slots into input blocks [0, m),
+    the input region being scratch by then; the message lands in the peer's input blocks
+    [p - m, p) and that step's copies unpack it home. Steps: 2*ceil(log2 p) (half of them local
+    only; one at p = 1): a copy may not write what its step sends, and a pack merged into the
+    previous message's step would need a third staging area that the workspace lacks. Elements
+    sent per rank: n/p * sum of popcount(j) for j < p, about n/2 * log2 p.
     """
     p, c, n = problem.world, problem.block, problem.count
     dists = [1 << k for k in range((p - 1).bit_length())]
@@ -46,21 +45,16 @@ def bruck(problem: Problem, b: StepBuilder) -> None:
     def home(r: int, j: int) -> int:
         return n + (r - j) % p * c
 
-    def pack(r: int, d: int, st: int) -> None:
-        _copy_blocks(b, r, [(home(r, j), i * c) for i, j in enumerate(_moving(p, d))], c, st)
-
     st = b.step()
     for r in range(p):
         _copy_blocks(b, r, [((r + j) % p * c, home(r, j)) for j in range(p)], c, st)
-        if dists:
-            pack(r, dists[0], st)
-    for k, d in enumerate(dists):
-        st, slots = b.step(), _moving(p, d)
+    for i, d in enumerate(dists):
+        slots = _moving(p, d)
         m = len(slots)
+        pack = st if i == 0 else b.step()
+        st = b.step()
         for r in range(p):
+            _copy_blocks(b, r, [(home(r, j), s * c) for s, j in enumerate(slots)], c, pack)
             b.move_to(r, (r + d) % p, Range(0, m * c), Range((p - m) * c, p * c), reduce=False,
                       step=st)
-        for r in range(p):
-            _copy_blocks(b, r, [((p - m + i) * c, home(r, j)) for i, j in enumerate(slots)], c, st)
-            if k + 1 < len(dists):
-                pack(r, dists[k + 1], st)
+            _copy_blocks(b, r, [((p - m + s) * c, home(r, j)) for s, j in enumerate(slots)], c, st)

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from kernels.algorithm import Problem, algorithm
+from kernels.phases import node_order
 from kernels.schedule import Range, StepBuilder
 
 
 def rooted_order(problem: Problem) -> list[int]:
     """Ranks node by node, rotated so the root comes first: position v is virtual rank v."""
-    order = [r for node in problem.topology.nodes() for r in node]
+    order = node_order(problem.topology)
     i = order.index(problem.root)
     return order[i:] + order[:i]
 
