@@ -26,7 +26,9 @@ def _copy_blocks(b: StepBuilder, rank: int, pairs: list[tuple[int, int]], c: int
 @algorithm("bruck", "alltoall",
            sent=lambda pr, r: pr.block * sum(j.bit_count() for j in range(pr.world)))
 def bruck(problem: Problem, b: StepBuilder) -> None:
-    """At distances d = 1, 2, 4, ... (ceil(log2 p) of them) rank r sends to rank r + d, in one
+    """Bruck: ceil(log2 p) packed messages per rank, at distances 1, 2, 4, ...
+
+    At distances d = 1, 2, 4, ... (ceil(log2 p) of them) rank r sends to rank r + d, in one
     message, every slot j with bit d set; each message is packed by a local step before it.
 
     Slot j of rank r starts as input block r + j (for rank r + j) and ends holding rank r - j's

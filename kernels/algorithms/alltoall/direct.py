@@ -8,7 +8,9 @@ from kernels.schedule import StepBuilder
 
 @algorithm("direct", "alltoall", sent=lambda pr, r: (pr.world - 1) * pr.block)
 def direct(problem: Problem, b: StepBuilder) -> None:
-    """One step: rank r sends input block j to every rank j != r, which receives it into output
+    """Everything at once: every rank sends every other rank its block in one step.
+
+    One step: rank r sends input block j to every rank j != r, which receives it into output
     block r; rank r copies its own input block r to output block r locally.
 
     Elements sent per rank: (p-1) * n/p, each block in its own message (p-1 sends and p-1

@@ -8,7 +8,9 @@ from kernels.schedule import StepBuilder
 
 @algorithm("pairwise", "alltoall", sent=lambda pr, r: (pr.world - 1) * pr.block)
 def pairwise(problem: Problem, b: StepBuilder) -> None:
-    """p-1 steps (one at p = 1); in step k = 1..p-1 rank r sends input block r+k to rank r+k,
+    """Pairwise exchange: in step k rank r sends to r+k and receives from r-k.
+
+    p-1 steps (one at p = 1); in step k = 1..p-1 rank r sends input block r+k to rank r+k,
     which receives it into output block r, and receives rank r-k's block into output block r-k
     (mod p). The first step also copies input block r to output block r locally.
 

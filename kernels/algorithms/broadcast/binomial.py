@@ -24,7 +24,9 @@ def children(v: int, p: int) -> int:
 @algorithm("binomial", "broadcast",
            sent=lambda pr, r: pr.count * children(rooted_order(pr).index(r), pr.world))
 def binomial(problem: Problem, b: StepBuilder) -> None:
-    """ceil(log2 p) steps; in the step of distance d (halving from the largest power of two below
+    """Binomial tree from the root: the ranks holding the data double each step.
+
+    ceil(log2 p) steps; in the step of distance d (halving from the largest power of two below
     p to 1), every virtual rank v that is a multiple of 2d sends the whole buffer to v + d.
 
     Elements sent per rank: n per child, i.e. n * #{d = 2^k < lowbit(v) : v + d < p} (the root:

@@ -25,7 +25,9 @@ def _sent(problem: Problem, rank: int) -> int:
 
 @algorithm("chain", "broadcast", sent=_sent)
 def chain(problem: Problem, b: StepBuilder) -> None:
-    """k + p - 2 steps over k = clamp(n bytes / 512 KiB, 1, 64) chunks; in step t, chain position
+    """Pipelined chain: chunks flow down the ranks from the root, one hop per step.
+
+    k + p - 2 steps over k = clamp(n bytes / 512 KiB, 1, 64) chunks; in step t, chain position
     i passes chunk t - i (if 0 <= t - i < k) to position i + 1.
 
     The chain is the ranks node by node starting at the root (rank order from the root when nodes

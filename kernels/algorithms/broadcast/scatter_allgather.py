@@ -24,7 +24,9 @@ def _sent(problem: Problem, rank: int) -> int:
 
 @algorithm("scatter_allgather", "broadcast", sent=_sent)
 def scatter_allgather(problem: Problem, b: StepBuilder) -> None:
-    """Binomial scatter of p near-equal chunks (virtual rank v gets chunk v) in ceil(log2 p)
+    """Van de Geijn: binomial scatter of p chunks, then a ring all_gather of them.
+
+    Binomial scatter of p near-equal chunks (virtual rank v gets chunk v) in ceil(log2 p)
     steps, then a ring all_gather of the chunks in p - 1 steps.
 
     Scatter: in the step of distance d (halving from the largest power of two below p), each v

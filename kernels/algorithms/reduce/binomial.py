@@ -9,7 +9,9 @@ from kernels.schedule import Range, StepBuilder
 
 @algorithm("binomial", "reduce", sent=lambda pr, r: 0 if r == pr.root else pr.count)
 def binomial(problem: Problem, b: StepBuilder) -> None:
-    """ceil(log2 p) steps; in the step of distance d (1, 2, 4, ...), every virtual rank v with
+    """Binomial tree to the root: subtrees' sums travel distance 1, 2, 4, ...
+
+    ceil(log2 p) steps; in the step of distance d (1, 2, 4, ...), every virtual rank v with
     v mod 2d = d sends its buffer, already holding its subtree's sum, to v - d, which reduces it in.
 
     Elements sent per rank: n, except the root, which sends nothing; the root receives

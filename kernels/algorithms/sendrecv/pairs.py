@@ -8,7 +8,9 @@ from kernels.schedule import Range, StepBuilder
 
 @algorithm("pairs", "sendrecv", sent=lambda pr, r: pr.count if pr.world > 1 else 0)
 def pairs(problem: Problem, b: StepBuilder) -> None:
-    """Even ranks send their buffer to r+1 in the first step, odd ranks in the second, so every
+    """The ring shift one direction at a time per link (unidirectional bandwidth): 2 or 3 steps.
+
+    Even ranks send their buffer to r+1 in the first step, odd ranks in the second, so every
     rank only sends or only receives in each step and each link carries one direction at a time.
 
     Odd p: rank p-1 is even and so is its receiver, rank 0, which an odd cycle always forces:

@@ -8,7 +8,9 @@ from kernels.schedule import Range, StepBuilder
 
 @algorithm("ring", "sendrecv", sent=lambda pr, r: pr.count if pr.world > 1 else 0)
 def ring(problem: Problem, b: StepBuilder) -> None:
-    """One step: rank r sends its input [0, n) to rank r+1, which receives it into its output
+    """Ring shift in one step: every rank sends to r+1 and receives from r-1 at once.
+
+    One step: rank r sends its input [0, n) to rank r+1, which receives it into its output
     [n, 2n); at p = 1 the rank copies its input to its output locally.
 
     Elements sent per rank: n (0 at p = 1). Every rank sends and receives at once, so links that
