@@ -39,8 +39,19 @@ from kernels.collective import Collective, Layout, resolve
 from kernels.ops import HOST_DTYPE, ITEMSIZE, OPS
 from kernels.topology import Topology
 from kernels.transports.base import Plan, Transport, views
+from kernels.transports.hostmem import hugepage_bytes
 
 TIMER = "time.perf_counter_ns around each iteration, after a barrier; max over ranks per iteration"
+
+
+def osu_statistic(comm: MPI.Comm, samples: Sequence[float]) -> dict[str, float] | None:
+    """OSU's latency from the same iterations: each rank's mean over its timed iterations, then
+    the average, min and max over ranks (``osu_allreduce``'s Avg/Min/Max columns); on rank 0."""
+    means = comm.gather(float(np.mean(samples)) if len(samples) else float("nan"), root=0)
+    if means is None:
+        return None
+    return {"time_us_osu_avg": float(np.mean(means)), "time_us_osu_min": float(np.min(means)),
+            "time_us_osu_max": float(np.max(means))}
 
 
 @dataclass(frozen=True)
@@ -193,9 +204,11 @@ def _bound(env: Env, group: Group) -> Iterator[_Bound]:
 def measure(env: Env, group: Group, timing: Timing, check: bool) -> list[dict[str, Any]]:
     """Measure every algorithm of ``group``; records on rank 0, ``[]`` on other ranks."""
     tr = env.transport
+    timing = timing.for_size(group.nbytes)
     mem_before = devicestats.memory_of(tr)  # None on host transports
     with _bound(env, group) as b:
         mem_compiled = devicestats.memory_of(tr)
+        pages = hugepage_bytes(b.buf) if isinstance(b.buf, np.ndarray) else None
         _prepare(tr, b.buf, b.entries[0].layout, b.host_in, HOST_DTYPE[group.dtype])
         device = [[] for _ in b.entries] if devicestats.has_clock(tr) else None
         plans = [e.plan for e in b.entries if e.plan is not None]
@@ -208,7 +221,10 @@ def measure(env: Env, group: Group, timing: Timing, check: bool) -> list[dict[st
         with np.errstate(all="ignore"):
             wrong = [_check(env, group, b.spec, e, b.buf, b.host_in) if check else None
                      for e in b.entries]
-        return _records(env, group, b.spec, timing, b.entries, wrong, memory)
+        recs = _records(env, group, b.spec, timing, b.entries, wrong, memory)
+        for rec in recs:  # what the kernel gave rank 0's workspace (host transports)
+            rec["hugepage_bytes"] = pages
+        return recs
 
 
 def check_group(env: Env, group: Group) -> dict[str, int]:
@@ -240,15 +256,16 @@ def _records(env: Env, group: Group, spec: Collective, timing: Timing, entries: 
     out = []
     for e, w in zip(entries, wrong):
         worst = worst_over_ranks(ctl, e.samples)
+        osu = osu_statistic(ctl, e.samples)
         total_wrong = ctl.reduce(w, op=MPI.SUM, root=0) if w is not None else None
         sent = ctl.reduce(e.bytes_sent, op=MPI.MAX, root=0) if e.bytes_sent is not None else None
         inter = ctl.reduce(e.bytes_inter, op=MPI.MAX, root=0) if e.bytes_inter is not None else None
         device = devicestats.record_fields(ctl, e.device_samples, memory)
         if ctl.rank != 0:
             continue
-        assert worst is not None
+        assert worst is not None and osu is not None
         s = summarize(worst)
-        t = s.median / 1e6
+        t = (osu["time_us_osu_avg"] if timing.style == "osu" else s.median) / 1e6
         out.append({
             "schema_version": SCHEMA_VERSION, "kind": "collective",
             "status": "wrong" if total_wrong else "ok",
@@ -259,7 +276,7 @@ def _records(env: Env, group: Group, spec: Collective, timing: Timing, entries: 
             "root": group.root if spec.rooted else None,
             "in_place": e.in_place,
             "iters": s.n, "warmup": timing.warmup, "repetitions": timing.repetitions,
-            **s.as_dict("time_us_"),
+            **s.as_dict("time_us_"), **osu, "timing_style": timing.style,
             "algbw_gbps": metrics.algbw_gbps(group.nbytes, t),
             "busbw_gbps": metrics.busbw_gbps(spec.name, group.world_size, group.nbytes, t),
             "wrong": total_wrong,

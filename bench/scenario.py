@@ -57,7 +57,17 @@ class SizeSweep(Frozen):
         return size_range(self.min, self.max, self.factor)
 
 
+OSU_LARGE = 8192  # OSU's LARGE_MESSAGE_SIZE: fewer iterations above it
+OSU_ITERS = {"small": (100, 1000), "large": (10, 100)}  # (warm-up, timed) per OSU's collectives
+
+
 class Timing(Frozen):
+    """How a case is timed. ``style: osu`` reports OSU's statistic (each rank's mean over the
+    timed loop, averaged over ranks) as the headline and, unless ``iters``/``warmup`` are set,
+    takes OSU's iteration counts; the default statistic (median of the per-iteration max over
+    ranks) is recorded either way, and so is OSU's."""
+
+    style: Literal["commbench", "osu"] = "commbench"
     warmup: Annotated[int, Field(ge=0)] = 3
     iters: PositiveInt | None = None  # explicit override of the time budget
     time_budget_ms: Annotated[float, Field(gt=0)] = 100.0  # timed iterations per case, all reps
@@ -70,6 +80,16 @@ class Timing(Frozen):
         if self.max_iters < self.min_iters:
             raise ValueError("max_iters is below min_iters")
         return self
+
+    def for_size(self, nbytes: int) -> Timing:
+        """The timing of one size: OSU's iteration counts in ``style: osu`` where the scenario
+        does not fix them (one block per algorithm, as OSU runs one loop)."""
+        if self.style != "osu" or "iters" in self.model_fields_set:
+            return self
+        warm, iters = OSU_ITERS["large" if nbytes > OSU_LARGE else "small"]
+        if "warmup" in self.model_fields_set:
+            warm = self.warmup
+        return self.model_copy(update={"iters": iters, "warmup": warm, "repetitions": 1})
 
 
 def _names(kind: str, valid: list[str]) -> Any:
@@ -124,6 +144,8 @@ class CollectiveScenario(Frozen):
     dtypes: Annotated[list[str], Field(min_length=1)] = Field(default=["float32"])
     ops: Annotated[list[str], Field(min_length=1)] | None = None  # default [sum]
     timing: Timing = Timing()
+    hugepages: Literal["off", "on", "auto"] = "off"  # host buffers (mpi): see transports/hostmem.py
+    thread_level: Literal["single", "funneled", "serialized", "multiple"] = "funneled"
     check: bool = True
     case_timeout_s: Annotated[float, Field(gt=0)] = 300.0
 

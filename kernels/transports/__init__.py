@@ -24,19 +24,22 @@ class TransportSpec:
     family: str  # whose vendor calls it runs (a collective declares one per family)
     dtypes: tuple[str, ...] = tuple(DTYPES)  # element types it can run (checked at load time)
     device: bool = False  # buffers live on a GPU: self-launch defaults to one rank per GPU
+    options: tuple[str, ...] = ()  # scenario settings its factory takes (e.g. hugepages)
 
-    def create(self, comm: Any) -> Transport:
+    def create(self, comm: Any, **settings: Any) -> Transport:
+        """The transport on ``comm``; of ``settings`` it gets the ones it declares."""
         try:
             mod = importlib.import_module(self.module)
         except ImportError as e:
             raise TransportUnavailable(f"transport {self.name}: cannot import {e.name}") from e
-        make: Callable[[Any], Transport] = getattr(mod, self.factory)
-        return make(comm)
+        make: Callable[..., Transport] = getattr(mod, self.factory)
+        return make(comm, **{k: v for k, v in settings.items() if k in self.options})
 
 
 TRANSPORTS: Registry[TransportSpec] = Registry("transport")
 TRANSPORTS.add("mpi", TransportSpec("mpi", "kernels.transports.mpi", "MpiTransport",
-                                    "mpi4py point-to-point on host (numpy) buffers", "mpi"))
+                                    "mpi4py point-to-point on host (numpy) buffers", "mpi",
+                                    options=("hugepages",)))
 TRANSPORTS.add("torch", TransportSpec("torch", "kernels.transports.torch_p2p", "from_mpi",
                                       "torch.distributed batch_isend_irecv (gloo on CPU, NCCL on GPU)",
                                       "torch"))

@@ -82,18 +82,23 @@ class VendorPlan:
 
 
 class MpiTransport:
-    """Host (numpy) buffers over an mpi4py communicator of its own (a Dup of the one given)."""
+    """Host (numpy) buffers over an mpi4py communicator of its own (a Dup of the one given);
+    buffers page-aligned with transparent huge pages ``off``/``on``/``auto`` (see
+    :mod:`kernels.transports.hostmem`)."""
 
     name = "mpi"
     family = "mpi"
 
-    def __init__(self, comm: MPI.Comm) -> None:
+    def __init__(self, comm: MPI.Comm, hugepages: str = "off") -> None:
         self.comm = comm.Dup()
         self.rank = self.comm.rank
         self.size = self.comm.size
+        self.hugepages = hugepages
 
     def allocate(self, count: int, dtype: str) -> np.ndarray:
-        return np.zeros(count, dtype=dtype)
+        from kernels.transports.hostmem import allocate
+
+        return allocate(count, dtype, self.hugepages)
 
     def upload(self, buf: np.ndarray, host: np.ndarray) -> None:
         np.copyto(buf, host)
