@@ -11,6 +11,8 @@ from pathlib import Path
 from bench.commands import register
 from bench.importers import IMPORTERS, MODULES, Options, ParseError
 from bench.importers.common import write_import
+from bench.importers.detect import canonical
+from kernels.collective import names
 
 
 def _names() -> list[str]:
@@ -25,34 +27,50 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, default=None,
                    help="run directory to create (default: runs/<time>-<tool>)")
     p.add_argument("--world-size", type=int, default=None,
-                   help="ranks that ran (required for OSU, which does not print it)")
+                   help="ranks that ran (required for OSU, which does not print it; for "
+                        "nccl-tests it overrides the '# Rank' lines)")
     p.add_argument("--ranks-per-node", type=int, default=None,
                    help="ranks per node (default: from the output, else all on one node)")
+    p.add_argument("--collective", default=None, metavar="NAME",
+                   help="the collective FILE measured, overriding what the log says (its "
+                        "'Collective test starting' line or title, command line, column header "
+                        "or file name); any alias, e.g. allgather")
+
+
+def _fail(where: object, message: str = "") -> int:
+    """One line on stderr naming the input (``where``: ``FILE`` or ``FILE:LINE: why``); exit 2."""
+    print(f"commbench: import: {where}{': ' + message if message else ''}", file=sys.stderr)
+    return 2
 
 
 def handle(args: argparse.Namespace) -> int:
     out = args.out or Path("runs") / f"{dt.datetime.now():%Y%m%d-%H%M%S}-{args.tool}"
     if (out / "results.jsonl").exists():
-        print(f"commbench: import: {out} already holds results; choose another --out",
-              file=sys.stderr)
-        return 2
+        return _fail(args.file, f"{out} already holds results; choose another --out")
     for flag, v in (("--world-size", args.world_size), ("--ranks-per-node", args.ranks_per_node)):
         if v is not None and v < 1:
-            print(f"commbench: import: {flag} must be >= 1", file=sys.stderr)
-            return 2
+            return _fail(args.file, f"{flag} must be >= 1")
+    if args.collective is not None and canonical(args.collective) is None:
+        return _fail(args.file, f"--collective {args.collective!r}: unknown collective; valid: "
+                                f"{', '.join(names())}")
     try:
         text = args.file.read_text(encoding="utf-8", errors="replace")
     except OSError as e:
-        print(f"commbench: import: {args.file}: {e.strerror}", file=sys.stderr)
-        return 2
+        return _fail(args.file, str(e.strerror or e))
+    opts = Options(args.world_size, args.ranks_per_node, args.collective, args.file.name)
     try:
-        imported = IMPORTERS.get(args.tool).parse(text, Options(args.world_size,
-                                                                args.ranks_per_node))
+        imported = IMPORTERS.get(args.tool).parse(text, opts)
     except ParseError as e:
-        print(f"commbench: import: {e.where(args.file)}", file=sys.stderr)
-        return 2
-    n = write_import(out, args.tool, args.file, imported)
-    print(f"# {n} records from {args.file}", file=sys.stderr)
+        return _fail(e.where(args.file))
+    try:
+        n = write_import(out, args.tool, args.file, imported)
+    except OSError as e:
+        return _fail(args.file, f"writing {out}: {e.strerror or e}")
+    for w in imported.warnings:
+        print(f"commbench: import: {args.file}: {w}", file=sys.stderr)
+    skipped = (f"; skipped {imported.skipped} lines that are neither table nor {args.tool} output"
+               if imported.skipped else "")
+    print(f"# {n} records from {args.file}{skipped}", file=sys.stderr)
     print(out)
     return 0
 

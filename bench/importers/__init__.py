@@ -3,12 +3,16 @@
 Each module registers an :class:`Importer` under its tool's name; ``commbench import NAME FILE``
 looks it up here. The records have the harness's schema, so imported runs join the same reports
 and comparisons; their ``samples_us`` hold the tool's summary value, marked as such.
+
+Importers read logs as people paste them (launcher prefixes, Markdown fences, noise between rows,
+several tests in one file; :mod:`bench.importers.lines`), and either return records or raise
+:class:`ParseError`: one line, naming the line to blame where there is one.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from kernels.registry import Registry
@@ -19,7 +23,7 @@ class ParseError(ValueError):
     blame, e.g. a missing field of a JSON document)."""
 
     def __init__(self, line: int, message: str) -> None:
-        super().__init__(message)
+        super().__init__(" ".join(message.splitlines()))  # always one line, whatever it quotes
         self.line = line
 
     def where(self, path: object) -> str:
@@ -31,12 +35,16 @@ class ParseError(ValueError):
 class Options:
     world_size: int | None = None  # when the output does not say (OSU)
     ranks_per_node: int | None = None
+    collective: str | None = None  # overrides what the log says (``--collective``)
+    filename: str | None = None  # the input's name: the last hint at which collective ran
 
 
 @dataclass(frozen=True)
 class Imported:
     meta: dict[str, Any]  # extra meta.json fields (version, hosts, devices, settings)
     records: list[dict[str, Any]]
+    warnings: list[str] = field(default_factory=list)  # one line each, for stderr
+    skipped: int = 0  # non-blank input lines that were neither table nor tool output
 
 
 @dataclass(frozen=True)
