@@ -7,6 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from bench import canary
 from bench.commands import register
 from bench.compare.decide import Rule
 from bench.compare.gate import compare_runs
@@ -51,6 +52,8 @@ def handle(args: argparse.Namespace) -> int:
         print(f"commbench: compare: {e}", file=sys.stderr)
         return 2
     print(render(res, everything=args.all))
+    for line in canary_notes(args.baseline, args.current):
+        print(f"# note: {line}")
     if args.html:
         from reports.gate_section import gate_section
         from reports.render import render_report
@@ -59,6 +62,19 @@ def handle(args: argparse.Namespace) -> int:
                             title=f"commbench compare — {res.baseline} vs {args.current}")
         print(f"# report: {out}", file=sys.stderr)
     return res.exit_code
+
+
+def canary_notes(baselines: list[Path], current: Path) -> list[str]:
+    """Where the drift canaries say a run changed speed, or the runs ran on machines (or modes)
+    of different speed."""
+    cur = canary.read(current)
+    out = [f"{current}: {canary.WARNING} ({line})" for line in canary.assess(cur)]
+    for b in baselines:
+        base = canary.read(b)
+        out += [f"{b}: {canary.WARNING} ({line})" for line in canary.assess(base)]
+        out += [f"canaries of {b} and {current} disagree, so the machine differed between them: "
+                f"{line}" for line in canary.disagree(base, cur)]
+    return out
 
 
 register("compare", "compare a run against baseline run(s); exit 1 on a regression", configure, handle)

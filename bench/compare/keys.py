@@ -98,15 +98,33 @@ def pooled(runs: Sequence[Mapping[Key, Case]]) -> dict[Key, Case]:
     return out
 
 
+def _no_duplicates(run_dir: Path, records: Sequence[Mapping[str, Any]]) -> None:
+    """A case recorded twice in one run (appended into twice, or two scenarios mixed) has no
+    single answer: refuse it rather than pool it silently. Records of ``commbench ab`` rounds
+    carry their ``round`` and are distinct."""
+    seen: set[tuple[Key, Any]] = set()
+    dups: list[Key] = []
+    for rec in records:
+        k = (key_of(rec), rec.get("round"))
+        if k in seen:
+            dups.append(k[0])
+        seen.add(k)
+    if dups:
+        raise InputError(f"{run_dir}: {len(dups)} case(s) recorded more than once, e.g. "
+                         f"{describe(dups[0])}; one run directory per run (or --resume)")
+
+
 def load_cases(run_dir: Path) -> tuple[dict[str, Any], dict[Key, Case]]:
     """``meta.json`` and the cases of one run; :class:`InputError` when unusable."""
     if not Path(run_dir).is_dir():
         raise InputError(f"{run_dir}: no such run directory")
     try:
         meta = read_meta(Path(run_dir))
-        found = cases(iter_records(Path(run_dir)))
+        records = list(iter_records(Path(run_dir)))
     except StoreError as e:
         raise InputError(str(e)) from None
+    _no_duplicates(run_dir, records)
+    found = cases(records)
     if not found:
         raise InputError(f"{run_dir}: no records in results.jsonl")
     return meta, found

@@ -6,6 +6,7 @@ from typing import Any
 
 import pandas as pd
 
+from bench import canary
 from bench.units import format_size
 from kernels import collective as coll
 from reports.data import ReportData, Run
@@ -77,6 +78,7 @@ def collectives(data: ReportData) -> list[dict[str, str]]:
 @section("method")
 def build(data: ReportData, opts: Options) -> Section:
     runs = [{"label": r.label, "path": str(r.path), "env": environment(r),
-             "measure": measurement(r)} for r in data.runs]
+             "measure": measurement(r), "drift": canary.assess(canary.read(r.path)),
+             "drift_warning": canary.WARNING} for r in data.runs]
     return Section("method", "Method", "method.html.j2",
                    {"runs": runs, "collectives": collectives(data)})
