@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 SCENARIO ?= scenarios/quick.yaml
 
-.PHONY: run test lint clean browser
+.PHONY: run test test-fast lint clean browser
 
 # CuPy imports without a GPU: the tests check the device code's CuPy API and skip reasons with it
 # (best effort: without it those tests skip and say why).
@@ -34,6 +34,11 @@ browser:
 test: $(STAMP) browser
 	$(VENV)/bin/ruff check .
 	$(PY) -m pytest -q tests
+
+# The inner loop: everything but the multi-rank training jobs (under 3 minutes on 2 cores).
+test-fast: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(PY) -m pytest -q -m "not training" tests
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

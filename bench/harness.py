@@ -104,15 +104,21 @@ def _compile(env: Env, group: Group, spec: Collective, e: _Entry, buf: Any, scra
     e.steps, e.bytes_sent, e.bytes_inter = len(sched.steps), sent.total, sent.inter
 
 
-def _prepare(tr: Transport, buf: Any, layout: Layout, host_in: np.ndarray | None,
-             host_dtype: str) -> None:
-    """Sentinel over this layout's output region (in bounded slices), then the input."""
+def _prepare(tr: Transport, buf: Any, layout: Layout, group: Group) -> None:
+    """Sentinel over this layout's output region, then this rank's input, both made and uploaded
+    ``data.BLOCK`` elements at a time: no host copy of the message is ever held (a 1 GiB case
+    needs the workspace and scratch, not a third buffer)."""
+    host_dtype = HOST_DTYPE[group.dtype]
     if layout.out is not None:
         for a in range(layout.out.start, layout.out.stop, data.BLOCK):
             b = min(layout.out.stop, a + data.BLOCK)
             tr.upload(buf[a:b], np.full(b - a, SENTINEL, dtype=host_dtype))
-    if layout.inp is not None and host_in is not None:
-        tr.upload(buf[layout.inp.start:layout.inp.stop], host_in)
+    if layout.inp is not None:
+        rank, start = tr.rank, layout.inp.start
+        for a in range(0, layout.inp.size, data.BLOCK):
+            b = min(layout.inp.size, a + data.BLOCK)
+            values = data.fill(rank, group.world_size, b - a, group.op, a).astype(host_dtype)
+            tr.upload(buf[start + a:start + b], values)
 
 
 def _time_block(env: Env, plan: Plan, iters: int, out: list[float],
@@ -170,17 +176,16 @@ def time_plans(env: Env, timing: Timing, plans: Sequence[Plan],
 
 @dataclass
 class _Bound:
-    """A group's algorithms compiled on one workspace (and scratch), with this rank's input."""
+    """A group's algorithms compiled on one workspace (and scratch)."""
 
     spec: Collective
     entries: list[_Entry]
     buf: Any
-    host_in: np.ndarray | None
 
 
 @contextlib.contextmanager
 def _bound(env: Env, group: Group) -> Iterator[_Bound]:
-    tr, rank = env.transport, env.transport.rank
+    tr = env.transport
     spec = resolve(group.collective)
     entries = [_entry(env, group, spec, a) for a in group.algorithms]
     scheduled = [e for e in entries if not get_algorithm(spec.name, e.name).is_vendor]
@@ -189,12 +194,10 @@ def _bound(env: Env, group: Group) -> Iterator[_Bound]:
     # some schedule reduces.
     scratch = (tr.allocate(max(e.layout.space for e in scheduled), group.dtype)
                if spec.reduces and scheduled else None)
-    host_in = data.collective_input(spec, group.count, group.world_size, rank, group.root,
-                                    group.op, HOST_DTYPE[group.dtype])
     try:
         for e in entries:
             _compile(env, group, spec, e, buf, scratch)
-        yield _Bound(spec, entries, buf, host_in)
+        yield _Bound(spec, entries, buf)
     finally:
         for e in entries:
             if e.plan is not None:
@@ -209,7 +212,7 @@ def measure(env: Env, group: Group, timing: Timing, check: bool) -> list[dict[st
     with _bound(env, group) as b:
         mem_compiled = devicestats.memory_of(tr)
         pages = hugepage_bytes(b.buf) if isinstance(b.buf, np.ndarray) else None
-        _prepare(tr, b.buf, b.entries[0].layout, b.host_in, HOST_DTYPE[group.dtype])
+        _prepare(tr, b.buf, b.entries[0].layout, group)
         device = [[] for _ in b.entries] if devicestats.has_clock(tr) else None
         plans = [e.plan for e in b.entries if e.plan is not None]
         for i, (e, samples) in enumerate(zip(b.entries, time_plans(env, timing, plans, device))):
@@ -219,7 +222,7 @@ def measure(env: Env, group: Group, timing: Timing, check: bool) -> list[dict[st
         memory = (devicestats.memory_fields(mem_before, mem_compiled, mem_after)
                   if mem_before and mem_compiled and mem_after else None)
         with np.errstate(all="ignore"):
-            wrong = [_check(env, group, b.spec, e, b.buf, b.host_in) if check else None
+            wrong = [_check(env, group, b.spec, e, b.buf) if check else None
                      for e in b.entries]
         recs = _records(env, group, b.spec, timing, b.entries, wrong, memory)
         for rec in recs:  # what the kernel gave rank 0's workspace (host transports)
@@ -231,16 +234,15 @@ def check_group(env: Env, group: Group) -> dict[str, int]:
     """Correctness only, no clock: each algorithm of ``group`` once on fresh input; its wrong
     elements summed over ranks (the same preparation and check as :func:`measure`)."""
     with _bound(env, group) as b, np.errstate(all="ignore"):
-        wrong = [_check(env, group, b.spec, e, b.buf, b.host_in) for e in b.entries]
+        wrong = [_check(env, group, b.spec, e, b.buf) for e in b.entries]
     total = env.control.allreduce(np.array(wrong, dtype=np.int64), op=MPI.SUM)
     return {e.name: int(w) for e, w in zip(b.entries, total)}
 
 
-def _check(env: Env, group: Group, spec: Collective, e: _Entry, buf: Any,
-           host_in: np.ndarray | None) -> int:
+def _check(env: Env, group: Group, spec: Collective, e: _Entry, buf: Any) -> int:
     tr = env.transport
     assert e.plan is not None
-    _prepare(tr, buf, e.layout, host_in, HOST_DTYPE[group.dtype])
+    _prepare(tr, buf, e.layout, group)
     tr.barrier()  # every rank's input is in place before anyone reads a peer's (device IPC)
     e.plan.run()
     tr.synchronize()

@@ -53,6 +53,7 @@ def _spec(rec: dict[str, Any]) -> Any:
     return StrategySpec.model_validate(rec["strategy_options"])
 
 
+@pytest.mark.training
 @pytest.mark.timeout(900)  # the fixture's two launches (30 cases each) run inside this test
 def test_every_case_ran(records: list[dict[str, Any]]) -> None:
     assert len(records) == 2 * 2 * 15
@@ -64,6 +65,7 @@ def test_every_case_ran(records: list[dict[str, Any]]) -> None:
         assert (r["tokens_per_s"] is not None) == (r["model"] == "gpt-tiny")
 
 
+@pytest.mark.training
 def test_losses_match_single_process(records: list[dict[str, Any]]) -> None:
     for r in records:
         tol = TOL.get(r["strategy"], 1e-5)
@@ -74,6 +76,7 @@ def test_losses_match_single_process(records: list[dict[str, Any]]) -> None:
     assert any(r["loss_max_abs_diff"] > 0 for r in records if r["strategy"] == "ddp[fp16]")
 
 
+@pytest.mark.training
 def test_held_bytes_equal_the_analytic_model(records: list[dict[str, Any]]) -> None:
     from bench.models import MODELS
     from bench.training.analytic import FP32, predict
@@ -146,6 +149,7 @@ def _recv(sched: Any) -> int:
     return 4 * sum(rv.range.size for st in sched.steps for rv in st.recvs)
 
 
+@pytest.mark.training
 def test_comm_bytes_are_what_the_strategy_must_send(records: list[dict[str, Any]]) -> None:
     checked = 0
     for r in records:
@@ -160,6 +164,7 @@ def test_comm_bytes_are_what_the_strategy_must_send(records: list[dict[str, Any]
     assert checked > 100
 
 
+@pytest.mark.training
 def test_failed_case_is_recorded_and_the_sweep_goes_on(tmp_path: Path) -> None:
     # no world sizes in the file: validated at run time, where tensor x 3 ranks cannot shard
     # gpt-tiny's 4 heads; the job ends, the case is recorded failed, the next case runs.
