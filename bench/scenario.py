@@ -145,7 +145,7 @@ class CollectiveScenario(Frozen):
     ops: Annotated[list[str], Field(min_length=1)] | None = None  # default [sum]
     timing: Timing = Timing()
     hugepages: Literal["off", "on", "auto"] = "off"  # host buffers (mpi): see transports/hostmem.py
-    thread_level: Literal["single", "funneled", "serialized", "multiple"] = "funneled"
+    thread_level: Literal["auto", "single", "funneled", "serialized", "multiple"] = "auto"
     check: bool = True
     case_timeout_s: Annotated[float, Field(gt=0)] = 300.0
 

@@ -48,7 +48,7 @@ def test_pytest_benchmark_json_is_read_by_pytest_benchmark_compare(
                           capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "algorithm=ring" in proc.stdout and "nbytes=65536" in proc.stdout
-    assert "allreduce p=2" in proc.stdout
+    assert "all_reduce p=2" in proc.stdout
 
 
 def test_csv_has_every_record_and_decodable_samples(run: Path, tmp_path: Path,
