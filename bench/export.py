@@ -15,13 +15,15 @@ import platform
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from bench.records import iter_records, load_results, read_meta
 from kernels.registry import Registry
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 # Key fields that name a case, in order; training records use strategy and model.
 NAME_FIELDS = ("collective", "algorithm", "strategy", "model", "transport", "world_size",
@@ -117,7 +119,7 @@ def write_pytest_benchmark(run_dir: Path, out: Path) -> int:
     return len(benches)
 
 
-def _frame(run_dir: Path) -> pd.DataFrame:
+def _frame(run_dir: Path) -> pd.DataFrame:  # pandas is imported by the records it loads
     df = load_results(run_dir)
     if df.empty:
         raise ExportError(f"{run_dir}: no records to export")

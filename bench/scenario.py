@@ -144,7 +144,9 @@ class CollectiveScenario(Frozen):
     dtypes: Annotated[list[str], Field(min_length=1)] = Field(default=["float32"])
     ops: Annotated[list[str], Field(min_length=1)] | None = None  # default [sum]
     timing: Timing = Timing()
-    hugepages: Literal["off", "on", "auto"] = "off"  # host buffers (mpi): see transports/hostmem.py
+    hugepages: Annotated[Literal["off", "on", "auto"], BeforeValidator(
+        lambda v: {True: "on", False: "off"}.get(v, v) if isinstance(v, bool) else v)] = "off"
+    # host buffers (mpi): see kernels/transports/hostmem.py; YAML reads a bare off/on as a bool
     thread_level: Literal["auto", "single", "funneled", "serialized", "multiple"] = "auto"
     check: bool = True
     case_timeout_s: Annotated[float, Field(gt=0)] = 300.0

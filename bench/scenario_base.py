@@ -64,7 +64,8 @@ def read_yaml(path: Path) -> Any:
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark else ""
-        raise ScenarioError(f"{path}:{where} not valid YAML ({getattr(e, 'problem', e)})") from None
+        problem = " ".join(str(getattr(e, "problem", None) or e).split())
+        raise ScenarioError(f"{path}:{where} not valid YAML ({problem})") from None
     except RecursionError:
         raise ScenarioError(f"{path}: YAML nested too deeply") from None
 

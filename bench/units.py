@@ -24,7 +24,7 @@ def parse_size(value: str | int) -> int:
             raise ValueError(f"size must be at least 1 byte, got {value}")
         return value
     m = _RE.match(str(value))
-    if m and len(m.group(2)) >= 2 and m.group(2).endswith("b"):
+    if m and re.fullmatch(r"[kKmMgGtT]b", m.group(2)):
         raise ValueError(f"{value!r} is in bits (lowercase b); sizes are bytes: write "
                          f"{m.group(1)}{m.group(2)[:-1].upper()}iB or {m.group(1)}{m.group(2)[:-1].upper()}B")
     unit = m.group(2).upper() if m else None

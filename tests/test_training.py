@@ -98,7 +98,7 @@ def _expected_comm(r: dict[str, Any], rank: int) -> dict[str, int] | None:
     """What the strategy must send on ``rank`` per step, from shapes alone."""
     from bench.models import MODELS
     from bench.training.analytic import chunk_rows
-    from kernels.algorithm import ALGORITHMS, Problem
+    from kernels.algorithm import Problem, get_algorithm
     from kernels.topology import Topology
 
     model, spec, n = MODELS.get(r["model"]), _spec(r), r["world_size"]
@@ -112,7 +112,8 @@ def _expected_comm(r: dict[str, Any], rank: int) -> dict[str, int] | None:
         if spec.hook == "default":
             return {"all_reduce": 4 * full}
         # one bucket holds the whole tiny model; the schedule says what this rank sends
-        sched = ALGORITHMS.get(spec.hook).schedule(Problem(Topology.blocks(n, n), full, 4), rank)
+        alg = get_algorithm("all_reduce", spec.hook)
+        sched = alg.schedule(Problem(Topology.blocks(n, n), full, 4), rank)
         return {"send": _sent(sched), "recv": _recv(sched)}
     if spec.name == "zero1":
         return {"all_reduce": 4 * full, "broadcast": 4 * full}
@@ -188,6 +189,8 @@ def test_failed_case_is_recorded_and_the_sweep_goes_on(tmp_path: Path) -> None:
                  marks=pytest.mark.skipif(bf16_hook_allowed(), reason="DDP takes the bf16 hook here")),
     ("strategies: [fsdp9]", "unknown strategy 'fsdp9'"),
     ("strategies: [hybrid:3]\nworld_sizes: [4]", "tensor_degree 3 does not divide the world size"),
+    ("strategies: [pipeline:gpipe]\nworld_sizes: [2]\nbatch_size: 6",
+     "batch_size 6 is not a multiple of microbatches 4"),
 ])
 def test_bad_training_scenarios_fail_at_load(tmp_path: Path, body: str, message: str) -> None:
     path = tmp_path / "sc.yaml"
@@ -199,8 +202,9 @@ def test_bad_training_scenarios_fail_at_load(tmp_path: Path, body: str, message:
 
 
 def test_bad_training_scenario_through_the_cli(tmp_path: Path) -> None:
-    """The same load-time errors reach the user as one line and exit 2 (torch start-up makes
-    each CLI run ~10 s here, so the table above runs in-process)."""
+    """The same load-time errors reach the user as one line and exit 2. Validation imports no
+    torch, so a CLI run costs only the CLI's own start-up (tests/test_training_rules.py checks
+    that with the import list and a CPU bound)."""
     (tmp_path / "sc.yaml").write_text(
         "kind: training\nmodels: [gpt-tiny]\nstrategies: [tensor]\nworld_sizes: [8]\n")
     proc = subprocess.run([sys.executable, "-m", "bench", "run", str(tmp_path / "sc.yaml"),

@@ -9,10 +9,6 @@ from pathlib import Path
 
 from bench import canary
 from bench.commands import register
-from bench.compare.decide import Rule
-from bench.compare.gate import compare_runs
-from bench.compare.keys import InputError
-from bench.compare.table import render
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -40,6 +36,11 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
+    from bench.compare.decide import Rule  # scipy: imported when the command runs, not at start
+    from bench.compare.gate import compare_runs
+    from bench.compare.keys import InputError
+    from bench.compare.table import render
+
     if not 0 <= args.threshold < 100 or not 0 < args.alpha < 1 or not 0 < args.run_alpha < 1:
         print("commbench: --threshold must be in [0, 100), --alpha and --run-alpha in (0, 1)",
               file=sys.stderr)

@@ -99,12 +99,15 @@ def pooled(runs: Sequence[Mapping[Key, Case]]) -> dict[Key, Case]:
 
 
 def _no_duplicates(run_dir: Path, records: Sequence[Mapping[str, Any]]) -> None:
-    """A case recorded twice in one run (appended into twice, or two scenarios mixed) has no
-    single answer: refuse it rather than pool it silently. Records of ``commbench ab`` rounds
-    carry their ``round`` and are distinct."""
+    """A collective case recorded twice in one run (appended into twice, or two scenarios mixed)
+    has no single answer: refuse it rather than pool it silently. Records of ``commbench ab``
+    rounds carry their ``round`` and are distinct; training scenarios may repeat a strategy on
+    purpose to alternate it with another, and those pool."""
     seen: set[tuple[Key, Any]] = set()
     dups: list[Key] = []
     for rec in records:
+        if rec.get("kind", "collective") != "collective":
+            continue  # a training scenario may list a strategy twice on purpose (A/B/A/B)
         k = (key_of(rec), rec.get("round"))
         if k in seen:
             dups.append(k[0])
