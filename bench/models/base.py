@@ -1,8 +1,9 @@
-"""What a reference model is to the training code: a named config that builds a chain of pieces
-and makes deterministic batches."""
+"""What a reference model is to the training code: a named config (:mod:`bench.models.catalog`)
+that builds a chain of pieces and makes deterministic batches."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -10,6 +11,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from bench.models.catalog import CATALOG, ModelInfo
 from kernels.registry import Registry
 
 
@@ -41,21 +43,12 @@ class Batch:
 
 
 @dataclass(frozen=True)
-class ModelSpec:
+class ModelSpec(ModelInfo):
     """A named model: ``build()`` makes it (call under a fixed seed), ``batch`` makes data."""
 
-    name: str
-    family: str  # "mlp", "gpt", "convnet"
-    config: Any  # the family's frozen config dataclass
     build: Callable[[], Chain]
     batch: Callable[[int, int, int], Batch]  # (global_batch, step, seed) -> Batch
     loss: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
-    heads: int | None = None  # attention heads (tensor-parallel degree must divide them)
-    tp_plan: Callable[[], dict[str, str]] | None = None  # module path -> "colwise" | "rowwise"
-
-    @property
-    def num_pieces(self) -> int:
-        return len(self.build_meta().pieces)
 
     def build_meta(self) -> Chain:
         """The model on the meta device: shapes without memory (for the analytic model)."""
@@ -68,3 +61,14 @@ MODELS: Registry[ModelSpec] = Registry("model")
 
 def model_spec(name: str) -> ModelSpec:
     return MODELS.get(name)
+
+
+def add_family(family: str, build: Callable[[Any], Chain], batch: Callable[[Any, int, int, int], Batch],
+               loss: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> None:
+    """Register a :class:`ModelSpec` for every catalog entry of ``family`` (a family module's
+    ``build(cfg)``, ``batch(cfg, global_batch, step, seed)`` and loss)."""
+    for name in CATALOG:
+        info = CATALOG.get(name)
+        if info.family == family:
+            MODELS.add(name, ModelSpec(name, info.config, build=functools.partial(build, info.config),
+                                       batch=functools.partial(batch, info.config), loss=loss))

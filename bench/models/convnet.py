@@ -4,22 +4,13 @@ exactly), global average pooling and a linear classifier."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 from torch import nn
 from torch.nn import functional as F
 
-from bench.models.base import MODELS, Batch, Chain, ModelSpec
+from bench.models.base import Batch, Chain, add_family
+from bench.models.configs import ConvConfig
 from bench.models.data import classify, generator, teacher
-
-
-@dataclass(frozen=True)
-class ConvConfig:
-    channels: int
-    blocks: int
-    image: int  # square images of this side, 3 channels
-    classes: int
 
 
 class Stem(nn.Module):
@@ -64,11 +55,4 @@ def make_batch(cfg: ConvConfig, global_batch: int, step: int, seed: int) -> Batc
     return Batch(x, classify(pooled, teacher(seed, (pooled[0].numel(), cfg.classes))), 0)
 
 
-def _register(name: str, cfg: ConvConfig) -> None:
-    MODELS.add(name, ModelSpec(name, "convnet", cfg, build=lambda: build(cfg),
-                               batch=lambda b, s, seed: make_batch(cfg, b, s, seed),
-                               loss=F.cross_entropy))
-
-
-_register("convnet", ConvConfig(channels=16, blocks=2, image=16, classes=10))
-_register("resnet-medium", ConvConfig(channels=128, blocks=8, image=64, classes=100))
+add_family(ConvConfig.family, build, make_batch, F.cross_entropy)

@@ -9,31 +9,13 @@ full and the tensor-parallel model.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 from torch import nn
 from torch.nn import functional as F
 
-from bench.models.base import MODELS, Batch, Chain, ModelSpec
+from bench.models.base import Batch, Chain, add_family
+from bench.models.configs import GPTConfig
 from bench.models.data import token_sequences
-
-
-@dataclass(frozen=True)
-class GPTConfig:
-    layers: int
-    heads: int
-    embd: int
-    vocab: int
-    seq_len: int  # block size; batches use this many tokens per sample
-
-    def __post_init__(self) -> None:
-        if self.embd % self.heads:
-            raise ValueError(f"embd {self.embd} is not a multiple of heads {self.heads}")
-
-    @property
-    def head_dim(self) -> int:
-        return self.embd // self.heads
 
 
 class Embed(nn.Module):
@@ -70,8 +52,8 @@ class Attention(nn.Module):
 class MLP(nn.Module):
     def __init__(self, cfg: GPTConfig) -> None:
         super().__init__()
-        self.fc = nn.Linear(cfg.embd, 4 * cfg.embd)
-        self.proj = nn.Linear(4 * cfg.embd, cfg.embd)
+        self.fc = nn.Linear(cfg.embd, cfg.mlp_hidden)
+        self.proj = nn.Linear(cfg.mlp_hidden, cfg.embd)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.proj(F.gelu(self.fc(x)))
@@ -113,27 +95,4 @@ def make_batch(cfg: GPTConfig, global_batch: int, step: int, seed: int) -> Batch
     return Batch(seq[:, :-1].contiguous(), seq[:, 1:].contiguous(), global_batch * cfg.seq_len)
 
 
-def tp_plan(cfg: GPTConfig) -> dict[str, str]:
-    """Megatron: q/k/v and fc column-parallel, the projections after them row-parallel."""
-    plan = {}
-    for i in range(1, cfg.layers + 1):
-        for name in ("attn.q", "attn.k", "attn.v", "mlp.fc"):
-            plan[f"pieces.{i}.{name}"] = "colwise"
-        for name in ("attn.proj", "mlp.proj"):
-            plan[f"pieces.{i}.{name}"] = "rowwise"
-    return plan
-
-
-def _register(name: str, cfg: GPTConfig) -> None:
-    MODELS.add(name, ModelSpec(
-        name, "gpt", cfg, build=lambda: build(cfg),
-        batch=lambda b, s, seed: make_batch(cfg, b, s, seed),
-        loss=loss, heads=cfg.heads, tp_plan=lambda: tp_plan(cfg)))
-
-
-_register("gpt-tiny", GPTConfig(layers=6, heads=4, embd=32, vocab=64, seq_len=16))
-_register("gpt-small", GPTConfig(layers=4, heads=4, embd=128, vocab=512, seq_len=64))
-_register("gpt2-124m", GPTConfig(layers=12, heads=12, embd=768, vocab=50304, seq_len=1024))
-_register("gpt-350m", GPTConfig(layers=24, heads=16, embd=1024, vocab=50304, seq_len=1024))
-_register("gpt-1.3b", GPTConfig(layers=24, heads=16, embd=2048, vocab=50304, seq_len=2048))
-_register("gpt-6.7b", GPTConfig(layers=32, heads=32, embd=4096, vocab=50304, seq_len=2048))
+add_family(GPTConfig.family, build, make_batch, loss)

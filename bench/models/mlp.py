@@ -3,22 +3,14 @@
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
 
 import torch
 from torch import nn
 from torch.nn import functional as F
 
-from bench.models.base import MODELS, Batch, Chain, ModelSpec
+from bench.models.base import Batch, Chain, add_family
+from bench.models.configs import MLPConfig
 from bench.models.data import classify, generator, teacher
-
-
-@dataclass(frozen=True)
-class MLPConfig:
-    d_in: int
-    hidden: int
-    layers: int  # hidden layers
-    classes: int
 
 
 class Dense(nn.Module):
@@ -35,8 +27,8 @@ class Dense(nn.Module):
 
 
 def build(cfg: MLPConfig) -> Chain:
-    dims = [cfg.d_in] + [cfg.hidden] * cfg.layers + [cfg.classes]
-    return Chain([Dense(a, b, act=i < len(dims) - 2) for i, (a, b) in enumerate(itertools.pairwise(dims))])
+    return Chain([Dense(a, b, act=i < cfg.pieces - 1)
+                  for i, (a, b) in enumerate(itertools.pairwise(cfg.dims))])
 
 
 def make_batch(cfg: MLPConfig, global_batch: int, step: int, seed: int) -> Batch:
@@ -44,23 +36,4 @@ def make_batch(cfg: MLPConfig, global_batch: int, step: int, seed: int) -> Batch
     return Batch(x, classify(x, teacher(seed, (cfg.d_in, cfg.classes))), 0)
 
 
-def tp_plan(cfg: MLPConfig) -> dict[str, str]:
-    """Megatron pairs: even layers column-parallel, the following layer row-parallel. An odd
-    last layer stays replicated."""
-    n = cfg.layers + 1
-    plan = {}
-    for i in range(0, n - 1, 2):
-        plan[f"pieces.{i}.fc"] = "colwise"
-        plan[f"pieces.{i + 1}.fc"] = "rowwise"
-    return plan
-
-
-def _register(name: str, cfg: MLPConfig) -> None:
-    MODELS.add(name, ModelSpec(
-        name, "mlp", cfg, build=lambda: build(cfg),
-        batch=lambda b, s, seed: make_batch(cfg, b, s, seed),
-        loss=F.cross_entropy, tp_plan=lambda: tp_plan(cfg)))
-
-
-_register("mlp", MLPConfig(d_in=32, hidden=32, layers=7, classes=8))
-_register("mlp-large", MLPConfig(d_in=1024, hidden=4096, layers=8, classes=1000))
+add_family(MLPConfig.family, build, make_batch, F.cross_entropy)

@@ -2,18 +2,23 @@
 
 A strategy is written as a mapping (``{name: pipeline, schedule: gpipe, microbatches: 8}``) or
 as a short string ``name[:option]`` (``ddp:ring``, ``ddp:fp16``, ``pipeline:interleaved``,
-``hybrid:2``). Every (strategy, model, world size) combination is checked by the strategy itself
+``hybrid:2``). Every (strategy, model, world size) combination is checked by the strategy's rule
 (e.g. tensor degree must divide the heads, pipeline stages must not exceed the model's pieces),
-so a bad case fails before anything launches, with the key's name.
+so a bad case fails before anything launches, with the key's name. The rules
+(:mod:`bench.training.rules`) and the model names (:mod:`bench.models.catalog`) need no torch:
+validating a training scenario imports none.
 """
 
 from __future__ import annotations
 
+import importlib.util
 from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 
+from bench.models.catalog import CATALOG, ModelInfo
 from bench.scenario_base import Frozen
+from bench.training.rules import RULES
 
 PositiveInt = Annotated[int, Field(ge=1)]
 PIPELINE_SCHEDULES = ("gpipe", "1f1b", "interleaved")
@@ -89,27 +94,26 @@ class TrainingScenario(Frozen):
     @field_validator("models")
     @classmethod
     def _models(cls, v: list[str]) -> list[str]:
-        models = _models_registry()
+        if importlib.util.find_spec("torch") is None:  # finds it without importing it
+            raise ValueError("training scenarios need torch (pip install 'commbench[training]'): "
+                             "cannot import torch")
         for m in v:
-            if m not in models:
-                raise ValueError(f"unknown model {m!r}; valid: {', '.join(models.names())}")
+            if m not in CATALOG:
+                raise ValueError(f"unknown model {m!r}; valid: {', '.join(CATALOG.names())}")
         return v
 
     @model_validator(mode="after")
     def _cases(self) -> TrainingScenario:
-        from bench.training.strategies import STRATEGIES
-
-        models = _models_registry()
         for i, s in enumerate(self.strategies):
-            if s.name not in STRATEGIES:
+            if s.name not in RULES:
                 raise ValueError(f"strategies.{i}: unknown strategy {s.name!r}; "
-                                 f"valid: {', '.join(STRATEGIES.names())}")
+                                 f"valid: {', '.join(RULES.names())}")
         for m in self.models:
             for s in self.strategies:
                 errors = []
                 for w in self.world_sizes:
                     try:
-                        check_case(s, models.get(m), w, self.batch_size)
+                        check_case(s, CATALOG.get(m), w, self.batch_size)
                     except ValueError as e:
                         errors.append(e)
                 if errors and len(errors) == len(self.world_sizes):
@@ -122,35 +126,24 @@ class TrainingScenario(Frozen):
         1 rank) is left out there; with none named, every pair runs and a misfit fails its case."""
         if world not in self.world_sizes:
             return [(s, m) for m in self.models for s in self.strategies]
-        models = _models_registry()
         out = []
         for m in self.models:
             for s in self.strategies:
                 try:
-                    check_case(s, models.get(m), world, self.batch_size)
+                    check_case(s, CATALOG.get(m), world, self.batch_size)
                 except ValueError:
                     continue
                 out.append((s, m))
         return out
 
 
-def check_case(s: StrategySpec, model: Any, world: int, batch_size: int) -> None:
-    """Raise ValueError naming the strategy, model and world size when the case cannot run."""
-    from bench.training.strategies import STRATEGIES
-
+def check_case(s: StrategySpec, model: ModelInfo, world: int, batch_size: int) -> None:
+    """Raise ValueError naming the strategy, model and world size when the case cannot run
+    (``model``: a catalog entry, or the torch :class:`~bench.models.base.ModelSpec`, which is one)."""
     try:
-        STRATEGIES.get(s.name).check(s, model, world)
+        RULES.get(s.name).check(s, model, world)
         if s.name == "pipeline" and batch_size % s.microbatches:
             raise ValueError(f"batch_size {batch_size} is not a multiple of microbatches "
                              f"{s.microbatches}")
     except ValueError as e:
         raise ValueError(f"{s.label} on {model.name} at world size {world}: {e}") from None
-
-
-def _models_registry() -> Any:
-    try:
-        from bench.models import MODELS
-    except ImportError as e:
-        raise ValueError(f"training scenarios need torch (pip install 'commbench[training]'): "
-                         f"cannot import {e.name}") from None
-    return MODELS

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
 
 from bench.models.base import Batch, ModelSpec
+from bench.training.rules import RULES, Check
 from kernels.registry import Registry
 
 if TYPE_CHECKING:
@@ -77,20 +78,20 @@ class Strategy:
     name: str
     summary: str
     build: Callable[[TrainContext], Trainer]
-    check: Callable[[StrategySpec, ModelSpec, int], None]  # raises ValueError with one line
+    check: Check  # the strategy's torch-free rule (bench.training.rules), raises ValueError
 
 
 STRATEGIES: Registry[Strategy] = Registry("strategy")
 
 
-def _no_check(spec: Any, model: ModelSpec, world: int) -> None:
-    return None
-
-
-def strategy(name: str, check: Callable[[Any, ModelSpec, int], None] = _no_check
-             ) -> Callable[[Callable[[TrainContext], Trainer]], Callable[[TrainContext], Trainer]]:
+def strategy(name: str) -> Callable[[Callable[[TrainContext], Trainer]], Callable[[TrainContext], Trainer]]:
     """Register a trainer factory as strategy ``name``; its docstring's first line is the
-    summary, ``check(spec, model, world)`` validates a case before anything is launched."""
+    summary. Its ``check(spec, model, world)`` is the rule of that name in
+    :mod:`bench.training.rules` (where scenarios learn the strategy names, without torch)."""
+    if name not in RULES:
+        raise ValueError(f"strategy {name!r} has no rule in bench.training.rules: add one there "
+                         f"(scenarios take strategy names from it)")
+    check = RULES.get(name).check
 
     def deco(fn: Callable[[TrainContext], Trainer]) -> Callable[[TrainContext], Trainer]:
         summary = (fn.__doc__ or name).strip().splitlines()[0]

@@ -8,35 +8,17 @@ algorithms can be compared inside real training.
 
 from __future__ import annotations
 
-import torch
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-from bench.models.base import ModelSpec
 from bench.training.hooks import install_hook
-from bench.training.scenario import StrategySpec
+from bench.training.rules import bf16_hook_allowed
 from bench.training.strategies.common import ModelTrainer
 from bench.training.strategy import TrainContext, Trainer, strategy
 
-
-def bf16_hook_allowed() -> bool:
-    """DDP's own condition for registering ``bf16_compress_hook`` (``_check_comm_hook`` in
-    torch/nn/parallel/distributed.py): a CUDA/ROCm build with NCCL >= 2.10, or XPU with XCCL. It
-    tests the build, not the backend: gloo reduces bf16 on CPU, so ``backend: gloo`` runs it too."""
-    import torch.distributed as dist
-
-    cuda_build = torch.version.cuda is not None or torch.version.hip is not None
-    nccl = cuda_build and dist.is_nccl_available() and torch.cuda.nccl.version() >= (2, 10)
-    xccl = dist.is_xccl_available() and torch.xpu.is_available()
-    return bool(nccl or xccl)
+__all__ = ["bf16_hook_allowed", "build"]  # bf16_hook_allowed: the ddp rule's condition, kept here too
 
 
-def _check(spec: StrategySpec, model: ModelSpec, world: int) -> None:
-    if spec.hook == "bf16" and not bf16_hook_allowed():
-        raise ValueError("hook bf16 needs CUDA and NCCL: DDP takes bf16_compress_hook only in a "
-                         "CUDA build of torch with NCCL >= 2.10; use fp16 on this one")
-
-
-@strategy("ddp", check=_check)
+@strategy("ddp")
 def build(ctx: TrainContext) -> Trainer:
     """DistributedDataParallel with a choice of gradient AllReduce (DDP's, fp16/bf16, commbench's)."""
     model = ctx.build_model().to(ctx.device)

@@ -6,20 +6,12 @@ from __future__ import annotations
 
 from torch.distributed.fsdp import fully_shard
 
-from bench.models.base import ModelSpec
-from bench.training.scenario import StrategySpec
 from bench.training.strategies.common import ModelTrainer, job_mesh
-from bench.training.strategies.tensor import apply_plan, check_degree
+from bench.training.strategies.tensor import apply_plan
 from bench.training.strategy import TrainContext, Trainer, strategy
 
 
-def _check(spec: StrategySpec, model: ModelSpec, world: int) -> None:
-    if world % spec.tensor_degree:
-        raise ValueError(f"tensor_degree {spec.tensor_degree} does not divide the world size")
-    check_degree(model, spec.tensor_degree)
-
-
-@strategy("hybrid", check=_check)
+@strategy("hybrid")
 def build(ctx: TrainContext) -> Trainer:
     """2-D data x tensor parallel: TP within groups of tensor_degree ranks, FSDP2 across them."""
     t = ctx.spec.tensor_degree

@@ -63,19 +63,6 @@ def local_stages(spec: StrategySpec, rank: int, world: int) -> list[int]:
     return [rank + k * world for k in range(spec.pipeline_stages_per_rank)]
 
 
-def _check(spec: StrategySpec, model: ModelSpec, world: int) -> None:
-    stages = world * spec.pipeline_stages_per_rank
-    if stages > model.num_pieces:
-        raise ValueError(f"{stages} pipeline stages exceed the model's {model.num_pieces} pieces")
-    if spec.schedule == "interleaved" and spec.pipeline_stages_per_rank < 2:
-        raise ValueError("interleaved 1F1B needs stages_per_rank >= 2")
-    if spec.schedule != "interleaved" and spec.pipeline_stages_per_rank != 1:
-        raise ValueError(f"{spec.schedule} runs one stage per rank (stages_per_rank: 1)")
-    if spec.schedule == "interleaved" and spec.microbatches % world:
-        raise ValueError(f"interleaved 1F1B needs microbatches ({spec.microbatches}) to be a "
-                         f"multiple of the world size")
-
-
 class PipelineTrainer(Trainer):
     def __init__(self, ctx: TrainContext) -> None:
         self.ctx = ctx
@@ -112,7 +99,7 @@ class PipelineTrainer(Trainer):
         return [self.opt]
 
 
-@strategy("pipeline", check=_check)
+@strategy("pipeline")
 def build(ctx: TrainContext) -> Trainer:
     """Pipeline parallel (GPipe, 1F1B, interleaved 1F1B) over balanced stages."""
     return PipelineTrainer(ctx)

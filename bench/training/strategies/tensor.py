@@ -9,23 +9,8 @@ from torch.distributed.device_mesh import DeviceMesh
 from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
 
 from bench.models.base import ModelSpec
-from bench.training.scenario import StrategySpec
 from bench.training.strategies.common import ModelTrainer, job_mesh
 from bench.training.strategy import TrainContext, Trainer, strategy
-
-
-def check_degree(model: ModelSpec, degree: int) -> None:
-    """Raise ValueError when ``degree`` cannot shard ``model``'s plan evenly."""
-    if model.tp_plan is None:
-        raise ValueError(f"model {model.name} has no tensor-parallel plan")
-    if model.heads is not None and model.heads % degree:
-        raise ValueError(f"tensor degree {degree} does not divide the {model.heads} attention heads")
-    meta = model.build_meta()
-    for path, style in model.tp_plan().items():
-        w = meta.get_submodule(path).weight
-        dim = w.shape[0] if style == "colwise" else w.shape[1]
-        if dim % degree:
-            raise ValueError(f"tensor degree {degree} does not divide {path}'s sharded width {dim}")
 
 
 def apply_plan(model: nn.Module, spec: ModelSpec, mesh: DeviceMesh) -> None:
@@ -34,11 +19,7 @@ def apply_plan(model: nn.Module, spec: ModelSpec, mesh: DeviceMesh) -> None:
     parallelize_module(model, mesh, {p: styles[s]() for p, s in spec.tp_plan().items()})
 
 
-def _check(spec: StrategySpec, model: ModelSpec, world: int) -> None:
-    check_degree(model, world)
-
-
-@strategy("tensor", check=_check)
+@strategy("tensor")
 def build(ctx: TrainContext) -> Trainer:
     """Megatron tensor parallelism (DTensor colwise/rowwise pairs) across all ranks."""
     model = ctx.build_model().to(ctx.device)

@@ -1,0 +1,66 @@
+"""The named reference models, without torch: each name's config and what a scenario's checks
+read from it (pieces, attention heads, the tensor-parallel plan and its sharded widths).
+
+This is the one place a named config is stated: :mod:`bench.models` (torch) makes a
+:class:`~bench.models.base.ModelSpec`, a :class:`ModelInfo` that can also build the model and
+its batches, for every entry here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from bench.models.configs import ConvConfig, GPTConfig, MLPConfig, ModelConfig
+from kernels.registry import Registry
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """A named config and what follows from it."""
+
+    name: str
+    config: ModelConfig  # the family's frozen config dataclass
+
+    @property
+    def family(self) -> str:  # "mlp", "gpt", "convnet"
+        return self.config.family
+
+    @property
+    def heads(self) -> int | None:
+        """Attention heads (a tensor-parallel degree must divide them); None without attention."""
+        return self.config.heads
+
+    @property
+    def num_pieces(self) -> int:
+        """Length of the model's chain of pieces (what the pipeline cuts into stages)."""
+        return self.config.pieces
+
+    @property
+    def tp_plan(self) -> Callable[[], dict[str, str]] | None:
+        """Module path -> "colwise" | "rowwise", or None for a model without a plan."""
+        linears = self.config.tp_linears()
+        if linears is None:
+            return None
+        return lambda: {path: lin.style for path, lin in linears.items()}
+
+    def sharded_widths(self) -> dict[str, int]:
+        """Module path -> the width that tensor parallelism splits (empty without a plan)."""
+        return {path: lin.sharded_width for path, lin in (self.config.tp_linears() or {}).items()}
+
+
+CATALOG: Registry[ModelInfo] = Registry("model")
+
+for _name, _cfg in (
+    ("mlp", MLPConfig(d_in=32, hidden=32, layers=7, classes=8)),
+    ("mlp-large", MLPConfig(d_in=1024, hidden=4096, layers=8, classes=1000)),
+    ("gpt-tiny", GPTConfig(layers=6, heads=4, embd=32, vocab=64, seq_len=16)),
+    ("gpt-small", GPTConfig(layers=4, heads=4, embd=128, vocab=512, seq_len=64)),
+    ("gpt2-124m", GPTConfig(layers=12, heads=12, embd=768, vocab=50304, seq_len=1024)),
+    ("gpt-350m", GPTConfig(layers=24, heads=16, embd=1024, vocab=50304, seq_len=1024)),
+    ("gpt-1.3b", GPTConfig(layers=24, heads=16, embd=2048, vocab=50304, seq_len=2048)),
+    ("gpt-6.7b", GPTConfig(layers=32, heads=32, embd=4096, vocab=50304, seq_len=2048)),
+    ("convnet", ConvConfig(channels=16, blocks=2, image=16, classes=10)),
+    ("resnet-medium", ConvConfig(channels=128, blocks=8, image=64, classes=100)),
+):
+    CATALOG.add(_name, ModelInfo(_name, _cfg))

@@ -1,0 +1,135 @@
+"""The model families' configs, and what follows from a config alone, without torch.
+
+Each family's frozen config says how many pieces its chain has, how many attention heads (if
+any) and its tensor-parallel plan: every ``nn.Linear`` the plan shards, with its widths. The
+torch modules (:mod:`bench.models.mlp`, :mod:`~bench.models.gpt`, :mod:`~bench.models.convnet`)
+build from these same configs and widths (``dims``, ``mlp_hidden``), so a scenario is validated
+without importing torch; ``tests/test_training_rules.py`` checks every derived quantity against
+the built (meta) model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar, Literal, Protocol
+
+Style = Literal["colwise", "rowwise"]
+
+
+@dataclass(frozen=True)
+class TPLinear:
+    """One ``nn.Linear(in_features, out_features)`` of a tensor-parallel plan."""
+
+    style: Style
+    in_features: int
+    out_features: int
+
+    @property
+    def sharded_width(self) -> int:
+        """The width split across ranks: colwise shards the outputs (weight dim 0), rowwise the
+        inputs (weight dim 1)."""
+        return self.out_features if self.style == "colwise" else self.in_features
+
+
+class ModelConfig(Protocol):
+    """What validation reads from any family's config."""
+
+    family: ClassVar[str]
+
+    @property
+    def pieces(self) -> int: ...
+
+    @property
+    def heads(self) -> int | None: ...
+
+    def tp_linears(self) -> dict[str, TPLinear] | None: ...
+
+
+@dataclass(frozen=True)
+class MLPConfig:
+    family: ClassVar[str] = "mlp"
+    d_in: int
+    hidden: int
+    layers: int  # hidden layers
+    classes: int
+
+    @property
+    def dims(self) -> list[int]:
+        """Feature widths from inputs to logits: piece ``i`` is ``Dense(dims[i], dims[i + 1])``."""
+        return [self.d_in] + [self.hidden] * self.layers + [self.classes]
+
+    @property
+    def pieces(self) -> int:
+        return len(self.dims) - 1
+
+    @property
+    def heads(self) -> int | None:
+        return None
+
+    def tp_linears(self) -> dict[str, TPLinear]:
+        """Megatron pairs: even layers column-parallel, the following layer row-parallel. An odd
+        last layer stays replicated."""
+        d = self.dims
+        plan = {}
+        for i in range(0, self.pieces - 1, 2):
+            plan[f"pieces.{i}.fc"] = TPLinear("colwise", d[i], d[i + 1])
+            plan[f"pieces.{i + 1}.fc"] = TPLinear("rowwise", d[i + 1], d[i + 2])
+        return plan
+
+
+@dataclass(frozen=True)
+class GPTConfig:
+    family: ClassVar[str] = "gpt"
+    layers: int
+    heads: int
+    embd: int
+    vocab: int
+    seq_len: int  # block size; batches use this many tokens per sample
+
+    def __post_init__(self) -> None:
+        if self.embd % self.heads:
+            raise ValueError(f"embd {self.embd} is not a multiple of heads {self.heads}")
+
+    @property
+    def head_dim(self) -> int:
+        return self.embd // self.heads
+
+    @property
+    def mlp_hidden(self) -> int:
+        return 4 * self.embd
+
+    @property
+    def pieces(self) -> int:
+        return self.layers + 2  # embeddings, the blocks, the head
+
+    def tp_linears(self) -> dict[str, TPLinear]:
+        """Megatron: q/k/v and fc column-parallel, the projections after them row-parallel."""
+        e, f = self.embd, self.mlp_hidden
+        plan = {}
+        for i in range(1, self.layers + 1):
+            for name in ("attn.q", "attn.k", "attn.v"):
+                plan[f"pieces.{i}.{name}"] = TPLinear("colwise", e, e)
+            plan[f"pieces.{i}.mlp.fc"] = TPLinear("colwise", e, f)
+            plan[f"pieces.{i}.attn.proj"] = TPLinear("rowwise", e, e)
+            plan[f"pieces.{i}.mlp.proj"] = TPLinear("rowwise", f, e)
+        return plan
+
+
+@dataclass(frozen=True)
+class ConvConfig:
+    family: ClassVar[str] = "convnet"
+    channels: int
+    blocks: int
+    image: int  # square images of this side, 3 channels
+    classes: int
+
+    @property
+    def pieces(self) -> int:
+        return self.blocks + 2  # stem, the blocks, the classifier
+
+    @property
+    def heads(self) -> int | None:
+        return None
+
+    def tp_linears(self) -> dict[str, TPLinear] | None:
+        return None  # no tensor-parallel plan
