@@ -68,14 +68,26 @@ class MpiPlan:
         self._steps = []
 
 
+def buffer_spec(view: np.ndarray | None, mpitype: MPI.Datatype) -> list[Any] | None:
+    """``[buffer, datatype]`` made once: mpi4py then skips inferring the type from the array on
+    every call (0.69 -> 0.53 us per 4 B call with the clock, p = 1), which is most of what a
+    Python-timed call costs over OSU's C loop at small sizes."""
+    if view is None:
+        return None
+    return [MPI.buffer(view), mpitype]
+
+
 class VendorPlan:
     """A collective's MPI call (``MPI_Allreduce``, ``MPI_Allgather``, ...) bound to its views."""
 
     def __init__(self, comm: MPI.Comm, spec: Collective, buf: np.ndarray, layout: Layout,
                  op: ReduceOp | None, root: int) -> None:
         send, recv = views(buf, layout)
+        self._views = (send, recv)  # the buffer specs point into them
+        t = MPI.Datatype.fromcode(buf.dtype.char)  # what mpi4py infers from the array itself
         self.run = vendor_call(spec, "mpi")(VendorArgs(
-            comm, send, recv, MPI_OPS[op.name] if op else None, root, comm.rank, comm.size))
+            comm, buffer_spec(send, t), buffer_spec(recv, t), MPI_OPS[op.name] if op else None,
+            root, comm.rank, comm.size))
 
     def close(self) -> None:
         pass
