@@ -1,8 +1,13 @@
-"""Self-launch: outside an MPI job, start the embedded mpiexec once per world size.
+"""Which MPI, which mpiexec: self-launch under whatever MPI mpi4py was built with.
 
-Ranks bind to this host only (fork launcher, localhost). The parent owns ``meta.json``; each job
-appends records to the same ``results.jsonl``. A job that fails is named by the case it was in
-(from ``inflight.json``), and the sweep stops there with every finished record on disk.
+The MPI behind mpi4py is read in a child interpreter (``MPI_Get_library_version`` before
+``MPI_Init``), so the parent never initialises MPI. Its ``mpiexec`` is looked for next to the
+interpreter, then on ``PATH`` (``COMMBENCH_MPIEXEC`` overrides), and asked for ``--version``;
+one that belongs to another MPI is refused. Each launcher family gets its own command line for
+"N ranks on this host only":
+
+- MPICH and its derivatives (Intel MPI, MVAPICH): Hydra, ``-launcher fork -hosts localhost``;
+- Open MPI: ``--host localhost:N --oversubscribe --bind-to none`` (``--allow-run-as-root`` as root).
 """
 
 from __future__ import annotations
@@ -10,20 +15,33 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
-
-from bench.progress import TTY_ENV
-from bench.runner import INFLIGHT
-from bench.watchdog import TIMEOUT_EXIT
 
 MPI_ENV_MARKERS = ("PMI_RANK", "PMI_SIZE", "PMIX_RANK", "OMPI_COMM_WORLD_SIZE",
                    "MV2_COMM_WORLD_SIZE", "MPI_LOCALRANKID", "SLURM_STEP_ID")
 WORKER_ENV = "COMMBENCH_WORKER"
+MPIEXEC_ENV = "COMMBENCH_MPIEXEC"
+
+# family -> the launcher kind that starts its ranks
+LAUNCHER_OF = {"mpich": "hydra", "intel": "hydra", "mvapich": "hydra", "openmpi": "openmpi"}
+FAMILY_NAMES = {"mpich": "MPICH", "intel": "Intel MPI", "mvapich": "MVAPICH",
+                "openmpi": "Open MPI", "unknown": "an unknown MPI"}
+
+_PROBE = """\
+import json, mpi4py
+mpi4py.rc.initialize = False
+mpi4py.rc.finalize = False
+from mpi4py import MPI
+print(json.dumps({"library": MPI.Get_library_version(), "vendor": list(map(str, MPI.get_vendor())),
+                  "standard": ".".join(map(str, MPI.Get_version()))}))
+"""
+
+
+class LaunchError(RuntimeError):
+    """No way to self-launch (no mpi4py, no matching mpiexec); ``str()`` is one line."""
 
 
 def inside_mpi_job() -> bool:
@@ -33,65 +51,124 @@ def inside_mpi_job() -> bool:
     return any(k in os.environ for k in MPI_ENV_MARKERS)
 
 
-def find_mpiexec() -> str:
-    here = Path(sys.executable).parent
-    for cand in (here / "mpiexec", shutil.which("mpiexec")):
-        if cand and Path(cand).exists():
-            return str(cand)
-    raise FileNotFoundError("no mpiexec found: install the 'mpich' wheel (pip install mpich)")
+def library_family(version: str) -> str:
+    """``mpich``, ``intel``, ``mvapich``, ``openmpi`` or ``unknown`` from the library's version."""
+    v = version.lower()
+    if "open mpi" in v:
+        return "openmpi"
+    if "intel(r) mpi" in v or "intel mpi" in v:
+        return "intel"
+    if "mvapich" in v:
+        return "mvapich"
+    if "mpich" in v:  # MPICH and derivatives that keep its name (Cray MPICH, ...)
+        return "mpich"
+    return "unknown"
+
+
+def launcher_kind(version_output: str) -> str:
+    """``hydra``, ``openmpi`` or ``unknown`` from ``mpiexec --version``."""
+    v = version_output.lower()
+    if "open mpi" in v or "openrte" in v or "prrte" in v:
+        return "openmpi"
+    if "hydra" in v or "intel(r) mpi" in v:
+        return "hydra"
+    return "unknown"
 
 
 @dataclass(frozen=True)
-class JobResult:
-    world_size: int
-    returncode: int
-    seconds: float
-    failed_case: str | None
-    reason: str | None = None  # why, when the launcher can tell (the watchdog's exit code)
+class MpiInfo:
+    """The MPI behind mpi4py, for ``meta.json``."""
 
-    @property
-    def ok(self) -> bool:
-        return self.returncode == 0
+    library: str  # the first line of MPI_Get_library_version (no trailing NUL)
+    family: str
+    vendor: str
+    standard: str
+
+    def as_meta(self) -> dict[str, str]:
+        return {"library": self.library, "family": self.family, "vendor": self.vendor,
+                "standard": self.standard}
 
 
-def launch(scenario_path: Path, run_dir: Path, run_id: str, world: int,
-           extra_args: tuple[str, ...] = ()) -> JobResult:
-    """Run one world size under the embedded mpiexec; Ctrl-C is passed on to the ranks."""
-    cmd = [find_mpiexec(), "-n", str(world), "-launcher", "fork", "-hosts", "localhost",
-           sys.executable, "-m", "bench", "run", str(scenario_path), "--out", str(run_dir),
-           "--world-sizes", str(world), *extra_args]
-    env = dict(os.environ, **{WORKER_ENV: run_id, "PYTHONUNBUFFERED": "1"})
-    if sys.stderr.isatty():
-        env[TTY_ENV] = "1"
-    t0 = time.monotonic()
-    proc = subprocess.Popen(cmd, env=env, start_new_session=True)
+def probe_library(python: str = sys.executable) -> MpiInfo:
+    """Ask a child interpreter which MPI its mpi4py loads (MPI is not initialised there)."""
     try:
-        rc = proc.wait()
-    except KeyboardInterrupt:
-        _stop(proc)
-        raise
-    failed = reason = None
-    if rc != 0:
-        marker = run_dir / INFLIGHT
-        if marker.exists():
-            inflight = json.loads(marker.read_text())
-            failed = inflight.get("case")
-            marker.unlink()
-            if rc == TIMEOUT_EXIT and "timeout_s" in inflight:
-                # said here too: MPI_Abort can tear the job down before the aborting rank's own
-                # line is forwarded by mpiexec
-                reason = f"exceeded case_timeout_s={inflight['timeout_s']:g} (a rank hung or died)"
-    return JobResult(world, rc, time.monotonic() - t0, failed, reason)
+        out = subprocess.run([python, "-c", _PROBE], capture_output=True, text=True, timeout=60,
+                             env={k: v for k, v in os.environ.items() if k != WORKER_ENV})
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise LaunchError(f"cannot ask mpi4py which MPI it uses: {e}") from None
+    if out.returncode != 0:
+        last = (out.stderr.strip().splitlines() or ["no output"])[-1]
+        raise LaunchError(f"mpi4py cannot load an MPI library: {last}")
+    data = json.loads(out.stdout.strip().splitlines()[-1])
+    return info_from(data["library"], data["vendor"], data["standard"])
 
 
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    for sig, grace in ((signal.SIGINT, 10.0), (signal.SIGKILL, 5.0)):
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            proc.wait(grace)
-            return
-        except subprocess.TimeoutExpired:
-            continue
+def info_from(library: str, vendor: list[str], standard: str) -> MpiInfo:
+    text = library.replace("\x00", "").strip()
+    first = (text.splitlines() or [""])[0].strip()
+    return MpiInfo(first, library_family(text), " ".join(vendor), standard)
+
+
+@dataclass(frozen=True)
+class Mpiexec:
+    path: str
+    kind: str  # hydra | openmpi
+    version: str  # the first line of its --version
+
+    def command(self, world: int) -> list[str]:
+        """mpiexec and its options for ``world`` ranks on this host only."""
+        if self.kind == "openmpi":
+            root = ["--allow-run-as-root"] if os.geteuid() == 0 else []
+            return [self.path, "-n", str(world), "--host", f"localhost:{world}", "--oversubscribe",
+                    "--bind-to", "none", *root]
+        return [self.path, "-n", str(world), "-launcher", "fork", "-hosts", "localhost"]
+
+
+def _candidates() -> list[str]:
+    forced = os.environ.get(MPIEXEC_ENV)
+    if forced:
+        return [forced]
+    here = Path(sys.executable).parent
+    found = [str(here / n) for n in ("mpiexec", "mpirun") if (here / n).exists()]
+    found += [p for p in (shutil.which("mpiexec"), shutil.which("mpirun")) if p]
+    return list(dict.fromkeys(found))
+
+
+def _describe(path: str) -> Mpiexec:
+    try:
+        out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30)
+        text = out.stdout + out.stderr
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise LaunchError(f"{path}: cannot run it ({e})") from None
+    lines = [" ".join(ln.split()) for ln in text.splitlines() if ln.strip()]
+    kind = launcher_kind(text)
+    version = lines[0] if lines else "unknown version"
+    if kind == "hydra" and version.startswith("HYDRA build details"):  # MPICH, MVAPICH
+        number = next((ln.split(":", 1)[1].strip() for ln in lines if ln.startswith("Version:")), "")
+        version = f"Hydra {number}".strip()
+    return Mpiexec(path, kind, version)
+
+
+def find_mpiexec(mpi: MpiInfo) -> Mpiexec:
+    """The mpiexec that launches ranks of ``mpi``'s family; LaunchError (one line) otherwise."""
+    want = LAUNCHER_OF.get(mpi.family)
+    cands = _candidates()
+    if not cands:
+        raise LaunchError(f"no mpiexec found for {mpi.library or 'mpi4py'}: put its mpiexec on PATH "
+                          f"or set {MPIEXEC_ENV} (pip install mpich gives one)")
+    seen = [_describe(c) for c in cands]
+    for m in seen:
+        if want is None or m.kind == want:
+            return m
+    m = seen[0]
+    theirs = {"hydra": "MPICH-family (Hydra)", "openmpi": "Open MPI"}.get(m.kind, "an unknown MPI")
+    raise LaunchError(f"{m.path} is {theirs}'s mpiexec but mpi4py uses {FAMILY_NAMES[mpi.family]} "
+                      f"({mpi.library}); ranks would not join one job: set {MPIEXEC_ENV} to "
+                      f"{FAMILY_NAMES[mpi.family]}'s mpiexec")
+
+
+def oversubscribed(local_ranks: int) -> bool:
+    """The one rule, for every launch mode: more ranks on a host than its logical cores."""
+    import psutil
+
+    return local_ranks > (psutil.cpu_count(logical=True) or 1)

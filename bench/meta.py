@@ -68,11 +68,15 @@ def git_commit(repo: Path) -> str | None:
 
 
 def mpi_library() -> dict[str, Any]:
+    """The MPI library of this process. Initialises MPI when it is not yet: the self-launching
+    parent uses :func:`bench.launcher.probe_library` (a child interpreter) instead."""
     from mpi4py import MPI
 
-    return {"library": MPI.Get_library_version().strip().splitlines()[0],
-            "vendor": " ".join(map(str, MPI.get_vendor())),
-            "standard": ".".join(map(str, MPI.Get_version()))}
+    from bench.launcher import info_from
+
+    vendor = [str(x) for x in MPI.get_vendor()]
+    return info_from(MPI.Get_library_version(), vendor,
+                     ".".join(map(str, MPI.Get_version()))).as_meta()
 
 
 def host_facts() -> dict[str, Any]:
@@ -88,11 +92,12 @@ def host_facts() -> dict[str, Any]:
     }
 
 
-def environment() -> dict[str, Any]:
-    """Everything except what only the ranks know (hosts of the job)."""
+def environment(mpi: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Everything except what only the ranks know (hosts of the job); ``mpi`` when the caller
+    knows the library already (the self-launcher, which must not initialise MPI itself)."""
     return {
         "host": host_facts(),
-        "mpi": mpi_library(),
+        "mpi": mpi if mpi is not None else mpi_library(),
         "packages": package_versions(),
         "commit": git_commit(Path(__file__).resolve().parent.parent),
         "argv": sys.argv,

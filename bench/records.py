@@ -2,15 +2,19 @@
 
 The reporter and the regression gate read only this store. Each record is one line written,
 flushed and fsynced as soon as its case is measured, so a crash loses at most the case in
-flight; the loader skips a truncated last line.
+flight; the loader skips a truncated last line, and :func:`heal` cuts it off before more records
+are appended (``--resume``). A bad line elsewhere is an error, unless the reader asked to skip
+bad lines (``on_bad``, or :func:`skipping_bad_lines` around code that loads runs).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextvars import ContextVar
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -91,12 +95,30 @@ _SAMPLE_FIELDS = re.compile(rb',"[A-Za-z_]*samples_(?:us|ms)":\[[^\[\]]*\]')
 _SAMPLE_COLUMN = re.compile(r"^[A-Za-z_]*samples_(?:us|ms)$")
 
 
-def iter_records(run_dir: Path | str, *, samples: bool = True) -> Iterator[dict[str, Any]]:
+BadLine = Callable[[Path, int, str], None]  # (results file, line number, why) of a skipped line
+_ON_BAD: ContextVar[BadLine | None] = ContextVar("commbench_on_bad", default=None)
+
+
+@contextlib.contextmanager
+def skipping_bad_lines(on_bad: BadLine) -> Iterator[None]:
+    """Within this block, readers skip bad lines of results.jsonl and tell ``on_bad``."""
+    token = _ON_BAD.set(on_bad)
+    try:
+        yield
+    finally:
+        _ON_BAD.reset(token)
+
+
+def iter_records(run_dir: Path | str, *, samples: bool = True,
+                 on_bad: BadLine | None = None) -> Iterator[dict[str, Any]]:
     """Records in file order. A last line cut short by a crash is skipped; a bad line elsewhere
-    is an error naming its line number. ``samples=False`` leaves out the raw-sample arrays."""
+    is an error naming its line number, or, with ``on_bad`` (or inside
+    :func:`skipping_bad_lines`), skipped and reported. ``samples=False`` leaves out the
+    raw-sample arrays."""
     path = Path(run_dir) / RESULTS
     if not path.is_file():
         return
+    on_bad = on_bad or _ON_BAD.get()
     lines = path.read_bytes().splitlines()
     for i, line in enumerate(lines, 1):
         if not line.strip():
@@ -106,12 +128,43 @@ def iter_records(run_dir: Path | str, *, samples: bool = True) -> Iterator[dict[
         except orjson.JSONDecodeError:
             if i == len(lines):
                 return  # truncated by a crash mid-write
-            raise StoreError(f"{path}:{i}: not a JSON record") from None
+            if on_bad is None:
+                raise StoreError(f"{path}:{i}: not a JSON record") from None
+            on_bad(path, i, "not a JSON record")
+            continue
         if not isinstance(rec, dict) or rec.get("schema_version") != SCHEMA_VERSION:
             got = rec.get("schema_version") if isinstance(rec, dict) else None
-            raise StoreError(f"{path}:{i}: schema_version {got!r}, "
-                             f"this commbench reads {SCHEMA_VERSION}")
+            why = f"schema_version {got!r}, this commbench reads {SCHEMA_VERSION}"
+            if on_bad is None:
+                raise StoreError(f"{path}:{i}: {why}")
+            on_bad(path, i, why)
+            continue
         yield rec
+
+
+def heal(run_dir: Path) -> int:
+    """Cut off a last line of results.jsonl cut short by a crash, so appended records start on a
+    line of their own; returns the bytes dropped (a complete record missing only its newline
+    gets the newline)."""
+    path = Path(run_dir) / RESULTS
+    if not path.is_file():
+        return 0
+    data = path.read_bytes()
+    if not data or data.endswith(b"\n"):
+        return 0
+    cut = data.rfind(b"\n") + 1
+    tail = data[cut:]
+    try:
+        if isinstance(orjson.loads(tail), dict):
+            with path.open("ab") as f:
+                f.write(b"\n")
+            return 0
+    except orjson.JSONDecodeError:
+        pass
+    with path.open("r+b") as f:
+        f.truncate(cut)
+        os.fsync(f.fileno())
+    return len(tail)
 
 
 def load_results(run_dir: Path | str, *, samples: bool = True) -> pd.DataFrame:

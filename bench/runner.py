@@ -3,33 +3,36 @@
 Rank 0 writes each record as soon as its group is measured, prints the table rows and shows
 progress; every rank runs the same groups in the same order. In a job of N ranks, each scenario
 world size w <= N runs on the first w ranks (the others wait), so one job can sweep cluster sizes.
+A resumed run (``RunContext.resume``) skips the cases that already have a record: rank 0 reads
+them from ``results.jsonl`` and every rank gets the same set.
 """
 
 from __future__ import annotations
 
-import json
+import dataclasses
 import os
 import socket
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import psutil
 from mpi4py import MPI
 
-from bench import harness, table
+from bench import canary, harness, inflight, table
 from bench.case import Group, groups
+from bench.launcher import oversubscribed
 from bench.progress import Progress
 from bench.records import ResultWriter
+from bench.resume import CaseKey, collective_key, done_collective
 from bench.scenario import CollectiveScenario
+from bench.threadlevel import may_abort_from_thread, thread_fields
 from bench.units import format_size
 from bench.watchdog import Watchdog
 from kernels.topology import Topology
 from kernels.transports import TRANSPORTS, TransportUnavailable
 
-INFLIGHT = "inflight.json"  # the case being measured, for the launcher to name on failure
+INFLIGHT = inflight.INFLIGHT  # the case being measured, for the launcher to name on failure
 
 
 @dataclass(frozen=True)
@@ -39,6 +42,14 @@ class RunContext:
     scenario: CollectiveScenario
     world_sizes: tuple[int, ...]  # the sizes this job measures
     progress: bool = True
+    resume: bool = False  # skip cases that have a record in results.jsonl
+    done_keys: frozenset[CaseKey] = frozenset()
+
+    def done(self, g: Group, algorithm: str) -> bool:
+        """True when ``algorithm`` of group ``g`` has a record already (a resumed run)."""
+        return bool(self.done_keys) and collective_key(
+            g.collective, algorithm, g.transport, g.world_size, g.ranks_per_node, g.nbytes,
+            g.dtype, g.op) in self.done_keys
 
 
 def topology_for(comm: MPI.Comm, rpn: int | str) -> Topology:
@@ -53,7 +64,7 @@ def topology_for(comm: MPI.Comm, rpn: int | str) -> Topology:
 def _oversubscribed(comm: MPI.Comm) -> bool:
     local = comm.Split_type(MPI.COMM_TYPE_SHARED)
     try:
-        return local.size > (psutil.cpu_count(logical=True) or 1)
+        return oversubscribed(local.size)
     finally:
         local.Free()
 
@@ -61,22 +72,36 @@ def _oversubscribed(comm: MPI.Comm) -> bool:
 def run_job(ctx: RunContext, out: Any = sys.stdout) -> int:
     """Run every group this job owns; returns the number of records written (rank 0)."""
     world = MPI.COMM_WORLD
-    dog = Watchdog(world)
+    if ctx.resume:
+        keys = done_collective(ctx.run_dir) if world.rank == 0 else None
+        ctx = dataclasses.replace(ctx, done_keys=world.bcast(keys, root=0))
+    # MPI_Abort from the watchdog's thread only where MPI allows it (thread level multiple);
+    # else the rank ends itself and the launcher tears the job down
+    dog = Watchdog(world.rank, world.Abort if may_abort_from_thread() else os._exit)
     writer = ResultWriter(ctx.run_dir) if world.rank == 0 else None
     written = 0
     try:
+        _canary(ctx, world, f"start of job p={world.size}")
         for w in ctx.world_sizes:
             sub = world.Split(0 if world.rank < w else MPI.UNDEFINED, world.rank)
             if sub != MPI.COMM_NULL:
                 written += _run_world(ctx, sub, dog, writer, out)
                 sub.Free()
             world.Barrier()
+            _canary(ctx, world, f"after world size {w}")
     finally:
         dog.close()
         if writer:
             writer.close()
-            (ctx.run_dir / INFLIGHT).unlink(missing_ok=True)
+            inflight.clear(ctx.run_dir)
     return written
+
+
+def _canary(ctx: RunContext, comm: MPI.Comm, when: str) -> None:
+    """A drift-canary reading on every rank of the job (see :mod:`bench.canary`)."""
+    reading = canary.measure(comm, when)
+    if comm.rank == 0:
+        canary.append(ctx.run_dir, reading)
 
 
 def _run_world(ctx: RunContext, comm: MPI.Comm, dog: Watchdog, writer: ResultWriter | None,
@@ -92,12 +117,13 @@ def _run_world(ctx: RunContext, comm: MPI.Comm, dog: Watchdog, writer: ResultWri
         for line in notes:
             print(f"# note: {line}", file=out, flush=True)
     bar = Progress(len(plan), enabled=ctx.progress and comm.rank == 0)
-    extra = {"run_id": ctx.run_id, "scenario": sc.name, "oversubscribed": over}
+    extra = {"run_id": ctx.run_id, "scenario": sc.name, "oversubscribed": over,
+             "hugepages": sc.hugepages, **thread_fields()}
     written, shown = 0, None
     try:
         for transport_name in sc.transports:
             try:
-                transport = TRANSPORTS.get(transport_name).create(comm)
+                transport = TRANSPORTS.get(transport_name).create(comm, hugepages=sc.hugepages)
             except TransportUnavailable as e:
                 if comm.rank == 0:
                     print(f"# skipped transport {transport_name}: {e}", file=out, flush=True)
@@ -107,7 +133,7 @@ def _run_world(ctx: RunContext, comm: MPI.Comm, dog: Watchdog, writer: ResultWri
                     continue
                 head = (g.collective, g.world_size, g.ranks_per_node, g.transport)
                 if comm.rank == 0 and head != shown:
-                    print(table.banner(*head, over), file=out, flush=True)
+                    print(table.banner(*head, over, sc.timing.style), file=out, flush=True)
                     shown = head
                 env = harness.Env(comm, transport, topo, extra)
                 written += _run_group(ctx, env, g, dog, writer, bar, out)
@@ -119,9 +145,14 @@ def _run_world(ctx: RunContext, comm: MPI.Comm, dog: Watchdog, writer: ResultWri
 
 def _run_group(ctx: RunContext, env: harness.Env, g: Group, dog: Watchdog,
                writer: ResultWriter | None, bar: Progress, out: Any) -> int:
+    todo = tuple(a for a in g.algorithms if not ctx.done(g, a))  # resumed: only cases without a record
+    if not todo:
+        bar.advance()
+        return 0
+    g = dataclasses.replace(g, algorithms=todo)
     label = g.label()
     if writer:
-        _mark_inflight(ctx.run_dir, label, ctx.scenario.case_timeout_s)
+        inflight.mark(ctx.run_dir, label, ctx.scenario.case_timeout_s, world_size=g.world_size)
     bar.start(f"p={g.world_size} {g.collective} {format_size(g.nbytes)} {g.dtype} {g.op} "
               f"{'/'.join(g.algorithms)}")
     dog.arm(label, ctx.scenario.case_timeout_s)
@@ -133,13 +164,6 @@ def _run_group(ctx: RunContext, env: harness.Env, g: Group, dog: Watchdog,
         writer.write(rec)
         table.print_row(rec, out)
     return len(records)
-
-
-def _mark_inflight(run_dir: Path, label: str, timeout_s: float) -> None:
-    tmp = run_dir / (INFLIGHT + ".tmp")
-    tmp.write_text(json.dumps({"case": label, "since": time.time(), "pid": os.getpid(),
-                               "timeout_s": timeout_s}))
-    os.replace(tmp, run_dir / INFLIGHT)
 
 
 def fail(comm: MPI.Comm, message: str, code: int) -> None:

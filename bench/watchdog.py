@@ -1,8 +1,10 @@
 """Per-case deadline on every rank: a hung or dead peer ends the job with a named case.
 
-A daemon thread checks the deadline of the case in flight; past it, it prints one line and
-calls ``MPI_Abort`` (mpi4py initialises MPI with thread support, so a helper thread may), which
-makes mpiexec/srun tear the job down instead of hanging forever.
+A daemon thread checks the deadline of the case in flight; past it, it prints one line and calls
+the job's ``abort`` with :data:`TIMEOUT_EXIT`: ``MPI_Abort`` for MPI jobs (mpi4py initialises
+MPI with thread support, so a helper thread may), which makes mpiexec/srun tear the job down;
+``os._exit`` for torch jobs, whose launcher ends the other ranks. Collective and training runs
+share this watchdog.
 """
 
 from __future__ import annotations
@@ -10,15 +12,15 @@ from __future__ import annotations
 import sys
 import threading
 import time
-
-from mpi4py import MPI
+from collections.abc import Callable
 
 TIMEOUT_EXIT = 124  # the job's exit code when the watchdog aborts it (launchers pass it on)
 
 
 class Watchdog:
-    def __init__(self, comm: MPI.Comm, poll_s: float = 0.5) -> None:
-        self._comm = comm
+    def __init__(self, rank: int, abort: Callable[[int], object], poll_s: float = 0.5) -> None:
+        self._rank = rank
+        self._abort = abort
         self._lock = threading.Lock()
         self._deadline: float | None = None
         self._label = ""
@@ -46,7 +48,8 @@ class Watchdog:
                 label, timeout = self._label, self._timeout
             if late:
                 sys.stderr.write(
-                    f"commbench: rank {self._comm.rank}: case '{label}' exceeded "
+                    f"commbench: rank {self._rank}: case '{label}' exceeded "
                     f"case_timeout_s={timeout:g} (a rank hung or died); aborting the job\n")
                 sys.stderr.flush()
-                self._comm.Abort(TIMEOUT_EXIT)
+                self._abort(TIMEOUT_EXIT)
+                return

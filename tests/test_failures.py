@@ -74,7 +74,7 @@ def test_killed_rank_ends_run_naming_the_case(tmp_path: Path) -> None:
     _a_rank(proc, 1).kill()
     _, err = proc.communicate(timeout=120)
     assert proc.returncode not in (0, None)
-    assert "failed during case 'allreduce ring/native mpi p=3" in err, err
+    assert "failed during case 'all_reduce ring/native mpi p=3" in err, err
     _assert_kept(run_dir, 4)
 
 
@@ -91,7 +91,7 @@ def test_hung_rank_is_aborted_after_case_timeout(tmp_path: Path) -> None:
     assert proc.returncode not in (0, None)
     # the launcher says why itself: the aborting rank's own line can be lost in the teardown
     assert re.search(r"world size 3 failed during case '[^']+': exceeded case_timeout_s=3 "
-                     r"\(a rank hung or died\) \(mpiexec exit 124\)", err), err
+                     r"\(a rank hung or died\) \(mpiexec exit \d+\)", err), err
     assert read_meta(run_dir)["jobs"][-1]["reason"].startswith("exceeded case_timeout_s=3")
     _assert_kept(run_dir, 2)
 
@@ -105,3 +105,135 @@ def test_ctrl_c_keeps_finished_records(tmp_path: Path) -> None:
     assert "interrupted" in err
     assert len(load_results(run_dir)) >= 2
     assert read_meta(run_dir)["status"] == "interrupted"
+
+
+BROKEN = '''\
+"""A real, deliberately wrong AllReduce: ring reduce-scatter without its all-gather."""
+from kernels import rings
+from kernels.algorithm import algorithm
+from kernels.chunks import split
+
+
+@algorithm("broken_ring")
+def broken_ring(problem, b):
+    """Ring reduce-scatter only: each rank ends with one reduced chunk, the rest stale."""
+    p = problem.world
+    rings.reduce_scatter(b, list(range(p)), split(problem.count, p), rings.open_steps(b, p - 1))
+'''
+WRONG = """\
+name: wrong
+world_sizes: [1, 2]
+sizes: [8B, 64KiB]
+algorithms: [native, broken_ring]
+timing: {warmup: 1, iters: 4, repetitions: 1}
+"""
+
+
+def _with_broken_algorithm(tmp_path: Path) -> dict[str, str]:
+    """An environment whose Python processes (commbench and every rank) know ``broken_ring``."""
+    plugin = tmp_path / "plugin"
+    plugin.mkdir()
+    (plugin / "sitecustomize.py").write_text(BROKEN)
+    env = clean_env()
+    env["PYTHONPATH"] = f"{ROOT}{os.pathsep}{plugin}"
+    return env
+
+
+def test_wrong_results_fail_the_run_after_every_case(tmp_path: Path) -> None:
+    (tmp_path / "s.yaml").write_text(WRONG)
+    out = tmp_path / "run"
+    res = subprocess.run([sys.executable, "-m", "bench", "run", str(tmp_path / "s.yaml"), "--out",
+                          str(out), "--no-progress"], capture_output=True, text=True, timeout=240,
+                         env=_with_broken_algorithm(tmp_path), cwd=ROOT)
+    assert res.returncode == 1, res.stderr
+    df = load_results(out)
+    assert len(df) == 2 * 2 * 2  # every case ran: world sizes x sizes x algorithms
+    wrong = df[df["status"] == "wrong"]
+    assert set(wrong["algorithm"]) == {"broken_ring"} and set(wrong["world_size"]) == {2}
+    assert (wrong["wrong"] > 0).all() and len(wrong) == 2
+    meta = read_meta(out)
+    assert meta["status"] == "failed" and meta["reason"].startswith("2 cases wrong")
+    assert "commbench: 2 cases wrong" in res.stderr
+    assert res.stdout.strip().splitlines()[-1] == str(out / "report.html")  # still the last line
+
+
+def test_wrong_results_fail_a_users_mpiexec_job(tmp_path: Path) -> None:
+    from tests.conftest import mpiexec
+
+    (tmp_path / "s.yaml").write_text(WRONG.replace("[1, 2]", "[2]"))
+    out = tmp_path / "job"
+    cmd = [mpiexec(), "-n", "2", "-launcher", "fork", "-hosts", "localhost", sys.executable, "-m",
+           "bench", "run", str(tmp_path / "s.yaml"), "--out", str(out), "--no-progress"]
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=240,
+                         env=_with_broken_algorithm(tmp_path), cwd=ROOT)
+    assert res.returncode == 1, res.stderr
+    assert len(load_results(out)) == 4
+    assert read_meta(out)["status"] == "failed"
+    assert res.stdout.strip().splitlines()[-1] == str(out / "report.html")
+
+
+def test_report_skips_a_corrupt_line_and_names_it(tmp_path: Path) -> None:
+    from tests.conftest import commbench
+
+    (tmp_path / "s.yaml").write_text(WRONG.replace("[1, 2]", "[2]").replace("broken_ring", "ring"))
+    run = tmp_path / "run"
+    assert commbench("run", str(tmp_path / "s.yaml"), "--out", str(run), "--no-progress").returncode == 0
+    path = run / "results.jsonl"
+    lines = path.read_text().splitlines(keepends=True)
+    lines[1] = lines[1][:40] + "\n"  # a line in the middle, cut (a disk or an editor, not a crash)
+    path.write_text("".join(lines))
+    res = commbench("report", str(run), "-o", str(tmp_path / "r.html"))
+    assert res.returncode == 0, res.stderr
+    assert res.stderr.strip().splitlines() == [
+        f"commbench: report: skipped {path}:2: not a JSON record"]
+    assert res.stdout.strip() == str(tmp_path / "r.html") and (tmp_path / "r.html").is_file()
+    strict = commbench("report", str(run), "-o", str(tmp_path / "s.html"), "--strict")
+    assert strict.returncode == 2
+    assert strict.stderr.strip().splitlines() == [
+        f"commbench: report: {path}:2: not a JSON record (--strict)"]
+    assert not (tmp_path / "s.html").exists()
+
+
+RPN = """\
+name: rpn
+world_sizes: {sizes}
+ranks_per_node: [{rpn}]
+sizes: [8B]
+algorithms: [native]
+timing: {{warmup: 1, iters: 2, repetitions: 1}}
+"""
+
+
+@pytest.mark.parametrize("sizes, rpn, args, message", [
+    ("[2]", 2, ["--world-sizes", "3"], "--world-sizes: ranks_per_node 2 does not divide world size 3"),
+    ("[2]", 1, ["--world-sizes", "2,2"], "--world-sizes: 2,2: a world size given twice"),
+    ("[2]", 1, ["--world-sizes", "0"], "--world-sizes: world sizes must be >= 1"),
+    ("[2]", 1, ["--world-sizes", "2,x"], "--world-sizes: not a list of integers: '2,x'"),
+    ("[]", psutil.cpu_count() + 1, [],
+     "{scenario}: world_sizes (empty: the default world size): ranks_per_node "
+     f"{psutil.cpu_count() + 1} "
+     f"does not divide world size {psutil.cpu_count()}"),
+])
+def test_world_sizes_that_cannot_run_are_refused_before_launch(
+        tmp_path: Path, sizes: str, rpn: int, args: list[str], message: str) -> None:
+    from tests.conftest import commbench
+
+    (tmp_path / "s.yaml").write_text(RPN.format(sizes=sizes, rpn=rpn))
+    res = commbench("run", str(tmp_path / "s.yaml"), "--out", str(tmp_path / "run"), *args)
+    assert res.returncode == 2
+    message = message.replace("{scenario}", str(tmp_path / "s.yaml"))
+    assert res.stderr.strip().splitlines() == [f"commbench: {message}"], res.stderr
+    assert not (tmp_path / "run").exists()  # nothing launched, nothing written
+
+
+def test_users_job_whose_size_ranks_per_node_does_not_divide(tmp_path: Path) -> None:
+    from tests.conftest import mpiexec
+
+    (tmp_path / "s.yaml").write_text(RPN.format(sizes="[]", rpn=2))
+    cmd = [mpiexec(), "-n", "3", "-launcher", "fork", "-hosts", "localhost", sys.executable, "-m",
+           "bench", "run", str(tmp_path / "s.yaml"), "--out", str(tmp_path / "job")]
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=clean_env(), cwd=ROOT)
+    assert res.returncode == 2
+    assert res.stderr.strip().splitlines() == [
+        "commbench: world sizes of this job: ranks_per_node 2 does not divide world size 3"]
+    assert not (tmp_path / "job").exists()

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from bench.commands import register
-from bench.records import StoreError
+from bench.records import StoreError, skipping_bad_lines
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -19,6 +19,8 @@ def configure(p: argparse.ArgumentParser) -> None:
                    help="table rows written inline (default 2000)")
     p.add_argument("--max-figures", type=int, default=3,
                    help="figure panels per section (default 3)")
+    p.add_argument("--strict", action="store_true",
+                   help="refuse a run whose results.jsonl has a bad line (default: skip it, say so)")
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -34,12 +36,25 @@ def handle(args: argparse.Namespace) -> int:
     if args.max_rows < 1 or args.max_figures < 1:
         print("commbench: report: --max-rows and --max-figures must be >= 1", file=sys.stderr)
         return 2
+    skipped: dict[tuple[Path, int], str] = {}  # the reader may pass a run more than once
+
+    def skip(path: Path, line: int, why: str) -> None:
+        skipped[(path, line)] = why
+
     try:
-        path = render_report(args.runs, out, Options(max_panels=args.max_figures,
-                                                     max_rows=args.max_rows))
+        if args.strict:
+            path = render_report(args.runs, out, Options(max_panels=args.max_figures,
+                                                         max_rows=args.max_rows))
+        else:
+            with skipping_bad_lines(skip):
+                path = render_report(args.runs, out, Options(max_panels=args.max_figures,
+                                                             max_rows=args.max_rows))
     except StoreError as e:
-        print(f"commbench: report: {e}", file=sys.stderr)
+        hint = " (--strict)" if args.strict else ""
+        print(f"commbench: report: {e}{hint}", file=sys.stderr)
         return 2
+    for (where, line), why in sorted(skipped.items()):
+        print(f"commbench: report: skipped {where}:{line}: {why}", file=sys.stderr)
     print(path)
     return 0
 

@@ -12,10 +12,13 @@ from typing import Any
 
 import psutil
 
-from bench import launcher, meta
+from bench import launcher, meta, resume
 from bench.commands import register
-from bench.records import SCHEMA_VERSION, iter_records, write_meta
+from bench.progress import TTY_ENV
+from bench.records import iter_records, read_meta, write_meta
+from bench.resume import RunDirError
 from bench.scenario import CollectiveScenario, ScenarioError, check_memory, load_scenario
+from bench.selflaunch import JobResult, Sweep, say
 from kernels.transports import TRANSPORTS
 
 # Scenario kinds with their own runner (args, scenario, world sizes) -> exit code.
@@ -25,7 +28,9 @@ KIND_RUNNERS: dict[str, str] = {"training": "bench.training.launch:handle"}
 def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("scenario", type=Path, help="scenario YAML file (e.g. scenarios/quick.yaml)")
     p.add_argument("--out", type=Path, default=None,
-                   help="run directory (default: runs/<time>-<scenario name>)")
+                   help="run directory, new or empty (default: runs/<time>-<scenario name>)")
+    p.add_argument("--resume", type=Path, default=None, metavar="RUN_DIR",
+                   help="finish the cases of RUN_DIR that have no record (same scenario)")
     p.add_argument("--world-sizes", default=None,
                    help="comma-separated world sizes, overriding the scenario's")
     p.add_argument("--no-progress", action="store_true", help="no progress output")
@@ -34,47 +39,40 @@ def configure(p: argparse.ArgumentParser) -> None:
 def handle(args: argparse.Namespace) -> int:
     try:
         sc = load_scenario(args.scenario)
-        sizes = _world_sizes(args, sc)
+        sizes = world_sizes_arg(args)
     except ScenarioError as e:
         print(f"commbench: {e}", file=sys.stderr)
         return 2
     runner = KIND_RUNNERS.get(sc.kind)
     if runner is not None:  # other scenario kinds run themselves: "module:function"
         mod, _, fn = runner.partition(":")
-        return int(getattr(importlib.import_module(mod), fn)(args, sc, sizes))
+        return int(getattr(importlib.import_module(mod), fn)(args, sc, sizes or tuple(sc.world_sizes)))
     if launcher.inside_mpi_job() or os.environ.get(launcher.WORKER_ENV):
-        return _run_in_job(args, sc, sizes)
+        return _run_in_job(args, sc, sizes or tuple(sc.world_sizes))
     return _self_launch(args, sc, sizes)
 
 
-def _world_sizes(args: argparse.Namespace, sc: CollectiveScenario) -> tuple[int, ...]:
-    if args.world_sizes:
-        try:
-            out = tuple(int(x) for x in args.world_sizes.split(","))
-        except ValueError:
-            raise ScenarioError(
-                f"--world-sizes: not a list of integers: {args.world_sizes!r}") from None
-        if any(w < 1 for w in out):
-            raise ScenarioError("--world-sizes: world sizes must be >= 1")
-        return out
-    return tuple(sc.world_sizes)
+def world_sizes_arg(args: argparse.Namespace) -> tuple[int, ...]:
+    """``--world-sizes`` as integers (``()`` when not given)."""
+    if not args.world_sizes:
+        return ()
+    try:
+        out = tuple(int(x) for x in args.world_sizes.split(","))
+    except ValueError:
+        raise ScenarioError(f"--world-sizes: not a list of integers: {args.world_sizes!r}") from None
+    if any(w < 1 for w in out):
+        raise ScenarioError("--world-sizes: world sizes must be >= 1")
+    if len(set(out)) != len(out):
+        raise ScenarioError(f"--world-sizes: {args.world_sizes}: a world size given twice")
+    return out
 
 
-def default_run_dir(sc: CollectiveScenario) -> Path:
-    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    return Path("runs") / f"{stamp}-{sc.name}"
-
-
-def _meta(sc: CollectiveScenario, source: Path, run_id: str) -> dict[str, Any]:
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "run_id": run_id,
-        "source": "commbench",
-        "scenario": sc.model_dump(mode="json"),
-        "scenario_path": str(source),
-        "started": dt.datetime.now(dt.timezone.utc).isoformat(),
-        **meta.environment(),
-    }
+def check_sizes(sc: CollectiveScenario, sizes: tuple[int, ...], where: str) -> None:
+    """Every fixed ``ranks_per_node`` must divide every world size, before anything launches."""
+    for w in sizes:
+        for rpn in sc.ranks_per_node:
+            if rpn != "auto" and w % int(rpn):
+                raise ScenarioError(f"{where}: ranks_per_node {rpn} does not divide world size {w}")
 
 
 def default_world_size(sc: CollectiveScenario) -> int:
@@ -87,61 +85,108 @@ def default_world_size(sc: CollectiveScenario) -> int:
     return psutil.cpu_count(logical=True) or 1
 
 
-def _self_launch(args: argparse.Namespace, sc: CollectiveScenario, sizes: tuple[int, ...]) -> int:
-    sizes = sizes or (default_world_size(sc),)
-    try:
+def pick_sizes(args: argparse.Namespace, sc: Any, given: tuple[int, ...],
+               default: int) -> tuple[tuple[int, ...], str]:
+    """The world sizes of a self-launched sweep and where they come from (for messages)."""
+    if given:
+        return given, "--world-sizes"
+    if args.resume is not None and (kept := resume.recorded_sizes(args.resume)):
+        return kept, f"{args.resume}/meta.json world_sizes"
+    if sc.world_sizes:
+        return tuple(sc.world_sizes), f"{args.scenario}: world_sizes"
+    return (default,), f"{args.scenario}: world_sizes (empty: the default world size)"
+
+
+def _self_launch(args: argparse.Namespace, sc: CollectiveScenario, given: tuple[int, ...]) -> int:
+    try:  # every check before anything is launched or written
+        sizes, where = pick_sizes(args, sc, given, default_world_size(sc))
+        check_sizes(sc, sizes, where)
         check_memory(sc, str(args.scenario), max(sizes), psutil.virtual_memory().available)
-    except ScenarioError as e:
+        plan = resume.plan_run(sc, args.out, args.resume)
+        kind = CollectiveKind(args, sc, plan.run_dir, plan.resuming)
+        if plan.resuming and all(kind.first(w) is None for w in sizes):
+            say(f"commbench: nothing to resume: every case of {plan.run_dir} has a record")
+            return 0
+        mpi = launcher.probe_library()
+        kind.mpiexec = mpiexec = launcher.find_mpiexec(mpi)
+        lock = plan.lock()
+    except (ScenarioError, launcher.LaunchError, RunDirError) as e:
         print(f"commbench: {e}", file=sys.stderr)
         return 2
-    run_dir = args.out or default_run_dir(sc)
-    run_id = run_dir.name
-    info = _meta(sc, args.scenario, run_id)
-    info["launcher"] = "commbench (embedded mpiexec, this host only)"
-    info["jobs"] = []
-    write_meta(run_dir, info)
-    status, code = "ok", 0
-    extra = ("--no-progress",) if args.no_progress else ()
-    try:
-        for w in sizes:
-            job = launcher.launch(args.scenario, run_dir, run_id, w, extra)
-            info["jobs"].append({"world_size": w, "returncode": job.returncode,
-                                 "seconds": round(job.seconds, 3), "failed_case": job.failed_case,
-                                 "reason": job.reason})
-            if not job.ok:
-                where = f" during case '{job.failed_case}'" if job.failed_case else ""
-                why = f": {job.reason}" if job.reason else ""
-                print(f"commbench: world size {w} failed{where}{why} (mpiexec exit {job.returncode})",
-                      file=sys.stderr)
-                status, code = "failed", 1
-                break
-    except KeyboardInterrupt:
-        status, code = "interrupted", 130
-        print("commbench: interrupted", file=sys.stderr)
-    finally:
-        info["status"] = status
-        info["finished"] = dt.datetime.now(dt.timezone.utc).isoformat()
-        write_meta(run_dir, info)
-    kept = sum(1 for _ in iter_records(run_dir))
-    print(f"# {kept} records in {run_dir / 'results.jsonl'}", file=sys.stderr)
-    _after_run(run_dir)
-    return code
+    info = plan.open(sc, args.scenario, sizes, mpi.as_meta())
+    info["mpiexec"] = {"path": mpiexec.path, "kind": mpiexec.kind, "version": mpiexec.version}
+    return Sweep(plan.run_dir, info).run(kind, sizes, lock, after=after_run)
 
 
-def _after_run(run_dir: Path) -> None:
+class CollectiveKind:
+    """One mpiexec per world size; a failed job ends the sweep."""
+
+    mpiexec: launcher.Mpiexec | None = None
+
+    def __init__(self, args: argparse.Namespace, sc: CollectiveScenario, run_dir: Path,
+                 resuming: bool) -> None:
+        self.args, self.sc, self.run_dir, self.resuming = args, sc, run_dir, resuming
+        self._done = resume.done_collective(run_dir) if resuming else frozenset()
+
+    @property
+    def launcher(self) -> str:
+        m = self.mpiexec
+        return f"commbench ({m.path}, {m.version}; this host only)" if m else "commbench"
+
+    def first(self, world: int) -> int | None:
+        if not self.resuming:
+            return 0
+        from bench.case import groups
+
+        for rpn in self.sc.ranks_per_node:  # self-launched: one host, so auto is the world size
+            for g in groups(self.sc, world, world if rpn == "auto" else int(rpn)):
+                for alg in g.algorithms:
+                    key = resume.collective_key(g.collective, alg, g.transport, g.world_size,
+                                                g.ranks_per_node, g.nbytes, g.dtype, g.op)
+                    if key not in self._done:
+                        return 0
+        return None
+
+    def command(self, world: int, start: int) -> tuple[list[str], dict[str, str]]:
+        assert self.mpiexec is not None
+        cmd = [*self.mpiexec.command(world), sys.executable, "-m", "bench", "run",
+               str(self.args.scenario), "--out", str(self.run_dir), "--world-sizes", str(world)]
+        if self.args.no_progress:
+            cmd.append("--no-progress")
+        env = dict(os.environ, **{launcher.WORKER_ENV: self.run_dir.name})
+        if self.resuming:
+            env[resume.RESUME_ENV] = "1"
+        if sys.stderr.isatty():
+            env[TTY_ENV] = "1"
+        return cmd, env
+
+    def after_failure(self, sweep: Sweep, job: JobResult) -> int | None:
+        where = f" during case '{job.case}'" if job.case else ""
+        why = f": {job.reason}" if job.reason else ""
+        say(f"commbench: world size {job.world_size} failed{where}{why} "
+            f"(mpiexec exit {job.returncode})")
+        sweep.failures += 1
+        sweep.stop()
+        return None
+
+
+def after_run(run_dir: Path) -> None:
     """Print the run directory, then write the report and print its path (the last line)."""
-    print(run_dir, flush=True)
+    say(str(run_dir), sys.stdout)
     try:
         from reports.render import render_run
     except ImportError:  # a checkout without the reporter still measures
         return
     try:
-        print(render_run(run_dir), flush=True)
+        say(str(render_run(run_dir)), sys.stdout)
     except Exception as e:  # the measurements are safe on disk; say what broke, keep going
-        print(f"commbench: report not written: {type(e).__name__}: {e}", file=sys.stderr)
+        say(f"commbench: report not written: {type(e).__name__}: {e}")
 
 
 def _run_in_job(args: argparse.Namespace, sc: CollectiveScenario, sizes: tuple[int, ...]) -> int:
+    from bench.threadlevel import request
+
+    request(sc.thread_level)  # before MPI starts: mpi4py would ask for THREAD_MULTIPLE
     from mpi4py import MPI
 
     from bench.runner import RunContext, run_job
@@ -149,34 +194,40 @@ def _run_in_job(args: argparse.Namespace, sc: CollectiveScenario, sizes: tuple[i
     comm = MPI.COMM_WORLD
     worker_of = os.environ.get(launcher.WORKER_ENV)
     sizes = tuple(w for w in (sizes or (comm.size,)) if w <= comm.size)
-    if not sizes and comm.rank == 0:
-        print(f"commbench: world_sizes: none fits in this job of {comm.size} ranks",
-              file=sys.stderr)
+    error = None
     if not sizes:
-        return 2
-    local = comm.Split_type(MPI.COMM_TYPE_SHARED)
-    fits = True
-    if local.rank == 0:
+        error = f"world_sizes: none fits in this job of {comm.size} ranks"
+    else:
         try:
-            check_memory(sc, str(args.scenario), local.size, psutil.virtual_memory().available)
+            check_sizes(sc, sizes, "world sizes of this job")
         except ScenarioError as e:
-            print(f"commbench: {e}", file=sys.stderr)
-            fits = False
-    local.Free()
-    if not comm.allreduce(fits, op=MPI.LAND):
+            error = str(e)
+    if error is None:
+        error = _check_host_memory(comm, sc, args.scenario)
+    run_dir, info = args.resume or args.out, None
+    if error is None and not worker_of and comm.rank == 0:  # the user's own mpiexec/srun
+        try:
+            plan = resume.plan_run(sc, args.out, args.resume)
+            run_dir, info = plan.run_dir, plan.open(sc, args.scenario, sizes)
+        except RunDirError as e:
+            error = str(e)
+    error = comm.bcast(error, root=0)
+    if error is not None:
+        if comm.rank == 0:
+            print(f"commbench: {error}", file=sys.stderr)
         return 2
     if worker_of:
-        run_dir, run_id = args.out, worker_of
-    else:  # the user's own mpiexec/srun: rank 0 names the run and writes meta
-        run_dir = comm.bcast(args.out or default_run_dir(sc), root=0)
+        run_id = worker_of
+    else:
+        run_dir = comm.bcast(run_dir, root=0)
         run_id = run_dir.name
         hosts = comm.gather(os.uname().nodename, root=0)
-        if comm.rank == 0:
-            info = _meta(sc, args.scenario, run_id)
+        if comm.rank == 0 and info is not None:
             info.update(launcher="user's MPI job", hosts=sorted(set(hosts or [])),
-                        world_size=comm.size)
+                        world_size=comm.size, status="running")
             write_meta(run_dir, info)
-    ctx = RunContext(run_dir, run_id, sc, sizes, progress=not args.no_progress)
+    resuming = args.resume is not None or os.environ.get(resume.RESUME_ENV) == "1"
+    ctx = RunContext(run_dir, run_id, sc, sizes, progress=not args.no_progress, resume=resuming)
     try:
         run_job(ctx)
     except KeyboardInterrupt:
@@ -185,14 +236,38 @@ def _run_in_job(args: argparse.Namespace, sc: CollectiveScenario, sizes: tuple[i
         sys.stderr.write(f"commbench: rank {comm.rank}: {type(e).__name__}: {e}\n")
         sys.stderr.flush()
         comm.Abort(1)
-    if not worker_of and comm.rank == 0:
-        from bench.records import read_meta
+    if worker_of or comm.rank != 0:
+        return 0
+    return _finish_users_job(run_dir)
 
-        info = read_meta(run_dir)
-        info.update(status="ok", finished=dt.datetime.now(dt.timezone.utc).isoformat())
-        write_meta(run_dir, info)
-        _after_run(run_dir)
-    return 0
+
+def _check_host_memory(comm: Any, sc: CollectiveScenario, source: Path) -> str | None:
+    from mpi4py import MPI
+
+    local = comm.Split_type(MPI.COMM_TYPE_SHARED)
+    error = None
+    if local.rank == 0:
+        try:
+            check_memory(sc, str(source), local.size, psutil.virtual_memory().available)
+        except ScenarioError as e:
+            error = str(e)
+    local.Free()
+    errors = [e for e in comm.allgather(error) if e]
+    return errors[0] if errors else None
+
+
+def _finish_users_job(run_dir: Path) -> int:
+    """Rank 0 of the user's job: status (failed when some case is wrong), then the report."""
+    wrong = sum(1 for r in iter_records(run_dir, samples=False) if r.get("status") == "wrong")
+    reason = f"{wrong} case{'s' if wrong > 1 else ''} wrong" if wrong else None
+    info = read_meta(run_dir)
+    info.update(status="failed" if wrong else "ok", reason=reason,
+                finished=dt.datetime.now(dt.timezone.utc).isoformat())
+    write_meta(run_dir, info)
+    if reason:
+        say(f"commbench: {reason} (elements differ from the exact expected values): the run failed")
+    after_run(run_dir)
+    return 1 if wrong else 0
 
 
 register("run", "run a scenario (self-launched, or inside an MPI job)", configure, handle)

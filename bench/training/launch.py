@@ -2,45 +2,67 @@
 of the job we are in (torchrun, or mpiexec/srun).
 
 Self-launch starts ``python -m torch.distributed.run --standalone --nproc-per-node N`` once per
-world size, on loopback only. When a job fails, the case it was in (from the in-flight marker)
-gets a ``status: failed`` record and a new job resumes at the next case, so one bad case never
-sinks the sweep. A nonzero exit after every case finished is reported as a warning: torch ranks
+world size, on loopback only, through the one self-launch loop (:mod:`bench.selflaunch`: signals,
+in-flight marker, meta). When a job fails, the case it was in (from the in-flight marker) gets a
+``status: failed`` record and a new job goes on at the next case, so one bad case never sinks the
+sweep. A nonzero exit after every case finished is reported as a warning: torch ranks
 occasionally abort in interpreter shutdown, after the records are on disk.
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime as dt
-import json
 import os
-import subprocess
 import sys
-import time
 from pathlib import Path
-from typing import Any
 
 from bench.launcher import WORKER_ENV
-from bench.records import ResultWriter, iter_records, read_meta, write_meta
+from bench.records import ResultWriter, write_meta
+from bench.resume import RESUME_ENV, RunDirError, done_training, plan_run, recorded_sizes
 from bench.scenario_base import ScenarioError
+from bench.selflaunch import JobResult, Sweep, say
 from bench.training import record
-from bench.training.runner import BACKEND_ENV, CASE_START_ENV, INFLIGHT, JobContext, run_job
+from bench.training.runner import BACKEND_ENV, CASE_SKIP_ENV, CASE_START_ENV, JobContext, run_job
 from bench.training.scenario import TrainingScenario
 
 
 def handle(args: argparse.Namespace, sc: TrainingScenario, sizes: tuple[int, ...]) -> int:
+    """``sizes``: ``--world-sizes`` or else the scenario's (empty: one rank self-launched)."""
     from bench.launcher import inside_mpi_job
     from bench.training.distenv import in_torch_job
 
+    resume = getattr(args, "resume", None)
     if os.environ.get(WORKER_ENV) or in_torch_job() or inside_mpi_job():
         return _in_job(args, sc, sizes)
+    if resume is not None and not getattr(args, "world_sizes", None):
+        sizes = recorded_sizes(resume) or sizes  # a resumed run keeps its world sizes
     sizes = sizes or (1,)
     try:
         backend = sweep_backend(sc.backend, sizes)
-    except ScenarioError as e:
-        print(f"commbench: {args.scenario}: {e}", file=sys.stderr)
+        plan = plan_run(sc, args.out, resume)
+        lock = plan.lock()
+    except (ScenarioError, RunDirError) as e:
+        print(f"commbench: {args.scenario}: {e}" if isinstance(e, ScenarioError)
+              else f"commbench: {e}", file=sys.stderr)
         return 2
-    return self_launch(args, sc, sizes, backend)
+    kind = TrainingKind(args, sc, plan.run_dir, backend, plan.resuming)
+    if plan.resuming and all(kind.first(w) is None for w in sizes):
+        say(f"commbench: nothing to resume: every case of {plan.run_dir} has a record")
+        return 0
+    from bench.commands.run import after_run
+
+    info = plan.open(sc, args.scenario, sizes, _mpi_or_none())
+    return Sweep(plan.run_dir, info).run(kind, sizes, lock, after=after_run)
+
+
+def _mpi_or_none() -> dict[str, str] | None:
+    """The MPI behind mpi4py for meta (asked in a child: this parent must not initialise MPI)."""
+    from bench.launcher import LaunchError, probe_library
+
+    try:
+        return probe_library().as_meta()
+    except LaunchError as e:
+        return {"library": f"unknown ({e})"}
 
 
 def sweep_backend(backend: str, sizes: tuple[int, ...]) -> str:
@@ -53,90 +75,86 @@ def sweep_backend(backend: str, sizes: tuple[int, ...]) -> str:
 
 
 def _in_job(args: argparse.Namespace, sc: TrainingScenario, sizes: tuple[int, ...]) -> int:
-    from bench.commands.run import _meta, default_run_dir
-
     worker_of = os.environ.get(WORKER_ENV)
-    run_dir = args.out or default_run_dir(sc)
+    resume = getattr(args, "resume", None)
+    run_dir = resume or args.out
     if not worker_of and os.environ.get("RANK", os.environ.get("PMI_RANK", "0")) == "0":
         # the user's own job: rank 0 writes meta (ranks agree on --out; give one on clusters)
-        info = _meta(sc, args.scenario, run_dir.name)
+        try:
+            plan = plan_run(sc, args.out, resume)
+        except RunDirError as e:
+            print(f"commbench: {e}", file=sys.stderr)
+            return 2
+        run_dir, info = plan.run_dir, plan.open(sc, args.scenario, sizes, _mpi_or_none())
         info.update(launcher="user's job (torchrun/srun/mpiexec)", status="running")
         write_meta(run_dir, info)
+    if run_dir is None:
+        print("commbench: inside a torchrun/srun job, give every rank the same --out",
+              file=sys.stderr)
+        return 2
     ctx = JobContext(run_dir, worker_of or run_dir.name, sc, sizes, bool(worker_of),
-                     progress=not args.no_progress)
+                     progress=not args.no_progress, resume=resume is not None)
     return run_job(ctx)
 
 
-def launch_one(scenario: Path, run_dir: Path, run_id: str, world: int, start: int,
-               extra: tuple[str, ...], backend: str) -> int:
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone",
-           f"--nproc-per-node={world}", "-m", "bench", "run", str(scenario), "--out", str(run_dir),
-           "--world-sizes", str(world), *extra]
-    env = dict(os.environ, **{WORKER_ENV: run_id, CASE_START_ENV: str(start), BACKEND_ENV: backend,
-                              "MASTER_ADDR": "127.0.0.1", "GLOO_SOCKET_IFNAME": "lo",
-                              "PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": "1",
-                              "TORCHELASTIC_ERROR_FILE": str(run_dir / "torch-error.json")})
-    return subprocess.run(cmd, env=env, check=False).returncode
+class TrainingKind:
+    """torchrun per world size; after a failed case, a new job goes on at the next one."""
 
+    launcher = "commbench (torch.distributed.run --standalone, loopback)"
 
-def self_launch(args: argparse.Namespace, sc: TrainingScenario, sizes: tuple[int, ...],
-                backend: str) -> int:
-    from bench.commands.run import _after_run, _meta, default_run_dir
+    def __init__(self, args: argparse.Namespace, sc: TrainingScenario, run_dir: Path,
+                 backend: str, resuming: bool) -> None:
+        self.args, self.sc, self.run_dir, self.backend = args, sc, run_dir, backend
+        self.resuming = resuming
 
-    run_dir = args.out or default_run_dir(sc)
-    info = _meta(sc, args.scenario, run_dir.name)
-    info.update(launcher="commbench (torch.distributed.run --standalone, loopback)", jobs=[],
-                warnings=[])
-    write_meta(run_dir, info)
-    extra = ("--no-progress",) if args.no_progress else ()
-    failures = 0
-    try:
-        for w in sizes:
-            n, start = len(sc.cases(w)), 0
-            while start < n:
-                t0 = time.monotonic()
-                rc = launch_one(args.scenario, run_dir, run_dir.name, w, start, extra, backend)
-                job: dict[str, Any] = {"world_size": w, "first_case": start, "returncode": rc,
-                                       "seconds": round(time.monotonic() - t0, 3)}
-                info["jobs"].append(job)
-                if rc == 0:
-                    break
-                marker = run_dir / INFLIGHT
-                if not marker.exists():
-                    done = sum(1 for r in iter_records(run_dir) if r.get("world_size") == w)
-                    if done < n:  # no case was in flight: the job never reached its next case
-                        print(f"commbench: world size {w}: job exited with code {rc} before case "
-                              f"{done + 1} of {n} started (see the ranks' errors above)",
-                              file=sys.stderr)
-                        job["failed_start"] = done
-                        failures += 1
-                        break
-                    msg = (f"world size {w}: launcher exit {rc} after every case finished "
-                           "(a rank aborted in shutdown); records kept")
-                    info["warnings"].append(msg)
-                    print(f"commbench: warning: {msg}", file=sys.stderr)
-                    break
-                inflight = json.loads(marker.read_text())
-                marker.unlink()
-                idx = int(inflight["index"])
-                spec, model = sc.cases(w)[idx]
-                err = f"job exited with code {rc} during this case (see stderr for the rank's error)"
-                with ResultWriter(run_dir) as wr:
-                    wr.write(record.failed(sc, spec, model, w, err,
-                                           {"run_id": run_dir.name, "scenario": sc.name}))
-                print(f"commbench: case '{inflight['case']}' failed (exit {rc}); going on",
-                      file=sys.stderr)
-                job["failed_case"] = inflight["case"]
-                failures += 1
-                start = idx + 1
-        status = "ok" if not failures else "failed"
-    except KeyboardInterrupt:
-        status = "interrupted"
-    info = {**read_meta(run_dir), "jobs": info["jobs"], "warnings": info["warnings"],
-            "status": status, "finished": dt.datetime.now(dt.timezone.utc).isoformat()}
-    write_meta(run_dir, info)
-    kept = sum(1 for _ in iter_records(run_dir))
-    print(f"# {kept} records in {run_dir / 'results.jsonl'}", file=sys.stderr)
-    _after_run(run_dir)
-    print(run_dir)
-    return {"ok": 0, "failed": 1, "interrupted": 130}[status]
+    def _pending(self, world: int, start: int = 0) -> list[int]:
+        """Cases from ``start`` on with no record in results.jsonl (this run's or, resumed,
+        earlier ones)."""
+        cases = self.sc.cases(world)
+        done = done_training(self.run_dir)
+        return [i for i in range(start, len(cases))
+                if (cases[i][0].label, cases[i][1], world) not in done]
+
+    def first(self, world: int) -> int | None:
+        return next(iter(self._pending(world)), None)
+
+    def command(self, world: int, start: int) -> tuple[list[str], dict[str, str]]:
+        run_dir = self.run_dir
+        cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone",
+               f"--nproc-per-node={world}", "-m", "bench", "run", str(self.args.scenario),
+               "--out", str(run_dir), "--world-sizes", str(world)]
+        if self.args.no_progress:
+            cmd.append("--no-progress")
+        todo = set(self._pending(world, start))
+        skip = [i for i in range(start, len(self.sc.cases(world))) if i not in todo]
+        env = dict(os.environ, **{WORKER_ENV: run_dir.name, CASE_START_ENV: str(start),
+                                  CASE_SKIP_ENV: ",".join(map(str, skip)),
+                                  BACKEND_ENV: self.backend, "MASTER_ADDR": "127.0.0.1",
+                                  "GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1",
+                                  "TORCHELASTIC_ERROR_FILE": str(run_dir / "torch-error.json")})
+        if self.resuming:
+            env[RESUME_ENV] = "1"
+        return cmd, env
+
+    def after_failure(self, sweep: Sweep, job: JobResult) -> int | None:
+        w, rc = job.world_size, job.returncode
+        if job.inflight is None or "index" not in job.inflight:
+            left = self._pending(w, job.first_case)
+            if left:  # no case was in flight: the job never reached its next case
+                say(f"commbench: world size {w}: job exited with code {rc} before case "
+                    f"{left[0] + 1} of {len(self.sc.cases(w))} started (see the ranks' errors above)")
+                sweep.info["jobs"][-1]["failed_start"] = left[0]
+                sweep.failures += 1
+                return None
+            sweep.warn(f"world size {w}: launcher exit {rc} after every case finished "
+                       "(a rank aborted in shutdown); records kept")
+            return None
+        idx = int(job.inflight["index"])
+        spec, model = self.sc.cases(w)[idx]
+        err = f"job exited with code {rc} during this case (see stderr for the rank's error)"
+        with ResultWriter(self.run_dir) as wr:
+            wr.write(record.failed(self.sc, spec, model, w, err,
+                                   {"run_id": self.run_dir.name, "scenario": self.sc.name}))
+        say(f"commbench: case '{job.case}' failed (exit {rc}); going on")
+        sweep.failures += 1
+        return next(iter(self._pending(w, idx + 1)), None)

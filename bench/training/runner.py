@@ -10,13 +10,9 @@ skipping interpreter shutdown, where torch ranks occasionally abort after
 
 from __future__ import annotations
 
-import datetime as dt
 import gc
-import json
 import os
 import sys
-import threading
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,6 +20,8 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+from bench import inflight
+from bench.launcher import oversubscribed
 from bench.records import ResultWriter
 from bench.scenario_base import ScenarioError
 from bench.training import record
@@ -33,9 +31,10 @@ from bench.training.reference import reference_losses
 from bench.training.scenario import StrategySpec, TrainingScenario, check_case
 from bench.training.strategies import STRATEGIES
 from bench.training.strategy import TrainContext
+from bench.watchdog import Watchdog
 
-INFLIGHT = "inflight-training.json"
 CASE_START_ENV = "COMMBENCH_CASE_START"
+CASE_SKIP_ENV = "COMMBENCH_CASE_SKIP"  # indices that have a record already (a resumed run)
 BACKEND_ENV = "COMMBENCH_TRAINING_BACKEND"  # the self-launcher's choice for its whole sweep
 
 
@@ -47,35 +46,7 @@ class JobContext:
     world_sizes: tuple[int, ...]
     self_launched: bool
     progress: bool = True
-
-
-class Deadline:
-    """Per-case deadline: past it, one line and ``os._exit(124)`` (the launcher tears down)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._at: float | None = None
-        self._label = ""
-        threading.Thread(target=self._loop, daemon=True).start()
-
-    def arm(self, label: str, seconds: float) -> None:
-        with self._lock:
-            self._at, self._label = time.monotonic() + seconds, label
-
-    def disarm(self) -> None:
-        with self._lock:
-            self._at = None
-
-    def _loop(self) -> None:
-        while True:
-            time.sleep(0.5)
-            with self._lock:
-                late = self._at is not None and time.monotonic() > self._at
-            if late:
-                sys.stderr.write(f"commbench: rank {dist.get_rank()}: case '{self._label}' exceeded "
-                                 "case_timeout_s (a rank hung or died); ending the job\n")
-                sys.stderr.flush()
-                os._exit(124)
+    resume: bool = False  # skip cases that have a record in results.jsonl
 
 
 def run_job(ctx: JobContext) -> int:
@@ -104,12 +75,15 @@ def run_job(ctx: JobContext) -> int:
              "device": str(device.type), "oversubscribed": _oversubscribed(),
              "tf32": False if device.type == "cuda" else None}
     refs: dict[tuple[str, int], list[float]] = {}
-    dog = Deadline()
+    dog = Watchdog(rank, _leave)
+    skip = _skip(ctx, world)
     for i in range(start, len(cases)):
         spec, model = cases[i]
         label = f"{spec.label} {model} p={world}"
+        if i in skip:
+            continue
         if rank == 0:
-            _mark(ctx.run_dir, label, i, world)
+            inflight.mark(ctx.run_dir, label, sc.case_timeout_s, index=i, world_size=world)
             if ctx.progress:
                 print(f"[{i + 1}/{len(cases)}] {label}", file=sys.stderr, flush=True)
         dog.arm(label, sc.case_timeout_s)
@@ -130,7 +104,7 @@ def run_job(ctx: JobContext) -> int:
         dist.barrier()
     if writer:
         writer.close()
-        (ctx.run_dir / INFLIGHT).unlink(missing_ok=True)
+        inflight.clear(ctx.run_dir)
     dist.destroy_process_group()
     _leave(0)
     return 0
@@ -169,15 +143,22 @@ def _train(tctx: TrainContext, proto: Protocol) -> CaseResult:
 
 
 def _oversubscribed() -> bool:
-    local = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
-    return local > (os.cpu_count() or 1)
+    return oversubscribed(int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
 
 
-def _mark(run_dir: Path, label: str, index: int, world: int) -> None:
-    tmp = run_dir / (INFLIGHT + ".tmp")
-    tmp.write_text(json.dumps({"case": label, "index": index, "world_size": world,
-                               "since": dt.datetime.now(dt.timezone.utc).isoformat()}))
-    os.replace(tmp, run_dir / INFLIGHT)
+def _skip(ctx: JobContext, world: int) -> set[int]:
+    """Case indices this job leaves out: named by the self-launcher, or (a resumed run in the
+    user's job) those with a record in results.jsonl."""
+    named = os.environ.get(CASE_SKIP_ENV)
+    if named is not None:
+        return {int(i) for i in named.split(",") if i}
+    if not ctx.resume:
+        return set()
+    from bench.resume import done_training
+
+    done = done_training(ctx.run_dir)
+    return {i for i, (spec, model) in enumerate(ctx.scenario.cases(world))
+            if (spec.label, model, world) in done}
 
 
 def _print_row(rec: dict[str, Any]) -> None:

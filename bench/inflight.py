@@ -1,0 +1,39 @@
+"""The in-flight marker: the case a job is measuring, for its launcher to name when it fails.
+
+Rank 0 writes ``inflight.json`` before each case (atomically) and removes it when its job ends
+cleanly; a marker left behind names the case a failed, hung or interrupted job was in. Collective
+and training runs write the same marker; the self-launcher reads and removes it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+INFLIGHT = "inflight.json"
+
+
+def mark(run_dir: Path, case: str, timeout_s: float, **extra: Any) -> None:
+    tmp = run_dir / (INFLIGHT + ".tmp")
+    tmp.write_text(json.dumps({"case": case, "timeout_s": timeout_s, "since": time.time(),
+                               "pid": os.getpid(), **extra}))
+    os.replace(tmp, run_dir / INFLIGHT)
+
+
+def clear(run_dir: Path) -> None:
+    (run_dir / INFLIGHT).unlink(missing_ok=True)
+    (run_dir / (INFLIGHT + ".tmp")).unlink(missing_ok=True)
+
+
+def take(run_dir: Path) -> dict[str, Any] | None:
+    """The marker a job left behind (removed), or None when no case was in flight."""
+    path = run_dir / INFLIGHT
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        data = None
+    clear(run_dir)
+    return data if isinstance(data, dict) else None

@@ -1,0 +1,112 @@
+"""Stopping a self-launched run: SIGINT, SIGTERM and SIGHUP end every process of the job.
+
+:class:`SignalGuard` turns those signals into a flag the launch loop polls (nothing is
+interrupted half-way: a meta write, a ``Popen``). A job's processes carry a token in their
+environment (``COMMBENCH_JOB``), inherited by mpiexec, its proxies, torchrun and every rank,
+whatever session or process group they put themselves in; :func:`end_job` stops them all
+(SIGSTOP first, so none can fork while the others are killed), then kills them (SIGKILL).
+Records are fsynced line by line, so killing a rank loses at most the case in flight.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import time
+from types import FrameType, TracebackType
+
+import psutil
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+JOB_ENV = "COMMBENCH_JOB"  # a fresh token per job, in the environment of all its processes
+
+
+class SignalGuard:
+    """While active, the first of SIGINT/SIGTERM/SIGHUP is remembered in :attr:`signum`."""
+
+    def __init__(self) -> None:
+        self.signum: int | None = None
+        self._old: dict[int, object] = {}
+
+    def __enter__(self) -> SignalGuard:
+        for s in STOP_SIGNALS:
+            self._old[s] = signal.signal(s, self._on_signal)
+        return self
+
+    def __exit__(self, *exc: type[BaseException] | BaseException | TracebackType | None) -> None:
+        for s, old in self._old.items():
+            signal.signal(s, old)  # type: ignore[arg-type]
+
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        if self.signum is None:
+            self.signum = signum
+
+    @property
+    def name(self) -> str | None:
+        return signal.Signals(self.signum).name if self.signum is not None else None
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + (self.signum or 0)
+
+
+def job_processes(token: str, root: int | None = None) -> list[psutil.Process]:
+    """Live processes of the job: ``root`` and its descendants, and any process whose
+    environment carries ``token`` (a rank that left its parent's session or tree)."""
+    found: dict[int, psutil.Process] = {}
+    if root is not None:
+        with contextlib.suppress(psutil.Error):
+            top = psutil.Process(root)
+            for p in (top, *top.children(recursive=True)):
+                found[p.pid] = p
+    for p in psutil.process_iter():
+        if p.pid in found or p.pid == os.getpid():
+            continue
+        try:
+            if p.environ().get(JOB_ENV) == token:
+                found[p.pid] = p
+        except psutil.Error:
+            continue
+    return [p for p in found.values() if _alive(p)]
+
+
+def _alive(p: psutil.Process) -> bool:
+    try:
+        return p.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def _send(procs: list[psutil.Process], sig: int) -> None:
+    for p in procs:
+        with contextlib.suppress(psutil.Error):
+            p.send_signal(sig)
+
+
+def end_job(proc: subprocess.Popen[bytes], token: str) -> int:
+    """Stop, then kill, every process of the job started as ``proc``; returns its exit code."""
+    frozen: set[int] = set()
+    for _ in range(20):  # stop until no new process appears (a fork racing the first pass)
+        procs = job_processes(token, proc.pid)
+        new = [p for p in procs if p.pid not in frozen]
+        if not new:
+            break
+        _send(new, signal.SIGSTOP)
+        frozen.update(p.pid for p in new)
+    _send(job_processes(token, proc.pid), signal.SIGKILL)
+    return proc.wait()
+
+
+def end_leftovers(token: str, wait_s: float = 5.0) -> int:
+    """Kill what is left of an ended job (a rank its launcher did not reap); how many."""
+    procs = job_processes(token)
+    if not procs:
+        return 0
+    deadline = time.monotonic() + wait_s  # launchers tear down asynchronously: give them a moment
+    while procs and time.monotonic() < deadline:
+        time.sleep(0.1)
+        procs = [p for p in procs if _alive(p)]
+    _send(procs, signal.SIGKILL)
+    return len(procs)

@@ -1,0 +1,160 @@
+"""SIGINT, SIGTERM and SIGHUP to a self-launched ``commbench run`` (mpiexec or torchrun): every
+rank and launcher process ends, meta.json says interrupted (signal, case in flight, jobs so far),
+one line is printed, the exit code is 128 + signal, and the finished records stay loadable."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import psutil
+import pytest
+
+from bench.records import load_results, read_meta
+from tests.conftest import ROOT, clean_env
+
+pytestmark = pytest.mark.mpi
+
+COLLECTIVE = """\
+name: sig
+world_sizes: [3]
+sizes: {min: 1KiB, max: 64MiB, factor: 2}
+algorithms: [ring, native]
+timing: {warmup: 1, iters: 40, repetitions: 1}
+"""
+TRAINING = """\
+name: sig-train
+kind: training
+models: [mlp]
+strategies: [ddp, zero1]
+world_sizes: [2]
+steps: 4000
+warmup: 1
+backend: gloo
+"""
+SIGNALS = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP]
+HAS_TORCH = importlib.util.find_spec("torch") is not None
+
+
+def start(tmp_path: Path, body: str) -> tuple[subprocess.Popen[str], Path]:
+    (tmp_path / "s.yaml").write_text(body)
+    run_dir = tmp_path / f"run-{uuid.uuid4().hex[:12]}"  # its name tells its processes apart
+    # files, not pipes: waiting for a pipe's end would wait for orphans holding it too
+    with (tmp_path / "out.txt").open("w") as out, (tmp_path / "err.txt").open("w") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "bench", "run", str(tmp_path / "s.yaml"),
+                                 "--out", str(run_dir), "--no-progress"], cwd=ROOT,
+                                env=clean_env(), text=True, stdout=out, stderr=err,
+                                start_new_session=True)  # the signal reaches commbench alone
+    return proc, run_dir
+
+
+def wait_for(proc: subprocess.Popen[str], run_dir: Path, ready: object, what: str,
+             limit: float = 120) -> None:
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            pytest.fail(f"run ended before {what}: {stderr_of(run_dir)}")
+        if ready():  # type: ignore[operator]
+            return
+        time.sleep(0.05)
+    proc.kill()
+    pytest.fail(f"timed out waiting for {what}")
+
+
+def stderr_of(run_dir: Path) -> str:
+    return (run_dir.parent / "err.txt").read_text()
+
+
+def job_tree(proc: subprocess.Popen[str]) -> list[psutil.Process]:
+    return psutil.Process(proc.pid).children(recursive=True)
+
+
+def workers_of(run_id: str) -> list[psutil.Process]:
+    """Live processes started for this run (the launcher gives them COMMBENCH_WORKER=run id)."""
+    out = []
+    for p in psutil.process_iter():
+        try:
+            if p.environ().get("COMMBENCH_WORKER") == run_id and p.status() != psutil.STATUS_ZOMBIE:
+                out.append(p)
+        except psutil.Error:
+            continue
+    return out
+
+
+def alive(procs: list[psutil.Process]) -> list[psutil.Process]:
+    out = []
+    for p in procs:
+        try:
+            if p.is_running() and p.status() != psutil.STATUS_ZOMBIE:
+                out.append(p)
+        except psutil.Error:
+            continue
+    return out
+
+
+def interrupt(proc: subprocess.Popen[str], run_dir: Path, sig: int) -> tuple[str, list[psutil.Process]]:
+    tree = job_tree(proc)
+    assert any("bench" in " ".join(p.cmdline()) for p in tree[1:]), "no rank running yet"
+    proc.send_signal(sig)
+    proc.wait(timeout=60)
+    return stderr_of(run_dir), tree
+
+
+def check_interrupted(proc: subprocess.Popen[str], err: str, run_dir: Path, sig: int,
+                      tree: list[psutil.Process]) -> dict[str, object]:
+    name = signal.Signals(sig).name
+    assert proc.returncode == 128 + sig, err
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1, err  # one line, nothing from mpiexec/torchrun tearing down
+    assert lines[0].startswith(f"commbench: interrupted by {name} during case '"), err
+    assert f"--resume {run_dir}" in lines[0]
+    time.sleep(0.5)
+    orphans, strays = alive(tree), workers_of(run_dir.name)
+    for p in orphans + strays:  # so that a failure here leaves nothing running either
+        p.kill()
+    assert orphans == [], f"orphans from the launch tree: {orphans}"
+    assert strays == [], f"processes of this run outside the tree: {strays}"
+    meta = read_meta(run_dir)
+    assert meta["status"] == "interrupted" and meta["signal"] == name
+    assert meta["interrupted_case"] and meta["interrupted_case"] in lines[0]
+    assert meta["jobs"] and meta["jobs"][-1]["signal"] == name
+    assert meta["jobs"][-1]["interrupted_case"] == meta["interrupted_case"]
+    assert not (run_dir / "inflight.json").exists()
+    return meta
+
+
+@pytest.mark.parametrize("sig", SIGNALS, ids=lambda s: signal.Signals(s).name)
+def test_signal_ends_mpiexec_and_every_rank(tmp_path: Path, sig: int) -> None:
+    proc, run_dir = start(tmp_path, COLLECTIVE)
+    results = run_dir / "results.jsonl"
+    wait_for(proc, run_dir, lambda: results.exists() and results.read_text().count("\n") >= 2, "2 records")
+    err, tree = interrupt(proc, run_dir, sig)
+    check_interrupted(proc, err, run_dir, sig, tree)
+    assert len(tree) >= 1 + 1 + 3  # mpiexec, its proxy and three ranks were all there
+    kept = len(load_results(run_dir))
+    assert kept >= 2
+    time.sleep(1)  # no rank lives on to append more
+    assert len(load_results(run_dir)) == kept
+
+
+@pytest.mark.skipif(not HAS_TORCH, reason="training needs torch (pip install torch==2.13.0)")
+@pytest.mark.parametrize("sig", SIGNALS, ids=lambda s: signal.Signals(s).name)
+def test_signal_ends_torchrun_and_every_rank(tmp_path: Path, sig: int) -> None:
+    proc, run_dir = start(tmp_path, TRAINING)
+    marker = run_dir / "inflight.json"
+
+    def training() -> bool:  # a case in flight, with both ranks past start-up
+        return marker.exists() and json.loads(marker.read_text() or "{}").get("index") == 0
+
+    wait_for(proc, run_dir, training, "the first case", limit=180)
+    time.sleep(1)
+    err, tree = interrupt(proc, run_dir, sig)
+    meta = check_interrupted(proc, err, run_dir, sig, tree)
+    assert meta["interrupted_case"].startswith("ddp mlp p=2")
+    assert len(tree) >= 1 + 2  # torchrun and two ranks
