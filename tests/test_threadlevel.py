@@ -56,3 +56,20 @@ def test_requested_and_provided_are_recorded(tmp_path: Path, extra: str, env: di
     assert set(df["mpi_thread_requested"]) == {want}
     assert set(df["mpi_thread_provided"]) == {want}  # MPICH provides what is asked
     assert set(df["hugepages"]) == {"off"} and (df["hugepage_bytes"] >= 0).all()
+
+
+@pytest.mark.mpi
+def test_command_line_overrides_reach_the_ranks(tmp_path: Path) -> None:
+    from tests.conftest import commbench
+
+    sc = tmp_path / "s.yaml"
+    sc.write_text(SCENARIO)
+    out = tmp_path / "run"
+    res = commbench("run", str(sc), "--out", str(out), "--no-progress", "--thread-level", "single",
+                    "--timing-style", "osu")
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "OSU's avg" in res.stdout  # the table says which statistic it shows
+    df = load_results(out)
+    assert set(df["mpi_thread_provided"]) == {"single"}
+    assert set(df["timing_style"]) == {"osu"}
+    assert (df["algbw_gbps"] == df["nbytes"] / df["time_us_osu_avg"] / 1e3).all()

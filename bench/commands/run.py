@@ -19,6 +19,7 @@ from bench.records import iter_records, read_meta, write_meta
 from bench.resume import RunDirError
 from bench.scenario import CollectiveScenario, ScenarioError, check_memory, load_scenario
 from bench.selflaunch import JobResult, Sweep, say
+from bench.threadlevel import LEVELS as THREAD_LEVELS
 from kernels.transports import TRANSPORTS
 
 # Scenario kinds with their own runner (args, scenario, world sizes) -> exit code.
@@ -34,11 +35,41 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--world-sizes", default=None,
                    help="comma-separated world sizes, overriding the scenario's")
     p.add_argument("--no-progress", action="store_true", help="no progress output")
+    p.add_argument("--thread-level", choices=THREAD_LEVELS, default=None,
+                   help="MPI thread level to request, overriding the scenario's thread_level")
+    p.add_argument("--timing-style", choices=("commbench", "osu"), default=None,
+                   help="headline statistic, overriding the scenario's timing.style (osu: each "
+                        "rank's mean over the loop, averaged over ranks)")
+
+
+# Command-line settings that override a collective scenario's keys (and travel to the ranks).
+OVERRIDES = {"thread_level": "--thread-level", "timing_style": "--timing-style"}
+
+
+def with_overrides(sc: Any, args: argparse.Namespace) -> Any:
+    """``sc`` with the command line's ``--thread-level`` / ``--timing-style`` applied."""
+    if sc.kind != "collective":
+        return sc
+    update: dict[str, Any] = {}
+    if getattr(args, "thread_level", None):
+        update["thread_level"] = args.thread_level
+    if getattr(args, "timing_style", None):
+        update["timing"] = sc.timing.model_copy(update={"style": args.timing_style})
+    return sc.model_copy(update=update) if update else sc
+
+
+def override_args(args: argparse.Namespace) -> list[str]:
+    """The overrides as arguments for the ranks' own ``commbench run``."""
+    out = []
+    for attr, flag in OVERRIDES.items():
+        if getattr(args, attr, None):
+            out += [flag, str(getattr(args, attr))]
+    return out
 
 
 def handle(args: argparse.Namespace) -> int:
     try:
-        sc = load_scenario(args.scenario)
+        sc = with_overrides(load_scenario(args.scenario), args)
         sizes = world_sizes_arg(args)
     except ScenarioError as e:
         print(f"commbench: {e}", file=sys.stderr)
@@ -153,6 +184,7 @@ class CollectiveKind:
                str(self.args.scenario), "--out", str(self.run_dir), "--world-sizes", str(world)]
         if self.args.no_progress:
             cmd.append("--no-progress")
+        cmd += override_args(self.args)
         env = dict(os.environ, **{launcher.WORKER_ENV: self.run_dir.name})
         if self.resuming:
             env[resume.RESUME_ENV] = "1"
