@@ -13,7 +13,7 @@ import pytest
 from pytest_benchmark.fixture import BenchmarkFixture
 
 from bench.records import load_results
-from kernels.algorithm import ALGORITHMS, Problem
+from kernels.algorithm import Problem, get_algorithm
 from kernels.topology import Topology
 from reports import synthetic
 from reports.data import load_runs
@@ -21,11 +21,13 @@ from reports.render import render_html
 from reports.sections import Options
 
 
-@pytest.mark.parametrize("name", ["ring", "tree", "halving_doubling", "hierarchical"])
-def test_schedule_compile(benchmark: BenchmarkFixture, name: str) -> None:
+@pytest.mark.parametrize(("collective", "name"), [
+    ("all_reduce", "ring"), ("all_reduce", "tree"), ("all_reduce", "halving_doubling"),
+    ("all_reduce", "hierarchical"), ("all_gather", "bruck"), ("alltoall", "pairwise")])
+def test_schedule_compile(benchmark: BenchmarkFixture, collective: str, name: str) -> None:
     world, count = 64, 1 << 20
-    problem = Problem(Topology.blocks(world, 8), count, 4)
-    sched = benchmark(ALGORITHMS.get(name).schedule, problem, 5)
+    problem = Problem(Topology.blocks(world, 8), count, 4, collective)
+    sched = benchmark(get_algorithm(collective, name).schedule, problem, 5)
     sent = sum(s.range.size for st in sched.steps for s in st.sends)
     assert sched.rank == 5 and sched.world == world
     assert sent >= count * (world - 1) // world  # every rank sends at least its share once
