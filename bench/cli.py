@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 
 from bench.commands import COMMANDS
+from kernels.collective import discover
 
-# Modules that register subcommands; a new command is a new module named here.
-COMMAND_MODULES = ("bench.commands.run", "bench.commands.listing", "bench.commands.report",
-                   "bench.commands.compare", "bench.commands.memory", "bench.commands.importer",
-                   "bench.commands.export", "bench.commands.env")
+# Every module of bench/commands registers its subcommand: a new command is a new file there.
+COMMAND_PACKAGE = "bench.commands"
 
 
 class UsageError(Exception):
@@ -19,8 +17,7 @@ class UsageError(Exception):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    for mod in COMMAND_MODULES:
-        importlib.import_module(mod)
+    discover(COMMAND_PACKAGE)
     parser = argparse.ArgumentParser(
         prog="commbench",
         description="Communication benchmarks for distributed deep learning.")

@@ -43,19 +43,26 @@ class StoreError(ValueError):
 
 
 class ResultWriter:
-    """Appends records to ``run_dir/results.jsonl``, durable record by record."""
+    """Appends records to ``run_dir/results.jsonl``, durable record by record; with
+    ``durable=False`` synced once at close (records recomputed in seconds, such as predictions,
+    need not pay thousands of fsyncs)."""
 
-    def __init__(self, run_dir: Path) -> None:
+    def __init__(self, run_dir: Path, durable: bool = True) -> None:
         run_dir.mkdir(parents=True, exist_ok=True)
         self.path = run_dir / RESULTS
+        self._durable = durable
         self._f = self.path.open("a", encoding="utf-8")
 
     def write(self, record: Mapping[str, Any]) -> None:
         self._f.write(json.dumps(record, separators=(",", ":"), allow_nan=False) + "\n")
-        self._f.flush()
-        os.fsync(self._f.fileno())
+        if self._durable:
+            self._f.flush()
+            os.fsync(self._f.fileno())
 
     def close(self) -> None:
+        if not self._durable:
+            self._f.flush()
+            os.fsync(self._f.fileno())
         self._f.close()
 
     def __enter__(self) -> ResultWriter:

@@ -22,7 +22,8 @@ from reports.svg import collect, draw_all
 # Sections in page order; a new section is a module that registers itself, named here.
 SECTION_MODULES = ("reports.sections.bandwidth", "reports.sections.scaling",
                    "reports.sections.memory", "reports.sections.choose",
-                   "reports.sections.comparison", "reports.sections.cases",
+                   "reports.sections.comparison", "reports.sections.prediction",
+                   "reports.sections.cases",
                    "reports.sections.method")
 TEMPLATES = Path(__file__).parent / "templates"
 

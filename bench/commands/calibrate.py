@@ -1,0 +1,28 @@
+"""``commbench calibrate RUN... -o profile.yaml``: fit a profile to measured runs."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from bench.commands import register
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    p.add_argument("runs", type=Path, nargs="+", help="measured run directories")
+    p.add_argument("-o", "--output", type=Path, required=True, help="profile YAML to write")
+    p.add_argument("--base", default=None,
+                   help="profile (preset or file) for what the runs cannot tell: link classes "
+                        "they never crossed, device figures")
+    p.add_argument("--name", default=None, help="the profile's name (default: the file's stem)")
+
+
+def handle(args: argparse.Namespace) -> int:
+    from bench.topo.calibrate_cli import calibrate_command
+
+    return calibrate_command(args, lambda line: print(line, file=sys.stderr))
+
+
+register("calibrate", "fit a cost-model profile (alpha, beta, gamma, o) to measured runs",
+         configure, handle)

@@ -1,0 +1,86 @@
+"""``commbench predict --profile P --topology 64x8 --world-sizes 8,64,512,4096 --out DIR``:
+the cost model's times for clusters you don't have, written as a run (records marked
+``predicted``) that ``report``, ``export`` and ``compare`` read like a measured one."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import sys
+from pathlib import Path
+
+from bench.commands import register
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--profile", required=True,
+                   help="a preset name (h100-ib400, a100-ib200, pcie-100gbe, cpu-25gbe) or a "
+                        "profile YAML file (e.g. from commbench calibrate)")
+    p.add_argument("--topology", required=True,
+                   help="NODESxRANKS (64x8) or ranks per node (8,8,4), options after ':': "
+                        "leaf=N, oversub=R, nics=K, block|cyclic (64x8:leaf=16:oversub=2)")
+    p.add_argument("--world-sizes", default=None,
+                   help="comma-separated world sizes, each on the topology's first ranks "
+                        "(default: the whole topology)")
+    p.add_argument("--collectives", default="all", help="comma-separated (default all)")
+    p.add_argument("--algorithms", default=None,
+                   help="comma-separated algorithm names (default: every algorithm and native)")
+    p.add_argument("--sizes", default="8B..1GiB",
+                   help="8B..1GiB (factor 2), 8B..1GiB:4, or a list 8B,64KiB,1GiB")
+    p.add_argument("--dtypes", default="float32", help="comma-separated (default float32)")
+    p.add_argument("--transport", default="model",
+                   help="the records' transport field (default 'model'; name a measured run's "
+                        "transport to line predictions up with it in compare)")
+    p.add_argument("--max-schedule-ranks", type=int, default=None,
+                   help="evaluate schedules (where no closed form applies) up to this many "
+                        "ranks (default 256)")
+    p.add_argument("--out", type=Path, default=None,
+                   help="run directory to create (default: runs/<time>-predict)")
+
+
+def _fail(message: str) -> int:
+    print(f"commbench: predict: {message}", file=sys.stderr)
+    return 2
+
+
+def handle(args: argparse.Namespace) -> int:
+    from bench.topo.model import TopologyError, parse_topology
+    from bench.topo.predict import MAX_SCHEDULE_RANKS
+    from bench.topo.profile import ProfileError, load_profile
+    from bench.topo.run import Request, RequestError, all_collectives, parse_sizes, run
+    from kernels.registry import UnknownName
+
+    out = args.out or Path("runs") / f"{dt.datetime.now():%Y%m%d-%H%M%S}-predict"
+    if (out / "results.jsonl").exists():
+        return _fail(f"{out} already holds results; choose another --out")
+    try:
+        profile = load_profile(args.profile)
+        cluster = parse_topology(args.topology)
+        worlds = (tuple(int(w) for w in args.world_sizes.split(",") if w.strip())
+                  if args.world_sizes else (cluster.world,))
+        algs = (tuple(a.strip() for a in args.algorithms.split(",") if a.strip())
+                if args.algorithms else None)
+        limit = args.max_schedule_ranks if args.max_schedule_ranks is not None else MAX_SCHEDULE_RANKS
+        if limit < 0:
+            raise RequestError("--max-schedule-ranks must be >= 0")
+        req = Request(profile, cluster, worlds, all_collectives(args.collectives), algs,
+                      tuple(parse_sizes(args.sizes)),
+                      tuple(d.strip() for d in args.dtypes.split(",") if d.strip()),
+                      args.transport, limit)
+        n, skipped = run(req, out, lambda line: print(line, file=sys.stderr))
+    except ValueError as e:  # ProfileError, TopologyError, RequestError, int() of a bad list
+        if not isinstance(e, (ProfileError, TopologyError, RequestError)):
+            e = RequestError(f"--world-sizes {args.world_sizes!r}: expected integers")
+        return _fail(str(e).splitlines()[0])
+    except UnknownName as e:
+        return _fail(str(e))
+    except OSError as e:
+        return _fail(f"writing {out}: {e.strerror or e}")
+    more = f"; skipped cases per size in {out / 'meta.json'} (skipped)" if skipped else ""
+    print(f"# {n} predicted records{more}", file=sys.stderr)
+    print(out)
+    return 0
+
+
+register("predict", "predict collective times on a cluster you don't have (cost model)",
+         configure, handle)

@@ -1,0 +1,72 @@
+"""Benchmark: how fast ``commbench predict`` prices every collective and algorithm.
+
+    .venv/bin/python -m bench.perf.predict                       # 4096 and 32768 ranks
+    .venv/bin/python -m bench.perf.predict --world-sizes 512,4096 --repeat 5
+
+Per world size: every collective x every algorithm (native included: skipped without a
+measured curve) x 30 sizes (8 B .. 4 GiB, float32) on ``--topology`` (default 64x8, scaled out),
+timed cold (caches of generated schedules cleared: what one ``predict`` call pays; wall and
+this process's CPU seconds, which other load on a shared machine disturbs less) and warm; the
+best of ``--repeat``. Also how many cases each method priced and how many were skipped.
+Target: <= 1 s cold at 4096 ranks on 2 cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections import Counter
+
+from bench.topo import compiled
+from bench.topo.closed import generated
+from bench.topo.model import parse_topology
+from bench.topo.predict import predict
+from bench.topo.profile import load_profile
+from kernels import collective as coll
+
+
+def _clear() -> None:
+    for fn in (generated._tree, generated._bruck, generated._sendrecv_comp, compiled.compiled):
+        fn.cache_clear()
+
+
+def once(profile: str, topology: str, world: int,
+         sizes: list[int]) -> tuple[float, float, Counter[str]]:
+    """Wall and CPU seconds of one prediction of everything, and its cases by method."""
+    prof, cluster = load_profile(profile), parse_topology(topology)
+    t0, c0 = time.perf_counter(), time.process_time()
+    placed = cluster.place(world)
+    how: Counter[str] = Counter()
+    for c in coll.names():
+        for pr in predict(prof, placed, c, sizes, "float32"):
+            how[pr.estimate.method.split(" (")[0] if pr.estimate else "skipped"] += 1
+    return time.perf_counter() - t0, time.process_time() - c0, how
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--world-sizes", default="4096,32768")
+    ap.add_argument("--profile", default="h100-ib400")
+    ap.add_argument("--topology", default="64x8")
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+    sizes = [8 << i for i in range(30)]
+    coll.load()
+    print(f"# {len(coll.names())} collectives, all their algorithms, 30 sizes 8B..4GiB float32, "
+          f"profile {args.profile}, topology {args.topology}")
+    print(f"{'ranks':>7} {'cold s':>8} {'cold cpu':>9} {'warm s':>8}  cases by method")
+    for w in (int(x) for x in args.world_sizes.split(",")):
+        cold, cpu, warm = [], [], []
+        how: Counter[str] = Counter()
+        for _ in range(max(1, args.repeat)):
+            _clear()
+            t, c, how = once(args.profile, args.topology, w, sizes)
+            cold.append(t)
+            cpu.append(c)
+            warm.append(once(args.profile, args.topology, w, sizes)[0])
+        cases = ", ".join(f"{k} {v}" for k, v in sorted(how.items()))
+        print(f"{w:>7} {min(cold):8.3f} {min(cpu):9.3f} {min(warm):8.3f}  {cases}")
+
+
+if __name__ == "__main__":
+    main()

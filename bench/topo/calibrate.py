@@ -1,0 +1,216 @@
+"""Fitting a profile to measured runs: α, β per link class, γ and o by robust least squares.
+
+Each measured record of an algorithm with a schedule (not the vendor call) is a point: its
+schedule, compiled once, is evaluated by the cost model for trial parameters, and
+``scipy.optimize.least_squares`` (soft-L1 loss, parameters in log space) minimises the relative
+errors (model - measured) / measured of the median times. A weak pull (1e-3 per e-fold) toward
+the base profile keeps directions the runs cannot see (a class never crossed, o when no rank
+ever posts two messages in one step) at the base's values; such parameters are not fitted at
+all and the profile says so. The vendor calls' curves are kept as measured / best modelled
+schedule per size, which ``predict`` scales to other clusters.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+from scipy.optimize import least_squares
+
+from bench.topo.compiled import Compiled, schedule_job
+from bench.topo.evaluate import Prepared, evaluate, prepare, run
+from bench.topo.model import Cluster, Placed
+from bench.topo.net import Net
+from bench.topo.profile import Link, Profile
+from kernels.algorithm import Problem, get_algorithm
+from kernels.ops import ITEMSIZE
+from kernels.registry import UnknownName
+
+PRIOR = 1e-3
+DEFAULT = Profile("default", "", "generic starting point", {
+    "intra": Link(2e-6, 5e9), "inter": Link(1e-5, 2e9), "spine": Link(1.2e-5, 2e9)},
+    gamma=2e-10, overhead=0.0)
+
+
+class CalibrationError(ValueError):
+    """Runs that cannot be fitted (too few points, nothing modelable); one line."""
+
+
+@dataclass(frozen=True)
+class Point:
+    collective: str
+    algorithm: str
+    world: int
+    nbytes: int
+    measured: float  # s, median
+    placed: Placed
+    comp: Compiled
+    atoms: np.ndarray | None
+    count: int
+    itemsize: int
+    multi: bool  # some rank posts two messages in one step (o is visible)
+    reduces: bool
+
+
+def placed_of(world: int, ranks_per_node: Any) -> Placed:
+    """Consecutive ranks per node as the run recorded them (one node when unknown)."""
+    rpn = int(ranks_per_node) if isinstance(ranks_per_node, (int, float)) and ranks_per_node == \
+        ranks_per_node and ranks_per_node >= 1 else world
+    return _placed(world, rpn if world % rpn == 0 else world)
+
+
+@lru_cache(maxsize=256)
+def _placed(world: int, rpn: int) -> Placed:
+    return Cluster((rpn,) * (world // rpn)).place(world)
+
+
+def point(rec: dict[str, Any], max_ranks: int = 256) -> Point | str:
+    """The fitting point of a measured record, or why it is not one."""
+    p, alg_name, c = int(rec["world_size"]), str(rec["algorithm"]), str(rec["collective"])
+    if p < 2 or p > max_ranks:
+        return f"world size {p} (fits use 2..{max_ranks})"
+    try:
+        alg = get_algorithm(c, alg_name)
+    except UnknownName:
+        return f"unknown algorithm {c}/{alg_name}"
+    if alg.is_vendor:
+        return "vendor call"
+    placed = placed_of(p, rec.get("ranks_per_node"))
+    item = ITEMSIZE.get(str(rec.get("dtype")), 4)
+    root = rec.get("root")
+    pr = Problem(placed.topology, int(rec["count"]), item, c, int(root) if root == root and
+                 root is not None else 0)
+    try:
+        comp, atoms, count = schedule_job(alg, pr)
+    except ValueError as e:
+        return str(e).splitlines()[0]
+    multi = any(st.src.size and np.any(np.arange(st.src.size) - st.first > 0) for st in comp.steps)
+    reduces = any(st.reduce.any() for st in comp.steps)
+    return Point(c, alg_name, p, int(rec["nbytes"]), float(rec.get("time_us_median", 0)) / 1e6,
+                 placed,
+                 comp, atoms, count, item, bool(multi), bool(reduces))
+
+
+def model_time(pt: Point, profile: Profile) -> float:
+    return evaluate(pt.comp, Net(pt.placed, profile), pt.count, pt.itemsize, pt.atoms).time_s
+
+
+def prepared(points: Sequence[Point]) -> list[tuple[list[int], Prepared, Placed]]:
+    """The points grouped by compiled schedule, each group prepared once for every fit step."""
+    groups: dict[tuple[int, int, int, int], list[int]] = {}
+    for i, pt in enumerate(points):
+        key = (id(pt.comp), id(pt.placed), pt.itemsize, i if pt.atoms is not None else -1)
+        groups.setdefault(key, []).append(i)
+    out = []
+    for idx in groups.values():
+        pt = points[idx[0]]
+        counts = [points[i].count for i in idx]
+        try:
+            out.append((idx, prepare(pt.comp, pt.placed, counts, pt.itemsize, pt.atoms), pt.placed))
+        except ValueError:  # sizes that empty different messages: one at a time
+            out += [([i], prepare(pt.comp, pt.placed, [points[i].count], pt.itemsize, pt.atoms),
+                     pt.placed) for i in idx]
+    return out
+
+
+def model_times(points: Sequence[Point], profile: Profile,
+                batches: list[tuple[list[int], Prepared, Placed]] | None = None) -> np.ndarray:
+    """:func:`model_time` of every point, the sizes of one compiled schedule in one batch."""
+    out = np.empty(len(points))
+    for idx, prep, placed in batches if batches is not None else prepared(points):
+        out[idx] = run(prep, Net(placed, profile))
+    return out
+
+
+@dataclass(frozen=True)
+class Fit:
+    profile: Profile
+    fitted: list[str]
+    fixed: dict[str, str]  # parameter -> why it was not fitted
+    errors: np.ndarray  # relative errors per point
+
+
+def _params(points: Sequence[Point]) -> tuple[list[str], dict[str, str]]:
+    classes = sorted({c for pt in points for c in pt.placed.classes_used()},
+                     key=["intra", "inter", "spine"].index)
+    names = [f"{c}.{k}" for c in classes if c != "spine" for k in ("alpha", "beta")]
+    fixed = {f"{c}.{k}": "no run crossed this link class" for c in ("intra", "inter", "spine")
+             for k in ("alpha", "beta") if f"{c}.{k}" not in names}
+    if any(pt.reduces for pt in points):
+        names.append("gamma")
+    else:
+        fixed["gamma"] = "no measured algorithm reduces"
+    if any(pt.multi for pt in points):
+        names.append("overhead")
+    else:
+        fixed["overhead"] = "no rank posts two messages in one step: o is not separable from α"
+    return names, fixed
+
+
+def _get(profile: Profile, name: str) -> float:
+    if name == "gamma":
+        return profile.gamma
+    if name == "overhead":
+        return profile.overhead
+    cls, k = name.split(".")
+    link = profile.links[cls]
+    return link.alpha if k == "alpha" else link.beta
+
+
+def _with(profile: Profile, names: Sequence[str], values: Sequence[float]) -> Profile:
+    links, extra = dict(profile.links), {}
+    for name, v in zip(names, values):
+        if name in ("gamma", "overhead"):
+            extra[name] = float(v)
+        else:
+            cls, k = name.split(".")
+            old = links[cls]
+            links[cls] = Link(float(v), old.beta) if k == "alpha" else Link(old.alpha, float(v))
+    return replace(profile, links=links, **extra)
+
+
+def fit(points: Sequence[Point], base: Profile | None = None) -> Fit:
+    """Least-squares fit of the parameters the points can see; the rest from ``base``."""
+    start = base or DEFAULT
+    start = replace(start, links={**DEFAULT.links, **start.links})  # a start for every class
+    names, fixed = _params(points)
+    if "overhead" in names and start.overhead <= 0:
+        start = replace(start, overhead=1e-7)
+    if "gamma" in names and start.gamma <= 0:
+        start = replace(start, gamma=1e-11)
+    if len(points) < len(names) + 1:
+        raise CalibrationError(f"{len(points)} measured points for {len(names)} parameters "
+                               f"({', '.join(names)}): need at least {len(names) + 1}")
+    x0 = np.log([_get(start, n) for n in names])
+    batches = prepared(points)
+    meas = np.array([pt.measured for pt in points])
+
+    def residuals(x: np.ndarray) -> np.ndarray:
+        prof = _with(start, names, np.exp(x))
+        model = model_times(points, prof, batches)
+        return np.concatenate(((model - meas) / meas, PRIOR * (x - x0)))
+
+    sol = least_squares(residuals, x0, loss="soft_l1", f_scale=0.05, method="trf",
+                        diff_step=1e-4, max_nfev=200 * (len(names) + 1))
+    prof = _with(start, names, np.exp(sol.x))
+    used = {n.split(".")[0] for n in names if "." in n}
+    prof = replace(prof, links={c: v for c, v in prof.links.items()
+                                if c in used or (base is not None and c in base.links)})
+    errs = model_times(points, prof, batches) / meas - 1.0
+    return Fit(prof, names, fixed, errs)
+
+
+def summary(errors: np.ndarray, points: Sequence[Point], min_bytes: int = 64 * 1024) -> dict[str, Any]:
+    big = np.array([abs(e) for e, pt in zip(errors, points) if pt.nbytes >= min_bytes])
+    a = np.abs(errors)
+    return {"points": len(points), "median_abs_rel_error": _r(np.median(a)),
+            "worst_abs_rel_error": _r(a.max()),
+            "median_abs_rel_error_ge_64KiB": _r(np.median(big)) if big.size else None}
+
+
+def _r(x: float) -> float:
+    return float(f"{x:.4g}") if math.isfinite(x) else float("nan")

@@ -1,0 +1,204 @@
+"""The topology model: ranks on nodes, nodes under leaf switches, leaves under spines.
+
+A :class:`Cluster` is built from a spec string::
+
+    64x8                      64 nodes of 8 ranks, one switch joins every node
+    8,8,4                     three nodes of 8, 8 and 4 ranks (uneven nodes)
+    64x8:leaf=16:oversub=2    leaf switches of 16 nodes, 2:1 oversubscribed uplinks to the spines
+    64x8:nics=8:cyclic        8 NICs per node, ranks placed round-robin over the nodes
+
+Options after ``:`` are ``leaf=N`` (nodes per leaf switch), ``oversub=R`` (a leaf's down/up
+bandwidth ratio, >= 1), ``nics=K`` (NICs per node, shared by its ranks; default: the profile's)
+and ``block`` / ``cyclic`` (placement). A world size of p ranks takes the cluster's first p ranks
+(:meth:`Cluster.place`); more ranks than the cluster has add nodes like its largest one, under
+leaves of the same size (:attr:`Placed.scaled_out` says so).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import cached_property
+
+from kernels.topology import Topology
+
+PLACEMENTS = ("block", "cyclic")
+INTRA, INTER, SPINE = 0, 1, 2
+CLASS_NAMES = ("intra", "inter", "spine")
+
+
+class TopologyError(ValueError):
+    """A spec that does not describe a cluster; one line naming the spec."""
+
+
+@dataclass(frozen=True)
+class Cluster:
+    node_sizes: tuple[int, ...]  # ranks per node, in node order
+    placement: str = "block"
+    nodes_per_leaf: int | None = None  # None: a single switch joins every node (no spine level)
+    oversubscription: float = 1.0
+    nics_per_node: int | None = None  # None: the profile's
+    spec: str = ""
+
+    def __post_init__(self) -> None:
+        where = f"topology {self.spec or self.node_sizes!r}"
+        if not self.node_sizes or any(n < 1 for n in self.node_sizes):
+            raise TopologyError(f"{where}: every node needs at least one rank")
+        if self.placement not in PLACEMENTS:
+            raise TopologyError(f"{where}: placement must be block or cyclic, got {self.placement!r}")
+        if self.nodes_per_leaf is not None and self.nodes_per_leaf < 1:
+            raise TopologyError(f"{where}: leaf must be >= 1 node")
+        if not (math.isfinite(self.oversubscription) and self.oversubscription >= 1):
+            raise TopologyError(f"{where}: oversub must be a number >= 1")
+        if self.nics_per_node is not None and self.nics_per_node < 1:
+            raise TopologyError(f"{where}: nics must be >= 1")
+
+    @property
+    def world(self) -> int:
+        return sum(self.node_sizes)
+
+    @property
+    def num_nodes(self) -> int:
+        return len(self.node_sizes)
+
+    def place(self, world: int) -> Placed:
+        """The first ``world`` ranks of this cluster (adding nodes like its largest one when it
+        holds fewer), as a :class:`Placed` job."""
+        if world < 1:
+            raise TopologyError(f"world size must be >= 1, got {world}")
+        sizes = list(self.node_sizes)
+        while sum(sizes) < world:
+            sizes.append(max(self.node_sizes))
+        node_of_phys = _assign(sizes, self.placement)[:world]
+        used = list(dict.fromkeys(node_of_phys))  # physical nodes by first rank
+        renum = {n: i for i, n in enumerate(used)}
+        leaf = self.nodes_per_leaf or len(sizes)
+        leaf_of = tuple(n // leaf for n in used)
+        leaves = sorted(set(leaf_of))
+        leaf_ids = {x: i for i, x in enumerate(leaves)}
+        leaf_nodes = tuple(min(leaf, len(sizes) - x * leaf) for x in leaves)
+        return Placed(tuple(renum[n] for n in node_of_phys), tuple(leaf_ids[x] for x in leaf_of),
+                      leaf_nodes, self.oversubscription, self.nics_per_node,
+                      world > self.world, self)
+
+
+def _assign(sizes: list[int], placement: str) -> list[int]:
+    """Physical node of each rank: node by node (block) or one rank per node in turn (cyclic)."""
+    if placement == "block":
+        return [n for n, s in enumerate(sizes) for _ in range(s)]
+    out: list[int] = []
+    for t in range(max(sizes)):
+        out.extend(n for n, s in enumerate(sizes) if s > t)
+    return out
+
+
+@dataclass(frozen=True)
+class Placed:
+    """One job on a cluster: ``node_of[r]`` (nodes numbered by first rank), ``leaf_of[n]`` per
+    node, ``leaf_nodes[x]`` physical nodes under leaf x (its uplink capacity counts them)."""
+
+    node_of: tuple[int, ...]
+    leaf_of: tuple[int, ...]
+    leaf_nodes: tuple[int, ...]
+    oversubscription: float
+    nics_per_node: int | None
+    scaled_out: bool
+    cluster: Cluster
+
+    @property
+    def world(self) -> int:
+        return len(self.node_of)
+
+    @cached_property
+    def topology(self) -> Topology:
+        return Topology(self.node_of)
+
+    @cached_property
+    def node_sizes(self) -> tuple[int, ...]:
+        out = [0] * (max(self.node_of) + 1)
+        for n in self.node_of:
+            out[n] += 1
+        return tuple(out)
+
+    @property
+    def num_nodes(self) -> int:
+        return len(self.node_sizes)
+
+    @property
+    def num_leaves(self) -> int:
+        return len(self.leaf_nodes)
+
+    @cached_property
+    def equal_nodes(self) -> bool:
+        return len(set(self.node_sizes)) == 1
+
+    @cached_property
+    def order(self) -> tuple[int, ...]:
+        """Ranks node by node, in rank order within a node (``kernels.phases.node_order``)."""
+        import numpy as np
+
+        return tuple(int(r) for r in np.argsort(np.asarray(self.node_of), kind="stable"))
+
+    @cached_property
+    def contiguous(self) -> bool:
+        """Ranks numbered node by node (what block placement gives): rank order is node order."""
+        return all(a <= b for a, b in zip(self.node_of, self.node_of[1:]))
+
+    @cached_property
+    def uniform_leaves(self) -> bool:
+        """Every leaf holds the same number of this job's nodes and of physical nodes."""
+        per = [0] * self.num_leaves
+        for x in self.leaf_of:
+            per[x] += 1
+        return len(set(per)) == 1 and len(set(self.leaf_nodes)) == 1 and per[0] == self.leaf_nodes[0]
+
+    def classes_used(self) -> list[str]:
+        """The link classes a message of this job may cross."""
+        per_leaf = [self.leaf_of.count(x) for x in range(self.num_leaves)]
+        used = [max(self.node_sizes) > 1, max(per_leaf) > 1, self.num_leaves > 1]
+        return [c for c, u in zip(CLASS_NAMES, used) if u]
+
+    def describe(self) -> str:
+        sizes = self.node_sizes
+        shape = f"{len(sizes)}x{sizes[0]}" if self.equal_nodes else ",".join(map(str, sizes))
+        leaves = f", {self.num_leaves} leaves" if self.num_leaves > 1 else ""
+        return f"{shape} ({self.cluster.placement}{leaves})"
+
+
+def parse_topology(spec: str) -> Cluster:
+    """A :class:`Cluster` from a spec string (module docstring); TopologyError names the spec."""
+    text = spec.strip()
+    head, *opts = text.split(":")
+    where = f"topology {spec!r}"
+    kw: dict[str, object] = {"spec": text}
+    try:
+        if "x" in head.lower():
+            n, l = head.lower().split("x")  # noqa: E741 - ranks per node
+            sizes = (int(l),) * int(n)
+            if int(n) < 1:
+                raise TopologyError(f"{where}: needs at least one node")
+        else:
+            sizes = tuple(int(x) for x in head.split(","))
+    except ValueError:
+        raise TopologyError(f"{where}: expected NODESxRANKS (64x8) or ranks per node (8,8,4)") \
+            from None
+    for opt in opts:
+        key, _, val = opt.partition("=")
+        key = key.strip().lower()
+        try:
+            if key in PLACEMENTS and not val:
+                kw["placement"] = key
+            elif key == "leaf":
+                kw["nodes_per_leaf"] = int(val)
+            elif key == "oversub":
+                kw["oversubscription"] = float(val)
+            elif key == "nics":
+                kw["nics_per_node"] = int(val)
+            else:
+                raise TopologyError(f"{where}: unknown option {opt!r} (leaf=, oversub=, nics=, "
+                                    "block, cyclic)")
+        except ValueError as e:
+            if isinstance(e, TopologyError):
+                raise
+            raise TopologyError(f"{where}: {key}={val!r} is not a number") from None
+    return Cluster(sizes, **kw)  # type: ignore[arg-type]
