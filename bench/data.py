@@ -80,16 +80,16 @@ def tolerance(world: int, dtype: str) -> float:
 def count_wrong(host: np.ndarray, world: int, op: str, dtype: str) -> int:
     """Elements of ``host`` (this rank's result) that differ from the exact expectation."""
     tol = tolerance(world, dtype) if op == "sum" else 0.0
-    wrong = 0
-    for start in range(0, host.size, BLOCK):
-        got = host[start : start + BLOCK]
-        want = expected(world, got.size, op, start)
-        if tol:
-            ok = np.isclose(got.astype(np.float64), want, rtol=tol, atol=0)
-        else:
-            ok = got == want.astype(got.dtype)
-        wrong += int(got.size - np.count_nonzero(ok))
-    return wrong
+    return sum(_mismatches(host[start : start + BLOCK], expected(world, min(BLOCK, host.size - start),
+                                                                 op, start), tol)
+               for start in range(0, host.size, BLOCK))
+
+
+def _mismatches(got: np.ndarray, want: np.ndarray, tol: float) -> int:
+    """Elements of ``got`` that differ from the int64 ``want`` (relatively by ``tol`` when set)."""
+    ok = (np.isclose(got.astype(np.float64), want, rtol=tol, atol=0) if tol
+          else got == want.astype(got.dtype))
+    return int(want.size - np.count_nonzero(ok))
 
 
 def collective_input(spec: Collective, n: int, world: int, rank: int, root: int, op: str,
@@ -128,12 +128,5 @@ def count_wrong_output(host_out: np.ndarray | None, spec: Collective, n: int, wo
     if host_out is None:
         return 0
     tol = tolerance(world, dtype) if op == "sum" else 0.0
-    wrong = 0
-    for start, want in expected_blocks(spec, n, world, rank, root, op):
-        got = host_out[start : start + want.size]
-        if tol:
-            ok = np.isclose(got.astype(np.float64), want, rtol=tol, atol=0)
-        else:
-            ok = got == want.astype(got.dtype)
-        wrong += int(want.size - np.count_nonzero(ok))
-    return wrong
+    return sum(_mismatches(host_out[start : start + want.size], want, tol)
+               for start, want in expected_blocks(spec, n, world, rank, root, op))

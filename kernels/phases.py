@@ -99,3 +99,28 @@ def held(topology: Topology, rank: int) -> int:
     sizes = [len(n) for n in topology.nodes()]
     lk, i = sizes[topology.node_of[rank]], topology.local_index(rank)
     return sum(-((i - lm) // lk) for lm in sizes)
+
+
+def span(blocks: Sequence[Range], lo: int, hi: int) -> Range:
+    """Blocks ``lo..hi-1`` (contiguous) as one element range."""
+    return Range(blocks[lo].start, blocks[hi - 1].stop)
+
+
+def halve(b: StepBuilder, real: Sequence[int], blocks: Sequence[Range]) -> list[tuple[int, int]]:
+    """Recursive halving over ``len(real)`` (a power of two) virtual ranks: log2 steps; at distance
+    d = p/2, p/4, ..., virtual rank v sends the half of its block interval it gives up to v xor d,
+    which reduces it in. Returns each virtual rank's final block interval (v ends with block v).
+    Shared by all_reduce ``halving_doubling`` and reduce ``rabenseifner``."""
+    pp = len(real)
+    held = [(0, pp) for _ in range(pp)]
+    d = pp // 2
+    while d:
+        st = b.step()
+        for v in range(pp):
+            lo, hi = held[v]
+            mid = (lo + hi) // 2
+            keep, give = ((lo, mid), (mid, hi)) if v & d == 0 else ((mid, hi), (lo, mid))
+            b.move(real[v], real[v ^ d], span(blocks, *give), reduce=True, step=st)
+            held[v] = keep
+        d //= 2
+    return held

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from kernels.algorithm import Problem, algorithm
 from kernels.chunks import split
+from kernels.phases import halve, span
 from kernels.schedule import Range, StepBuilder
 
 
@@ -31,25 +32,12 @@ def halving_doubling(problem: Problem, b: StepBuilder) -> None:
     real = [order[2 * v + 1] if v < rem else order[v + rem] for v in range(pp)]
     blocks = split(problem.count, pp)
 
-    def span(lo: int, hi: int) -> Range:  # blocks lo..hi-1 as one element range
-        return Range(blocks[lo].start, blocks[hi - 1].stop)
-
-    held = [(0, pp) for _ in range(pp)]  # block interval each virtual rank still reduces
-    d = pp // 2
-    while d:
-        st = b.step()
-        for v in range(pp):
-            lo, hi = held[v]
-            mid = (lo + hi) // 2
-            keep, give = ((lo, mid), (mid, hi)) if v & d == 0 else ((mid, hi), (lo, mid))
-            b.move(real[v], real[v ^ d], span(*give), reduce=True, step=st)
-            held[v] = keep
-        d //= 2
+    held = halve(b, real, blocks)  # block interval each virtual rank holds reduced
     d = 1
     while d < pp:
         st = b.step()
         for v in range(pp):
-            b.move(real[v], real[v ^ d], span(*held[v]), reduce=False, step=st)
+            b.move(real[v], real[v ^ d], span(blocks, *held[v]), reduce=False, step=st)
         held = [(min(held[v][0], held[v ^ d][0]), max(held[v][1], held[v ^ d][1])) for v in range(pp)]
         d *= 2
     if rem:

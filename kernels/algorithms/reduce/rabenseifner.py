@@ -5,12 +5,8 @@ from __future__ import annotations
 from kernels.algorithm import Problem, algorithm
 from kernels.algorithms.broadcast.binomial import rooted_order
 from kernels.chunks import split
+from kernels.phases import halve, span
 from kernels.schedule import Range, StepBuilder
-
-
-def _span(blocks: list[Range], lo: int, hi: int) -> Range:
-    """Blocks lo..hi-1 as one element range."""
-    return Range(blocks[lo].start, blocks[hi - 1].stop)
 
 
 def _sent(problem: Problem, rank: int) -> int:
@@ -21,7 +17,7 @@ def _sent(problem: Problem, rank: int) -> int:
         return n  # folded into its even neighbour
     v = pos // 2 if pos < 2 * rem else pos - rem
     blocks = split(n, pp)
-    gather = _span(blocks, v, v + (v & -v)).size if v else 0
+    gather = span(blocks, v, v + (v & -v)).size if v else 0
     return n - blocks[v].size + gather
 
 
@@ -48,20 +44,10 @@ def rabenseifner(problem: Problem, b: StepBuilder) -> None:
             b.move(order[2 * i + 1], order[2 * i], Range(0, problem.count), reduce=True, step=st)
     real = [order[2 * v] if v < rem else order[v + rem] for v in range(pp)]
     blocks = split(problem.count, pp)
-    held = [(0, pp) for _ in range(pp)]  # the blocks each virtual rank still reduces
-    d = pp // 2
-    while d:
-        st = b.step()
-        for v in range(pp):
-            lo, hi = held[v]
-            mid = (lo + hi) // 2
-            keep, give = ((lo, mid), (mid, hi)) if v & d == 0 else ((mid, hi), (lo, mid))
-            b.move(real[v], real[v ^ d], _span(blocks, *give), reduce=True, step=st)
-            held[v] = keep
-        d //= 2
+    halve(b, real, blocks)  # virtual rank v ends with block v reduced
     d = 1
     while d < pp:
         st = b.step()
         for v in range(d, pp, 2 * d):
-            b.move(real[v], real[v - d], _span(blocks, v, v + d), reduce=False, step=st)
+            b.move(real[v], real[v - d], span(blocks, v, v + d), reduce=False, step=st)
         d *= 2
