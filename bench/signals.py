@@ -11,10 +11,15 @@ Records are fsynced line by line, so killing a rank loses at most the case in fl
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
+import functools
 import os
 import signal
 import subprocess
+import threading
 import time
+from collections.abc import Mapping
+from pathlib import Path
 from types import FrameType, TracebackType
 
 import psutil
@@ -110,3 +115,56 @@ def end_leftovers(token: str, wait_s: float = 5.0) -> int:
         procs = [p for p in procs if _alive(p)]
     _send(procs, signal.SIGKILL)
     return len(procs)
+
+
+@functools.cache
+def job_interrupt() -> JobInterrupt:
+    """The process's one :class:`JobInterrupt` (made on first call)."""
+    return JobInterrupt()
+
+
+def arm_if_rank_of_users_job(argv: list[str], env: Mapping[str, str]) -> None:
+    """Called when the ``bench`` package is first imported, before numpy, BLAS or MPI start
+    threads of their own (a thread that does not block SIGTERM would take it and die by the
+    default action): a rank of ``commbench run`` inside the user's own MPI job arms
+    :func:`job_interrupt`."""
+    from bench.launcher import WORKER_ENV, inside_mpi_job
+
+    if argv[1:2] == ["run"] and WORKER_ENV not in env and inside_mpi_job():
+        job_interrupt()
+
+
+class JobInterrupt:
+    """Every rank of the user's own job (mpiexec, srun): SIGTERM or SIGHUP (a time limit, a
+    cancel) end the rank with 128 + n, and on rank 0, once :attr:`run_dir` is set, first mark the
+    run ``interrupted`` with the signal and the case in flight. The signals are blocked before MPI
+    starts (so no thread MPI makes inherits them unblocked) and taken by a helper thread with
+    ``sigwait``: handled even while the main thread sits inside an MPI call, where a Python
+    handler would wait for the call to return."""
+
+    SIGNALS = frozenset({signal.SIGTERM, signal.SIGHUP})
+
+    def __init__(self) -> None:
+        self.run_dir: Path | None = None  # set on rank 0 once the run directory exists
+        signal.pthread_sigmask(signal.SIG_BLOCK, self.SIGNALS)
+        threading.Thread(target=self._wait, name="commbench-signals", daemon=True).start()
+
+    def _wait(self) -> None:
+        sig = signal.sigwait(self.SIGNALS)
+        if self.run_dir is not None:
+            with contextlib.suppress(Exception):  # the records are on disk whatever happens
+                self._mark(self.run_dir, signal.Signals(sig).name)
+        os._exit(128 + sig)
+
+    @staticmethod
+    def _mark(run_dir: Path, name: str) -> None:
+        from bench import inflight
+        from bench.records import read_meta, write_meta
+
+        info = read_meta(run_dir)
+        marker = inflight.take(run_dir)
+        info.update(status="interrupted", signal=name, reason=f"interrupted by {name}",
+                    interrupted_case=marker.get("case") if marker else None,
+                    finished=dt.datetime.now(dt.timezone.utc).isoformat())
+        write_meta(run_dir, info)
+        os.write(2, f"commbench: interrupted by {name}; records kept in {run_dir}\n".encode())

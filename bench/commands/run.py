@@ -19,6 +19,7 @@ from bench.records import iter_records, read_meta, write_meta
 from bench.resume import RunDirError
 from bench.scenario import CollectiveScenario, ScenarioError, check_memory, load_scenario
 from bench.selflaunch import JobResult, Sweep, say
+from bench.signals import job_interrupt
 from bench.threadlevel import LEVELS as THREAD_LEVELS
 from kernels.transports import TRANSPORTS
 
@@ -219,12 +220,13 @@ def _run_in_job(args: argparse.Namespace, sc: CollectiveScenario, sizes: tuple[i
     from bench.threadlevel import request
 
     request(sc.thread_level)  # before MPI starts: mpi4py would ask for THREAD_MULTIPLE
+    worker_of = os.environ.get(launcher.WORKER_ENV)
+    stop = None if worker_of else job_interrupt()  # self-launched ranks: the parent handles them
     from mpi4py import MPI
 
     from bench.runner import RunContext, run_job
 
     comm = MPI.COMM_WORLD
-    worker_of = os.environ.get(launcher.WORKER_ENV)
     sizes = tuple(w for w in (sizes or (comm.size,)) if w <= comm.size)
     error = None
     if not sizes:
@@ -258,6 +260,8 @@ def _run_in_job(args: argparse.Namespace, sc: CollectiveScenario, sizes: tuple[i
             info.update(launcher="user's MPI job", hosts=sorted(set(hosts or [])),
                         world_size=comm.size, status="running")
             write_meta(run_dir, info)
+            if stop is not None:
+                stop.run_dir = run_dir  # a time limit or cancel still leaves an interrupted run
     resuming = args.resume is not None or os.environ.get(resume.RESUME_ENV) == "1"
     ctx = RunContext(run_dir, run_id, sc, sizes, progress=not args.no_progress, resume=resuming)
     try:

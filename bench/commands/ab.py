@@ -1,0 +1,114 @@
+"""``commbench ab BASE HEAD SCENARIO``: the paired regression gate between two git revisions.
+
+Both revisions are checked out as worktrees in a temporary directory and run the scenario
+alternately, ``--rounds`` times each, in this environment (refused in one line, exit 2, when their
+``pyproject.toml`` dependencies differ). Keys are decided on the per-round ratios HEAD/BASE
+(:mod:`bench.compare.paired`); exit codes and table as ``commbench compare``: 0 no regression,
+1 regression, 2 unusable input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import sys
+import time
+from pathlib import Path
+
+from bench import launcher
+from bench.ab import AbError, Side, git, resolve, run_rounds, worktrees
+from bench.abdeps import mismatch
+from bench.commands import register
+from bench.compare.decide import Rule
+from bench.compare.keys import InputError
+from bench.compare.paired import PAIRED_ALPHA, compare_dirs, min_rounds
+from bench.compare.paired_table import render
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    p.add_argument("base", help="baseline revision (branch, tag, commit)")
+    p.add_argument("head", help="revision under test")
+    p.add_argument("scenario", type=Path, help="scenario YAML file, run by both (e.g. scenarios/ci.yaml)")
+    p.add_argument("--rounds", type=int, default=5, help="runs per side, alternating (default 5)")
+    p.add_argument("--out", type=Path, default=None, metavar="DIR",
+                   help="new directory for base/, head/ (one run directory per side, rounds appended) "
+                        "and rounds/ (default: runs/<time>-ab-<scenario>)")
+    p.add_argument("--html", type=Path, default=None, metavar="FILE",
+                   help="also write an HTML report of both sides with the verdict on top")
+    p.add_argument("--threshold", type=float, default=5.0, metavar="PCT",
+                   help="minimum slowdown that counts, in percent (default 5)")
+    p.add_argument("--alpha", type=float, default=PAIRED_ALPHA,
+                   help="false-alarm rate per key of the paired signed-rank test (default 0.05; "
+                        "n rounds reach 2^-n at best: 5 rounds for 0.05, 7 for 0.01)")
+    p.add_argument("--relative", action="store_true",
+                   help="decide each algorithm on its time relative to native measured beside it "
+                        "(also cancels a machine that changed speed between the two runs of a "
+                        "round; blind to a slowdown of everything)")
+    p.add_argument("--min-abs", type=float, default=1.0, metavar="US",
+                   help="smallest difference of medians that counts, in µs (default 1)")
+    p.add_argument("--strict", action="store_true", help="also fail on oversubscribed cases")
+    p.add_argument("--all", action="store_true", help="list every key, not only changed ones")
+
+
+def _fail(msg: str) -> int:
+    print(f"commbench: ab: {msg}", file=sys.stderr)
+    return 2
+
+
+def _say(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def handle(args: argparse.Namespace) -> int:
+    t0 = time.monotonic()
+    if args.rounds < 2:
+        return _fail("--rounds must be >= 2 (the paired test needs the spread between rounds)")
+    if not 0 <= args.threshold < 100 or not 0 < args.alpha < 1:
+        return _fail("--threshold must be in [0, 100), --alpha in (0, 1)")
+    if args.rounds < min_rounds(args.alpha):
+        return _fail(f"--alpha {args.alpha:g} needs --rounds >= {min_rounds(args.alpha)} (n rounds "
+                     "can show a false-alarm rate of 2^-n at best)")
+    if launcher.inside_mpi_job():
+        return _fail("it launches its own runs: start it from a shell, not under mpiexec/srun")
+    scenario = args.scenario.resolve()
+    if not scenario.is_file():
+        return _fail(f"{args.scenario}: no such scenario file")
+    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    out = (args.out or Path("runs") / f"{stamp}-ab-{scenario.stem}").resolve()
+    if out.exists() and any(out.iterdir()):
+        return _fail(f"{out}: exists and is not empty")
+    rule = Rule(threshold=args.threshold / 100, min_abs=args.min_abs, strict=args.strict,
+                reference=args.relative)
+    try:
+        repo = Path(git(Path.cwd(), "rev-parse", "--show-toplevel"))
+        shas = {"base": resolve(repo, args.base), "head": resolve(repo, args.head)}
+        with worktrees(repo, shas) as trees:
+            why = mismatch({"BASE": trees["base"], "HEAD": trees["head"]})
+            if why:
+                return _fail(why)
+            sides = [Side(n, rev, shas[n], trees[n], out / n)
+                     for n, rev in (("base", args.base), ("head", args.head))]
+            _say(f"# ab: {args.rounds} rounds of {args.scenario}, BASE {args.base} "
+                 f"({shas['base'][:10]}) vs HEAD {args.head} ({shas['head'][:10]}), into {out}")
+            run_rounds(sides, scenario, args.rounds, out / "rounds", _say)
+        t_runs = time.monotonic() - t0
+        res = compare_dirs(out / "base", out / "head", rule, args.alpha)
+    except (AbError, InputError, ValueError) as e:
+        return _fail(str(e))
+    print(render(res, args.rounds, args.alpha, everything=args.all))
+    if args.html:
+        from reports.gate_section import gate_section
+        from reports.render import render_report
+
+        page = render_report([out / "base", out / "head"], args.html, extra=[gate_section(res)],
+                             title=f"commbench ab — {args.base} vs {args.head}")
+        _say(f"# report: {page}")
+    runs = sum(sum(s.seconds) for s in sides)
+    print(f"# wall time {time.monotonic() - t0:.0f} s: {runs:.0f} s in {2 * args.rounds} runs of "
+          f"{args.scenario}, {t_runs - runs:.0f} s worktrees and checks, "
+          f"{time.monotonic() - t0 - t_runs:.0f} s deciding and reporting")
+    return res.exit_code
+
+
+register("ab", "paired A/B gate: run a scenario alternately at two git revisions; exit 1 on a "
+         "regression", configure, handle)

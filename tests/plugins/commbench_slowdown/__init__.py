@@ -1,0 +1,1 @@
+"""Test-only commbench plugin: a controlled slowdown of all_reduce ``ring`` (see slow_ring.py)."""
