@@ -25,7 +25,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 MIN_SAMPLES = 5  # below this a rank test has no power; decide on the point ratio, flagged
 MIN_BLOCK = 20  # samples per block for a block median to estimate drift (5 are one stall away
@@ -73,6 +72,7 @@ def _ratio_of_medians(cur: np.ndarray, base: np.ndarray, axis: int = -1) -> np.n
 
 
 def interval(cur: np.ndarray, base: np.ndarray, rule: Rule) -> tuple[float, float]:
+    from scipy import stats  # imported on use: the CLI starts without scipy
     res = stats.bootstrap((cur, base), _ratio_of_medians, n_resamples=rule.resamples,
                           confidence_level=rule.confidence, method="percentile",
                           vectorized=True, rng=np.random.default_rng(rule.seed))
@@ -85,6 +85,7 @@ def decide(base: np.ndarray, cur: np.ndarray, rule: Rule, summaries: bool = Fals
     """Slower, faster or same for one key from its raw samples (lower is better). ``blocks``:
     repetition blocks of both, or (baseline's, current's); ``abs_diff``: the difference of the
     raw medians when ``base``/``cur`` are relative samples; ``floor``: run-to-run noise."""
+    from scipy import stats  # imported on use: the CLI starts without scipy
     base_blocks, cur_blocks = blocks if isinstance(blocks, tuple) else (blocks, blocks)
     base = base[np.isfinite(base)]
     cur = cur[np.isfinite(cur)]

@@ -27,7 +27,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 from bench.compare.decide import Rule
 from bench.compare.keys import KEY, Case, Key
@@ -66,6 +65,7 @@ def run_median(case: Case, run: Mapping[Key, Case], rule: Rule) -> float | None:
 def estimate(runs: Sequence[Mapping[Key, Case]], rule: Rule) -> dict[Key, Noise]:
     """Noise per group from ``runs`` (the baselines). Empty with fewer than two runs: one run
     cannot show run-to-run noise, and the gate then relies on threshold and drift alone."""
+    from scipy import stats  # imported on use: the CLI starts without scipy
     if len(runs) < 2:
         return {}
     keys = set().union(*(r.keys() for r in runs))
