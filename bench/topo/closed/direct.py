@@ -86,11 +86,8 @@ def pairwise(x: Ctx) -> Estimate | str:
     why = _shift_need(x, contiguous=True)
     if why:
         return why
-    b = x.n // x.p * x.e
-    k = np.arange(1, x.p)
-    costs, crosses = _shift_costs(x, k, np.full(k.shape, float(b)))
-    inter = float(crosses.sum(axis=0).max()) * b if x.p > 1 else 0.0
-    return estimate(costs.sum() + x.net.copy_time(b), max(x.p - 1, 1), (x.p - 1) * b, inter)
+    b, total, inter = _one_block_shifts(x)
+    return estimate(total + x.net.copy_time(b), max(x.p - 1, 1), (x.p - 1) * b, inter)
 
 
 @closed("reduce_scatter", "direct")
@@ -99,11 +96,18 @@ def direct_reduce_scatter(x: Ctx) -> Estimate | str:
     why = _shift_need(x, contiguous=False)
     if why:
         return why
+    b, total, inter = _one_block_shifts(x)
+    return estimate(total + (x.p - 1) * x.gamma * b, x.p - 1, (x.p - 1) * b, inter)
+
+
+def _one_block_shifts(x: Ctx) -> tuple[int, float, float]:
+    """p-1 shifts (offsets 1..p-1) of one n/p block: (block bytes, summed step costs, the most
+    bytes any rank sends across nodes)."""
     b = x.n // x.p * x.e
     k = np.arange(1, x.p)
     costs, crosses = _shift_costs(x, k, np.full(k.shape, float(b)))
     inter = float(crosses.sum(axis=0).max()) * b if x.p > 1 else 0.0
-    return estimate(costs.sum() + (x.p - 1) * x.gamma * b, x.p - 1, (x.p - 1) * b, inter)
+    return b, float(costs.sum()), inter
 
 
 @closed("alltoall", "bruck")
