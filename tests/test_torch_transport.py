@@ -14,6 +14,7 @@ from tests.test_mpi_exact import expected_checks  # noqa: E402
 
 
 @pytest.mark.mpi
+@pytest.mark.slow
 def test_torch_transport_runs_every_collective_exactly() -> None:
     """Every collective x algorithm (the vendor calls through torch.distributed included) x dtype
     x op x awkward count at p = 3, through the harness, like the MPI transport's exact test."""
