@@ -158,11 +158,11 @@ class JobInterrupt:
 
     @staticmethod
     def _mark(run_dir: Path, name: str) -> None:
-        from bench import inflight
+        from bench.inflight import take
         from bench.records import read_meta, write_meta
 
         info = read_meta(run_dir)
-        marker = inflight.take(run_dir)
+        marker = take(run_dir)
         info.update(status="interrupted", signal=name, reason=f"interrupted by {name}",
                     interrupted_case=marker.get("case") if marker else None,
                     finished=dt.datetime.now(dt.timezone.utc).isoformat())

@@ -11,10 +11,10 @@ import pytest
 from bench import metrics
 from bench.cli import main
 from bench.records import COLLECTIVE_FIELDS, load_results, read_meta
-from bench.topo.compiled import schedule_estimate
 from bench.topo.model import parse_topology
 from bench.topo.net import Net
 from bench.topo.profile import load_profile
+from bench.topo.scheduled import schedule_estimate
 from kernels.algorithm import Problem, get_algorithm
 
 pytestmark = pytest.mark.timeout(120)

@@ -21,11 +21,12 @@ from typing import Any
 import numpy as np
 from scipy.optimize import least_squares
 
-from bench.topo.compiled import Compiled, schedule_job
+from bench.topo.compiled import Compiled
 from bench.topo.evaluate import Prepared, evaluate, prepare, run
 from bench.topo.model import Cluster, Placed
 from bench.topo.net import Net
 from bench.topo.profile import Link, Profile
+from bench.topo.scheduled import schedule_job
 from kernels.algorithm import Problem, get_algorithm
 from kernels.ops import ITEMSIZE
 from kernels.registry import UnknownName

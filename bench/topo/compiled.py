@@ -18,8 +18,6 @@ from functools import lru_cache
 
 import numpy as np
 
-from bench.topo.cost import Estimate
-from bench.topo.net import Net
 from kernels.algorithm import Algorithm, Problem
 from kernels.schedule import Schedule
 
@@ -94,26 +92,3 @@ def compiled(alg: Algorithm, problem: Problem, k: int) -> Compiled:
     """``alg``'s schedules for ``problem``, compiled with k atoms per workspace region (cached:
     symbolic shapes recur for every size)."""
     return compile_schedules(alg.schedules(problem), k)
-
-
-def schedule_job(alg: Algorithm, problem: Problem) -> tuple[Compiled, np.ndarray | None, int]:
-    """``alg``'s compiled schedule for ``problem``, its atoms (None: ``split(count, K)``) and
-    the count to evaluate it with: built symbolically once per shape when :data:`SYMBOLIC`
-    knows the algorithm, else from the real schedule (one atom per workspace element)."""
-    import bench.topo.shapes  # noqa: F401 - fills SYMBOLIC (it imports this module)
-
-    sym = SYMBOLIC.get((problem.spec.name, alg.name))
-    if sym is None:
-        return compiled(alg, problem, problem.space), None, problem.space
-    shape = Problem(problem.topology, sym.count(problem), sym.itemsize(problem),
-                    problem.collective, problem.root)
-    atoms = sym.atoms(problem, problem.count) if sym.atoms else None
-    return compiled(alg, shape, shape.count), atoms, problem.count
-
-
-def schedule_estimate(alg: Algorithm, problem: Problem, net: Net) -> Estimate:
-    """Evaluate ``alg`` on ``problem`` (see :func:`schedule_job`)."""
-    from bench.topo.evaluate import evaluate
-
-    comp, atoms, count = schedule_job(alg, problem)
-    return evaluate(comp, net, count, problem.itemsize, atoms)

@@ -24,12 +24,12 @@ import bench.topo.shapes  # noqa: F401 - registers the symbolic shapes
 from bench import metrics
 from bench.records import SCHEMA_VERSION
 from bench.topo.closed import CLOSED, Ctx, Job
-from bench.topo.compiled import schedule_job
 from bench.topo.cost import Estimate
 from bench.topo.evaluate import evaluate_batch
 from bench.topo.model import Placed
 from bench.topo.net import Net
 from bench.topo.profile import Profile
+from bench.topo.scheduled import schedule_job
 from kernels import collective as coll
 from kernels.algorithm import VENDOR, Algorithm, Problem, algorithms_of
 from kernels.ops import ITEMSIZE

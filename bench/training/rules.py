@@ -14,15 +14,26 @@ import importlib.util
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from bench.models.catalog import ModelInfo
 from kernels.registry import Registry
 
-if TYPE_CHECKING:
-    from bench.training.scenario import StrategySpec
 
-Check = Callable[["StrategySpec", ModelInfo, int], None]  # raises ValueError with one line
+class StrategySpec(Protocol):
+    """What the rules read of a strategy (``bench.training.scenario.StrategySpec`` has it; kept
+    as a protocol so the scenario imports the rules and never the other way round)."""
+
+    hook: str
+    schedule: str
+    microbatches: int
+    tensor_degree: int
+
+    @property
+    def pipeline_stages_per_rank(self) -> int: ...
+
+
+Check = Callable[[StrategySpec, ModelInfo, int], None]  # raises ValueError with one line
 
 
 @dataclass(frozen=True)
