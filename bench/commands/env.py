@@ -115,9 +115,17 @@ def _transports() -> Facts:
             "cuda-ipc": dev or "ok (one node)"}
 
 
+def _network() -> Facts:
+    """Interfaces and InfiniBand ports with their rates, and the NIC count a topology read from
+    the launch takes (``--topology slurm|here|run:DIR``, see :mod:`bench.topo.launch`)."""
+    from bench.topo.launch import network_facts
+
+    return network_facts()
+
+
 PROBES: dict[str, Callable[[], Facts]] = {
     "python": _python, "mpi": _mpi, "driver": _driver, "cupy": _cupy, "nccl": _nccl,
-    "torch": _torch, "transports": _transports,
+    "torch": _torch, "transports": _transports, "network": _network,
 }
 
 

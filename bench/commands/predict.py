@@ -18,7 +18,9 @@ def configure(p: argparse.ArgumentParser) -> None:
                         "profile YAML file (e.g. from commbench calibrate)")
     p.add_argument("--topology", required=True,
                    help="NODESxRANKS (64x8) or ranks per node (8,8,4), options after ':': "
-                        "leaf=N, oversub=R, nics=K, block|cyclic (64x8:leaf=16:oversub=2)")
+                        "leaf=N, oversub=R, nics=K, block|cyclic (64x8:leaf=16:oversub=2); or "
+                        "from the launch: slurm (this job's allocation), run:DIR (a measured "
+                        "run's nodes), here (this host)")
     p.add_argument("--world-sizes", default=None,
                    help="comma-separated world sizes, each on the topology's first ranks "
                         "(default: the whole topology)")
@@ -44,7 +46,8 @@ def _fail(message: str) -> int:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from bench.topo.model import TopologyError, parse_topology
+    from bench.topo.launch import resolve_topology
+    from bench.topo.model import TopologyError
     from bench.topo.predict import MAX_SCHEDULE_RANKS
     from bench.topo.profile import ProfileError, load_profile
     from bench.topo.run import Request, RequestError, all_collectives, parse_sizes, run
@@ -55,7 +58,7 @@ def handle(args: argparse.Namespace) -> int:
         return _fail(f"{out} already holds results; choose another --out")
     try:
         profile = load_profile(args.profile)
-        cluster = parse_topology(args.topology)
+        cluster = resolve_topology(args.topology)
         worlds = (tuple(int(w) for w in args.world_sizes.split(",") if w.strip())
                   if args.world_sizes else (cluster.world,))
         algs = (tuple(a.strip() for a in args.algorithms.split(",") if a.strip())
