@@ -50,6 +50,12 @@ def groups(scenario: CollectiveScenario, world: int, ranks_per_node: int,
         for transport, dtype, op in itertools.product(scenario.transports, scenario.dtypes,
                                                       scenario.ops_for(collective)):
             algorithms = runnable(spec, transport, scenario.algorithms_for(collective), notes)
+            if scenario.emulate is not None:  # vendor calls cannot be emulated: left out, noted
+                algorithms, lines = scenario.emulate.schedules_only(spec.name, algorithms)
+                for line in lines:
+                    _note(notes, line)
+                if not algorithms:
+                    continue
             seen: dict[int, int] = {}
             for requested in scenario.byte_sizes():
                 count = spec.round_count(requested // ITEMSIZE[dtype], world)

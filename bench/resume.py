@@ -75,7 +75,10 @@ def resumable(run_dir: Path, scenario: dict[str, Any], out: Path | None) -> dict
     if meta.get("source") != "commbench":
         raise RunDirError(f"--resume {run_dir}: imported from {meta.get('source')!r}; "
                           "only commbench runs can be resumed")
-    old = meta.get("scenario_hash") or scenario_hash(meta.get("scenario") or {})
+    stored = meta.get("scenario")
+    old = meta.get("scenario_hash") or scenario_hash(stored or {})
+    if isinstance(stored, dict):  # a key added to scenarios since, left unset, changes nothing
+        scenario = {k: v for k, v in scenario.items() if k in stored or v is not None}
     new = scenario_hash(scenario)
     if old != new:
         raise RunDirError(f"--resume {run_dir}: made from another scenario (hash {old[:12]}, "

@@ -110,20 +110,22 @@ def _run_world(ctx: RunContext, comm: MPI.Comm, dog: Watchdog, writer: ResultWri
     over = _oversubscribed(comm)
     plan: list[tuple[Topology, Group]] = []
     notes: list[str] = []
+    emu = sc.emulate.job(comm.size) if sc.emulate is not None else None  # its nodes, its links
     for rpn in sc.ranks_per_node:
-        topo = topology_for(comm, rpn)
+        topo = emu.topology if emu is not None else topology_for(comm, rpn)
         plan += [(topo, g) for g in groups(sc, comm.size, topo.ranks_per_node, notes)]
     if comm.rank == 0:
         for line in notes:
             print(f"# note: {line}", file=out, flush=True)
     bar = Progress(len(plan), enabled=ctx.progress and comm.rank == 0)
     extra = {"run_id": ctx.run_id, "scenario": sc.name, "oversubscribed": over,
-             "hugepages": sc.hugepages, **thread_fields()}
+             "hugepages": sc.hugepages, **thread_fields(), **(emu.describe() if emu else {})}
     written, shown = 0, None
     try:
         for transport_name in sc.transports:
             try:
                 transport = TRANSPORTS.get(transport_name).create(comm, hugepages=sc.hugepages)
+                transport = emu.wrap(transport) if emu is not None else transport
             except TransportUnavailable as e:
                 if comm.rank == 0:
                     print(f"# skipped transport {transport_name}: {e}", file=out, flush=True)

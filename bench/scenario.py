@@ -22,6 +22,7 @@ from pydantic import (
     model_validator,
 )
 
+from bench.emulate.config import Emulate
 from bench.scenario_base import Frozen, PositiveInt, ScenarioError, one_line, read_yaml
 from bench.units import MAX_SIZES, parse_size, size_range
 from kernels import collective as coll
@@ -150,6 +151,7 @@ class CollectiveScenario(Frozen):
     thread_level: Literal["auto", "single", "funneled", "serialized", "multiple"] = "auto"
     check: bool = True
     case_timeout_s: Annotated[float, Field(gt=0)] = 300.0
+    emulate: Emulate | None = None  # a modelled cluster on this host (bench/emulate/config.py)
 
     _tr = field_validator("transports")(_names("transport", TRANSPORTS.names()))
     _dt = field_validator("dtypes")(_names("dtype", list(HOST_DTYPE)))
@@ -197,6 +199,9 @@ class CollectiveScenario(Frozen):
     def _consistent(self) -> CollectiveScenario:
         self._check_algorithms()
         self._check_ops()
+        if self.emulate is not None:
+            self.emulate.check(self.world_sizes, self.transports,
+                               "ranks_per_node" in self.model_fields_set)
         for w, rpn in itertools.product(self.world_sizes, self.ranks_per_node):
             if rpn != "auto" and w % rpn:
                 raise ValueError(f"ranks_per_node: {rpn} does not divide world size {w}")
@@ -285,6 +290,7 @@ SCENARIO_KINDS: dict[str, str] = {
     # "module:Class", imported on first use, so one kind never loads another's dependencies
     "collective": "bench.scenario:CollectiveScenario",
     "training": "bench.training.scenario:TrainingScenario",
+    "probe": "bench.probe.scenario:ProbeScenario",
 }
 
 

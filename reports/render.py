@@ -23,6 +23,7 @@ from reports.svg import collect, draw_all
 SECTION_MODULES = ("reports.sections.bandwidth", "reports.sections.scaling",
                    "reports.sections.memory", "reports.sections.choose",
                    "reports.sections.comparison", "reports.sections.prediction",
+                   "reports.sections.probe",
                    "reports.sections.cases",
                    "reports.sections.method")
 TEMPLATES = Path(__file__).parent / "templates"

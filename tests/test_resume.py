@@ -218,3 +218,15 @@ def test_a_run_in_use_is_not_touched(tmp_path: Path, finished: tuple[Path, Path]
     assert res.returncode == 2
     assert one_line(res) == f"commbench: {run}: in use by another commbench run"
     assert (run / "results.jsonl").read_text() == torn
+
+
+def test_a_key_added_to_scenarios_since_does_not_block_resume(tmp_path: Path) -> None:
+    from bench.resume import RunDirError, resumable, scenario_hash
+
+    old = {"name": "x", "sizes": [8]}
+    (tmp_path / "meta.json").write_text(json.dumps(
+        {"schema_version": 1, "source": "commbench", "scenario": old,
+         "scenario_hash": scenario_hash(old)}))
+    assert resumable(tmp_path, {**old, "emulate": None}, None)["scenario"] == old
+    with pytest.raises(RunDirError, match="made from another scenario"):
+        resumable(tmp_path, {**old, "emulate": {"profile": "p"}}, None)

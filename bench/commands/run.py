@@ -24,7 +24,8 @@ from bench.threadlevel import LEVELS as THREAD_LEVELS
 from kernels.transports import TRANSPORTS
 
 # Scenario kinds with their own runner (args, scenario, world sizes) -> exit code.
-KIND_RUNNERS: dict[str, str] = {"training": "bench.training.launch:handle"}
+KIND_RUNNERS: dict[str, str] = {"training": "bench.training.launch:handle",
+                                "probe": "bench.probe.launch:handle"}
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -101,6 +102,11 @@ def world_sizes_arg(args: argparse.Namespace) -> tuple[int, ...]:
 
 def check_sizes(sc: CollectiveScenario, sizes: tuple[int, ...], where: str) -> None:
     """Every fixed ``ranks_per_node`` must divide every world size, before anything launches."""
+    if sc.emulate is not None:  # each world size must fit the emulated topology
+        try:
+            sc.emulate.check(sizes, sc.transports, False)
+        except ValueError as e:
+            raise ScenarioError(f"{where}: {e}") from None
     for w in sizes:
         for rpn in sc.ranks_per_node:
             if rpn != "auto" and w % int(rpn):

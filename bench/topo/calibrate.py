@@ -174,15 +174,24 @@ def _with(profile: Profile, names: Sequence[str], values: Sequence[float]) -> Pr
     return replace(profile, links=links, **extra)
 
 
-def fit(points: Sequence[Point], base: Profile | None = None) -> Fit:
-    """Least-squares fit of the parameters the points can see; the rest from ``base``."""
+def fit(points: Sequence[Point], base: Profile | None = None,
+        held: Sequence[str] = ()) -> Fit:
+    """Least-squares fit of the parameters the points can see; the rest from ``base``.
+    ``held`` names parameters kept at ``base``'s values (e.g. α, β a link probe measured)."""
     start = base or DEFAULT
     start = replace(start, links={**DEFAULT.links, **start.links})  # a start for every class
     names, fixed = _params(points)
+    names = [n for n in names if n not in held]
+    fixed = {n: why for n, why in fixed.items() if n not in held}
     if "overhead" in names and start.overhead <= 0:
         start = replace(start, overhead=1e-7)
     if "gamma" in names and start.gamma <= 0:
         start = replace(start, gamma=1e-11)
+    if not names:  # everything the points see is held: nothing left to fit
+        prof = replace(start, links={c: v for c, v in start.links.items()
+                                     if base is not None and c in base.links})
+        return Fit(prof, [], fixed, model_times(points, prof) / np.array(
+            [pt.measured for pt in points]) - 1.0)
     if len(points) < len(names) + 1:
         raise CalibrationError(f"{len(points)} measured points for {len(names)} parameters "
                                f"({', '.join(names)}): need at least {len(names) + 1}")

@@ -8,6 +8,11 @@ device's memory and throughput (for strategy advice; ``memory_bandwidth_bytes_pe
 prices local copies) and where the figures come from (``source``). ``commbench calibrate`` adds
 ``fitted`` (runs, residuals) and ``native`` (measured vendor curves). Presets ship as
 ``bench/topo/profiles/NAME.yaml``; wherever a profile is accepted, a NAME or a path works.
+
+``slow`` injects faults for emulation only (:mod:`bench.emulate`; the cost model ignores it):
+``[{node: 2, factor: 4}, {link: [0, 5], factor: 3}]`` makes every message to or from node 2
+(nodes numbered by first rank) take 4 times its modelled link time, and messages between ranks
+0 and 5 three times theirs.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ import yaml
 PRESETS = Path(__file__).parent / "profiles"
 LINK_CLASSES = ("intra", "inter", "spine")
 _TOP = {"name", "source", "overhead_s", "gamma_s_per_byte", "nics_per_node", "links", "device",
-        "native", "fitted"}
+        "native", "fitted", "slow"}
 _DEVICE = {"name", "memory_bytes", "memory_bandwidth_bytes_per_s", "flops_per_s"}
 
 
@@ -38,6 +43,20 @@ class Link:
 
 
 @dataclass(frozen=True)
+class Slow:
+    """One slow node (``node``) or link between two ranks (``link``): its messages take
+    ``factor`` times their modelled link time (emulation only)."""
+
+    factor: float
+    node: int | None = None
+    link: tuple[int, int] | None = None
+
+    def as_yaml(self) -> dict[str, Any]:
+        where = {"node": self.node} if self.link is None else {"link": list(self.link)}
+        return {**where, "factor": self.factor}
+
+
+@dataclass(frozen=True)
 class Profile:
     name: str
     path: str  # the file it was read from ("" when built in code)
@@ -49,6 +68,7 @@ class Profile:
     device: dict[str, Any] = field(default_factory=dict)
     native: dict[str, Any] = field(default_factory=dict)  # collective -> measured/model curve
     fitted: dict[str, Any] | None = None
+    slow: tuple[Slow, ...] = ()  # faults for emulation; the cost model ignores them
 
     def link(self, cls: str) -> Link:
         try:
@@ -80,6 +100,8 @@ class Profile:
             out["native"] = self.native
         if self.fitted:
             out["fitted"] = self.fitted
+        if self.slow:
+            out["slow"] = [x.as_yaml() for x in self.slow]
         return out
 
 
@@ -92,6 +114,31 @@ def _num(where: str, key: str, value: Any, *, positive: bool = False) -> float:
     if value < 0 or (positive and value == 0):
         raise ProfileError(f"{where}: {key}: must be {'> 0' if positive else '>= 0'}, got {value}")
     return float(value)
+
+
+def _slow(where: str, raw: Any) -> tuple[Slow, ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise ProfileError(f"{where}: slow: expected a list of {{node: N, factor: F}} or "
+                           f"{{link: [A, B], factor: F}}")
+    out = []
+    for i, x in enumerate(raw):
+        key = f"slow[{i}]"
+        if not isinstance(x, dict) or set(x) not in ({"node", "factor"}, {"link", "factor"}):
+            raise ProfileError(f"{where}: {key}: expected {{node: N, factor: F}} or "
+                               f"{{link: [A, B], factor: F}}")
+        factor = _num(where, f"{key}.factor", x["factor"], positive=True)
+        if factor < 1:
+            raise ProfileError(f"{where}: {key}.factor: must be >= 1 (a slow part), got {factor}")
+        ids = [x["node"]] if "node" in x else x["link"]
+        if (not isinstance(ids, list) or len(ids) != (1 if "node" in x else 2)
+                or any(isinstance(n, bool) or not isinstance(n, int) or n < 0 for n in ids)
+                or len(set(ids)) != len(ids)):
+            what = "a node index >= 0" if "node" in x else "two different ranks >= 0"
+            raise ProfileError(f"{where}: {key}: expected {what}")
+        out.append(Slow(factor, node=ids[0]) if "node" in x else Slow(factor, link=(ids[0], ids[1])))
+    return tuple(out)
 
 
 def from_mapping(raw: Any, where: str) -> Profile:
@@ -127,7 +174,8 @@ def from_mapping(raw: Any, where: str) -> Profile:
                    gamma=_num(where, "gamma_s_per_byte", raw.get("gamma_s_per_byte", 0.0)),
                    overhead=_num(where, "overhead_s", raw.get("overhead_s", 0.0)),
                    nics_per_node=nics, device=dict(device),
-                   native=dict(raw.get("native") or {}), fitted=raw.get("fitted"))
+                   native=dict(raw.get("native") or {}), fitted=raw.get("fitted"),
+                   slow=_slow(where, raw.get("slow")))
 
 
 def presets() -> list[str]:

@@ -50,6 +50,14 @@ class MpiPlan:
             if reqs or copies:
                 self._steps.append((reqs, reds, copies))
 
+    @property
+    def steps(self) -> list[tuple[list[MPI.Prequest], list[tuple[np.ndarray, np.ndarray]],
+                                  list[tuple[np.ndarray, np.ndarray]]]]:
+        """Per step kept: its requests (the receives, then the sends, each in schedule order),
+        reductions (destination, scratch) and copies (destination, source), for wrappers that
+        run the steps themselves (``bench.emulate``)."""
+        return self._steps
+
     def run(self) -> None:
         ufunc, copyto = self._ufunc, np.copyto
         for reqs, reds, copies in self._steps:

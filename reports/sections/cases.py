@@ -46,7 +46,7 @@ def rows(df: pd.DataFrame, limit: int) -> list[dict[str, object]]:
 
 @section("cases")
 def build(data: ReportData, opts: Options) -> Section:
-    df = data.frame
+    df = data.frame[data.frame["kind"] != "probe"]  # pairs of a probe: its own section lists them
     return Section("cases", "All cases", "cases.html.j2",
                    {"rows": rows(df, opts.max_rows), "total": len(df),
                     "failed": int((df["status"] != "ok").sum())})

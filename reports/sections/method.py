@@ -28,6 +28,16 @@ def _scenario(meta: dict[str, Any]) -> tuple[str, str]:
     return (str(sc) if sc else ""), ""
 
 
+def _emulated(meta: dict[str, Any]) -> str | None:
+    """What an emulated run (scenario key ``emulate``, bench/emulate) emulated, or None."""
+    sc = meta.get("scenario")
+    emu = sc.get("emulate") if isinstance(sc, dict) else None
+    if not isinstance(emu, dict):
+        return None
+    return (f"yes: topology {emu.get('topology')} on this host, messages between emulated nodes "
+            f"delayed as profile {emu.get('profile')} prices them; vendor calls left out")
+
+
 def environment(run: Run) -> list[tuple[str, str]]:
     m = run.meta
     host = m.get("host") if isinstance(m.get("host"), dict) else {}
@@ -36,6 +46,7 @@ def environment(run: Run) -> list[tuple[str, str]]:
     mem = host.get("memory_bytes")
     items = [
         ("source", m.get("source", "commbench")), ("scenario", name), ("description", desc),
+        ("emulated", _emulated(m)),
         ("status", m.get("status")), ("started", m.get("started")), ("finished", m.get("finished")),
         ("launcher", m.get("launcher")), ("commit", m.get("commit")),
         ("host", host.get("hostname")), ("cpu", host.get("cpu")),

@@ -1,0 +1,86 @@
+"""``commbench probe``: latency and bandwidth between every pair of ranks, slow links and nodes.
+
+Self-launched like ``commbench run`` (or inside your own mpiexec/srun job); the flags make a
+``kind: probe`` scenario (:mod:`bench.probe.scenario`), so a probe can also be a scenario file
+run with ``commbench run``. See docs/probe.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from bench.commands import register
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--out", type=Path, default=None,
+                   help="run directory, new or empty (default: runs/<time>-probe)")
+    p.add_argument("-n", "--world-size", type=int, default=None,
+                   help="ranks to launch (default: one per core, at least 2)")
+    p.add_argument("--ranks-per-node", default="auto",
+                   help="virtual nodes of this many consecutive ranks (default auto: by host name)")
+    p.add_argument("--sizes", default="8B,4MiB",
+                   help="comma-separated message sizes (default 8B,4MiB: latency at the "
+                        "smallest, bandwidth at the largest)")
+    p.add_argument("--threshold", type=float, default=0.25,
+                   help="relative excess over the class median that names a slow link or node "
+                        "(also beyond 3x its measured noise; default 0.25)")
+    p.add_argument("--repeats", type=int, default=10, help="samples per pair, size and measurement")
+    p.add_argument("--window", type=int, default=16, help="messages per bandwidth sample")
+    p.add_argument("--warmup", type=int, default=1, help="untimed turns before the samples")
+    p.add_argument("--emulate", default=None, metavar="PROFILE",
+                   help="emulate a cluster on this host: a profile (preset or file) pricing its "
+                        "links, with --topology; a profile's slow: entries make a node or link slow")
+    p.add_argument("--topology", default=None, help="the emulated cluster, e.g. 4x2 (with --emulate)")
+    p.add_argument("--no-progress", action="store_true", help="no line per round")
+
+
+def scenario_of(args: argparse.Namespace) -> object:
+    """The flags as a validated probe scenario; ScenarioError (one line) when they are bad."""
+    from pydantic import ValidationError
+
+    from bench.probe.scenario import ProbeScenario
+    from bench.scenario_base import ScenarioError, one_line
+
+    raw: dict[str, object] = {
+        "sizes": [s.strip() for s in str(args.sizes).split(",") if s.strip()],
+        "threshold": args.threshold, "repeats": args.repeats, "window": args.window,
+        "warmup": args.warmup,
+        "ranks_per_node": args.ranks_per_node if args.ranks_per_node == "auto"
+        else _int(args.ranks_per_node),
+    }
+    if args.world_size is not None:
+        raw["world_size"] = args.world_size
+    if (args.emulate is None) != (args.topology is None):
+        raise ScenarioError("--emulate PROFILE and --topology SPEC go together")
+    if args.emulate is not None:
+        raw["emulate"] = {"profile": args.emulate, "topology": args.topology}
+    try:
+        return ProbeScenario.model_validate(raw)
+    except ValidationError as e:
+        raise ScenarioError(one_line(e)) from None
+
+
+def _int(text: str) -> int | str:
+    try:
+        return int(text)
+    except ValueError:
+        return text  # the scenario's validation names it
+
+
+def handle(args: argparse.Namespace) -> int:
+    from bench.probe.launch import handle as run_probe
+    from bench.scenario_base import ScenarioError
+
+    try:
+        sc = scenario_of(args)
+    except ScenarioError as e:
+        print(f"commbench: probe: {e}", file=sys.stderr)
+        return 2
+    return run_probe(args, sc)  # type: ignore[arg-type]
+
+
+register("probe", "latency and bandwidth between every pair of ranks; slow links and nodes "
+                  "named by host", configure, handle)

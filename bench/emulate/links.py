@@ -1,0 +1,160 @@
+"""Emulated links: what a message costs on the modelled cluster beyond the host's own link.
+
+The profile's ``intra`` class is taken as the host's own link (shared memory between the ranks
+of this host): it is never delayed, and its α and β are what the host already pays for every
+message. A message crossing a modelled class c (``inter``, ``spine``) is delayed by
+
+    delay = f × (α_c + bytes / rate) − (α_intra + bytes / β_intra),  at least 0
+
+where ``rate`` is the cost model's bandwidth for the message among the concurrent messages of
+its step (:meth:`bench.topo.net.Net.rates`: the rank's share of the node's NICs, the node's
+NICs and the leaf uplink, each divided by the flows of the step on it) and f the profile's
+``slow`` factor for the message (1 unless its node or link is made slow; the largest factor
+that applies). The host then adds its own cost (≈ α_intra + bytes/β_intra), so the message takes
+what the cost model says on the modelled link, and the prediction of an emulated run from the
+same profile is the cost model's own. A slow ``intra`` message (a slow node's own ranks) is
+delayed by (f − 1) × its modelled intra time. The software overhead o and the reduction γ are
+the host's own and are not emulated: a profile used for emulation should carry this host's
+figures for ``intra``, o and γ (``commbench calibrate`` on a flat run of this host).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from bench.topo.model import INTRA, Placed, TopologyError, parse_topology
+from bench.topo.net import Net
+from bench.topo.profile import Profile, ProfileError, load_profile
+
+
+class EmulationError(ValueError):
+    """An emulated cluster that cannot be built; one line naming the profile or topology."""
+
+
+@dataclass(frozen=True)
+class EmulatedLinks:
+    """A :class:`bench.topo.delay.LinkDelay` for a job placed on a modelled cluster."""
+
+    net: Net
+    factors: dict[tuple[int, int], float]  # (src, dst) -> slow factor, where it is not 1
+
+    @property
+    def placed(self) -> Placed:
+        return self.net.placed
+
+    @property
+    def world(self) -> int:
+        return self.net.world
+
+    def classes(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+        """Link class of each message (``bench.topo.model`` INTRA, INTER, SPINE)."""
+        return np.asarray(self.net.cls(src, dst))
+
+    def delay_s(self, src: int, dst: int, nbytes: int, flows: int = 1) -> float:
+        """Delay of one message while ``flows`` messages share each resource it crosses (as
+        :meth:`step_delays` for a step in which every count is ``flows``)."""
+        self._check_ranks(src, dst)
+        if flows < 1:
+            raise ValueError(f"flows must be >= 1, got {flows}")
+        net, c = self.net, int(self.net.cls(src, dst))
+        cap = (net.beta[INTRA] if c == INTRA
+               else min(net.rank_cap[src], net.rank_cap[dst], net.node_cap))
+        return float(self._delays(np.array([src]), np.array([dst]), np.array([float(nbytes)]),
+                                  np.array([c]), np.array([cap / flows]))[0])
+
+    def step_delays(self, src: Sequence[int], dst: Sequence[int],
+                    nbytes: Sequence[int]) -> np.ndarray:
+        """Delay of each message of one step, all of them concurrent (every rank's sends of the
+        step): bandwidth shared exactly as the cost model shares it. Empty messages cost 0
+        (the cost model drops them)."""
+        s, d = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
+        b = np.asarray(nbytes, dtype=np.float64)
+        out = np.zeros(b.shape)
+        live = b > 0
+        if live.any():
+            s, d, b = s[live], d[live], b[live]
+            cls = self.classes(s, d)
+            out[live] = self._delays(s, d, b, cls, self.net.rates(s, d, cls))
+        return out
+
+    def _delays(self, s: np.ndarray, d: np.ndarray, b: np.ndarray, cls: np.ndarray,
+                rate: np.ndarray) -> np.ndarray:
+        net = self.net
+        link = net.alpha[cls] + b / rate
+        f = np.array([self.factors.get((int(x), int(y)), 1.0) for x, y in zip(s, d)])
+        host = net.alpha[INTRA] + b / net.beta[INTRA]
+        return np.where(cls == INTRA, (f - 1.0) * link, np.maximum(f * link - host, 0.0))
+
+    def _check_ranks(self, src: int, dst: int) -> None:
+        for r in (src, dst):
+            if not 0 <= r < self.world:
+                raise ValueError(f"rank {r} is outside the emulated job of {self.world} ranks")
+
+    def describe(self) -> dict[str, Any]:
+        """Record fields: ``emulated``, the profile (as predictions carry it) and the emulation."""
+        prof, placed = self.net.profile, self.placed
+        return {"emulated": True, "profile": prof.provenance(),
+                "emulation": {"topology": placed.cluster.spec, "job": placed.describe(),
+                              "host_link": "intra",
+                              "delayed": [c for c in placed.classes_used() if c != "intra"],
+                              "slow": [x.as_yaml() for x in prof.slow]}}
+
+
+def slow_factors(profile: Profile, placed: Placed) -> dict[tuple[int, int], float]:
+    """(src, dst) -> the largest ``slow`` factor that applies, both directions."""
+    where = profile.path or profile.name
+    node_of, out = placed.node_of, {}
+    for i, x in enumerate(profile.slow):
+        if x.node is not None and x.node >= placed.num_nodes:
+            raise EmulationError(f"{where}: slow[{i}].node: {x.node} is outside the "
+                                 f"{placed.num_nodes} nodes of {placed.describe()}")
+        if x.link is not None and max(x.link) >= placed.world:
+            raise EmulationError(f"{where}: slow[{i}].link: rank {max(x.link)} is outside the "
+                                 f"{placed.world} ranks of the job")
+        pairs = ([(a, b) for a in range(placed.world) for b in range(placed.world)
+                  if a != b and x.node in (node_of[a], node_of[b])]
+                 if x.node is not None else [x.link, x.link[::-1]])  # type: ignore[list-item,index]
+        for pair in pairs:
+            out[pair] = max(out.get(pair, 1.0), x.factor)
+    return out
+
+
+def place(cluster_spec: str, world: int) -> Placed:
+    """``world`` ranks on the emulated cluster, which must hold them on nodes of equal size
+    (records carry one ``ranks_per_node``); :class:`EmulationError` (one line) otherwise."""
+    try:
+        cluster = parse_topology(cluster_spec)
+    except TopologyError as e:
+        raise EmulationError(str(e)) from None
+    if world > cluster.world:
+        raise EmulationError(f"topology {cluster_spec!r} holds {cluster.world} ranks; world size "
+                             f"{world} does not fit")
+    placed = cluster.place(world)
+    if not placed.equal_nodes:
+        raise EmulationError(f"topology {cluster_spec!r}: world size {world} lands on nodes of "
+                             f"{','.join(map(str, placed.node_sizes))} ranks; emulation needs "
+                             f"equal nodes")
+    return placed
+
+
+def link_delay(profile: Profile | str, topology_spec: str, world: int) -> EmulatedLinks:
+    """The emulated links of ``world`` ranks on ``topology_spec`` priced by ``profile`` (a
+    :class:`Profile`, a preset name or a path). :class:`EmulationError` names what is wrong: a
+    topology that does not fit, a link class the profile lacks, a slow part outside the job."""
+    try:
+        prof = profile if isinstance(profile, Profile) else load_profile(profile)
+        placed = place(topology_spec, world)
+        need = [c for c in placed.classes_used() if c != "intra"]
+        for c in ["intra", *need]:
+            prof.link(c)  # ProfileError names the class and the file
+        net = Net(placed, prof)
+    except ProfileError as e:
+        raise EmulationError(str(e)) from None
+    return EmulatedLinks(net, slow_factors(prof, placed))
+
+
+__all__ = ["EmulatedLinks", "EmulationError", "link_delay", "place", "slow_factors"]

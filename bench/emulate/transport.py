@@ -1,0 +1,69 @@
+"""The MPI transport with emulated links: every schedule plan delays its sends as the modelled
+cluster says; everything else is the plain transport's.
+
+When it compiles a schedule, every rank gathers every rank's sends of each step (one allgather
+on the transport's communicator, once per case, outside the timed loop; the harness compiles the
+same cases in the same order on every rank), so each rank prices its own sends with the exact
+flows of the step. Vendor calls (``native``, ``native_inplace``) run inside the MPI library,
+whose messages cannot be delayed one by one: emulated scenarios leave them out with a note
+(:meth:`bench.emulate.config.Emulate.schedules_only`), and this transport refuses them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from bench.emulate.links import EmulatedLinks
+from bench.emulate.plan import EmulatedPlan
+from bench.emulate.steps import rank_delays, sends_of
+from bench.emulate.wait import Waiter
+from kernels.collective import Collective, Layout
+from kernels.ops import ReduceOp
+from kernels.schedule import Schedule
+from kernels.transports.base import VendorUnavailable
+from kernels.transports.mpi import MpiTransport
+
+
+class EmulatedMpi:
+    """:class:`kernels.transports.mpi.MpiTransport` whose schedule plans are
+    :class:`bench.emulate.plan.EmulatedPlan`."""
+
+    def __init__(self, inner: MpiTransport, links: EmulatedLinks, waiter: Waiter) -> None:
+        if inner.size != links.world:
+            raise ValueError(f"emulated job of {links.world} ranks on a communicator of "
+                             f"{inner.size}")
+        self.inner, self.links, self.waiter = inner, links, waiter
+        self.name, self.family = inner.name, inner.family
+        self.rank, self.size = inner.rank, inner.size
+
+    def compile(self, schedule: Schedule, buf: np.ndarray, scratch: np.ndarray | None,
+                op: ReduceOp) -> EmulatedPlan:
+        everyone = self.inner.comm.allgather(sends_of(schedule, buf.itemsize))
+        delays = rank_delays(self.links, everyone, self.rank)
+        plan = self.inner.compile(schedule, buf, scratch, op)
+        return EmulatedPlan(plan, schedule, delays, op, self.waiter)  # type: ignore[arg-type]
+
+    def vendor(self, spec: Collective, buf: np.ndarray, layout: Layout, op: ReduceOp | None,
+               root: int) -> Any:
+        raise VendorUnavailable(f"{spec.name}: the vendor call cannot be emulated (its messages "
+                                f"are inside the MPI library)")
+
+    def allocate(self, count: int, dtype: str) -> np.ndarray:
+        return self.inner.allocate(count, dtype)
+
+    def upload(self, buf: np.ndarray, host: np.ndarray) -> None:
+        self.inner.upload(buf, host)
+
+    def download(self, buf: np.ndarray) -> np.ndarray:
+        return self.inner.download(buf)
+
+    def barrier(self) -> None:
+        self.inner.barrier()
+
+    def synchronize(self) -> None:
+        self.inner.synchronize()
+
+    def close(self) -> None:
+        self.inner.close()

@@ -1,0 +1,95 @@
+"""How an emulated send waits for its delay.
+
+A :class:`Waiter` marks the start of a step and returns once an offset has passed since a
+mark. It reads a monotonic clock to pace sends only; it never measures (the harness owns the
+measuring clock, :mod:`bench.harness`).
+
+:class:`SleepWaiter` (what runs) sleeps, because emulated ranks oversubscribe the host's cores:
+a spinning rank would take the core a peer needs to make progress. Linux wakes a sleeper up to
+its timer slack late (50 µs by default; measured here: a 100 µs ``time.sleep`` returned 64 µs
+late at the median), so the waiter sets this process's slack to 1 µs (``prctl``, where there
+is one) and sleeps until ``lead_s`` before the deadline, then spins the rest. Granularity, measured
+on the 2-core development VM with other load: about 15–20 µs late at the median with the
+slack set, 1–2 µs with the final spin when a core is free; when every core is busy the
+scheduler may add milliseconds (what an oversubscribed host costs any process).
+
+:class:`RecordingWaiter` (tests) waits for nothing and records every offset asked for.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+PR_SET_TIMERSLACK = 29  # linux/prctl.h
+
+
+class Waiter(Protocol):
+    def mark(self) -> float:
+        """A point in time: the start of a step."""
+        ...
+
+    def until(self, mark: float, offset_s: float) -> None:
+        """Return once ``offset_s`` seconds have passed since ``mark``."""
+        ...
+
+    def until_done(self, done: Callable[[], bool]) -> None:
+        """Return once ``done()`` is true (it drives the transport's progress when called)."""
+        ...
+
+
+def set_timer_slack(ns: int) -> bool:
+    """This process's timer slack (how late the kernel may wake a sleeper); False where it
+    cannot be set (not Linux)."""
+    with contextlib.suppress(OSError, AttributeError):
+        return ctypes.CDLL(None, use_errno=True).prctl(PR_SET_TIMERSLACK, ns, 0, 0, 0) == 0
+    return False
+
+
+@dataclass
+class SleepWaiter:
+    """Sleep until ``lead_s`` before the deadline, then spin to it."""
+
+    lead_s: float = 30e-6
+    poll_s: float = 20e-6
+    slack_ns: int = 1000
+    slack_set: bool = field(init=False, default=False)
+
+    def __post_init__(self) -> None:
+        self.slack_set = set_timer_slack(self.slack_ns)
+
+    def mark(self) -> float:
+        return time.perf_counter()
+
+    def until(self, mark: float, offset_s: float) -> None:
+        deadline, clock = mark + offset_s, time.perf_counter
+        rest = deadline - clock() - self.lead_s
+        if rest > 0:
+            time.sleep(rest)
+        while clock() < deadline:
+            pass
+
+    def until_done(self, done: Callable[[], bool]) -> None:
+        while not done():
+            time.sleep(self.poll_s)
+
+
+@dataclass
+class RecordingWaiter:
+    """Waits for nothing; ``offsets`` lists every offset asked for, in order."""
+
+    offsets: list[float] = field(default_factory=list)
+
+    def mark(self) -> float:
+        return 0.0
+
+    def until(self, mark: float, offset_s: float) -> None:
+        self.offsets.append(offset_s)
+
+    def until_done(self, done: Callable[[], bool]) -> None:
+        while not done():
+            pass

@@ -1,0 +1,204 @@
+"""``commbench probe`` and ``kind: probe`` scenarios: self-launch, or the probe inside a job.
+
+Self-launched, one ``mpiexec`` job of the probe's world size goes through the one self-launch
+loop (:mod:`bench.selflaunch`: signals, in-flight marker naming the round, ``meta.json``). Its
+ranks run ``python -m bench probe --out RUN`` and read the scenario from the run's
+``meta.json``, which the parent wrote before launching: one source of truth for every rank.
+Inside the user's own mpiexec/srun job, every rank has the same flags and rank 0 writes the
+meta. A probe is not resumed: it is one measurement of the cluster as it is now.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import sys
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from bench import inflight, launcher, resume
+from bench.probe.scenario import ProbeScenario
+from bench.records import ResultWriter, read_meta, write_meta
+from bench.resume import RunDirError
+from bench.scenario_base import ScenarioError
+from bench.selflaunch import JobResult, Sweep, say
+
+
+def handle(args: argparse.Namespace, sc: ProbeScenario, sizes: tuple[int, ...] = ()) -> int:
+    """Run probe ``sc``; ``sizes``: ``--world-sizes`` of ``commbench run`` (at most one)."""
+    try:
+        if getattr(args, "resume", None) is not None:
+            raise ScenarioError("--resume: a probe is not resumed; run it again with --out")
+        if len(sizes) > 1:
+            raise ScenarioError(f"--world-sizes: a probe measures one world size, got "
+                                f"{','.join(map(str, sizes))}")
+        if sizes:
+            sc = ProbeScenario.model_validate({**sc.model_dump(), "world_size": sizes[0]})
+    except (ScenarioError, ValueError) as e:
+        return _fail(str(e).splitlines()[0] if not isinstance(e, ScenarioError) else str(e))
+    if os.environ.get(launcher.WORKER_ENV) or launcher.inside_mpi_job():
+        return in_job(args, sc)
+    return _self_launch(args, sc)
+
+
+def _fail(msg: str) -> int:
+    print(f"commbench: probe: {msg}", file=sys.stderr)
+    return 2
+
+
+def _source(args: argparse.Namespace) -> Path:
+    return Path(getattr(args, "scenario", None) or "(commbench probe command line)")
+
+
+def _self_launch(args: argparse.Namespace, sc: ProbeScenario) -> int:
+    world = sc.world_size or sc.default_world_size(psutil.cpu_count(logical=True) or 1)
+    try:  # every check before anything is launched or written
+        sc = ProbeScenario.model_validate({**sc.model_dump(), "world_size": world})
+        plan = resume.plan_run(sc, args.out, None)
+        mpi = launcher.probe_library()
+        mpiexec = launcher.find_mpiexec(mpi)
+        lock = plan.lock()
+    except (ScenarioError, launcher.LaunchError, RunDirError) as e:
+        return _fail(str(e))
+    except ValueError as e:  # the scenario's own checks (pydantic)
+        return _fail(str(e).splitlines()[-1].strip())
+    info = plan.open(sc, _source(args), (world,), mpi.as_meta())
+    info["mpiexec"] = {"path": mpiexec.path, "kind": mpiexec.kind, "version": mpiexec.version}
+    kind = ProbeKind(plan.run_dir, mpiexec, bool(getattr(args, "no_progress", False)))
+    return Sweep(plan.run_dir, info).run(kind, (world,), lock, after=after_probe)
+
+
+class ProbeKind:
+    """One mpiexec job; a failed one ends the probe (the round it was in is named)."""
+
+    def __init__(self, run_dir: Path, mpiexec: launcher.Mpiexec, quiet: bool) -> None:
+        self.run_dir, self.mpiexec, self.quiet = run_dir, mpiexec, quiet
+
+    @property
+    def launcher(self) -> str:
+        return f"commbench ({self.mpiexec.path}, {self.mpiexec.version}; this host only)"
+
+    def first(self, world: int) -> int | None:
+        return 0
+
+    def command(self, world: int, start: int) -> tuple[list[str], dict[str, str]]:
+        cmd = [*self.mpiexec.command(world), sys.executable, "-m", "bench", "probe",
+               "--out", str(self.run_dir)]
+        if self.quiet:
+            cmd.append("--no-progress")
+        return cmd, dict(os.environ, **{launcher.WORKER_ENV: self.run_dir.name})
+
+    def after_failure(self, sweep: Sweep, job: JobResult) -> int | None:
+        where = f" during {job.case}" if job.case else ""
+        why = f": {job.reason}" if job.reason else ""
+        say(f"commbench: probe of {job.world_size} ranks failed{where}{why} "
+            f"(mpiexec exit {job.returncode})")
+        sweep.failures += 1
+        sweep.stop()
+        return None
+
+
+def after_probe(run_dir: Path) -> None:
+    """The summary (classes, slow nodes and links), then the run directory and report path."""
+    from bench.commands.run import after_run
+    from bench.probe.summary import summary_lines
+    from bench.records import iter_records
+
+    sc = ProbeScenario.model_validate(read_meta(run_dir)["scenario"])
+    for line in summary_lines(list(iter_records(run_dir, samples=False)), sc.threshold):
+        say(line)
+    after_run(run_dir)
+
+
+def in_job(args: argparse.Namespace, sc: ProbeScenario) -> int:
+    """The probe on every rank of this MPI job (self-launched worker or the user's job)."""
+    from mpi4py import MPI
+
+    from bench.probe.setup import prepare
+
+    comm = MPI.COMM_WORLD
+    worker = os.environ.get(launcher.WORKER_ENV)
+    run_dir: Path | None = args.out
+    info: dict[str, Any] | None = None
+    error = None
+    if worker:  # self-launched: the parent wrote the scenario into meta.json
+        try:
+            sc = ProbeScenario.model_validate(read_meta(run_dir)["scenario"])  # type: ignore[arg-type]
+        except Exception as e:  # any unreadable meta ends the job in one line
+            error = f"{run_dir}: cannot read the probe's scenario ({e})"
+    hosts = comm.allgather(socket.gethostname())
+    setup = None
+    if error is None:
+        try:
+            setup = prepare(sc, hosts)
+        except ValueError as e:
+            error = str(e)
+    if error is None and not worker and comm.rank == 0:
+        try:
+            plan = resume.plan_run(sc, args.out, None)
+            run_dir, info = plan.run_dir, plan.open(sc, _source(args), (comm.size,))
+        except RunDirError as e:
+            error = str(e)
+    error = comm.bcast(error, root=0)
+    if error is not None:
+        if comm.rank == 0:
+            print(f"commbench: probe: {error}", file=sys.stderr)
+        return 2
+    assert setup is not None
+    run_dir = comm.bcast(run_dir, root=0)
+    assert run_dir is not None
+    if info is not None:
+        info.update(launcher="user's MPI job", hosts=sorted(set(hosts)), world_size=comm.size,
+                    status="running")
+        write_meta(run_dir, info)
+    _measure(comm, sc, setup, run_dir, worker or run_dir.name, not args.no_progress)
+    if worker or comm.rank != 0:
+        return 0
+    info = read_meta(run_dir)
+    import datetime as dt
+
+    info.update(status="ok", reason=None, finished=dt.datetime.now(dt.timezone.utc).isoformat())
+    write_meta(run_dir, info)
+    after_probe(run_dir)
+    return 0
+
+
+def _measure(comm: Any, sc: ProbeScenario, setup: Any, run_dir: Path, run_id: str,
+             progress: bool) -> None:
+    from mpi4py import MPI
+
+    from bench.probe.job import probe
+    from bench.threadlevel import may_abort_from_thread
+    from bench.watchdog import Watchdog
+
+    local = comm.Split_type(MPI.COMM_TYPE_SHARED)
+    over = launcher.oversubscribed(local.size)
+    local.Free()
+    dog = Watchdog(comm.rank, comm.Abort if may_abort_from_thread() else os._exit)
+    writer = ResultWriter(run_dir) if comm.rank == 0 else None
+
+    def arm(i: int, n: int) -> None:
+        label = f"probe round {i + 1}/{n}"
+        if writer:
+            inflight.mark(run_dir, label, sc.round_timeout_s, world_size=comm.size)
+        dog.arm(label, sc.round_timeout_s)
+
+    extra = {"run_id": run_id, "scenario": sc.name, "oversubscribed": over,
+             "layout": setup.layout.source}
+    try:
+        probe(comm, setup.layout, sc.settings(), writer.write if writer else None, setup.delay,
+              setup.wait, extra=extra, say=say if progress else None, before_round=arm)
+    except KeyboardInterrupt:
+        os._exit(130)  # peers are being torn down too; records are on disk
+    except Exception as e:  # one rank's failure must end the job, not leave peers hanging
+        sys.stderr.write(f"commbench: rank {comm.rank}: {type(e).__name__}: {e}\n")
+        sys.stderr.flush()
+        comm.Abort(1)
+    finally:
+        dog.close()
+        if writer:
+            writer.close()
+            inflight.clear(run_dir)

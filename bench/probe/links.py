@@ -1,0 +1,97 @@
+"""Which node each rank is on and which link class joins two ranks, as the probe sees its job.
+
+Nodes come from the launch: one per host name, or virtual nodes of ``ranks_per_node``
+consecutive ranks (as ``commbench run`` makes them), or an emulated topology spec
+(``bench.topo.model``), which can also put nodes under different leaf switches (class
+``spine``). Classes are the cost model's: ``intra`` (same node), ``inter`` (nodes under one
+switch), ``spine`` (nodes under different leaf switches).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from kernels.topology import Topology
+
+CLASSES = ("intra", "inter", "spine")
+
+
+@dataclass(frozen=True)
+class Layout:
+    hosts: tuple[str, ...]  # host name of each rank
+    node_of: tuple[int, ...]  # node of each rank, nodes numbered 0..n-1
+    leaf_of: tuple[int, ...] | None = None  # leaf switch of each node (None: one switch)
+    source: str = "host names"  # how the nodes were decided, for the report
+
+    def __post_init__(self) -> None:
+        if len(self.hosts) != len(self.node_of):
+            raise ValueError(f"{len(self.hosts)} host names for {len(self.node_of)} ranks")
+        Topology(self.node_of)  # raises unless nodes are numbered 0..n-1
+        if self.leaf_of is not None and len(self.leaf_of) != self.num_nodes:
+            raise ValueError(f"{len(self.leaf_of)} leaves given for {self.num_nodes} nodes")
+
+    @property
+    def world(self) -> int:
+        return len(self.node_of)
+
+    @property
+    def num_nodes(self) -> int:
+        return max(self.node_of) + 1
+
+    def link_class(self, a: int, b: int) -> str:
+        na, nb = self.node_of[a], self.node_of[b]
+        if na == nb:
+            return "intra"
+        if self.leaf_of is None or self.leaf_of[na] == self.leaf_of[nb]:
+            return "inter"
+        return "spine"
+
+    def ranks_of(self, node: int) -> list[int]:
+        return [r for r, n in enumerate(self.node_of) if n == node]
+
+    def node_host(self, node: int) -> str:
+        return self.hosts[self.ranks_of(node)[0]]
+
+    def node_name(self, node: int) -> str:
+        """``node 3 (host vm1, ranks 6-7)``: how a report names a node, by host and ranks."""
+        ranks = self.ranks_of(node)
+        span = (f"rank {ranks[0]}" if len(ranks) == 1 else
+                f"ranks {ranks[0]}-{ranks[-1]}" if ranks == list(range(ranks[0], ranks[-1] + 1))
+                else "ranks " + ",".join(map(str, ranks)))
+        return f"node {node} (host {self.node_host(node)}, {span})"
+
+    def as_meta(self) -> dict[str, object]:
+        return {"source": self.source, "hosts": list(self.hosts), "node_of": list(self.node_of),
+                "leaf_of": list(self.leaf_of) if self.leaf_of is not None else None}
+
+
+def from_launch(hosts: Sequence[str], ranks_per_node: int | str) -> Layout:
+    """Nodes by host name (``auto``), or virtual nodes of ``ranks_per_node`` consecutive ranks."""
+    if ranks_per_node == "auto":
+        return Layout(tuple(hosts), Topology.from_hosts(hosts).node_of, None, "host names")
+    rpn = int(ranks_per_node)
+    topo = Topology.blocks(len(hosts), rpn)  # ValueError when it does not divide the world
+    return Layout(tuple(hosts), topo.node_of, None,
+                  f"virtual nodes of {rpn} consecutive ranks (ranks_per_node {rpn})")
+
+
+def from_placed(hosts: Sequence[str], node_of: Sequence[int], leaf_of: Sequence[int],
+                spec: str) -> Layout:
+    """Nodes and leaves of an emulated topology (``bench.topo.model.Placed``)."""
+    leaves = tuple(leaf_of) if len(set(leaf_of)) > 1 else None
+    return Layout(tuple(hosts), tuple(node_of), leaves, f"emulated topology {spec}")
+
+
+def flows(layout: Layout, pairs: Sequence[tuple[int, int]]) -> dict[tuple[int, int], int]:
+    """For each pair of one round, how many of the round's pairs leave the busier of its two
+    nodes (1 for a pair within a node): the pairs of a round run at once, so a node's links
+    carry that many flows. Emulated delays are asked for with it, and links are compared only
+    with links of their class that carried as many flows."""
+    out_of: dict[int, int] = {}
+    for a, b in pairs:
+        if layout.node_of[a] != layout.node_of[b]:
+            for n in (layout.node_of[a], layout.node_of[b]):
+                out_of[n] = out_of.get(n, 0) + 1
+    return {(a, b): 1 if layout.node_of[a] == layout.node_of[b]
+            else max(out_of[layout.node_of[a]], out_of[layout.node_of[b]]) for a, b in pairs}

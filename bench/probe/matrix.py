@@ -1,0 +1,53 @@
+"""What the probe's records add up to: the node x node matrix and the per-class summary.
+
+Cell (i, j) of the matrix is the median, over the pairs of ranks with one end on node i and the
+other on node j, of one record field (e.g. ``latency_us_median`` at the smallest size,
+``uni_gbps`` at the largest); the diagonal holds each node's pairs within the node (empty with
+one rank per node). The matrix is symmetric: a pair is measured once.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+CLASS_ORDER = ("intra", "inter", "spine")
+
+
+def probe_records(records: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    return [r for r in records if r.get("kind") == "probe" and r.get("status", "ok") == "ok"]
+
+
+def node_matrix(records: Sequence[Mapping[str, Any]], field: str, nbytes: int) -> np.ndarray:
+    """Nodes x nodes medians of ``field`` at ``nbytes`` (NaN where no pair joins two nodes)."""
+    recs = [r for r in probe_records(records) if int(r["nbytes"]) == nbytes]
+    n = 1 + max((max(int(r["src_node"]), int(r["dst_node"])) for r in recs), default=-1)
+    cells: dict[tuple[int, int], list[float]] = defaultdict(list)
+    for r in recs:
+        i, j = sorted((int(r["src_node"]), int(r["dst_node"])))
+        cells[(i, j)].append(float(r[field]))
+    out = np.full((n, n), np.nan)
+    for (i, j), v in cells.items():
+        out[i, j] = out[j, i] = float(np.median(v))
+    return out
+
+
+def class_summary(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Per link class and size: pairs, and the median, min and max over pairs of each pair's
+    median latency (µs) and uni/bi bandwidth (GB/s)."""
+    groups: dict[tuple[str, int], list[Mapping[str, Any]]] = defaultdict(list)
+    for r in probe_records(records):
+        groups[(str(r["link_class"]), int(r["nbytes"]))].append(r)
+    out = []
+    for (cls, nbytes), rs in sorted(groups.items(), key=lambda kv: (
+            CLASS_ORDER.index(kv[0][0]) if kv[0][0] in CLASS_ORDER else 9, kv[0][1])):
+        row: dict[str, Any] = {"link_class": cls, "nbytes": nbytes, "pairs": len(rs)}
+        for field in ("latency_us_median", "uni_gbps", "bi_gbps"):
+            v = np.array([float(r[field]) for r in rs])
+            row[field] = float(np.median(v))
+            row[field + "_min"], row[field + "_max"] = float(v.min()), float(v.max())
+        out.append(row)
+    return out

@@ -1,0 +1,168 @@
+"""One pair of ranks, one size: the probe's clock (``time.perf_counter_ns``), and only here.
+
+Three measurements, taken in turn ``repeats`` times (after ``warmup`` untimed turns) so that
+each sees the same stretch of the machine's time:
+
+- latency: one ping-pong of ``nbytes`` (``MPI_Send`` then ``MPI_Recv`` on the lower rank, the
+  reverse on the higher); the sample is half the round trip, as osu_latency reports it;
+- unidirectional: the lower rank sends a window of ``window`` messages (persistent requests,
+  ``MPI_Startall``-style one by one, then ``MPI_Waitall``), the higher rank receives them and
+  answers with a 4-byte ack, as osu_bw does; the sample is the window's time, ack included;
+- bidirectional: both ranks post ``window`` receives and send ``window`` messages at once, as
+  osu_bibw does; the sample is the window's time on the lower rank.
+
+The window's messages share one send and one receive buffer, as in OSU (contents are not
+checked). With an emulated link (:class:`bench.topo.delay.LinkDelay`) the sender waits
+``delay_s(src, dst, nbytes)`` before every message it sends, inside the timed region: the
+emulated link's extra time is part of what is measured. Each pair is priced as if alone on its
+links (``flows=1``): the probe does not know how many NICs a node has, so it cannot say how
+many of a round's pairs share the slowest one. Only the lower rank reads the clock;
+nothing is pickled while timing.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+from mpi4py import MPI
+
+from bench.topo.delay import LinkDelay
+from kernels.transports.mpi import buffer_spec
+
+TAG, ACK_TAG, BW_TAG = 11, 12, 13  # ping-pong, acknowledgement, windows
+ACK_BYTES = 4  # osu_bw's acknowledgement
+TIMER = ("time.perf_counter_ns on the lower rank of each pair; latency: half a ping-pong round "
+         "trip; uni: a window of messages one way plus a 4-byte ack (osu_bw); bi: a window each "
+         "way at once (osu_bibw)")
+
+
+@dataclass(frozen=True)
+class Settings:
+    sizes: tuple[int, ...]
+    repeats: int = 10  # timed samples per measurement, pair and size
+    window: int = 16  # messages per bandwidth sample (osu_bw uses 64)
+    warmup: int = 1  # untimed turns before the samples
+
+    def __post_init__(self) -> None:
+        if not self.sizes or min(self.sizes) < 1:
+            raise ValueError("sizes: at least one size of at least 1 byte")
+        if self.repeats < 3 or self.window < 1 or self.warmup < 0:
+            raise ValueError("repeats >= 3, window >= 1 and warmup >= 0")
+
+
+@dataclass(frozen=True)
+class Samples:
+    """What the lower rank of a pair measured at one size (µs per sample)."""
+
+    nbytes: int
+    latency_us: tuple[float, ...]  # half round trips
+    uni_us: tuple[float, ...]  # window times, one way
+    bi_us: tuple[float, ...]  # window times, both ways
+
+
+Wait = Callable[[float], object]
+
+
+class PairProbe:
+    """A rank's side of every pair it is in: buffers of the largest size, allocated once."""
+
+    def __init__(self, comm: MPI.Comm, settings: Settings, delay: LinkDelay | None = None,
+                 wait: Wait = time.sleep) -> None:
+        self.comm, self.settings, self.delay, self.wait = comm, settings, delay, wait
+        n = max(settings.sizes)
+        self._send = np.zeros(n, dtype=np.uint8)
+        self._recv = np.zeros(n, dtype=np.uint8)
+        self._ack = np.zeros(ACK_BYTES, dtype=np.uint8)
+
+    def pair(self, peer: int) -> list[Samples] | None:
+        """Every size with ``peer`` (both ranks call it); samples on the lower rank, else None."""
+        out = [self._size(peer, n) for n in self.settings.sizes]
+        return None if self.comm.rank > peer else out  # type: ignore[return-value]
+
+    def _pace(self, peer: int, nbytes: int) -> Callable[[], object] | None:
+        delay, me, wait = self.delay, self.comm.rank, self.wait
+        if delay is None:
+            return None
+        return lambda: wait(delay.delay_s(me, peer, nbytes, 1))
+
+    def _size(self, peer: int, nbytes: int) -> Samples | None:
+        comm, s = self.comm, self.settings
+        first = comm.rank < peer
+        send = buffer_spec(self._send[:nbytes], MPI.BYTE)
+        recv = buffer_spec(self._recv[:nbytes], MPI.BYTE)
+        ack = buffer_spec(self._ack, MPI.BYTE)
+        sends = [comm.Send_init(send, peer, BW_TAG) for _ in range(s.window)]
+        recvs = [comm.Recv_init(recv, peer, BW_TAG) for _ in range(s.window)]
+        pace = self._pace(peer, nbytes)
+        lat: list[float] = []
+        uni: list[float] = []
+        bi: list[float] = []
+        try:
+            for i in range(s.warmup + s.repeats):
+                keep = i >= s.warmup
+                t = _pingpong(comm, peer, first, send, recv, pace)
+                if keep and first:
+                    lat.append(t / 2)
+                t = _one_way(comm, peer, first, sends, recvs, ack, pace)
+                if keep and first:
+                    uni.append(t)
+                t = _both_ways(sends, recvs, pace, first)
+                if keep and first:
+                    bi.append(t)
+        finally:
+            for r in (*sends, *recvs):
+                r.Free()
+        return Samples(nbytes, tuple(lat), tuple(uni), tuple(bi)) if first else None
+
+
+def _us(t0: int) -> float:
+    return (time.perf_counter_ns() - t0) / 1e3
+
+
+def _pingpong(comm: MPI.Comm, peer: int, first: bool, send: object, recv: object,
+              pace: Callable[[], object] | None) -> float:
+    if first:
+        t0 = time.perf_counter_ns()
+        if pace:
+            pace()
+        comm.Send(send, peer, TAG)
+        comm.Recv(recv, peer, TAG)
+        return _us(t0)
+    comm.Recv(recv, peer, TAG)
+    if pace:
+        pace()
+    comm.Send(send, peer, TAG)
+    return 0.0
+
+
+def _one_way(comm: MPI.Comm, peer: int, first: bool, sends: list[MPI.Prequest],
+             recvs: list[MPI.Prequest], ack: object, pace: Callable[[], object] | None) -> float:
+    if first:
+        t0 = time.perf_counter_ns()
+        for r in sends:
+            if pace:
+                pace()
+            r.Start()
+        MPI.Request.Waitall(sends)
+        comm.Recv(ack, peer, ACK_TAG)
+        return _us(t0)
+    MPI.Prequest.Startall(recvs)
+    MPI.Request.Waitall(recvs)
+    comm.Send(ack, peer, ACK_TAG)
+    return 0.0
+
+
+def _both_ways(sends: list[MPI.Prequest], recvs: list[MPI.Prequest],
+               pace: Callable[[], object] | None, first: bool) -> float:
+    t0 = time.perf_counter_ns() if first else 0
+    MPI.Prequest.Startall(recvs)
+    for r in sends:
+        if pace:
+            pace()
+        r.Start()
+    MPI.Request.Waitall(recvs)
+    MPI.Request.Waitall(sends)
+    return _us(t0) if first else 0.0

@@ -1,0 +1,73 @@
+"""Probe records: one per pair of ranks and size, in the results store's format
+(``kind: "probe"``), from the samples of :mod:`bench.probe.measure`.
+
+Each of the three measurements keeps its raw samples (``*_samples_us``, cut out by readers that
+want summaries only), its median, p5, p95 and min, and its noise: the standard error of the
+median estimated from the samples' spread, ``1.2533 * 1.4826 * MAD / sqrt(n)`` (the median's
+standard error for normal samples, with the MAD as a robust sigma). Bandwidths are derived
+from the median window times: ``window * nbytes / t`` one way, twice that both ways (GB/s,
+1e9 bytes per second, as the rest of commbench).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from bench.probe.links import Layout
+from bench.probe.measure import TIMER, Samples, Settings
+from bench.records import SCHEMA_VERSION
+
+# The measurements of a record: name -> (field prefix, what one sample is)
+MEASUREMENTS = {"latency": "latency_us", "uni": "uni_us", "bi": "bi_us"}
+MEDIAN_SE = 1.2533 * 1.4826  # sqrt(pi/2) x (sigma per MAD) for normal samples
+
+
+def median_noise(samples: Sequence[float]) -> float:
+    """Standard error of the median of ``samples`` from their MAD (robust to a few stalls)."""
+    x = np.asarray(samples, dtype=float)
+    mad = float(np.median(np.abs(x - np.median(x))))
+    return MEDIAN_SE * mad / math.sqrt(x.size)
+
+
+def _stats(prefix: str, samples: Sequence[float]) -> dict[str, float]:
+    x = np.asarray(samples, dtype=float)
+    p5, med, p95 = np.percentile(x, [5, 50, 95])
+    return {f"{prefix}_median": float(med), f"{prefix}_p5": float(p5),
+            f"{prefix}_p95": float(p95), f"{prefix}_min": float(x.min()),
+            f"{prefix}_noise": median_noise(x),
+            prefix.removesuffix("_us") + "_samples_us": [round(v, 3) for v in x.tolist()]}
+
+
+def gbps(nbytes: float, us: float) -> float:
+    return nbytes / (us * 1e3) if us > 0 else float("nan")
+
+
+def ranks_per_node(layout: Layout) -> int | None:
+    sizes = {len(layout.ranks_of(n)) for n in range(layout.num_nodes)}
+    return sizes.pop() if len(sizes) == 1 else None
+
+
+def pair_record(layout: Layout, a: int, b: int, flows: int, rnd: int, s: Samples,
+                settings: Settings, extra: Mapping[str, Any]) -> dict[str, Any]:
+    """The record of pair (a, b) at one size."""
+    rec: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION, "kind": "probe", "status": "ok",
+        "src": a, "dst": b, "src_host": layout.hosts[a], "dst_host": layout.hosts[b],
+        "src_node": layout.node_of[a], "dst_node": layout.node_of[b],
+        "link_class": layout.link_class(a, b), "flows": flows, "round": rnd,
+        "world_size": layout.world, "ranks_per_node": ranks_per_node(layout),
+        "nodes": layout.num_nodes, "nbytes": s.nbytes, "repeats": settings.repeats,
+        "window": settings.window, "warmup": settings.warmup,
+    }
+    for prefix in MEASUREMENTS.values():
+        rec.update(_stats(prefix, getattr(s, prefix)))
+    w = settings.window * s.nbytes
+    rec["uni_gbps"] = gbps(w, rec["uni_us_median"])
+    rec["bi_gbps"] = gbps(2 * w, rec["bi_us_median"])
+    rec.update(timer=TIMER, time_unix=time.time(), **extra)
+    return rec

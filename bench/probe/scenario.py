@@ -1,0 +1,67 @@
+"""``kind: probe`` scenarios: what ``commbench probe`` measures, typed, frozen, validated at load
+time (the command's flags build the same model, so both check the same rules)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field, model_validator
+
+from bench.emulate.config import Emulate
+from bench.probe.measure import Settings
+from bench.scenario import Size
+from bench.scenario_base import Frozen, PositiveInt
+
+DEFAULT_SIZES = (8, 4 << 20)  # latency at 8 B, bandwidth at 4 MiB
+
+
+class ProbeScenario(Frozen):
+    """Every pair of ranks: one-way latency, uni- and bidirectional bandwidth per size."""
+
+    name: str = "probe"
+    description: str = ""
+    kind: Literal["probe"] = "probe"
+    world_size: PositiveInt | None = None  # self-launched ranks; None: one per core (at least 2)
+    ranks_per_node: PositiveInt | Literal["auto"] = "auto"  # virtual nodes, as in ``run``
+    sizes: Annotated[list[Size], Field(min_length=1)] = Field(default=list(DEFAULT_SIZES))
+    repeats: Annotated[int, Field(ge=3)] = 10  # samples per measurement, pair and size
+    window: PositiveInt = 16  # messages per bandwidth sample
+    warmup: Annotated[int, Field(ge=0)] = 1
+    threshold: Annotated[float, Field(gt=0)] = 0.25  # relative excess that names a link or node
+    round_timeout_s: Annotated[float, Field(gt=0)] = 300.0  # a round past it ends the job
+    emulate: Emulate | None = None  # a modelled cluster on this host (bench/emulate/config.py)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ProbeScenario:
+        if self.world_size is not None and self.world_size < 2:
+            raise ValueError(f"world_size: a probe needs at least 2 ranks (one pair), "
+                             f"got {self.world_size}")
+        if (self.world_size is not None and self.ranks_per_node != "auto"
+                and self.world_size % self.ranks_per_node):
+            raise ValueError(f"ranks_per_node: {self.ranks_per_node} does not divide world "
+                             f"size {self.world_size}")
+        if len(set(self.sizes)) != len(self.sizes):
+            raise ValueError("sizes: a size listed twice")
+        if self.emulate is not None:
+            if "ranks_per_node" in self.model_fields_set and self.ranks_per_node != "auto":
+                raise ValueError(f"ranks_per_node: with emulate the nodes are the topology's "
+                                 f"({self.emulate.topology}); leave ranks_per_node out")
+            if self.world_size is not None:
+                try:
+                    self.emulate.job(self.world_size)
+                except ValueError as e:
+                    raise ValueError(f"world_size: {e}") from None
+        return self
+
+    @property
+    def world_sizes(self) -> list[int]:
+        """As other kinds have it (``commbench run``): the one world size, if given."""
+        return [self.world_size] if self.world_size is not None else []
+
+    def default_world_size(self, cores: int) -> int:
+        """Ranks self-launched without ``world_size``: the emulated cluster's, else one per
+        core (at least 2)."""
+        return self.emulate.ranks() if self.emulate is not None else max(2, cores)
+
+    def settings(self) -> Settings:
+        return Settings(tuple(sorted(self.sizes)), self.repeats, self.window, self.warmup)

@@ -1,0 +1,32 @@
+"""The probe's rounds: a round-robin tournament (the circle method), so every pair of ranks meets
+exactly once and the pairs of one round are disjoint (they run at the same time).
+
+For even p, rank p-1 stays put while ranks 0..p-2 turn around a circle: p-1 rounds of p/2 pairs.
+For odd p a phantom rank p is added and its partner sits the round out (a bye): p rounds of
+(p-1)/2 pairs. A 512-rank probe is 511 rounds of 256 pairs, not 130,816 tests one after another.
+"""
+
+from __future__ import annotations
+
+Pair = tuple[int, int]  # (lower rank, higher rank)
+
+
+def rounds(p: int) -> list[list[Pair]]:
+    """The rounds for ``p`` ranks; every pair ``(a, b)`` has ``a < b``."""
+    if p < 2:
+        raise ValueError(f"a probe needs at least 2 ranks (one pair), got {p}")
+    n = p if p % 2 == 0 else p + 1  # with a phantom rank n-1 = p when p is odd
+    fixed, ring = n - 1, n - 1
+    out: list[list[Pair]] = []
+    for r in range(n - 1):
+        pairs = [(r, fixed)] + [((r + k) % ring, (r - k) % ring) for k in range(1, n // 2)]
+        out.append(sorted((min(a, b), max(a, b)) for a, b in pairs if a < p and b < p))
+    return out
+
+
+def peer_in(pairs: list[Pair], rank: int) -> int | None:
+    """``rank``'s partner in a round, or None when it sits the round out."""
+    for a, b in pairs:
+        if rank in (a, b):
+            return b if rank == a else a
+    return None

@@ -1,0 +1,200 @@
+"""The link probe: its rounds, its outlier rule, a real probe under mpiexec, bad input, and
+calibration from probe records. Exact quantities only: synthetic records come from a seeded
+generator, and the MPI checks count messages and delays, never time."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bench.probe.fit import fit_probe
+from bench.probe.links import Layout, flows, from_launch
+from bench.probe.measure import Samples, Settings
+from bench.probe.outliers import find, slow_nodes, unexplained_links
+from bench.probe.record import pair_record
+from bench.probe.schedule import rounds
+from bench.records import SCHEMA_VERSION, ResultWriter, load_results, read_meta, write_meta
+from bench.topo.profile import load_profile
+from tests.conftest import ROOT, commbench, run_mpi
+
+ALPHA = {"intra": 2e-6, "inter": 2e-5}  # s
+BETA = {"intra": 8e9, "inter": 1e9}  # bytes/s
+SETTINGS = Settings((8, 4 << 20), repeats=10, window=16, warmup=1)
+
+
+@pytest.mark.parametrize("p", range(2, 65))
+def test_rounds_pair_every_pair_exactly_once(p: int) -> None:
+    sched = rounds(p)
+    assert len(sched) == (p - 1 if p % 2 == 0 else p)
+    pairs = [pair for rnd in sched for pair in rnd]
+    assert sorted(pairs) == [(a, b) for a in range(p) for b in range(a + 1, p)]
+    for rnd in sched:
+        ranks = [r for pair in rnd for r in pair]
+        assert len(ranks) == len(set(ranks))  # disjoint: every rank in at most one pair
+        assert len(rnd) == p // 2  # all but one rank busy (odd p: a bye)
+
+
+def test_one_rank_has_no_rounds() -> None:
+    with pytest.raises(ValueError, match="at least 2 ranks"):
+        rounds(1)
+
+
+class SlowNode:
+    """A LinkDelay: every message to or from ``node`` waits ``extra_s`` more."""
+
+    def __init__(self, layout: Layout, node: int, extra_s: float) -> None:
+        self.layout, self.node, self.extra_s = layout, node, extra_s
+
+    def delay_s(self, src: int, dst: int, nbytes: int, flows: int = 1) -> float:
+        hit = self.node in (self.layout.node_of[src], self.layout.node_of[dst])
+        return self.extra_s if hit else 0.0
+
+    def describe(self) -> dict[str, object]:
+        return {"emulated": True, "emulation": {"slow_node": self.node}}
+
+
+def synthetic(layout: Layout, seed: int = 1, noise: float = 0.05, delay: SlowNode | None = None,
+              slow_link: tuple[int, int] | None = None) -> list[dict[str, object]]:
+    """Records of a probe of ``layout`` as the α-β model times it, each sample times a
+    log-normal noise factor; ``delay`` adds its wait before every message, ``slow_link``
+    doubles one link's times."""
+    rng = np.random.default_rng(seed)
+    out = []
+    w = SETTINGS.window
+    for i, rnd in enumerate(rounds(layout.world)):
+        load = flows(layout, rnd)
+        for a, b in rnd:
+            cls = layout.link_class(a, b)
+            for n in SETTINGS.sizes:
+                d = delay.delay_s(a, b, n) if delay else 0.0
+                f = 2.0 if slow_link == (a, b) else 1.0
+                msg = f * (ALPHA[cls] + n / BETA[cls]) + d
+                base = {"latency_us": msg, "uni_us": w * (msg - f * ALPHA[cls] - d) + f * ALPHA[cls]
+                        + w * d, "bi_us": w * (msg - f * ALPHA[cls] - d) + f * ALPHA[cls] + w * d}
+                s = {k: tuple(float(v) * 1e6 * rng.lognormal(0, noise, SETTINGS.repeats))
+                     for k, v in base.items()}
+                out.append(pair_record(layout, a, b, load[(a, b)], i,
+                                       Samples(n, s["latency_us"], s["uni_us"], s["bi_us"]),
+                                       SETTINGS, {"run_id": "synthetic"}))
+    return out
+
+
+LAYOUT = from_launch(["h"] * 16, 2)  # 8 virtual nodes of 2 ranks
+
+
+def test_clean_records_with_noise_name_nothing() -> None:
+    for seed in range(5):
+        assert find(synthetic(LAYOUT, seed), 0.25) == []
+
+
+def test_a_slow_node_is_named_by_host_and_ranks() -> None:
+    recs = synthetic(LAYOUT, delay=SlowNode(LAYOUT, 5, 50e-6))
+    found = find(recs, 0.25)
+    assert slow_nodes(found) == ["node 5 (host h, ranks 10-11)"]
+    assert unexplained_links(found) == []  # every slow link ends on node 5
+    assert {o.link_class for o in found if o.what == "node"} == {"inter", "intra"}  # its own pair too
+
+
+def test_a_slow_link_is_named_and_no_node() -> None:
+    found = find(synthetic(LAYOUT, slow_link=(3, 12)), 0.25)
+    assert slow_nodes(found) == []
+    assert unexplained_links(found) == ["rank 3 (host h) - rank 12 (host h)"]
+
+
+def test_the_threshold_holds_back_a_smaller_slowdown() -> None:
+    recs = synthetic(LAYOUT, slow_link=(3, 12))  # twice as slow: +100 %
+    assert unexplained_links(find(recs, 0.9)) == ["rank 3 (host h) - rank 12 (host h)"]
+    assert find(recs, 1.1) == []
+
+
+def _probe_run(tmp_path: Path, records: list[dict[str, object]]) -> Path:
+    run = tmp_path / "probe"
+    write_meta(run, {"schema_version": SCHEMA_VERSION, "run_id": "probe", "source": "commbench",
+                     "scenario": {"kind": "probe", "threshold": 0.25}})
+    with ResultWriter(run, durable=False) as wr:
+        for r in records:
+            wr.write(r)
+    return run
+
+
+def test_calibration_from_probe_records_recovers_alpha_and_beta(tmp_path: Path) -> None:
+    from bench.topo.calibrate_cli import calibrate_command
+
+    recs = synthetic(LAYOUT, noise=0.03)
+    got = fit_probe(recs)
+    for cls in ("intra", "inter"):
+        assert got.values[f"{cls}.beta"] == pytest.approx(BETA[cls], rel=0.02)
+        assert got.values[f"{cls}.alpha"] == pytest.approx(ALPHA[cls], rel=0.05)
+    out = tmp_path / "mine.yaml"
+    args = argparse.Namespace(runs=[_probe_run(tmp_path, recs)], output=out, base=None, name=None)
+    assert calibrate_command(args, lambda line: None) == 0
+    prof = load_profile(out)
+    for cls in ("intra", "inter"):
+        assert prof.links[cls].beta == pytest.approx(BETA[cls], rel=0.02)
+        assert prof.links[cls].alpha == pytest.approx(ALPHA[cls], rel=0.05)
+    assert sorted(prof.fitted["probe"]["parameters"]) == [
+        "inter.alpha", "inter.beta", "intra.alpha", "intra.beta"]
+    assert set(prof.fitted["not_fitted"]) == {"gamma", "overhead"}
+
+
+def test_probe_on_one_rank_is_one_line_exit_2(tmp_path: Path) -> None:
+    res = commbench("probe", "-n", "1", "--out", str(tmp_path / "p"))
+    assert res.returncode == 2
+    assert res.stderr.strip().splitlines() == [
+        "commbench: probe: world_size: a probe needs at least 2 ranks (one pair), got 1"]
+    assert not (tmp_path / "p").exists()
+
+
+def test_emulate_needs_a_topology(tmp_path: Path) -> None:
+    res = commbench("probe", "--emulate", "emulated-slow", "--out", str(tmp_path / "p"))
+    assert res.returncode == 2
+    assert res.stderr.strip() == "commbench: probe: --emulate PROFILE and --topology SPEC go together"
+
+
+@pytest.mark.mpi
+def test_probe_on_one_rank_inside_a_job_is_one_line_exit_2(tmp_path: Path) -> None:
+    res = run_mpi(1, ROOT / "bench" / "__main__.py", "probe", "--out", str(tmp_path / "p"))
+    assert res.returncode == 2, res.stderr
+    assert res.stderr.strip().splitlines() == [
+        "commbench: probe: a probe needs at least 2 ranks (one pair); this job has 1"]
+
+
+@pytest.mark.mpi
+def test_four_rank_probe_writes_every_pair_with_its_class(tmp_path: Path) -> None:
+    out = tmp_path / "probe"
+    res = commbench("probe", "-n", "4", "--ranks-per-node", "2", "--sizes", "8B,1KiB",
+                    "--repeats", "3", "--window", "2", "--out", str(out))
+    assert res.returncode == 0, res.stderr
+    assert "probe: round 3/3: 2 pairs" in res.stderr
+    df = load_results(out)
+    assert len(df) == 6 * 2 and set(df["kind"]) == {"probe"}
+    got = {(int(r.src), int(r.dst), int(r.nbytes)): r.link_class for r in df.itertuples()}
+    want = {(a, b, n): "intra" if a // 2 == b // 2 else "inter"
+            for a in range(4) for b in range(a + 1, 4) for n in (8, 1024)}
+    assert got == want
+    assert all(len(s) == 3 for s in df["latency_samples_us"])
+    assert (df["uni_gbps"] > 0).all() and not df["emulated"].any()
+    assert read_meta(out)["status"] == "ok"
+    assert "Link probe" in (out / "report.html").read_text()
+    assert res.stdout.strip().splitlines()[-1] == str(out / "report.html")
+
+
+@pytest.mark.mpi
+def test_injected_link_delay_is_waited_before_every_message() -> None:
+    res = run_mpi(4, ROOT / "tests" / "mpi" / "probe_delay.py")
+    assert res.returncode == 0, res.stderr
+
+
+def test_a_probe_is_a_scenario_kind() -> None:
+    from bench.scenario import ScenarioError, parse_scenario
+
+    sc = parse_scenario({"kind": "probe", "world_size": 8, "ranks_per_node": 2, "sizes": ["8B"]})
+    assert sc.kind == "probe" and sc.settings().sizes == (8,) and sc.world_sizes == [8]
+    with pytest.raises(ScenarioError, match="ranks_per_node: 3 does not divide world size 8"):
+        parse_scenario({"kind": "probe", "world_size": 8, "ranks_per_node": 3})
+    with pytest.raises(ScenarioError, match="leave ranks_per_node out"):
+        parse_scenario({"kind": "probe", "ranks_per_node": 2,
+                        "emulate": {"profile": "emulated-slow", "topology": "4x2"}})
