@@ -121,6 +121,8 @@ def test_bringup_template_end_to_end(cluster: Cluster, tmp_path: Path) -> None:
     recs = list(iter_records(out))
     assert len(recs) == 10 and {r["world_size"] for r in recs} == {2}
     assert read_meta(out)["status"] == "ok" and (out / "report.html").is_file()
+    probe = list(iter_records(tmp_path / "bringup-probe"))  # the link probe of the same job
+    assert probe and {(r["kind"], r["src"], r["dst"]) for r in probe} == {("probe", 0, 1)}
 
 
 def test_training_under_srun(cluster: Cluster, tmp_path: Path) -> None:
