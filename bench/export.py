@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 # Key fields that name a case, in order; training records use strategy and model.
 NAME_FIELDS = ("collective", "algorithm", "strategy", "model", "transport", "src", "dst",
-               "world_size", "ranks_per_node", "nbytes", "dtype", "op")
+               "world_size", "ranks_per_node", "nbytes", "dtype", "op", "phase", "check", "role")
 SAMPLES = {"collective": ("samples_us", 1e-6), "training": ("samples_ms", 1e-3),
            "probe": ("latency_samples_us", 1e-6)}  # a probe pair: its one-way latency
 

@@ -10,12 +10,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from bench.probe.confirm import Check, Confirm, plan
+from bench.probe.findings import findings
 from bench.probe.fit import fit_probe
 from bench.probe.links import Layout, flows, from_launch
 from bench.probe.measure import Samples, Settings
 from bench.probe.outliers import find, slow_nodes, unexplained_links
-from bench.probe.record import pair_record
+from bench.probe.record import block_record, pair_record
 from bench.probe.schedule import rounds
+from bench.probe.summary import summary_lines
+from bench.probe.verdict import decide
 from bench.records import SCHEMA_VERSION, ResultWriter, load_results, read_meta, write_meta
 from bench.topo.profile import load_profile
 from tests.conftest import ROOT, commbench, run_mpi
@@ -57,10 +61,12 @@ class SlowNode:
 
 
 def synthetic(layout: Layout, seed: int = 1, noise: float = 0.05, delay: SlowNode | None = None,
-              slow_link: tuple[int, int] | None = None) -> list[dict[str, object]]:
+              slow_link: tuple[int, int] | None = None, factor: float = 2.0,
+              stalled: tuple[tuple[int, int], ...] = ()) -> list[dict[str, object]]:
     """Records of a probe of ``layout`` as the α-β model times it, each sample times a
     log-normal noise factor; ``delay`` adds its wait before every message, ``slow_link``
-    doubles one link's times."""
+    makes one link ``factor`` times as slow, ``stalled`` pairs have every sample 20 times as
+    long (ranks descheduled for the whole pair)."""
     rng = np.random.default_rng(seed)
     out = []
     w = SETTINGS.window
@@ -70,11 +76,12 @@ def synthetic(layout: Layout, seed: int = 1, noise: float = 0.05, delay: SlowNod
             cls = layout.link_class(a, b)
             for n in SETTINGS.sizes:
                 d = delay.delay_s(a, b, n) if delay else 0.0
-                f = 2.0 if slow_link == (a, b) else 1.0
+                f = factor if slow_link == (a, b) else 1.0
                 msg = f * (ALPHA[cls] + n / BETA[cls]) + d
                 base = {"latency_us": msg, "uni_us": w * (msg - f * ALPHA[cls] - d) + f * ALPHA[cls]
                         + w * d, "bi_us": w * (msg - f * ALPHA[cls] - d) + f * ALPHA[cls] + w * d}
-                s = {k: tuple(float(v) * 1e6 * rng.lognormal(0, noise, SETTINGS.repeats))
+                stall = 20.0 if (a, b) in stalled else 1.0
+                s = {k: tuple(stall * float(v) * 1e6 * rng.lognormal(0, noise, SETTINGS.repeats))
                      for k, v in base.items()}
                 out.append(pair_record(layout, a, b, load[(a, b)], i,
                                        Samples(n, s["latency_us"], s["uni_us"], s["bi_us"]),
@@ -170,7 +177,9 @@ def test_four_rank_probe_writes_every_pair_with_its_class(tmp_path: Path) -> Non
     assert res.returncode == 0, res.stderr
     assert "probe: round 3/3: 2 pairs" in res.stderr
     df = load_results(out)
-    assert len(df) == 6 * 2 and set(df["kind"]) == {"probe"}
+    assert set(df["kind"]) == {"probe"} and set(df["phase"]) <= {"tournament", "confirm"}
+    df = df[df["phase"] == "tournament"]  # a stall flagged here adds the confirmation's records
+    assert len(df) == 6 * 2
     got = {(int(r.src), int(r.dst), int(r.nbytes)): r.link_class for r in df.itertuples()}
     want = {(a, b, n): "intra" if a // 2 == b // 2 else "inter"
             for a in range(4) for b in range(a + 1, 4) for n in (8, 1024)}
@@ -183,8 +192,8 @@ def test_four_rank_probe_writes_every_pair_with_its_class(tmp_path: Path) -> Non
 
 
 @pytest.mark.mpi
-def test_injected_link_delay_is_waited_before_every_message() -> None:
-    res = run_mpi(4, ROOT / "tests" / "mpi" / "probe_delay.py")
+def test_injected_slow_node_is_waited_before_every_message_and_confirmed() -> None:
+    res = run_mpi(6, ROOT / "tests" / "mpi" / "probe_delay.py")
     assert res.returncode == 0, res.stderr
 
 
@@ -198,3 +207,123 @@ def test_a_probe_is_a_scenario_kind() -> None:
     with pytest.raises(ScenarioError, match="leave ranks_per_node out"):
         parse_scenario({"kind": "probe", "ranks_per_node": 2,
                         "emulate": {"profile": "emulated-slow", "topology": "4x2"}})
+
+
+# The confirmation pass: suspects, references and the verdict, from synthetic records.
+
+ALL_TESTS = tuple((m, n) for m in ("latency", "uni", "bi") for n in SETTINGS.sizes)
+JITTER = (1.0, 1.02, 0.98, 1.01, 0.99)  # a block's samples: its median is exactly its level
+
+
+def confirmation(check: Check, suspect: tuple[float, ...], reference: tuple[float, ...],
+                 base_us: float = 100.0) -> list[dict[str, object]]:
+    """Records of the pass for ``check``: each block's samples ``base_us`` x its level x JITTER
+    (the suspect's blocks at ``suspect`` levels, the reference's at ``reference``)."""
+    settings = Settings(check.sizes, len(JITTER), SETTINGS.window, SETTINGS.warmup)
+    out = []
+    for role, pair, levels in (("suspect", check.pair, suspect),
+                               ("reference", check.reference, reference)):
+        for n in check.sizes:
+            blocks = [Samples(n, *[tuple(base_us * f * j for j in JITTER)] * 3) for f in levels]
+            out.append(block_record(LAYOUT, *pair, blocks, settings, check.fields(role, 1)))
+    return out
+
+
+def test_a_stalled_link_is_suspected_and_cleared_when_measured_alone() -> None:
+    recs = synthetic(LAYOUT, stalled=((3, 12),))  # every sample of the pair 20 times as long
+    assert unexplained_links(find(recs, 0.25)) == ["rank 3 (host h) - rank 12 (host h)"]
+    assert summary_lines(recs, 0.25)[-2].startswith(  # no pass: named on the tournament alone
+        "probe: slow link: rank 3 (host h) - rank 12 (host h): bi 4MiB +")
+    assert summary_lines(recs, 0.25)[-2].endswith("(tournament only: no confirmation pass)")
+    got = plan(recs, Confirm())
+    assert got.over_limit == got.no_reference == ()
+    (check,) = got.checks
+    assert (check.index, check.name, check.what, check.link_class, check.pair, check.tests) == (
+        0, "rank 3 (host h) - rank 12 (host h)", "link", "inter", (3, 12), ALL_TESTS)
+    assert LAYOUT.link_class(*check.reference) == "inter" and not {3, 12} & set(check.reference)
+    recs += confirmation(check, (1, 1, 1), (1, 1, 1, 1))  # alone, it is as fast as its reference
+    (v,) = decide(recs, 0.25)
+    assert not v.confirmed and [t.excess for t in v.retests] == [0.0] * 6
+    assert [t.block_excess for t in v.retests] == [(0.0, 0.0, 0.0)] * 6
+    (f,) = findings(recs, 0.25)
+    assert (f.status, f.named) == ("cleared", False)
+    lines = summary_lines(recs, 0.25)
+    assert lines[-2].startswith("probe: cleared: rank 3 (host h) - rank 12 (host h): flagged in "
+                                "the tournament (")
+    assert lines[-1].startswith("probe: no slow node or link (1 flagged in the tournament, 1 "
+                                "cleared when re-measured alone)")
+
+
+def test_a_slow_link_is_confirmed_when_measured_alone() -> None:
+    recs = synthetic(LAYOUT, slow_link=(3, 12))
+    (check,) = plan(recs, Confirm()).checks
+    recs += confirmation(check, (2, 2, 2), (1, 1, 1, 1))
+    (v,) = decide(recs, 0.25)
+    assert v.confirmed and all(t.slow for t in v.retests)
+    assert [t.excess for t in v.retests] == [1.0] * 6
+    assert [t.block_excess for t in v.retests] == [(1.0, 1.0, 1.0)] * 6
+    assert [(f.name, f.status) for f in findings(recs, 0.25)] == [
+        ("rank 3 (host h) - rank 12 (host h)", "confirmed")]
+
+
+def test_a_slow_node_is_confirmed_through_one_of_its_links() -> None:
+    recs = synthetic(LAYOUT, delay=SlowNode(LAYOUT, 5, 50e-6))
+    (check,) = plan(recs, Confirm()).checks
+    assert (check.name, check.what, check.link_class) == (
+        "node 5 (host h, ranks 10-11)", "node", "inter")
+    assert check.tests == (("latency", 8), ("uni", 8), ("bi", 8))  # flagged at 8 B only
+    assert {10, 11} & set(check.pair) and not {10, 11} & set(check.reference)
+    recs += confirmation(check, (3, 3, 3), (1, 1, 1, 1))
+    (f,) = findings(recs, 0.25)
+    assert (f.name, f.status, [t.excess for t in f.verdict.retests]) == (
+        "node 5 (host h, ranks 10-11)", "confirmed", [2.0] * 3)
+    assert len(f.explained) > 0  # its slow links go with it
+    assert any(line.startswith("probe: slow node: node 5 (host h, ranks 10-11): inter bi 8B +")
+               and f"; confirmed alone against ranks {check.reference[0]}-{check.reference[1]}: "
+               "latency 8B +200%, uni 8B +200%, bi 8B +200%" in line
+               for line in summary_lines(recs, 0.25))
+
+
+def test_a_host_that_slows_down_mid_check_moves_the_reference_too() -> None:
+    recs = synthetic(LAYOUT, stalled=((3, 12),))
+    (check,) = plan(recs, Confirm()).checks
+    # R S R S R S R at host speeds 1 1 1 3 3 3 3: pooled, the suspect looks 50 % slower (the
+    # medians of 15 and 20 samples: 3 x 0.99 against (1.02 + 3 x 0.98) / 2), but block by
+    # block only the one measured between a fast and a slow reference block is
+    recs += confirmation(check, (1, 3, 3), (1, 1, 3, 3))
+    (v,) = decide(recs, 0.25)
+    t = v.retests[0]
+    assert t.excess == pytest.approx(2.97 / 1.98 - 1, abs=1e-12) and t.excess > 0.25
+    assert t.block_excess == pytest.approx((0.0, 0.5, 0.0), abs=1e-12)
+    assert not v.confirmed
+
+
+def test_one_stalled_block_does_not_confirm() -> None:
+    recs = synthetic(LAYOUT, stalled=((3, 12),))
+    (check,) = plan(recs, Confirm()).checks
+    recs += confirmation(check, (1, 20, 1), (1, 1, 1, 1))
+    (v,) = decide(recs, 0.25)
+    assert [t.block_excess for t in v.retests] == [(0.0, 19.0, 0.0)] * 6
+    assert [t.excess for t in v.retests] == pytest.approx([0.01] * 6, abs=1e-12)  # 8th of 15
+    assert not v.confirmed
+
+
+def test_the_pass_re_measures_at_most_its_limit() -> None:
+    stalled = ((3, 12), (0, 9), (4, 6), (1, 14))
+    got = plan(synthetic(LAYOUT, stalled=stalled), Confirm(max_suspects=2))
+    assert [c.pair for c in got.checks] == [(3, 12), (4, 6)]  # most significant first
+    assert sorted(got.over_limit) == ["rank 0 (host h) - rank 9 (host h)",
+                                      "rank 1 (host h) - rank 14 (host h)"]
+    for c in got.checks:
+        assert not set(c.reference) & {r for p in stalled for r in p}  # a reference never a suspect
+    recs = synthetic(LAYOUT, stalled=stalled)
+    for c in got.checks:
+        recs += confirmation(c, (1, 1, 1), (1, 1, 1, 1))
+    assert sorted((f.name, f.status, f.named) for f in findings(recs, 0.25)) == [
+        ("rank 0 (host h) - rank 9 (host h)", "not re-measured", False),
+        ("rank 1 (host h) - rank 14 (host h)", "not re-measured", False),
+        ("rank 3 (host h) - rank 12 (host h)", "cleared", False),
+        ("rank 4 (host h) - rank 6 (host h)", "cleared", False)]
+    assert sum(line.startswith("probe: flagged, not re-measured (over the pass's limit")
+               for line in summary_lines(recs, 0.25)) == 2
+    assert plan(synthetic(LAYOUT, stalled=stalled), Confirm(max_suspects=0)).checks == ()

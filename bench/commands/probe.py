@@ -25,11 +25,19 @@ def configure(p: argparse.ArgumentParser) -> None:
                    help="comma-separated message sizes (default 8B,4MiB: latency at the "
                         "smallest, bandwidth at the largest)")
     p.add_argument("--threshold", type=float, default=0.25,
-                   help="relative excess over the class median that names a slow link or node "
-                        "(also beyond 3x its measured noise; default 0.25)")
+                   help="relative excess over the class median that flags a link or node (also "
+                        "beyond z times its noise; named once slow again alone; default 0.25)")
     p.add_argument("--repeats", type=int, default=10, help="samples per pair, size and measurement")
     p.add_argument("--window", type=int, default=16, help="messages per bandwidth sample")
     p.add_argument("--warmup", type=int, default=1, help="untimed turns before the samples")
+    p.add_argument("--confirm-max", type=int, default=16, metavar="K",
+                   help="re-measure at most K suspects of the tournament, one pair at a time "
+                        "against a reference pair of their class (0: no confirmation; default 16)")
+    p.add_argument("--confirm-blocks", type=int, default=3,
+                   help="suspect blocks per confirmation, the reference measured before, between "
+                        "and after them (default 3)")
+    p.add_argument("--confirm-repeats", type=int, default=5,
+                   help="samples per confirmation block, size and measurement (default 5)")
     p.add_argument("--emulate", default=None, metavar="PROFILE",
                    help="emulate a cluster on this host: a profile (preset or file) pricing its "
                         "links, with --topology; a profile's slow: entries make a node or link slow")
@@ -47,7 +55,8 @@ def scenario_of(args: argparse.Namespace) -> object:
     raw: dict[str, object] = {
         "sizes": [s.strip() for s in str(args.sizes).split(",") if s.strip()],
         "threshold": args.threshold, "repeats": args.repeats, "window": args.window,
-        "warmup": args.warmup,
+        "warmup": args.warmup, "confirm_max": args.confirm_max,
+        "confirm_blocks": args.confirm_blocks, "confirm_repeats": args.confirm_repeats,
         "ranks_per_node": args.ranks_per_node if args.ranks_per_node == "auto"
         else _int(args.ranks_per_node),
     }

@@ -180,8 +180,7 @@ def _measure(comm: Any, sc: ProbeScenario, setup: Any, run_dir: Path, run_id: st
     dog = Watchdog(comm.rank, comm.Abort if may_abort_from_thread() else os._exit)
     writer = ResultWriter(run_dir) if comm.rank == 0 else None
 
-    def arm(i: int, n: int) -> None:
-        label = f"probe round {i + 1}/{n}"
+    def arm(label: str) -> None:
         if writer:
             inflight.mark(run_dir, label, sc.round_timeout_s, world_size=comm.size)
         dog.arm(label, sc.round_timeout_s)
@@ -190,7 +189,8 @@ def _measure(comm: Any, sc: ProbeScenario, setup: Any, run_dir: Path, run_id: st
              "layout": setup.layout.source}
     try:
         probe(comm, setup.layout, sc.settings(), writer.write if writer else None, setup.delay,
-              setup.wait, extra=extra, say=say if progress else None, before_round=arm)
+              setup.wait, extra=extra, say=say if progress else None, before=arm,
+              confirm=sc.confirm(), pin=over)
     except KeyboardInterrupt:
         os._exit(130)  # peers are being torn down too; records are on disk
     except Exception as e:  # one rank's failure must end the job, not leave peers hanging

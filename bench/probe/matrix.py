@@ -18,7 +18,10 @@ CLASS_ORDER = ("intra", "inter", "spine")
 
 
 def probe_records(records: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    return [r for r in records if r.get("kind") == "probe" and r.get("status", "ok") == "ok"]
+    """The tournament's records: the confirmation pass's (``phase: confirm``, pairs measured
+    alone against a reference) are read by :mod:`bench.probe.verdict` only."""
+    return [r for r in records if r.get("kind") == "probe" and r.get("status", "ok") == "ok"
+            and r.get("phase") != "confirm"]
 
 
 def node_matrix(records: Sequence[Mapping[str, Any]], field: str, nbytes: int) -> np.ndarray:

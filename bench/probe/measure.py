@@ -17,13 +17,14 @@ checked). With an emulated link (:class:`bench.topo.delay.LinkDelay`) the sender
 emulated link's extra time is part of what is measured. Each pair is priced as if alone on its
 links (``flows=1``): the probe does not know how many NICs a node has, so it cannot say how
 many of a round's pairs share the slowest one. Only the lower rank reads the clock;
-nothing is pickled while timing.
+nothing is pickled while timing. Tests may hand in another clock (nanoseconds, as
+``perf_counter_ns``): one that counts its reads and the waits makes every sample exact.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -64,22 +65,25 @@ class Samples:
 
 
 Wait = Callable[[float], object]
+Clock = Callable[[], int]  # nanoseconds
 
 
 class PairProbe:
     """A rank's side of every pair it is in: buffers of the largest size, allocated once."""
 
     def __init__(self, comm: MPI.Comm, settings: Settings, delay: LinkDelay | None = None,
-                 wait: Wait = time.sleep) -> None:
+                 wait: Wait = time.sleep, clock: Clock = time.perf_counter_ns) -> None:
         self.comm, self.settings, self.delay, self.wait = comm, settings, delay, wait
+        self.clock = clock
         n = max(settings.sizes)
         self._send = np.zeros(n, dtype=np.uint8)
         self._recv = np.zeros(n, dtype=np.uint8)
         self._ack = np.zeros(ACK_BYTES, dtype=np.uint8)
 
-    def pair(self, peer: int) -> list[Samples] | None:
-        """Every size with ``peer`` (both ranks call it); samples on the lower rank, else None."""
-        out = [self._size(peer, n) for n in self.settings.sizes]
+    def pair(self, peer: int, sizes: Sequence[int] | None = None) -> list[Samples] | None:
+        """Every size (or ``sizes``, each at most the largest) with ``peer`` (both ranks call
+        it); samples on the lower rank, else None."""
+        out = [self._size(peer, n) for n in (self.settings.sizes if sizes is None else sizes)]
         return None if self.comm.rank > peer else out  # type: ignore[return-value]
 
     def _pace(self, peer: int, nbytes: int) -> Callable[[], object] | None:
@@ -103,13 +107,13 @@ class PairProbe:
         try:
             for i in range(s.warmup + s.repeats):
                 keep = i >= s.warmup
-                t = _pingpong(comm, peer, first, send, recv, pace)
+                t = _pingpong(comm, peer, first, send, recv, pace, self.clock)
                 if keep and first:
                     lat.append(t / 2)
-                t = _one_way(comm, peer, first, sends, recvs, ack, pace)
+                t = _one_way(comm, peer, first, sends, recvs, ack, pace, self.clock)
                 if keep and first:
                     uni.append(t)
-                t = _both_ways(sends, recvs, pace, first)
+                t = _both_ways(sends, recvs, pace, first, self.clock)
                 if keep and first:
                     bi.append(t)
         finally:
@@ -118,19 +122,19 @@ class PairProbe:
         return Samples(nbytes, tuple(lat), tuple(uni), tuple(bi)) if first else None
 
 
-def _us(t0: int) -> float:
-    return (time.perf_counter_ns() - t0) / 1e3
+def _us(t0: int, clock: Clock) -> float:
+    return (clock() - t0) / 1e3
 
 
 def _pingpong(comm: MPI.Comm, peer: int, first: bool, send: object, recv: object,
-              pace: Callable[[], object] | None) -> float:
+              pace: Callable[[], object] | None, clock: Clock) -> float:
     if first:
-        t0 = time.perf_counter_ns()
+        t0 = clock()
         if pace:
             pace()
         comm.Send(send, peer, TAG)
         comm.Recv(recv, peer, TAG)
-        return _us(t0)
+        return _us(t0, clock)
     comm.Recv(recv, peer, TAG)
     if pace:
         pace()
@@ -139,16 +143,17 @@ def _pingpong(comm: MPI.Comm, peer: int, first: bool, send: object, recv: object
 
 
 def _one_way(comm: MPI.Comm, peer: int, first: bool, sends: list[MPI.Prequest],
-             recvs: list[MPI.Prequest], ack: object, pace: Callable[[], object] | None) -> float:
+             recvs: list[MPI.Prequest], ack: object, pace: Callable[[], object] | None,
+             clock: Clock) -> float:
     if first:
-        t0 = time.perf_counter_ns()
+        t0 = clock()
         for r in sends:
             if pace:
                 pace()
             r.Start()
         MPI.Request.Waitall(sends)
         comm.Recv(ack, peer, ACK_TAG)
-        return _us(t0)
+        return _us(t0, clock)
     MPI.Prequest.Startall(recvs)
     MPI.Request.Waitall(recvs)
     comm.Send(ack, peer, ACK_TAG)
@@ -156,8 +161,8 @@ def _one_way(comm: MPI.Comm, peer: int, first: bool, sends: list[MPI.Prequest],
 
 
 def _both_ways(sends: list[MPI.Prequest], recvs: list[MPI.Prequest],
-               pace: Callable[[], object] | None, first: bool) -> float:
-    t0 = time.perf_counter_ns() if first else 0
+               pace: Callable[[], object] | None, first: bool, clock: Clock) -> float:
+    t0 = clock() if first else 0
     MPI.Prequest.Startall(recvs)
     for r in sends:
         if pace:
@@ -165,4 +170,4 @@ def _both_ways(sends: list[MPI.Prequest], recvs: list[MPI.Prequest],
         r.Start()
     MPI.Request.Waitall(recvs)
     MPI.Request.Waitall(sends)
-    return _us(t0) if first else 0.0
+    return _us(t0, clock) if first else 0.0

@@ -22,7 +22,9 @@ The rule, per measurement (latency, uni, bi: all times, so larger is slower) and
 
 ``z`` makes the whole run's family of tests raise a false alarm with probability 5 % under
 normal noise (Bonferroni: ``z = Phi^-1(1 - 0.05 / tests)``, about 3.8 for a 16-rank probe at 2
-sizes); medians and MADs make a few stalled samples move nothing.
+sizes); medians and MADs make a few stalled samples move nothing. What this finds are
+suspects: the confirmation pass measures them again alone (:mod:`bench.probe.confirm`,
+:mod:`bench.probe.verdict`), and only what is slow there is named.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from bench.probe.matrix import probe_records
 from bench.probe.record import MEASUREMENTS, MEDIAN_SE
 
 FALSE_ALARM = 0.05  # chance that a clean run names anything, under normal noise
@@ -70,7 +73,7 @@ class Outlier:
 
 
 @dataclass(frozen=True)
-class _Link:
+class Link:
     a: int
     b: int
     node_a: int
@@ -103,23 +106,25 @@ def node_names(records: Iterable[Mapping[str, Any]]) -> dict[int, tuple[str, tup
             for n in range(lay.num_nodes)}
 
 
-def _links(records: Sequence[Mapping[str, Any]], prefix: str, nbytes: int) -> list[_Link]:
+def link_stats(records: Sequence[Mapping[str, Any]], prefix: str, nbytes: int) -> list[Link]:
+    """Every link at ``nbytes``: its median time and noise under ``prefix``, and its group's
+    median and spread (class and flows)."""
     rows = [r for r in records if int(r["nbytes"]) == nbytes]
     groups: dict[tuple[str, int], list[float]] = defaultdict(list)
     for r in rows:
         groups[(str(r["link_class"]), int(r.get("flows") or 1))].append(float(r[f"{prefix}_median"]))
     ref = {k: (float(np.median(v)), _spread(v)) for k, v in groups.items()}
-    return [_Link(int(r["src"]), int(r["dst"]), int(r["src_node"]), int(r["dst_node"]),
+    return [Link(int(r["src"]), int(r["dst"]), int(r["src_node"]), int(r["dst_node"]),
                   str(r["link_class"]), float(r[f"{prefix}_median"]), float(r[f"{prefix}_noise"]),
                   *ref[(str(r["link_class"]), int(r.get("flows") or 1))]) for r in rows]
 
 
-def _slow_nodes(links: list[_Link], threshold: float,
+def _slow_nodes(links: list[Link], threshold: float,
                 z: float) -> list[tuple[int, str, float, float, float, float]]:
     """(node, class, R - 1, relative noise, node's median t, reference t) of each slow node."""
     out = []
     for cls in sorted({k.cls for k in links}):
-        per: dict[int, list[_Link]] = defaultdict(list)
+        per: dict[int, list[Link]] = defaultdict(list)
         for k in (k for k in links if k.cls == cls):
             per[k.node_a].append(k)
             if k.node_b != k.node_a:
@@ -143,6 +148,7 @@ def _slow_nodes(links: list[_Link], threshold: float,
 
 def tests(records: Sequence[Mapping[str, Any]]) -> int:
     """How many tests :func:`find` makes: (links + nodes x classes) x measurements x sizes."""
+    records = probe_records(records)
     links = {(int(r["src"]), int(r["dst"])) for r in records}
     node_classes = {(int(r[f"{e}_node"]), str(r["link_class"])) for r in records
                     for e in ("src", "dst")}
@@ -154,7 +160,7 @@ def find(records: Sequence[Mapping[str, Any]], threshold: float,
          z: float | None = None) -> list[Outlier]:
     """Slow nodes first, then slow links, each per measurement and size (rule: module doc);
     ``z`` defaults to :func:`z_for` the run's number of tests."""
-    records = [r for r in records if r.get("kind") == "probe" and r.get("status", "ok") == "ok"]
+    records = probe_records(records)
     z = z if z is not None else z_for(tests(records))
     names = node_names(records)
     host_of = {int(r[e]): str(r[f"{e}_host"]) for r in records for e in ("src", "dst")}
@@ -162,7 +168,7 @@ def find(records: Sequence[Mapping[str, Any]], threshold: float,
     links: list[Outlier] = []
     for meas, prefix in MEASUREMENTS.items():
         for nbytes in sorted({int(r["nbytes"]) for r in records}):
-            ls = _links(records, prefix, nbytes)
+            ls = link_stats(records, prefix, nbytes)
             slow = {}
             for n, cls, excess, noise, t, ref in _slow_nodes(ls, threshold, z):
                 name, ranks, host = names[n]

@@ -6,7 +6,8 @@ want summaries only), its median, p5, p95 and min, and its noise: the standard e
 median estimated from the samples' spread, ``1.2533 * 1.4826 * MAD / sqrt(n)`` (the median's
 standard error for normal samples, with the MAD as a robust sigma). Bandwidths are derived
 from the median window times: ``window * nbytes / t`` one way, twice that both ways (GB/s,
-1e9 bytes per second, as the rest of commbench).
+1e9 bytes per second, as the rest of commbench). Records of the confirmation pass
+(:func:`block_record`) pool a pair's blocks and keep each block's median besides.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ def ranks_per_node(layout: Layout) -> int | None:
     return sizes.pop() if len(sizes) == 1 else None
 
 
-def pair_record(layout: Layout, a: int, b: int, flows: int, rnd: int, s: Samples,
+def pair_record(layout: Layout, a: int, b: int, flows: int, rnd: int | None, s: Samples,
                 settings: Settings, extra: Mapping[str, Any]) -> dict[str, Any]:
     """The record of pair (a, b) at one size."""
     rec: dict[str, Any] = {
@@ -70,4 +71,18 @@ def pair_record(layout: Layout, a: int, b: int, flows: int, rnd: int, s: Samples
     rec["uni_gbps"] = gbps(w, rec["uni_us_median"])
     rec["bi_gbps"] = gbps(2 * w, rec["bi_us_median"])
     rec.update(timer=TIMER, time_unix=time.time(), **extra)
+    return rec
+
+
+def block_record(layout: Layout, a: int, b: int, blocks: Sequence[Samples], settings: Settings,
+                 extra: Mapping[str, Any]) -> dict[str, Any]:
+    """The record of pair (a, b) at one size measured alone in blocks (the confirmation pass,
+    ``flows`` 1, no round): the blocks' samples pooled, and each block's median
+    (``*_us_blocks``); ``repeats`` is per block, ``blocks`` how many."""
+    pooled = Samples(blocks[0].nbytes, **{p: tuple(x for s in blocks for x in getattr(s, p))
+                                          for p in MEASUREMENTS.values()})
+    rec = pair_record(layout, a, b, 1, None, pooled, settings, extra)
+    rec["blocks"] = len(blocks)
+    for p in MEASUREMENTS.values():
+        rec[f"{p}_blocks"] = [float(np.median(getattr(s, p))) for s in blocks]
     return rec

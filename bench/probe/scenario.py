@@ -8,6 +8,7 @@ from typing import Annotated, Literal
 from pydantic import Field, model_validator
 
 from bench.emulate.config import Emulate
+from bench.probe.confirm import Confirm
 from bench.probe.measure import Settings
 from bench.scenario import Size
 from bench.scenario_base import Frozen, PositiveInt
@@ -29,6 +30,11 @@ class ProbeScenario(Frozen):
     warmup: Annotated[int, Field(ge=0)] = 1
     threshold: Annotated[float, Field(gt=0)] = 0.25  # relative excess that names a link or node
     round_timeout_s: Annotated[float, Field(gt=0)] = 300.0  # a round past it ends the job
+    # the confirmation pass (bench/probe/confirm.py): at most confirm_max suspects (0: none),
+    # each in confirm_blocks blocks of confirm_repeats samples against a reference pair
+    confirm_max: Annotated[int, Field(ge=0)] = 16
+    confirm_blocks: PositiveInt = 3
+    confirm_repeats: Annotated[int, Field(ge=3)] = 5
     emulate: Emulate | None = None  # a modelled cluster on this host (bench/emulate/config.py)
 
     @model_validator(mode="after")
@@ -62,6 +68,9 @@ class ProbeScenario(Frozen):
         """Ranks self-launched without ``world_size``: the emulated cluster's, else one per
         core (at least 2)."""
         return self.emulate.ranks() if self.emulate is not None else max(2, cores)
+
+    def confirm(self) -> Confirm:
+        return Confirm(self.threshold, self.confirm_max, self.confirm_blocks, self.confirm_repeats)
 
     def settings(self) -> Settings:
         return Settings(tuple(sorted(self.sizes)), self.repeats, self.window, self.warmup)

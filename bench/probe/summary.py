@@ -1,14 +1,44 @@
-"""The probe's closing lines: per link class, latency and bandwidth; then the slow nodes and
-links (:mod:`bench.probe.outliers`), or that none was found and at which threshold."""
+"""The probe's closing lines: per link class, latency and bandwidth; then what each pass found
+(:mod:`bench.probe.findings`): the slow nodes and links confirmed when re-measured alone, those
+flagged by the tournament but cleared, and those named on the tournament alone."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from bench.probe.findings import CLEARED, CONFIRMED, Finding, findings
 from bench.probe.matrix import class_summary, probe_records
-from bench.probe.outliers import find, slow_nodes, tests, unexplained_links, z_for
+from bench.probe.outliers import tests, z_for
 from bench.units import format_size
+
+
+def _flags(f: Finding) -> str:
+    cls = f.what == "node"
+    return ", ".join(sorted({(f"{o.link_class} " if cls else "")
+                             + f"{o.measurement} {format_size(o.nbytes)} +{o.excess:.0%}"
+                             for o in f.flags}))
+
+
+def _retests(f: Finding) -> str:
+    assert f.verdict is not None
+    v = f.verdict
+    what = ", ".join(f"{t.measurement} {format_size(t.nbytes)} {t.excess:+.0%}"
+                     for t in v.retests)
+    return f"alone against ranks {v.reference[0]}-{v.reference[1]}: {what}"
+
+
+def finding_line(f: Finding) -> str:
+    if f.status == CLEARED:
+        return (f"probe: cleared: {f.name}: flagged in the tournament ({_flags(f)}), not slow "
+                f"re-measured {_retests(f)}")
+    kind = "slow node" if f.what == "node" else "slow link"
+    if f.status == CONFIRMED:
+        return f"probe: {kind}: {f.name}: {_flags(f)}; confirmed {_retests(f)}"
+    if f.confirming:
+        return (f"probe: flagged, not re-measured (over the pass's limit, or no reference pair): "
+                f"{f.name}: {_flags(f)}")
+    return f"probe: {kind}: {f.name}: {_flags(f)} (tournament only: no confirmation pass)"
 
 
 def summary_lines(records: Sequence[Mapping[str, Any]], threshold: float) -> list[str]:
@@ -21,23 +51,20 @@ def summary_lines(records: Sequence[Mapping[str, Any]], threshold: float) -> lis
                    f"latency {r['latency_us_median']:.3g} us, uni {r['uni_gbps']:.3g} GB/s, "
                    f"bi {r['bi_gbps']:.3g} GB/s (medians over pairs)")
     z = z_for(tests(probe_records(records)))
-    found = find(records, threshold, z)
-    nodes, links = slow_nodes(found), unexplained_links(found)
+    found = findings(records, threshold, z)
     rule = (f"> {threshold:.0%} slower than its class median and beyond z = {z:.2f} times its "
-            "noise and the spread between links (docs/probe.md)")
-    if not nodes and not links:
-        out.append(f"probe: no slow node or link ({rule})")
-    for n in nodes:
-        what = sorted({f"{o.link_class} {o.measurement} {format_size(o.nbytes)} +{o.excess:.0%}"
-                       for o in found if o.what == "node" and o.name == n})
-        out.append(f"probe: slow node: {n}: {', '.join(what)}")
-    for k in links:
-        what = sorted({f"{o.measurement} {format_size(o.nbytes)} +{o.excess:.0%}"
-                       for o in found if o.what == "link" and o.name == k})
-        out.append(f"probe: slow link: {k} ({', '.join(what)})")
-    explained = len({o.name for o in found if o.what == "link" and o.explained_by})
+            "noise and the spread between links, then slow again re-measured alone against a "
+            "reference pair (docs/probe.md)")
+    out += [finding_line(f) for f in found]
+    explained = len({k for f in found if f.named for k in f.explained})
     if explained:
         out.append(f"probe: {explained} slow links more have an end on a slow node")
-    if nodes or links:
+    named = [f for f in found if f.named]
+    if not named:
+        n, cleared = len(found), sum(f.status == CLEARED for f in found)
+        what = (f" ({n} flagged in the tournament, {cleared} cleared when re-measured alone)"
+                if found else "")
+        out.append(f"probe: no slow node or link{what} ({rule})")
+    else:
         out.append(f"probe: rule: {rule}")
     return out

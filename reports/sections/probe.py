@@ -1,6 +1,7 @@
 """Link probe: per link class, the node x node matrix as heatmaps, and the slow nodes and links
-named by host and rank (``commbench probe``, records of kind ``probe``; rule in
-:mod:`bench.probe.outliers`)."""
+named by host and rank (``commbench probe``, records of kind ``probe``): flagged in the
+tournament (:mod:`bench.probe.outliers`), then confirmed or cleared when re-measured alone
+(:mod:`bench.probe.verdict`)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ from typing import Any
 
 import pandas as pd
 
-from bench.probe.matrix import class_summary, node_matrix
-from bench.probe.outliers import find, node_names, tests, z_for
+from bench.probe.findings import CLEARED, Finding, findings
+from bench.probe.matrix import class_summary, node_matrix, probe_records
+from bench.probe.outliers import node_names, tests, z_for
 from bench.units import format_size
 from reports.data import ReportData, Run
 from reports.heatmap import heatmap
@@ -34,7 +36,8 @@ def _run(run: Run, opts: Options) -> dict[str, Any] | None:
     df = run.records[run.records["kind"] == "probe"]
     if df.empty:
         return None
-    recs = df.to_dict("records")
+    every = df.to_dict("records")
+    recs = probe_records(every)
     sizes = sorted({int(r["nbytes"]) for r in recs})
     small, large = sizes[0], sizes[-1]
     names = node_names(recs)
@@ -42,7 +45,7 @@ def _run(run: Run, opts: Options) -> dict[str, Any] | None:
               for n in sorted(names)]
     threshold = _threshold(run)
     z = z_for(tests(recs))
-    found = find(recs, threshold, z)
+    found = findings(every, threshold, z)
     emulation = _first(df, "emulation")
     return {
         "label": run.label, "pairs": len({(r["src"], r["dst"]) for r in recs}),
@@ -60,16 +63,41 @@ def _run(run: Run, opts: Options) -> dict[str, Any] | None:
                            f"[{run.label}]", "GB/s", True),
         "small": format_size(small), "large": format_size(large),
         "threshold": threshold, "z": z,
-        "nodes_out": [_row(o) for o in found if o.what == "node"][: opts.max_rows],
-        "links_out": [_row(o) for o in found if o.what == "link" and not o.explained_by][: opts.max_rows],
-        "explained": len({o.name for o in found if o.what == "link" and o.explained_by}),
+        "flagged": [_row(o, f) for f in found for o in f.flags][: opts.max_rows],
+        "named": [f.name for f in found if f.named],
+        "cleared": [f.name for f in found if f.status == CLEARED],
+        "retests": [_retest(f, t) for f in found if f.verdict for t in f.verdict.retests]
+        [: opts.max_rows],
+        "confirm_z": next((f.verdict.z for f in found if f.verdict), None),
+        "confirm": _confirm(run),
+        "explained": len({k for f in found if f.named for k in f.explained}),
     }
 
 
-def _row(o: Any) -> dict[str, Any]:
+def _confirm(run: Run) -> dict[str, Any] | None:
+    sc = run.meta.get("scenario")
+    if not isinstance(sc, dict) or not sc.get("confirm_max"):
+        return None
+    return {k: sc.get(f"confirm_{k}") for k in ("max", "blocks", "repeats")}
+
+
+def _row(o: Any, f: Finding) -> dict[str, Any]:
     return {"name": o.name, "cls": o.link_class, "measurement": o.measurement,
             "size": format_size(o.nbytes), "nbytes": o.nbytes, "excess": 100 * o.excess,
-            "noise": 100 * o.noise, "value": o.value_us, "reference": o.reference_us}
+            "noise": 100 * o.noise, "value": o.value_us, "reference": o.reference_us,
+            "status": f.status, "named": f.named}
+
+
+def _retest(f: Finding, t: Any) -> dict[str, Any]:
+    assert f.verdict is not None
+    v = f.verdict
+    return {"name": f.name, "pair": f"{v.pair[0]}-{v.pair[1]}",
+            "reference_pair": f"{v.reference[0]}-{v.reference[1]}", "cls": v.link_class,
+            "measurement": t.measurement, "size": format_size(t.nbytes), "nbytes": t.nbytes,
+            "excess": 100 * t.excess, "noise": 100 * t.noise,
+            "blocks": " / ".join(f"{100 * e:+.0f}" for e in t.block_excess),
+            "value": t.value_us, "reference": t.reference_us, "slow": t.slow,
+            "status": f.status}
 
 
 @section("probe")

@@ -1,0 +1,106 @@
+"""The confirmation pass's rule: is a suspect slow again, measured alone against a reference?
+
+The pass (:mod:`bench.probe.confirm_job`) measures a suspect's pair in B blocks of r samples per
+measurement and size, one pair at a time (every other rank asleep at a barrier), and a reference
+pair of its class the same way before the first block, between blocks and after the last
+(B + 1 blocks): R S R S ... S R. Records of the pass (``phase: confirm``) keep the pooled
+median and its noise, and each block's median (``*_us_blocks``). For each test the tournament
+flagged (measurement, size), with S and R the suspect's and the reference's samples:
+
+- ``e = median(S) / median(R) - 1`` and its noise ``v = sqrt(se_S^2 + se_R^2) / median(R)``
+  (se: the median's standard error from the MAD, as in the tournament);
+- per block j, ``e_j = s_j / ((r_j + r_(j+1)) / 2) - 1``: the suspect block's median against
+  the mean of the medians of the reference blocks right before and after it, so a host that
+  changed speed moves both sides;
+- the test is **slow again** when ``e > threshold``, ``e > z * v`` and ``e_j > threshold`` in
+  more than half of the blocks (a stall of one block cannot confirm);
+- z keeps the pass's tests together at 5 % (Bonferroni over the re-judged tests of all checks).
+
+A suspect is **confirmed** when at least one of its tests is slow again, else **cleared**.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from bench.probe.outliers import z_for
+from bench.probe.record import MEASUREMENTS
+
+
+@dataclass(frozen=True)
+class Retest:
+    measurement: str
+    nbytes: int
+    excess: float  # pooled: median(S) / median(R) - 1
+    noise: float  # relative
+    block_excess: tuple[float, ...]
+    value_us: float  # median(S)
+    reference_us: float  # median(R)
+    slow: bool
+
+
+@dataclass(frozen=True)
+class Verdict:
+    check: int
+    name: str
+    what: str  # node | link
+    link_class: str
+    pair: tuple[int, int]
+    reference: tuple[int, int]
+    z: float
+    retests: tuple[Retest, ...]
+
+    @property
+    def confirmed(self) -> bool:
+        return any(t.slow for t in self.retests)
+
+
+def confirm_records(records: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    return [r for r in records if r.get("kind") == "probe" and r.get("phase") == "confirm"
+            and r.get("status", "ok") == "ok"]
+
+
+def _tests(rec: Mapping[str, Any]) -> list[tuple[str, int]]:
+    return [(str(m), int(n)) for m, n in rec["tests"]]
+
+
+def retest(sus: Mapping[str, Any], ref: Mapping[str, Any], measurement: str, threshold: float,
+           z: float) -> Retest:
+    """One re-judged test from the suspect's and the reference's records at its size."""
+    p = MEASUREMENTS[measurement]
+    ts, tr = float(sus[f"{p}_median"]), float(ref[f"{p}_median"])
+    s, r = [float(x) for x in sus[f"{p}_blocks"]], [float(x) for x in ref[f"{p}_blocks"]]
+    if len(r) != len(s) + 1:
+        raise ValueError(f"{len(s)} suspect blocks need {len(s) + 1} reference blocks, got {len(r)}")
+    excess = ts / tr - 1.0
+    noise = math.hypot(float(sus[f"{p}_noise"]), float(ref[f"{p}_noise"])) / tr
+    blocks = tuple(s[j] / ((r[j] + r[j + 1]) / 2) - 1.0 for j in range(len(s)))
+    slow = (excess > threshold and excess > z * noise
+            and 2 * sum(e > threshold for e in blocks) > len(blocks))
+    return Retest(measurement, int(sus["nbytes"]), excess, noise, blocks, ts, tr, slow)
+
+
+def decide(records: Sequence[Mapping[str, Any]], threshold: float) -> list[Verdict]:
+    """A verdict for every check of the pass whose records are all there, in check order."""
+    by: dict[int, dict[tuple[str, int], Mapping[str, Any]]] = defaultdict(dict)
+    for r in confirm_records(records):
+        by[int(r["check"])][(str(r["role"]), int(r["nbytes"]))] = r
+    tests = {i: _tests(next(iter(recs.values()))) for i, recs in by.items()}
+    z = z_for(sum(len(t) for t in tests.values()))
+    out = []
+    for i in sorted(by):
+        recs = by[i]
+        if not all(("suspect", n) in recs and ("reference", n) in recs for _, n in tests[i]):
+            continue  # the pass ended during this check
+        sus = next(v for (role, _), v in recs.items() if role == "suspect")
+        ref = next(v for (role, _), v in recs.items() if role == "reference")
+        out.append(Verdict(
+            i, str(sus["suspect"]), str(sus["suspect_what"]), str(sus["link_class"]),
+            (int(sus["src"]), int(sus["dst"])), (int(ref["src"]), int(ref["dst"])), z,
+            tuple(retest(recs[("suspect", n)], recs[("reference", n)], m, threshold, z)
+                  for m, n in tests[i])))
+    return out
