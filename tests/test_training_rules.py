@@ -39,6 +39,20 @@ BAD = [  # (scenario body after "kind: training", the one-line message it must g
     ("models: [gpt-tiny]\nstrategies: [hybrid:3]\nworld_sizes: [4]",
      "tensor_degree 3 does not divide the world size"),
     ("models: [gpt-tiny]\nstrategies: [ddp:warp]", "unknown ddp hook 'warp'"),
+    ("models: [gpt-tiny]\nstrategies: [ps:2]\nworld_sizes: [1, 2]",
+     "ps[servers=2] on gpt-tiny at world size 1: ps needs at least one worker: 2 server rank(s) "
+     "of 1 leave none"),
+    ("models: [gpt-tiny]\nstrategies: [{name: ddp, precision: fp8}]",
+     "strategies.0.precision: Input should be 'fp32', 'bf16' or 'fp16'"),
+    ("models: [gpt-tiny]\nstrategies: [{name: ddp, checkpoint: [0, 8]}]\nworld_sizes: [2]",
+     "ddp[ckpt=0+8] on gpt-tiny at world size 2: checkpoint names piece 8, but the model has 8 "
+     "pieces (0..7)"),
+    ("models: [gpt-tiny]\nstrategies: [{name: ddp, checkpoint: 1.5}]",
+     "checkpoint: a fraction must lie in (0, 1), got 1.5"),
+    ("models: [gpt-tiny]\nstrategies: [{name: zero1, checkpoint: [2, 2]}]",
+     "checkpoint: piece indices given twice in [2, 2]"),
+    ("models: [gpt-tiny]\nstrategies: [{name: zero1, checkpoint: all}]",
+     "checkpoint: true, false, a list of piece indices or a fraction in (0, 1), got 'all'"),
     # a CPU-only torch build is known from its version.py; an accelerator build asks torch
     *([] if accelerator_build() else [("models: [gpt-tiny]\nstrategies: [ddp:bf16]\nworld_sizes: [2]",
                                        "hook bf16 needs CUDA and NCCL")]),

@@ -13,11 +13,28 @@ Sharding rules (per parameter, exactly as torch shards it):
   ``clamp(d0 - r * ceil(d0 / N), 0, ceil(d0 / N))`` rows of params, grads and state.
 - tensor: colwise weights and biases split on dim 0, rowwise weights on dim 1, the rest replicated.
 - pipeline: the parameters of the rank's stages only. hybrid: tensor split, then FSDP2 over dp.
+- ps (N servers, the last N ranks; W - N workers): a worker holds every parameter and gradient
+  and no optimizer state; server s holds the whole tensors :func:`greedy_owners` gives it, their
+  gradients and their optimizer state. Transient: a worker's flat push and pull buffers (2 Psi),
+  a server's W - N receive buffers and its flat send buffer ((W - N + 1) Psi_s).
 
-Activations (GPT only; Korthikanti et al. 2022, 16-bit, no recomputation, no sequence
-parallelism): per layer ``s*b*h*(10 + 24/t + 5*a*s/(h*t))`` bytes with tensor degree t, where
-the ``5as/h`` attention-score term is dropped with flash attention (the default here), plus the
-fp32 logits ``4*s*b*V``. Pipelines hold L/p layers for m (GPipe) or min(m, p) (1F1B) microbatches.
+Activations (GPT only; Korthikanti et al. 2022, no sequence parallelism): per layer
+``s*b*h*(10 + 24/t + 5*a*s/(h*t))`` bytes at 16-bit with tensor degree t, where the ``5as/h``
+attention-score term is dropped with flash attention (the default here), plus the fp32 logits
+``4*s*b*V``. Pipelines hold L/p layers for m (GPipe) or min(m, p) (1F1B) microbatches. The
+16-bit figures hold for mixed precision and for ``precision: bf16 | fp16``; fp32 activations
+(fp32 accounting and ``precision: fp32``) are twice them.
+
+Activation checkpointing (``checkpoint``; Korthikanti et al. 2022, "full recomputation"): a
+checkpointed layer keeps only its input, ``2*s*b*h`` bytes at 16-bit (``4*s*b*h`` in fp32; not
+divided by t: the layer input is replicated across a tensor group without sequence
+parallelism), instead of the per-layer figure above; for a pipeline, the checkpointed layers
+counted are those of the rank's stages. The cost is recomputation: one extra forward of the
+checkpointed pieces in backward. :func:`recompute_fraction` (``Estimate.recompute_fraction``)
+is that extra work as a fraction of one whole-model forward, from matmul FLOPs per sample
+(``2 * tokens`` per weight of every ``nn.Linear``/``nn.Conv*``, plus ``4 * s^2 * h`` of
+attention per GPT layer; convolutions counted once per sample, not per pixel, an approximation).
+With backward ~ 2 forwards, a step's compute grows by the factor ``1 + recompute_fraction / 3``.
 """
 
 from __future__ import annotations
@@ -69,6 +86,7 @@ class Estimate:
     optim: int
     transient: int
     activations: int | None
+    recompute_fraction: float = 0.0  # extra forward work of checkpointing / one model forward
 
     @property
     def model_states(self) -> int:
@@ -77,6 +95,17 @@ class Estimate:
     @property
     def total(self) -> int:
         return self.model_states + self.transient + (self.activations or 0)
+
+
+def greedy_owners(sizes: list[int], n: int) -> list[int]:
+    """Owner of each size among ``n`` bins: largest first (stable) to the least-loaded bin,
+    lowest index on ties (ZeroRedundancyOptimizer's assignment; the ps shards)."""
+    loads = [0] * n
+    owners = [0] * len(sizes)
+    for i in sorted(range(len(sizes)), key=lambda i: -sizes[i]):
+        owners[i] = loads.index(min(loads))
+        loads[owners[i]] += sizes[i]
+    return owners
 
 
 def parameters(model: ModelSpec) -> list[Param]:
@@ -122,14 +151,17 @@ def _ddp(model: ModelSpec, s: StrategySpec, ps: list[Param], n: int, r: int) -> 
 @RULES.register("zero1")
 def _zero1(model: ModelSpec, s: StrategySpec, ps: list[Param], n: int, r: int) -> Held:
     full = [numel(p.shape) for p in ps]
-    loads = [0] * n
-    mine = []
-    for size in sorted(full, reverse=True):  # stable, like ZeroRedundancyOptimizer
-        owner = loads.index(min(loads))
-        loads[owner] += size
-        if owner == r:
-            mine.append(size)
-    return Held(full, full, mine)
+    return Held(full, full, [x for x, o in zip(full, greedy_owners(full, n)) if o == r])
+
+
+@RULES.register("ps")
+def _ps(model: ModelSpec, s: StrategySpec, ps: list[Param], n: int, r: int) -> Held:
+    full = [numel(p.shape) for p in ps]
+    workers = n - s.servers
+    if r < workers:
+        return Held(full, full, [], 2 * sum(full))
+    mine = [x for x, o in zip(full, greedy_owners(full, s.servers)) if o == r - workers]
+    return Held(mine, mine, mine, (workers + 1) * sum(mine))
 
 
 def _fsdp(ps: list[Param], n: int, r: int, shapes: list[tuple[int, ...]], reshard: bool) -> Held:
@@ -177,22 +209,56 @@ def _pipeline(model: ModelSpec, s: StrategySpec, ps: list[Param], n: int, r: int
 
 
 def activations(model: ModelSpec, s: StrategySpec, n: int, batch: int, prec: Precision,
-                flash: bool = True) -> int | None:
-    """Activation bytes per rank for the reference GPT (None for other families)."""
+                flash: bool = True, rank: int = 0) -> int | None:
+    """Activation bytes of ``rank`` for the reference GPT (None for other families)."""
     cfg = model.config
     if model.family != "gpt":
         return None
+    if s.name == "ps" and rank >= n - s.servers:
+        return 0  # a server runs no forward
     sq, h, a, layers, v = cfg.seq_len, cfg.embd, cfg.heads, cfg.layers, cfg.vocab
     t = {"tensor": n, "hybrid": s.tensor_degree}.get(s.name, 1)
-    mb, held_layers = batch, layers
+    blocks = set(range(1, layers + 1))  # pieces: embedding, the L layers, the head
+    mb, per_mb, in_flight = batch, layers, 1
     if s.name == "pipeline":
+        from bench.training.strategies.pipeline import local_stages, stage_pieces
+
         p = n * s.pipeline_stages_per_rank
         mb = batch // s.microbatches
         in_flight = s.microbatches if s.schedule == "gpipe" else min(s.microbatches, n)
-        held_layers = math.ceil(layers / p) * s.pipeline_stages_per_rank * in_flight
+        per_mb = math.ceil(layers / p) * s.pipeline_stages_per_rank
+        stages = stage_pieces(model, p)
+        blocks &= {i for st in local_stages(s, rank, n) for i in stages[st]}
+    ckpt = min(len(blocks & s.checkpointed(model.num_pieces)), per_mb)
     per_layer = sq * mb * h * (10 + 24 / t + (0 if flash else 5 * a * sq / (h * t)))
-    scale = prec.param_bytes / 2  # the formula counts 16-bit activations
-    return int(held_layers * per_layer * scale + 4 * sq * mb * v)
+    kept_input = 2 * sq * mb * h  # a checkpointed layer's input, 16-bit
+    scale = 1 if prec.param_bytes == 2 or s.precision != "fp32" else 2  # vs 16-bit figures
+    held = ((per_mb - ckpt) * per_layer + ckpt * kept_input) * in_flight
+    return int(held * scale + 4 * sq * mb * v)
+
+
+def piece_flops(model: ModelSpec) -> list[int]:
+    """Forward matmul FLOPs per sample of each piece (see the module docstring)."""
+    from torch import nn
+
+    cfg = model.config
+    tokens = cfg.seq_len if model.family == "gpt" else 1
+    out = []
+    for i, piece in enumerate(model.build_meta().pieces):
+        w = sum(m.weight.numel() for m in piece.modules()
+                if isinstance(m, nn.Linear | nn.Conv1d | nn.Conv2d | nn.Conv3d))
+        attn = 4 * cfg.seq_len ** 2 * cfg.embd if model.family == "gpt" and 1 <= i <= cfg.layers else 0
+        out.append(2 * tokens * w + attn)
+    return out
+
+
+def recompute_fraction(model: ModelSpec, s: StrategySpec) -> float:
+    """Extra forward work of ``s``'s checkpointing, as a fraction of one forward of the model."""
+    chosen = s.checkpointed(model.num_pieces)
+    if not chosen:
+        return 0.0
+    flops = piece_flops(model)
+    return sum(flops[i] for i in chosen) / sum(flops)
 
 
 def predict(model: ModelSpec, s: StrategySpec, world: int, rank: int, prec: Precision = FP32,
@@ -200,11 +266,12 @@ def predict(model: ModelSpec, s: StrategySpec, world: int, rank: int, prec: Prec
     """Per-rank memory of ``rank`` in a job of ``world`` ranks (batch: per replica)."""
     ps = params if params is not None else parameters(model)
     held = RULES.get(s.name)(model, s, ps, world, rank)
-    acts = activations(model, s, world, batch, prec) if batch else None
+    acts = activations(model, s, world, batch, prec, rank=rank) if batch else None
     return Estimate(
         params=sum(held.params) * prec.param_bytes,
         grads=sum(held.grads) * prec.grad_bytes,
         optim=sum(held.optim) * prec.optim_per_param + len(held.optim) * prec.optim_per_tensor,
         transient=held.transient * prec.param_bytes,
         activations=acts,
+        recompute_fraction=recompute_fraction(model, s),
     )

@@ -3,8 +3,10 @@
 Protocol per case: ``warmup`` untimed steps, then ``steps`` timed steps, each preceded by a
 barrier and a device synchronisation, timed alone with ``perf_counter_ns`` and ended by a
 synchronisation (the sample kept is the max over ranks of that step), then one last untimed step
-under the :class:`~bench.training.comm.CommCounter`. Counting last means DDP has rebuilt its
-buckets (in its second step) whatever ``warmup`` is, and counting costs the timed steps nothing.
+under the :class:`~bench.training.comm.CommCounter` and
+:class:`~bench.training.memory.SavedActivations` (activation bytes held for backward). Counting
+last means DDP has rebuilt its buckets (in its second step) whatever ``warmup`` is, and counting
+costs the timed steps nothing.
 Batches are generated, and copied to the device, before the barrier. Loss per step is the mean
 over the ranks that see a loss (every replica reports equally often, so this is the mean over
 replicas).
@@ -22,7 +24,7 @@ import torch.distributed as dist
 
 from bench.models.base import ModelSpec
 from bench.training.comm import CommCount, CommCounter
-from bench.training.memory import HeldBytes, PeakMemory, held_bytes
+from bench.training.memory import HeldBytes, PeakMemory, SavedActivations, held_bytes
 from bench.training.strategy import Trainer
 
 TIMER = ("time.perf_counter_ns around each step, after a barrier and a device sync, ended by a "
@@ -50,6 +52,7 @@ class RankResult:
     comm: CommCount | None
     peak: int
     peak_above_start: int
+    activations: int  # peak bytes held for backward in the counted step
 
 
 @dataclass(frozen=True)
@@ -82,6 +85,7 @@ def run_case(trainer: Trainer, model: ModelSpec, proto: Protocol, device: torch.
     losses: list[float] = []
     samples: list[float] = []
     comm: CommCount | None = None
+    acts = 0
     tokens = 0
     clock = time.perf_counter_ns
     for s in range(proto.total):
@@ -90,9 +94,9 @@ def run_case(trainer: Trainer, model: ModelSpec, proto: Protocol, device: torch.
         if s < proto.warmup:
             loss = trainer.step(batch)
         elif s == proto.total - 1:
-            with CommCounter() as counter:
+            with CommCounter() as counter, SavedActivations() as saved:
                 loss = trainer.step(batch)
-            comm = counter.count
+            comm, acts = counter.count, saved.peak
         else:
             _barrier(device)
             _sync(device)
@@ -101,7 +105,7 @@ def run_case(trainer: Trainer, model: ModelSpec, proto: Protocol, device: torch.
             _sync(device)
             samples.append((clock() - t0) / 1e6)
         losses.append(math.nan if loss is None else loss)
-    mine = RankResult(held_bytes(trainer), comm, *peak.peak())
+    mine = RankResult(held_bytes(trainer), comm, *peak.peak(), activations=acts)
     return CaseResult(global_batch, tokens, _mean_loss(losses, device), _max_samples(samples, device),
                       _gather(mine), peak.method)
 

@@ -6,16 +6,28 @@ their local shard, tensors shared by several modules once). The peak is CUDA's
 process's peak resident set (VmHWM, reset per case through /proc/self/clear_refs), which
 includes the Python and torch runtime; ``mem_peak_above_start_bytes`` subtracts the resident
 set at the start of the case.
+
+Activation memory is measured exactly on every device by :class:`SavedActivations`: the peak,
+over one step, of the bytes autograd holds for backward (every tensor packed by
+``saved_tensors_hooks``, by storage, counted while the graph holds it). Parameters and views of
+them are left out (they are model states); the inputs that ``torch.utils.checkpoint`` keeps for
+recomputation are included (it saves them through the same hooks), the tensors recomputed
+inside a checkpointed piece during backward are not (they live under the checkpoint's own
+hooks, one piece at a time).
 """
 
 from __future__ import annotations
 
 import contextlib
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
+from types import TracebackType
+from typing import Any
 
 import psutil
 import torch
+from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
 from bench.training.strategy import Trainer
 
@@ -44,6 +56,68 @@ def held_bytes(trainer: Trainer) -> HeldBytes:
     states = [v for opt in trainer.optimizers() for st in opt.state.values() for v in st.values()
               if isinstance(v, torch.Tensor)]
     return HeldBytes(_nbytes(params), _nbytes(grads), _nbytes(states))
+
+
+def _storages(t: torch.Tensor) -> list[tuple[int, int]]:
+    """(key, bytes) of the storages behind ``t``: its own, or for a wrapper subclass (DTensor,
+    the functional collectives' AsyncCollectiveTensor) those of the tensors it wraps."""
+    if is_traceable_wrapper_subclass(t):
+        attrs, _ = t.__tensor_flatten__()
+        inner = [getattr(t, a) for a in attrs]
+        return [s for x in inner if isinstance(x, torch.Tensor) for s in _storages(x)]
+    storage = t.untyped_storage()
+    return [(storage.data_ptr(), storage.nbytes())] if storage.nbytes() else []
+
+
+class _Held:
+    """What a pack hook hands autograd in place of the tensor: its collection releases the count."""
+
+    __slots__ = ("__weakref__", "tensor")
+
+    def __init__(self, tensor: torch.Tensor) -> None:
+        self.tensor = tensor
+
+
+class SavedActivations:
+    """``with SavedActivations() as a: step()``; then ``a.peak``: the most bytes held for
+    backward at once during the step (by storage, parameters excluded)."""
+
+    def __init__(self) -> None:
+        self.live = 0
+        self.peak = 0
+        self._refs: dict[int, int] = {}  # storage key -> saved tensors holding it
+        self._hooks = torch.autograd.graph.saved_tensors_hooks(self._pack, self._unpack)
+
+    def __enter__(self) -> SavedActivations:
+        self._hooks.__enter__()
+        return self
+
+    def __exit__(self, et: type[BaseException] | None, ev: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self._hooks.__exit__(et, ev, tb)
+
+    def _pack(self, t: torch.Tensor) -> Any:
+        held = _Held(t)
+        base = t._base if t._base is not None else t
+        if base.is_leaf and base.requires_grad:  # a parameter or a view of one
+            return held
+        for key, nbytes in _storages(t):
+            if self._refs.get(key, 0) == 0:
+                self.live += nbytes
+                self.peak = max(self.peak, self.live)
+            self._refs[key] = self._refs.get(key, 0) + 1
+            weakref.finalize(held, self._release, key, nbytes)
+        return held
+
+    def _release(self, key: int, nbytes: int) -> None:
+        self._refs[key] -= 1
+        if self._refs[key] == 0:
+            del self._refs[key]
+            self.live -= nbytes
+
+    @staticmethod
+    def _unpack(held: _Held) -> torch.Tensor:
+        return held.tensor
 
 
 class PeakMemory:

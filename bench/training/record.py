@@ -60,6 +60,10 @@ def measured(sc: TrainingScenario, spec: StrategySpec, model: str, world: int, r
         "mem_optim_bytes": max(r.held.optim for r in res.ranks),
         "mem_peak_bytes": max(r.peak for r in res.ranks),
         "mem_peak_above_start_bytes": max(r.peak_above_start for r in res.ranks),
+        "mem_activations_bytes": max(r.activations for r in res.ranks),
+        "mem_activations_bytes_by_rank": [r.activations for r in res.ranks],
+        "mem_activations_method": "peak bytes held for backward (saved_tensors_hooks, by "
+                                  "storage, parameters excluded) in the counted step",
         "mem_rank_aggregate": "max over ranks (per-rank values in *_by_rank)",
         "mem_peak_method": res.peak_method,
         "mem_params_bytes_by_rank": [r.held.params for r in res.ranks],

@@ -28,9 +28,13 @@ class StrategySpec(Protocol):
     schedule: str
     microbatches: int
     tensor_degree: int
+    servers: int
+    precision: str
 
     @property
     def pipeline_stages_per_rank(self) -> int: ...
+
+    def checkpointed(self, pieces: int) -> frozenset[int]: ...
 
 
 Check = Callable[[StrategySpec, ModelInfo, int], None]  # raises ValueError with one line
@@ -121,6 +125,14 @@ def bf16_hook_allowed() -> bool:
     return bool(nccl or xccl)
 
 
+def check_options(spec: StrategySpec, model: ModelInfo) -> None:
+    """The options every strategy takes: checkpointed pieces must exist in the model."""
+    bad = sorted(i for i in spec.checkpointed(model.num_pieces) if i >= model.num_pieces)
+    if bad:
+        raise ValueError(f"checkpoint names piece {bad[0]}, but the model has {model.num_pieces} "
+                         f"pieces (0..{model.num_pieces - 1})")
+
+
 @rule("ddp")
 def _ddp(spec: StrategySpec, model: ModelInfo, world: int) -> None:
     if spec.hook == "bf16" and not bf16_hook_allowed():
@@ -157,3 +169,10 @@ def _hybrid(spec: StrategySpec, model: ModelInfo, world: int) -> None:
     if world % spec.tensor_degree:
         raise ValueError(f"tensor_degree {spec.tensor_degree} does not divide the world size")
     check_degree(model, spec.tensor_degree)
+
+
+@rule("ps")
+def _ps(spec: StrategySpec, model: ModelInfo, world: int) -> None:
+    if spec.servers >= world:
+        raise ValueError(f"ps needs at least one worker: {spec.servers} server rank(s) of "
+                         f"{world} leave none")

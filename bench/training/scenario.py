@@ -2,7 +2,11 @@
 
 A strategy is written as a mapping (``{name: pipeline, schedule: gpipe, microbatches: 8}``) or
 as a short string ``name[:option]`` (``ddp:ring``, ``ddp:fp16``, ``pipeline:interleaved``,
-``hybrid:2``). Every (strategy, model, world size) combination is checked by the strategy's rule
+``hybrid:2``, ``ps:1``). Two options belong to every strategy and are parsed here only:
+``checkpoint`` (activation checkpointing: ``true``, a list of piece indices, or a fraction f in
+(0, 1): the first ceil(f * pieces) pieces) and ``precision`` (``fp32``, or autocast ``bf16`` /
+``fp16`` with fp32 master weights; not to be confused with ddp's gradient-compression ``hook:
+fp16``). Every (strategy, model, world size) combination is checked by the strategy's rule
 (e.g. tensor degree must divide the heads, pipeline stages must not exceed the model's pieces),
 so a bad case fails before anything launches, with the key's name. The rules
 (:mod:`bench.training.rules`) and the model names (:mod:`bench.models.catalog`) need no torch:
@@ -12,18 +16,19 @@ validating a training scenario imports none.
 from __future__ import annotations
 
 import importlib.util
+import math
 from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 
 from bench.models.catalog import CATALOG, ModelInfo
 from bench.scenario_base import Frozen
-from bench.training.rules import RULES
+from bench.training.rules import RULES, check_options
 
 PositiveInt = Annotated[int, Field(ge=1)]
 PIPELINE_SCHEDULES = ("gpipe", "1f1b", "interleaved")
 COMPRESSION_HOOKS = ("default", "fp16", "bf16")
-STRING_OPTION = {"ddp": "hook", "pipeline": "schedule", "hybrid": "tensor_degree"}
+STRING_OPTION = {"ddp": "hook", "pipeline": "schedule", "hybrid": "tensor_degree", "ps": "servers"}
 
 
 def _from_string(v: Any) -> Any:
@@ -46,6 +51,29 @@ class StrategySpec(Frozen):
     stages_per_rank: PositiveInt | None = None  # pipeline: default 2 for interleaved, else 1
     tensor_degree: PositiveInt = 2  # hybrid: ranks per tensor-parallel group
     bucket_mb: Annotated[float, Field(gt=0)] = 25.0  # ddp / zero1 gradient bucket size
+    servers: PositiveInt = 1  # ps: parameter-server ranks (the last ones), the rest are workers
+    # every strategy: activation checkpointing (bench.training.options) and autocast precision
+    checkpoint: bool | float | tuple[int, ...] = False
+    precision: Literal["fp32", "bf16", "fp16"] = "fp32"
+
+    @field_validator("checkpoint", mode="before")
+    @classmethod
+    def _checkpoint(cls, v: Any) -> Any:
+        if isinstance(v, bool):
+            return v
+        if isinstance(v, int | float):
+            if not 0 < v < 1:
+                raise ValueError(f"checkpoint: a fraction must lie in (0, 1), got {v!r} "
+                                 f"(true checkpoints every piece)")
+            return float(v)
+        if isinstance(v, list | tuple):
+            if not v or not all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in v):
+                raise ValueError(f"checkpoint: a list must name piece indices >= 0, got {list(v)!r}")
+            if len(set(v)) != len(v):
+                raise ValueError(f"checkpoint: piece indices given twice in {list(v)!r}")
+            return tuple(sorted(v))
+        raise ValueError(f"checkpoint: true, false, a list of piece indices or a fraction in "
+                         f"(0, 1), got {v!r}")
 
     @field_validator("hook")
     @classmethod
@@ -63,12 +91,31 @@ class StrategySpec(Frozen):
             return self.stages_per_rank
         return 2 if self.schedule == "interleaved" else 1
 
+    def checkpointed(self, pieces: int) -> frozenset[int]:
+        """Indices of the pieces (of a chain of ``pieces``) run under activation checkpointing."""
+        c = self.checkpoint
+        if c is True:
+            return frozenset(range(pieces))
+        if c is False:
+            return frozenset()
+        if isinstance(c, float):
+            return frozenset(range(math.ceil(c * pieces)))
+        return frozenset(c)
+
     @property
     def label(self) -> str:
-        opts = {"ddp": self.hook if self.hook != "default" else "",
-                "pipeline": f"{self.schedule},m={self.microbatches}",
-                "hybrid": f"tp={self.tensor_degree}"}.get(self.name, "")
-        return f"{self.name}[{opts}]" if opts else self.name
+        opts = [{"ddp": self.hook if self.hook != "default" else "",
+                 "pipeline": f"{self.schedule},m={self.microbatches}",
+                 "hybrid": f"tp={self.tensor_degree}",
+                 "ps": f"servers={self.servers}"}.get(self.name, "")]
+        if self.checkpoint is not False:
+            c = self.checkpoint
+            opts.append("ckpt" if c is True else f"ckpt={c}" if isinstance(c, float)
+                        else "ckpt=" + "+".join(map(str, c)))
+        if self.precision != "fp32":  # amp=: ddp[fp16] stays the compression hook
+            opts.append(f"amp={self.precision}")
+        opts = [o for o in opts if o]
+        return f"{self.name}[{','.join(opts)}]" if opts else self.name
 
 
 Strategy = Annotated[StrategySpec, BeforeValidator(_from_string)]
@@ -142,6 +189,7 @@ def check_case(s: StrategySpec, model: ModelInfo, world: int, batch_size: int) -
     (``model``: a catalog entry, or the torch :class:`~bench.models.base.ModelSpec`, which is one)."""
     try:
         RULES.get(s.name).check(s, model, world)
+        check_options(s, model)
         if s.name == "pipeline" and batch_size % s.microbatches:
             raise ValueError(f"batch_size {batch_size} is not a multiple of microbatches "
                              f"{s.microbatches}")

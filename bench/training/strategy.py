@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING
 import torch
 from torch import nn
 
-from bench.models.base import Batch, ModelSpec
+from bench.models.base import Batch, Chain, ModelSpec
+from bench.training.options import Amp, apply_options
 from bench.training.rules import RULES, Check
 from kernels.registry import Registry
 
@@ -34,10 +35,16 @@ class TrainContext:
     seed: int
     lr: float
 
-    def build_model(self) -> nn.Module:
-        """The full model, identically initialised on every rank and in the reference."""
+    def build_model(self) -> Chain:
+        """The full model, identically initialised on every rank and in the reference, with the
+        strategy's checkpointing and precision applied to its pieces (:mod:`.options`)."""
         torch.manual_seed(self.seed)
-        return self.model.build()
+        model = self.model.build()
+        return apply_options(model, self.spec.checkpointed(len(model.pieces)), self.amp)
+
+    @property
+    def amp(self) -> Amp:
+        return Amp.of(self.spec.precision, self.device)
 
     def optimizer(self, params: Iterable[torch.nn.Parameter]) -> torch.optim.Optimizer:
         return torch.optim.Adam(params, lr=self.lr, foreach=False)
@@ -102,10 +109,14 @@ def strategy(name: str) -> Callable[[Callable[[TrainContext], Trainer]], Callabl
 
 
 def loss_step(model: nn.Module, spec: ModelSpec, batch: Batch, device: torch.device,
-              opt: torch.optim.Optimizer) -> float:
-    """forward, loss, backward, optimiser step on ``batch``; the loss as a float."""
+              opt: torch.optim.Optimizer, amp: Amp | None = None) -> float:
+    """forward, loss, backward, optimiser step on ``batch``; the (unscaled) loss as a float.
+    ``amp``: the loss in fp32 and scaled, the gradients unscaled before the step."""
     opt.zero_grad(set_to_none=True)
-    loss = spec.loss(model(batch.inputs.to(device)), batch.targets.to(device))
+    out, target = model(batch.inputs.to(device)), batch.targets.to(device)
+    loss = amp.loss(spec.loss, out, target) if amp else spec.loss(out, target)
     loss.backward()
+    if amp:
+        amp.unscale(p for g in opt.param_groups for p in g["params"])
     opt.step()
-    return float(loss.detach())
+    return float(loss.detach()) / (amp.scale if amp else 1.0)

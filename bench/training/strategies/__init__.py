@@ -8,7 +8,7 @@ from __future__ import annotations
 from bench.training.strategy import STRATEGIES, Strategy
 
 # isort: off
-from bench.training.strategies import ddp, zero1, fsdp, tensor, pipeline, hybrid  # noqa: F401
+from bench.training.strategies import ddp, zero1, fsdp, tensor, pipeline, hybrid, ps  # noqa: F401
 # isort: on
 
 __all__ = ["STRATEGIES", "Strategy"]

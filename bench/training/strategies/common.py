@@ -32,7 +32,7 @@ class ModelTrainer(Trainer):
 
     def step(self, batch: Batch) -> float | None:
         return loss_step(self.model, self.ctx.model, self.local_share(batch), self.ctx.device,
-                         self.opt)
+                         self.opt, self.ctx.amp)
 
     def modules(self) -> list[nn.Module]:
         return [self._held]

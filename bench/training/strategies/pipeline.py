@@ -3,7 +3,9 @@
 The model's pieces are cut into ``world * stages_per_rank`` contiguous stages balanced by
 parameter count (the split minimising the largest stage). Rank r holds stages r, r + world, ...
 (the interleaved layout). The whole batch is one replica, cut into ``microbatches``; gradients
-are scaled by 1/microbatches, so the update equals one step on the whole batch.
+are scaled by 1/microbatches, so the update equals one step on the whole batch. Checkpointing
+and precision act on the pieces inside each stage (autocast keeps GPT's residual stream in
+fp32, so the activations between stages stay fp32).
 """
 
 from __future__ import annotations
@@ -74,7 +76,8 @@ class PipelineTrainer(Trainer):
         self.mods = [nn.Sequential(*(full.pieces[i] for i in pieces[s])).to(ctx.device)
                      for s in self.stage_ids]
         stages = [PipelineStage(m, s, n, ctx.device) for m, s in zip(self.mods, self.stage_ids)]
-        loss = ctx.model.loss
+        self.amp = ctx.amp
+        loss = functools.partial(self.amp.loss, ctx.model.loss)  # fp32 loss, scaled for fp16
         if spec.schedule == "interleaved":
             self.schedule = ScheduleInterleaved1F1B(stages, spec.microbatches, loss_fn=loss)
         else:
@@ -89,8 +92,11 @@ class PipelineTrainer(Trainer):
         losses: list[torch.Tensor] = []
         kw = {"target": batch.targets.to(dev), "losses": losses} if self.last else {}
         self.schedule.step(*args, **kw)
+        self.amp.unscale(p for m in self.mods for p in m.parameters())
         self.opt.step()
-        return float(torch.stack(losses).detach().mean()) if self.last else None
+        if not self.last:
+            return None
+        return float(torch.stack(losses).detach().mean()) / self.amp.scale
 
     def modules(self) -> list[nn.Module]:
         return list(self.mods)

@@ -1,0 +1,91 @@
+"""The options every strategy takes, applied to the model's pieces: activation checkpointing
+and autocast precision. Parsed and validated in :class:`bench.training.scenario.StrategySpec`
+(``checkpoint``, ``precision``); applied here, once, by :meth:`TrainContext.build_model`, before
+any strategy wraps, shards or cuts the model.
+
+- *Checkpointing* runs each chosen piece under ``torch.utils.checkpoint`` (``use_reentrant=False``):
+  its forward keeps only the piece's input for backward and runs again during backward (one
+  extra forward of the checkpointed pieces). The piece's own ``forward`` is replaced on the
+  instance, so parameter names, the tensor-parallel plan's module paths, FSDP2's units and the
+  pipeline's cuts are unchanged, and whatever hooks a strategy registers on the piece (FSDP2's
+  unshard, DTensor's redistributions inside it) stay outside (resp. inside) the checkpoint, as
+  torchtitan orders them. Recomputation re-runs the forward's collectives inside a piece:
+  tensor parallelism all-reduces those pieces' forward outputs twice.
+- *Precision* ``bf16`` / ``fp16`` runs each piece's forward under ``torch.autocast`` with the
+  parameters kept in fp32 (torch AMP: fp32 master weights, low-precision matmuls and
+  activations); the loss is computed in fp32 on the upcast logits. fp16 scales the loss by a
+  static :data:`FP16_LOSS_SCALE` (a power of two, so scaling and unscaling are exact) and divides
+  the gradients by it before the optimizer step. A dynamic scaler (``torch.amp.GradScaler``)
+  skips steps on overflow, which would leave the trajectory apart from the fp32 reference and,
+  with sharded gradients, needs an extra all-reduce of the overflow flag (FSDP's
+  ``ShardedGradScaler``): the static scale keeps communication what the strategy sends.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch.utils.checkpoint import checkpoint
+
+from bench.models.base import Chain
+
+FP16_LOSS_SCALE = 1024.0  # 2**10: exact to apply and remove
+DTYPES = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+@dataclass(frozen=True)
+class Amp:
+    """Autocast precision of one case: the dtype (None: fp32) and the static loss scale."""
+
+    dtype: torch.dtype | None
+    device_type: str
+    scale: float = 1.0
+
+    @classmethod
+    def of(cls, precision: str, device: torch.device) -> Amp:
+        return cls(DTYPES[precision], device.type, FP16_LOSS_SCALE if precision == "fp16" else 1.0)
+
+    def loss(self, fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], out: torch.Tensor,
+             target: torch.Tensor) -> torch.Tensor:
+        """``fn`` in fp32 on the (upcast) output, times the loss scale."""
+        loss = fn(out.float(), target)
+        return loss * self.scale if self.scale != 1.0 else loss
+
+    def unscale(self, params: Iterable[torch.Tensor]) -> None:
+        """Divide the gradients by the loss scale (before the optimizer step)."""
+        if self.scale == 1.0:
+            return
+        for p in params:
+            if p.grad is not None:
+                p.grad.mul_(1.0 / self.scale)
+
+
+def _autocast(fwd: Callable[..., Any], device_type: str, dtype: torch.dtype, *args: Any,
+              **kwargs: Any) -> Any:
+    with torch.autocast(device_type, dtype=dtype):
+        return fwd(*args, **kwargs)
+
+
+def _checkpointed(fwd: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    return checkpoint(fwd, *args, use_reentrant=False, **kwargs)
+
+
+def apply_options(model: Chain, checkpointed: frozenset[int], amp: Amp) -> Chain:
+    """Wrap the forward of each piece: autocast when ``amp`` has a dtype, checkpoint (around
+    the autocast) for the pieces in ``checkpointed``. Returns ``model``."""
+    for i, piece in enumerate(model.pieces):
+        fwd = piece.forward
+        wrapped = False
+        if amp.dtype is not None:
+            fwd = functools.partial(_autocast, fwd, amp.device_type, amp.dtype)
+            wrapped = True
+        if i in checkpointed:
+            fwd = functools.partial(_checkpointed, fwd)
+            wrapped = True
+        if wrapped:
+            piece.forward = fwd  # on the instance: names, plans and hooks are untouched
+    return model
