@@ -29,6 +29,11 @@ def test_slurm_fallback_and_errors() -> None:
         slurm_node_sizes({})
     with pytest.raises(TopologyError, match="cannot read SLURM_TASKS_PER_NODE"):
         slurm_node_sizes({"SLURM_TASKS_PER_NODE": "8[x3]"})
+    for bad in ("0", "2(x0)"):
+        with pytest.raises(TopologyError, match="expected counts >= 1"):
+            slurm_node_sizes({"SLURM_TASKS_PER_NODE": bad})
+    with pytest.raises(TopologyError, match="must be counts >= 1"):
+        slurm_node_sizes({"SLURM_JOB_NUM_NODES": "2", "SLURM_NTASKS_PER_NODE": "abc"})
 
 
 def test_resolve_slurm_with_options() -> None:
@@ -47,6 +52,14 @@ def test_run_nodes_from_hosts(tmp_path: Path) -> None:
     recs = [{"kind": "probe", "src": s, "dst": d, "src_host": hosts[s], "dst_host": hosts[d]}
             for s in range(6) for d in range(s + 1, 6)]
     assert run_node_sizes(_records(tmp_path, recs)) == (2, 1, 3)
+
+
+def test_run_nodes_from_probe_nodes(tmp_path: Path) -> None:
+    """Virtual or emulated nodes of one host: the probe's node numbers, not its host names."""
+    node = [0, 0, 1, 1, 2, 2]
+    recs = [{"kind": "probe", "src": s, "dst": d, "src_host": "vm", "dst_host": "vm",
+             "src_node": node[s], "dst_node": node[d]} for s in range(6) for d in range(s + 1, 6)]
+    assert run_node_sizes(_records(tmp_path, recs)) == (2, 2, 2)
 
 
 def test_run_nodes_from_largest_world(tmp_path: Path) -> None:

@@ -14,7 +14,8 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("runs", type=Path, nargs="+", help="run directories (the first is the baseline "
                                                       "of the comparison table)")
     p.add_argument("-o", "--output", type=Path, default=None,
-                   help="HTML file (default: RUN/report.html for one run, report.html otherwise)")
+                   help="HTML file (default: RUN/report.html for one run; for several, "
+                        "report-A+B+....html beside the first run)")
     p.add_argument("--max-rows", type=int, default=2000,
                    help="table rows written inline (default 2000)")
     p.add_argument("--max-figures", type=int, default=3,
@@ -27,8 +28,8 @@ def handle(args: argparse.Namespace) -> int:
     from reports.render import render_report
     from reports.sections import Options
 
-    out = args.output or (args.runs[0] / "report.html" if len(args.runs) == 1
-                          else Path("report.html"))
+    out = args.output or (args.runs[0] / "report.html" if len(args.runs) == 1 else
+                          args.runs[0].parent / f"report-{'+'.join(r.name for r in args.runs)[:120]}.html")
     for run in args.runs:
         if not run.is_dir():
             print(f"commbench: report: {run}: no such run directory", file=sys.stderr)

@@ -38,25 +38,31 @@ def slurm_node_sizes(env: Mapping[str, str]) -> tuple[int, ...]:
         sizes: list[int] = []
         for part in tasks.split(","):
             m = _TASKS.match(part.strip())
-            if not m:
-                raise TopologyError(f"topology 'slurm': cannot read SLURM_TASKS_PER_NODE={tasks!r}")
+            if not m or int(m.group(1)) < 1 or int(m.group(2) or 1) < 1:
+                raise TopologyError(f"topology 'slurm': cannot read SLURM_TASKS_PER_NODE={tasks!r} "
+                                    "(expected counts >= 1 like 8(x3),4)")
             sizes += [int(m.group(1))] * int(m.group(2) or 1)
         return tuple(sizes)
     nodes, per = env.get("SLURM_JOB_NUM_NODES"), env.get("SLURM_NTASKS_PER_NODE")
     if nodes and per:
+        if not (nodes.isdigit() and per.isdigit() and int(nodes) > 0 and int(per) > 0):
+            raise TopologyError(f"topology 'slurm': SLURM_JOB_NUM_NODES={nodes!r} and "
+                                f"SLURM_NTASKS_PER_NODE={per!r} must be counts >= 1")
         return (int(per),) * int(nodes)
     raise TopologyError("topology 'slurm': not inside a Slurm allocation (no SLURM_TASKS_PER_NODE, "
                         "nor SLURM_JOB_NUM_NODES with SLURM_NTASKS_PER_NODE)")
 
 
 def run_node_sizes(run_dir: Path) -> tuple[int, ...]:
-    """Ranks per node of a measured run: from per-rank host names when its records carry them
-    (``src_host``/``dst_host`` with ``src``/``dst`` ranks, as the probe writes), else from the
-    ``nodes`` and ``ranks_per_node`` of the records at its largest world size."""
+    """Ranks per node of a measured run: from the probe's per-rank nodes (``src_node``/``dst_node``
+    with ``src``/``dst``: virtual and emulated nodes included), else its per-rank host names
+    (``src_host``/``dst_host``), else the ``nodes`` and ``ranks_per_node`` of the records at its
+    largest world size."""
     path = run_dir / "results.jsonl"
     if not path.is_file():
         raise TopologyError(f"topology 'run:{run_dir}': no results.jsonl there")
     hosts: dict[int, str] = {}
+    nodes: dict[int, int] = {}
     best: tuple[int, int, int] | None = None  # (world, nodes, ranks_per_node)
     with path.open() as f:
         for line in f:
@@ -65,14 +71,19 @@ def run_node_sizes(run_dir: Path) -> tuple[int, ...]:
             except ValueError:
                 continue
             for side in ("src", "dst"):
-                if isinstance(rec.get(side), int) and isinstance(rec.get(f"{side}_host"), str):
+                if not isinstance(rec.get(side), int):
+                    continue
+                if isinstance(rec.get(f"{side}_node"), int):
+                    nodes[rec[side]] = rec[f"{side}_node"]
+                if isinstance(rec.get(f"{side}_host"), str):
                     hosts[rec[side]] = rec[f"{side}_host"]
             w, n, rpn = rec.get("world_size"), rec.get("nodes"), rec.get("ranks_per_node")
             if all(isinstance(x, int) and x > 0 for x in (w, n, rpn)) and (best is None or w > best[0]):
                 best = (w, n, rpn)
-    if hosts and sorted(hosts) == list(range(len(hosts))):
-        order = list(dict.fromkeys(hosts[r] for r in range(len(hosts))))
-        return tuple(sum(1 for h in hosts.values() if h == name) for name in order)
+    for per_rank in (nodes, hosts):
+        if per_rank and sorted(per_rank) == list(range(len(per_rank))):
+            order = list(dict.fromkeys(per_rank[r] for r in range(len(per_rank))))
+            return tuple(sum(1 for v in per_rank.values() if v == name) for name in order)
     if best is not None:
         w, n, rpn = best
         sizes = [rpn] * (w // rpn) + ([w % rpn] if w % rpn else [])

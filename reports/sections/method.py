@@ -64,12 +64,16 @@ def environment(run: Run) -> list[tuple[str, str]]:
 def measurement(run: Run) -> dict[str, Any]:
     df = run.records
     timers = sorted({str(t) for t in df["timer"].dropna().unique()}) if "timer" in df else []
-    summaries = int(df["samples_are_summaries"].fillna(False).astype(bool).sum()) \
+    predicted = (df["predicted"].map(lambda v: v is True) if "predicted" in df
+                 else pd.Series(False, index=df.index))
+    summaries = int((df["samples_are_summaries"].map(lambda v: v is True) & ~predicted).sum()) \
         if "samples_are_summaries" in df else 0
+    profiles = sorted({str(p) for p in df.loc[predicted, "profile"].dropna()}) \
+        if "profile" in df else []
     return {"timers": timers, "iters": _range(df["iters"]), "warmup": _range(df["warmup"]),
             "repetitions": _range(df["repetitions"]),
             "oversubscribed": int(df["oversubscribed"].sum()), "records": len(df),
-            "summaries": summaries}
+            "summaries": summaries, "predicted": int(predicted.sum()), "profiles": profiles}
 
 
 def collectives(data: ReportData) -> list[dict[str, str]]:
