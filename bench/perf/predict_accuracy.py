@@ -1,25 +1,32 @@
-"""How well the cost model predicts this machine: calibrate on one sweep, predict another.
+"""How well the cost model predicts this machine: calibrate on some algorithms and sizes, predict
+others.
 
     python -m bench.perf.predict_accuracy [--rounds 3] [--out runs/predict-accuracy]
 
-Each round runs two p = 2 sweeps back to back on this host (``commbench run``, self-launched):
+Each round is one p = 2 sweep on this host (``commbench run``, self-launched) of every collective
+with two sets of algorithms, measured side by side in each case (the harness alternates a case's
+algorithms block by block, so both sets see the same state of the machine — this VM switches
+between two speed modes for stretches, which no calibration can follow across runs):
 
-- ``cal``: all_reduce ring and tree, all_gather ring, broadcast binomial, 4 KiB - 16 MiB (x4);
-- ``test``: other algorithms and other sizes — reduce_scatter ring and recursive_halving,
-  all_gather recursive_doubling and bruck, all_reduce halving_doubling, reduce binomial and
-  rabenseifner, alltoall pairwise, 8 KiB - 32 MiB (x4);
+- ``cal``: all_reduce ring and tree, all_gather ring, reduce_scatter ring, broadcast binomial,
+  reduce binomial, alltoall pairwise, at 4 KiB, 16 KiB, ... 16 MiB;
+- ``test``: all_reduce halving_doubling, all_gather recursive_doubling and bruck, reduce_scatter
+  recursive_halving and direct, broadcast chain and scatter_allgather, reduce rabenseifner,
+  alltoall bruck and direct, at 8 KiB, 32 KiB, ... 32 MiB (other algorithms, other sizes).
 
-then ``commbench calibrate cal -o round.yaml`` and ``commbench predict --profile round.yaml
---topology 1x2`` for the test sweep's collectives, algorithms and sizes, and pairs every predicted
-median with the measured one (``reports.sections.prediction.pair``). The two sweeps of a round run
-seconds apart, so a machine that changes speed between rounds (the development VM does) moves both.
-Printed: per round and pooled, the median and the worst |error| at >= 64 KiB, and the worst key.
+``commbench calibrate`` fits a profile to the round's ``cal`` records only, and ``commbench predict
+--profile ... --topology 1x2`` predicts the ``test`` algorithms and sizes, paired with the measured
+medians (``reports.sections.prediction.pair``). Two figures: ``same round`` (calibrated and measured
+in one run) and ``next round`` (the profile of round i predicts round i+1's test records: another
+run, minutes later). Printed: median and worst |error| at >= 64 KiB, per algorithm too.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -33,25 +40,32 @@ from reports.sections.prediction import pair
 
 ROOT = Path(__file__).resolve().parents[2]
 LARGE = 64 << 10
-COMMON = """\
+CAL = {"all_reduce": ["ring", "tree"], "all_gather": ["ring"], "reduce_scatter": ["ring"],
+       "broadcast": ["binomial"], "reduce": ["binomial"], "alltoall": ["pairwise"]}
+TEST = {"all_reduce": ["halving_doubling"], "all_gather": ["recursive_doubling", "bruck"],
+        "reduce_scatter": ["recursive_halving", "direct"], "broadcast": ["chain", "scatter_allgather"],
+        "reduce": ["rabenseifner"], "alltoall": ["bruck", "direct"]}
+CAL_SIZES = [4 << (10 + 2 * i) for i in range(7)]  # 4 KiB, 16 KiB, ... 16 MiB
+TEST_SIZES = [2 * s for s in CAL_SIZES]  # 8 KiB ... 32 MiB
+SCENARIO = """\
+name: accuracy
+collectives: [{colls}]
+algorithms:
+{algs}
 transports: [mpi]
 world_sizes: [2]
+sizes: [{sizes}]
 dtypes: [float32]
 ops: [sum]
 check: false
-timing: {{warmup: 3, time_budget_ms: 120, min_iters: 10, max_iters: 400, repetitions: 2}}
-sizes: {{min: {lo}, max: {hi}, factor: 4}}
+timing: {{warmup: 3, time_budget_ms: 120, min_iters: 10, max_iters: 400, repetitions: 4}}
 """
-CAL = {"all_reduce": ["ring", "tree"], "all_gather": ["ring"], "broadcast": ["binomial"]}
-TEST = {"reduce_scatter": ["ring", "recursive_halving"], "all_gather": ["recursive_doubling", "bruck"],
-        "all_reduce": ["halving_doubling"], "reduce": ["binomial", "rabenseifner"],
-        "alltoall": ["pairwise"]}
 
 
-def scenario(name: str, algs: dict[str, list[str]], lo: str, hi: str) -> str:
-    lines = [f"name: {name}", f"collectives: [{', '.join(algs)}]", "algorithms:"]
-    lines += [f"  {c}: [{', '.join(a)}]" for c, a in algs.items()]
-    return "\n".join(lines) + "\n" + COMMON.format(lo=lo, hi=hi)
+def scenario() -> str:
+    algs = "\n".join(f"  {c}: [{', '.join(CAL[c] + TEST[c])}]" for c in CAL)
+    sizes = ", ".join(f"{n}B" for n in sorted(CAL_SIZES + TEST_SIZES))
+    return SCENARIO.format(colls=", ".join(CAL), algs=algs, sizes=sizes)
 
 
 def bench(*args: str) -> None:
@@ -64,25 +78,40 @@ def bench(*args: str) -> None:
                          + " | ".join(tail))
 
 
-def one_round(out: Path, i: int) -> pd.DataFrame:
+def split(run: Path, into: Path, keep: dict[str, list[str]], sizes: list[int]) -> None:
+    """A run directory holding only ``run``'s records of ``keep``'s algorithms at ``sizes``."""
+    into.mkdir()
+    shutil.copy(run / "meta.json", into / "meta.json")
+    with (run / "results.jsonl").open() as f, (into / "results.jsonl").open("w") as out:
+        for line in f:
+            rec = json.loads(line)
+            if rec.get("algorithm") in keep.get(rec.get("collective"), ()) and rec.get("nbytes") in sizes:
+                out.write(line)
+
+
+def one_round(out: Path, i: int) -> Path:
+    """Round i: the sweep, its cal/test split, the profile fitted to cal."""
     d = out / f"round{i}"
     d.mkdir(parents=True)
-    for name, algs, lo, hi in (("cal", CAL, "4KiB", "16MiB"), ("test", TEST, "8KiB", "32MiB")):
-        (d / f"{name}.yaml").write_text(scenario(f"accuracy-{name}", algs, lo, hi))
-        bench("run", str(d / f"{name}.yaml"), "--out", str(d / name), "--no-progress")
+    (d / "sweep.yaml").write_text(scenario())
+    bench("run", str(d / "sweep.yaml"), "--out", str(d / "sweep"), "--no-progress")
+    split(d / "sweep", d / "cal", CAL, CAL_SIZES)
+    split(d / "sweep", d / "test", TEST, TEST_SIZES)
     bench("calibrate", str(d / "cal"), "-o", str(d / "profile.yaml"))
-    sizes = sorted({int(n) for n in load_results(d / "test", samples=False)["nbytes"]})
-    bench("predict", "--profile", str(d / "profile.yaml"), "--topology", "1x2",
-          "--collectives", ",".join(TEST), "--algorithms", ",".join(sorted({a for v in TEST.values()
-                                                                            for a in v})),
-          "--sizes", ",".join(f"{s}B" for s in sizes), "--transport", "mpi",
-          "--out", str(d / "pred"))
-    both = pd.concat([load_results(d / "test", samples=False), load_results(d / "pred", samples=False)],
-                     ignore_index=True)
-    both["ranks_per_node"] = 0  # p = 2 on one host: the measured run may leave it unset
-    got = pair(both)
-    got["round"] = i
-    return got
+    return d
+
+
+def errors(profile: Path, test: Path, into: Path) -> pd.DataFrame:
+    """``test``'s records paired with what ``profile`` predicts for them."""
+    bench("predict", "--profile", str(profile), "--topology", "1x2",
+          "--collectives", ",".join(TEST), "--algorithms",
+          ",".join(sorted({a for v in TEST.values() for a in v})),
+          "--sizes", ",".join(f"{s}B" for s in TEST_SIZES), "--transport", "mpi", "--out", str(into))
+    measured = load_results(test, samples=False)
+    measured = measured[measured["status"] == "ok"]
+    both = pd.concat([measured, load_results(into, samples=False)], ignore_index=True)
+    both["ranks_per_node"] = 0  # p = 2 on one host: the measured run may say 2, the model 2 or none
+    return pair(both)
 
 
 def summary(df: pd.DataFrame, label: str) -> str:
@@ -108,18 +137,32 @@ def main(argv: list[str] | None = None) -> int:
     if out.exists() and any(out.iterdir()):
         raise SystemExit(f"predict_accuracy: {out} exists and is not empty")
     t0 = time.monotonic()
-    frames = []
+    rounds = []
     for i in range(args.rounds):
-        frames.append(one_round(out, i))
-        print(summary(frames[-1], f"round {i}") + f"  [{time.monotonic() - t0:.0f} s, load "
+        rounds.append(one_round(out, i))
+        print(f"# round {i} measured and fitted [{time.monotonic() - t0:.0f} s, load "
               f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}]", flush=True)
-    allr = pd.concat(frames, ignore_index=True)
-    allr.to_csv(out / "errors.csv", index=False)
-    print(summary(allr, f"pooled over {args.rounds} rounds"))
-    per = (allr[allr["nbytes"] >= LARGE].assign(abs_error=lambda d: d["error"].abs())
-           .groupby(["collective", "algorithm"])["abs_error"].median())
-    print("median |error| >= 64 KiB by algorithm: "
-          + ", ".join(f"{c} {a} {v:.0%}" for (c, a), v in per.items()))
+    same = []
+    for i, d in enumerate(rounds):
+        got = errors(d / "profile.yaml", d / "test", d / "pred").assign(round=i, how="same round")
+        print(summary(got, f"round {i}, same round"))
+        same.append(got)
+    nxt = []
+    for i, d in enumerate(rounds[:-1]):
+        got = errors(d / "profile.yaml", rounds[i + 1] / "test", d / "pred-next").assign(
+            round=i + 1, how="next round")
+        print(summary(got, f"round {i} -> {i + 1}, next round"))
+        nxt.append(got)
+    for label, frames in (("same round", same), ("next round", nxt)):
+        if not frames:
+            continue
+        allr = pd.concat(frames, ignore_index=True)
+        print(summary(allr, f"{label}, pooled over {len(frames)}"))
+        per = (allr[allr["nbytes"] >= LARGE].assign(abs_error=lambda d: d["error"].abs())
+               .groupby(["collective", "algorithm"])["abs_error"].median())
+        print(f"{label}: median |error| >= 64 KiB by algorithm: "
+              + ", ".join(f"{c} {a} {v:.0%}" for (c, a), v in per.items()))
+    pd.concat(same + nxt, ignore_index=True).to_csv(out / "errors.csv", index=False)
     print(f"# {out}/errors.csv; {time.monotonic() - t0:.0f} s")
     return 0
 
