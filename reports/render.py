@@ -22,6 +22,7 @@ from reports.svg import collect, draw_all
 # Sections in page order; a new section is a module that registers itself, named here.
 SECTION_MODULES = ("reports.sections.bandwidth", "reports.sections.scaling",
                    "reports.sections.memory", "reports.sections.choose",
+                   "reports.sections.strategy",
                    "reports.sections.comparison", "reports.sections.prediction",
                    "reports.sections.probe",
                    "reports.sections.cases",

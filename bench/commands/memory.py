@@ -9,11 +9,19 @@ import sys
 from bench.commands import register
 
 DEFAULT_STRATEGIES = "ddp,zero1,zero2,zero3,tensor,pipeline:1f1b,hybrid:8"
-GIB = 2**30
+UNITS = {"GiB": 2**30, "GB": 10**9}
 
 
 def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", default="gpt-1.3b", help="reference model name (default gpt-1.3b)")
+    p.add_argument("--params", default=None,
+                   help="a model by parameter count (7.5B): with --layers --hidden --heads a GPT of "
+                        "that shape, else Ψ parameters for model states only (ZeRO's accounting)")
+    p.add_argument("--layers", type=int, default=None, help="with --params: transformer blocks")
+    p.add_argument("--hidden", type=int, default=None, help="with --params: model width")
+    p.add_argument("--heads", type=int, default=None, help="with --params: attention heads")
+    p.add_argument("--units", choices=tuple(UNITS), default="GiB",
+                   help="GiB (2^30 bytes, default) or GB (1e9, the ZeRO paper's)")
     p.add_argument("--world-sizes", default="8,64,512", help="comma-separated world sizes")
     p.add_argument("--strategies", default=DEFAULT_STRATEGIES,
                    help=f"comma-separated strategies as in scenarios (default {DEFAULT_STRATEGIES})")
@@ -34,7 +42,7 @@ def handle(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 2
     try:
-        model = MODELS.get(args.model)
+        model, ps = _model(args, MODELS.get)
         sizes = [int(x) for x in args.world_sizes.split(",")]
         specs = []
         for s in args.strategies.split(","):
@@ -45,10 +53,10 @@ def handle(args: argparse.Namespace) -> int:
     except (KeyError, ValueError) as e:
         print(f"commbench: {str(e).splitlines()[0]}", file=sys.stderr)
         return 2
-    prec = PRECISIONS[args.precision]
-    ps = parameters(model)
+    prec, unit = PRECISIONS[args.precision], UNITS[args.units]
+    ps = ps if ps is not None else parameters(model)
     total = sum(_numel(p.shape) for p in ps)
-    print(f"# {model.name}: {total / 1e9:.3f}B parameters; per-rank GiB, rank 0, {prec.name} "
+    print(f"# {model.name}: {total / 1e9:.3f}B parameters; per-rank {args.units}, rank 0, {prec.name} "
           f"precision (params {prec.param_bytes} B, grads {prec.grad_bytes} B, optimizer "
           f"K={prec.optim_per_param} B per parameter); batch {args.batch_size} per replica")
     print(f"{'strategy':>20} {'ranks':>6} {'params':>8} {'grads':>8} {'optim':>8} "
@@ -56,15 +64,46 @@ def handle(args: argparse.Namespace) -> int:
     for spec in specs:
         for w in sizes:
             try:
+                if args.params and args.layers is None and spec.name in ("tensor", "pipeline",
+                                                                         "hybrid"):
+                    raise ValueError(f"{spec.name} needs the model's shape (--layers --hidden "
+                                     f"--heads)")
                 check_case(spec, model, w, args.batch_size)
             except ValueError as e:
                 print(f"{spec.label:>20} {w:>6}   n/a: {str(e).split(': ', 1)[-1]}")
                 continue
             e = predict(model, spec, w, 0, prec, batch=args.batch_size, params=ps)
-            act = "-" if e.activations is None else f"{e.activations / GIB:8.2f}"
-            print(f"{spec.label:>20} {w:>6} {e.params / GIB:8.2f} {e.grads / GIB:8.2f} "
-                  f"{e.optim / GIB:8.2f} {e.transient / GIB:9.2f} {act:>8} {e.total / GIB:8.2f}")
+            act = "-" if e.activations is None else f"{e.activations / unit:8.2f}"
+            print(f"{spec.label:>20} {w:>6} {e.params / unit:8.2f} {e.grads / unit:8.2f} "
+                  f"{e.optim / unit:8.2f} {e.transient / unit:9.2f} {act:>8} {e.total / unit:8.2f}")
+    if args.params:
+        _zero_stages(model, ps, sizes, prec, args.units)
     return 0
+
+
+def _model(args: argparse.Namespace, get):  # type: ignore[no-untyped-def]
+    """(model, parameters or None): a named model, a GPT by --params and shape, or Ψ flat."""
+    if not args.params:
+        return get(args.model), None
+    from bench.advise.custom import flat_model, parse_count
+    from bench.advise.shape import custom_gpt
+
+    if args.layers is not None and args.hidden and args.heads:
+        return custom_gpt(args.layers, args.hidden, args.heads, 2048), None
+    if args.layers is not None or args.hidden or args.heads:
+        raise ValueError("--params with a shape needs all of --layers, --hidden and --heads")
+    return flat_model(parse_count(args.params))
+
+
+def _zero_stages(model, ps, sizes, prec, units: str) -> None:  # type: ignore[no-untyped-def]
+    from bench.advise.zero_paper import STAGES, stages
+
+    print(f"# model states per rank ({units}) by the ZeRO paper's stages (Rajbhandari et al. "
+          f"2020, Figure 1), K={prec.optim_per_param}")
+    print(f"{'ranks':>6} " + " ".join(f"{s:>10}" for s in STAGES))
+    for w in sizes:
+        got = stages(model, ps, w, prec)
+        print(f"{w:>6} " + " ".join(f"{got[s] / UNITS[units]:10.2f}" for s in STAGES))
 
 
 def _numel(shape: tuple[int, ...]) -> int:

@@ -1,0 +1,67 @@
+"""What a strategy issues per training step: calls of one collective, by type, size and group,
+and their totals as training records count them (:mod:`bench.training.comm`).
+
+``nbytes`` is nccl-tests' size S of one call (the all_reduce / broadcast buffer, the all_gather
+output, the reduce_scatter input, the bytes sent by a p2p send). A call with ``algorithm`` set
+(DDP with a commbench hook) runs that all_reduce schedule over point-to-point messages: training
+counts its sends and receives, which :func:`counted` derives from the schedule itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from kernels.topology import Topology
+
+GROUPS = ("data", "tensor", "pipeline")
+PHASES = ("forward", "backward", "step")
+
+
+@dataclass(frozen=True)
+class Call:
+    op: str  # all_reduce, all_gather, reduce_scatter, broadcast, send, recv
+    nbytes: int  # size S of one call
+    calls: int  # how many such calls per step
+    group: str  # data, tensor or pipeline
+    phase: str  # forward, backward or step (after backward: the optimizer's)
+    overlap: bool  # may run under compute of its phase (the rule: bench.advise.step)
+    algorithm: str | None = None  # a commbench all_reduce schedule (DDP hook); None: vendor
+    itemsize: int = 4  # element size (schedules count elements)
+
+    def __post_init__(self) -> None:
+        if self.group not in GROUPS or self.phase not in PHASES:
+            raise ValueError(f"call {self.op}: group {self.group!r} / phase {self.phase!r}")
+
+
+@dataclass
+class Counted:
+    """Bytes and calls by type, as a training record's ``comm_by_type`` / ``comm_calls_by_type``."""
+
+    bytes: dict[str, int] = field(default_factory=dict)
+    calls: dict[str, int] = field(default_factory=dict)
+
+    def add(self, op: str, nbytes: int, calls: int) -> None:
+        if calls:
+            self.bytes[op] = self.bytes.get(op, 0) + nbytes * calls
+            self.calls[op] = self.calls.get(op, 0) + calls
+
+
+def counted(calls: Iterable[Call], rank_in: dict[str, int], topo: dict[str, Topology]) -> Counted:
+    """What training counts on the rank whose index in each group is ``rank_in[group]``;
+    ``topo[group]`` places the group's ranks on nodes (for schedules that care)."""
+    from kernels.algorithm import Problem, get_algorithm
+
+    out = Counted()
+    for c in calls:
+        if c.algorithm is None:
+            out.add(c.op, c.nbytes, c.calls)
+            continue
+        sched = get_algorithm(c.op, c.algorithm).schedule(
+            Problem(topo[c.group], c.nbytes // c.itemsize, c.itemsize), rank_in[c.group])
+        for st in sched.steps:
+            for s in st.sends:
+                out.add("send", s.range.size * c.itemsize, c.calls)
+            for r in st.recvs:
+                out.add("recv", r.range.size * c.itemsize, c.calls)
+    return out

@@ -1,0 +1,147 @@
+"""What ``commbench advise`` does with its arguments: build the question(s), answer each world
+size, print the ranked tables (and predicted vs measured with ``--from``), write the run."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from bench.advise.compute import Measured
+from bench.advise.custom import parse_count, relative_gap
+from bench.advise.question import AdviceError, Question, device_key
+from bench.advise.records import record, write_run
+from bench.advise.search import Ranked
+from bench.advise.shape import Shape, custom_gpt, shape_of, with_seq
+from bench.advise.table import print_ranked
+from bench.advise.timing import Timer
+from bench.advise.validate import pairs, single_rank, training_records
+from bench.topo.model import parse_topology
+from bench.topo.profile import load_profile
+from bench.training.analytic import PRECISIONS
+
+Say = Callable[[str], None]
+
+
+def _worlds(text: str | None, default: list[int]) -> list[int]:
+    if not text:
+        return default
+    try:
+        out = [int(w) for w in text.split(",") if w.strip()]
+    except ValueError:
+        raise AdviceError(f"--world-sizes {text!r}: expected integers") from None
+    if not out or min(out) < 1:
+        raise AdviceError("--world-sizes: need world sizes >= 1")
+    return out
+
+
+def _shape(args: argparse.Namespace, say: Say) -> Shape:
+    from bench.models import MODELS
+
+    if args.model:
+        model = MODELS.get(args.model)
+        return shape_of(with_seq(model, args.seq) if args.seq else model)
+    missing = [k for k in ("layers", "hidden", "heads") if getattr(args, k) is None]
+    if missing:
+        raise AdviceError(f"--params needs the model's shape: --{', --'.join(missing)} "
+                          f"(communication depends on layers, width and heads)")
+    asked = parse_count(args.params)
+    shape = shape_of(custom_gpt(args.layers, args.hidden, args.heads, args.seq or 2048,
+                                args.vocab))
+    say(f"# {shape.name}: {shape.total / 1e9:.2f}B parameters from the shape (--params "
+        f"{args.params}: {relative_gap(asked, shape.total):.0%} apart; the shape decides)")
+    return shape
+
+
+def run_advice(args: argparse.Namespace, out: Path, say: Say) -> None:
+    profile = load_profile(args.profile)
+    device_key(profile, "memory_bytes")
+    if args.from_run:
+        recs, meta = _from_run(args, profile, say)
+    else:
+        recs, meta = _direct(args, profile, say)
+    write_run(out, recs, {**meta, "profile": profile.provenance()})
+
+
+def _answers(q: Question, worlds: list[int], say: Say, top: int,
+             measured: dict[str, float] | None = None) -> Iterator[Ranked]:
+    jobs = q.jobs()
+    for w in worlds:
+        ranked = q.answer(w, jobs)
+        say(f"## {q.shape.name} on {w} ranks ({q.cluster.place(w).describe()}), global batch "
+            f"{q.global_batch}, {q.precision.name} precision, {len(ranked.results)} layouts")
+        print_ranked(ranked, jobs(1).memory_limit, top, say, measured)
+        yield ranked
+
+
+def _ranked_records(ranked: Ranked, model: str, ctx: dict[str, Any]) -> list[dict[str, Any]]:
+    return [record(r, i, ranked, model, ctx) for i, r in enumerate(ranked.results, 1)]
+
+
+def _direct(args: argparse.Namespace, profile: Any, say: Say
+            ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    if not args.topology:
+        raise AdviceError("--topology is needed (NODESxRANKS, e.g. 64x8)")
+    cluster = parse_topology(args.topology)
+    shape = _shape(args, say)
+    q = Question(shape, profile, cluster, args.batch or 1024,
+                 PRECISIONS[args.precision or "mixed"], bucket_mb=args.bucket_mb)
+    worlds = _worlds(args.world_sizes, [cluster.world])
+    ctx = {"topology": cluster.spec, "global_batch": q.global_batch,
+           "compute_source": f"FLOPs / device.flops_per_s ({device_key(profile, 'flops_per_s'):.3g})",
+           "precision": q.precision.name}
+    recs = [rec for ranked in _answers(q, worlds, say, args.top)
+            for rec in _ranked_records(ranked, shape.name, ctx)]
+    return recs, {"model": shape.name, "world_sizes": worlds, **ctx}
+
+
+def _from_run(args: argparse.Namespace, profile: Any, say: Say
+              ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    from bench.models import MODELS
+
+    train = training_records(args.from_run)
+    if not train:
+        raise AdviceError(f"{args.from_run}: no successful training records")
+    run_worlds = sorted({int(r["world_size"]) for r in train})
+    cluster = parse_topology(args.topology or f"1x{max(run_worlds)}")
+    limit = device_key(profile, "memory_bytes")
+    timer = Timer(profile, cluster)
+    recs: list[dict[str, Any]] = []
+    say("## predicted vs measured step time (ms), compute from each strategy's world-size-1 step")
+    say(f"{'model':<10} {'strategy':<28} {'ranks':>5} {'measured':>9} {'predicted':>9} "
+        f"{'[no-overlap, full]':>19} {'error':>7}")
+    errors: dict[int, list[float]] = {}
+    for pr in pairs(train, timer, limit):
+        st = pr.predicted.step
+        err = (st.time - pr.measured_s) / pr.measured_s
+        errors.setdefault(pr.world, []).append(abs(err))
+        say(f"{pr.model:<10} {pr.strategy:<28} {pr.world:>5} {pr.measured_s * 1e3:>9.3g} "
+            f"{st.time * 1e3:>9.3g} [{st.no_overlap * 1e3:.3g}, {st.full_overlap * 1e3:.3g}]"
+            f"{'':>2} {err:>+7.0%}")
+        ranked = Ranked(pr.world, [pr.predicted])
+        recs.append({**record(pr.predicted, 0, ranked, pr.model,
+                              {"topology": cluster.spec, "precision": "fp32",
+                               "compute_source": "measured world-size-1 step"}),
+                     "strategy": pr.strategy, "measured_step_time_ms": pr.measured_s * 1e3,
+                     "prediction_error": err, "validation": True})
+    for w, errs in sorted(errors.items()):
+        errs.sort()
+        say(f"# {w} ranks: median |error| {errs[len(errs) // 2]:.0%}, worst {errs[-1]:.0%} "
+            f"over {len(errs)} cases")
+    worlds = _worlds(args.world_sizes, run_worlds)
+    for model in sorted({r["model"] for r in train}):
+        one = single_rank(train, model, "ddp")
+        if one is None:
+            continue
+        batch = int(one["batch_size_per_replica"])
+        compute = Measured(one["step_time_ms_median"] / 1e3, "ddp at 1 rank")
+        for w in worlds:
+            q = Question(shape_of(MODELS.get(model)), profile, cluster, args.batch or batch * w,
+                         PRECISIONS[args.precision or "fp32"], compute, args.bucket_mb)
+            ctx = {"topology": cluster.spec, "global_batch": q.global_batch,
+                   "compute_source": compute.describe, "precision": q.precision.name}
+            for ranked in _answers(q, [w], say, args.top):
+                recs += _ranked_records(ranked, model, ctx)
+    return recs, {"from_run": str(args.from_run), "world_sizes": worlds,
+                  "topology": cluster.spec}

@@ -1,0 +1,64 @@
+"""Models by parameter count: ``--params 7.5B`` (with ``--layers/--hidden/--heads``: a GPT of
+that shape; without: a flat parameter list for model-state memory only)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import ClassVar
+
+from bench.models.catalog import ModelInfo
+from bench.training.analytic import Param
+
+SUFFIX = {"K": 1e3, "M": 1e6, "B": 1e9, "T": 1e12}
+FLAT_TENSORS = 1024  # equal tensors: ZeRO-1's whole-tensor greedy split is even for N | 1024
+
+
+def parse_count(text: str) -> int:
+    """``7.5B``, ``70B``, ``350M``, ``1e9`` -> a parameter count."""
+    t = text.strip().upper()
+    try:
+        return round(float(t[:-1]) * SUFFIX[t[-1]]) if t[-1:] in SUFFIX else int(float(t))
+    except ValueError:
+        raise ValueError(f"--params {text!r}: expected a count such as 7.5B, 350M or 1e9") \
+            from None
+
+
+def flat_params(total: int, tensors: int = FLAT_TENSORS) -> list[Param]:
+    """``total`` parameters as ``tensors`` 1-D tensors of near-equal size (one piece each): the
+    ZeRO paper's accounting, where every stage divides the model states evenly."""
+    if total < 1:
+        raise ValueError(f"--params must be >= 1, got {total}")
+    n = min(tensors, total)
+    base, extra = divmod(total, n)
+    return [Param(f"pieces.{i}.weight", (base + (i < extra),), i) for i in range(n)]
+
+
+def relative_gap(asked: int, built: int) -> float:
+    return abs(built - asked) / asked if asked else math.inf
+
+
+@dataclass(frozen=True)
+class FlatConfig:
+    """A model known only by its parameter count: ``tensors`` pieces, no attention, no
+    tensor-parallel plan, no activation model (family ``flat``)."""
+
+    family: ClassVar[str] = "flat"
+    tensors: int
+
+    @property
+    def pieces(self) -> int:
+        return self.tensors
+
+    @property
+    def heads(self) -> int | None:
+        return None
+
+    def tp_linears(self) -> None:
+        return None
+
+
+def flat_model(total: int) -> tuple[ModelInfo, list[Param]]:
+    """A :class:`ModelInfo` and its parameters for ``total`` parameters (:func:`flat_params`)."""
+    ps = flat_params(total)
+    return ModelInfo(f"{total / 1e9:g}B parameters (flat)", FlatConfig(len(ps))), ps

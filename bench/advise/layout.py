@@ -1,0 +1,102 @@
+"""One parallel layout: data x tensor x pipeline degrees, the ZeRO stage of the data-parallel
+part, microbatches and the pipeline schedule; its validity and its rank groups.
+
+Ranks are ordered tensor fastest, then data, then pipeline (Megatron-LM's default order): rank
+``r = (pp * data + dp) * tensor + tp``. Tensor groups are ``tensor`` consecutive ranks (inside a
+node whenever the node holds them), data groups stride ``tensor``, pipeline groups stride
+``tensor * data``. :mod:`bench.training.strategies.hybrid` lays out its 2-D mesh the same way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bench.models.catalog import ModelInfo
+from bench.training.rules import check_degree
+
+ZERO_NAMES = ("ddp", "zero1", "zero2", "zero3")  # the data-parallel strategy of each ZeRO stage
+SCHEDULES = ("gpipe", "1f1b", "interleaved")
+
+
+@dataclass(frozen=True)
+class Layout:
+    data: int = 1
+    tensor: int = 1
+    pipeline: int = 1
+    zero: int = 0  # 0: DDP; 1: ZeroRedundancyOptimizer; 2, 3: FSDP2 without/with reshard
+    microbatches: int = 1
+    schedule: str = "1f1b"
+    stages_per_rank: int = 1  # interleaved: virtual stages per rank (v)
+    bucket_mb: float = 25.0  # DDP / zero1 gradient buckets
+    hook: str = "default"  # DDP: default, fp16, bf16 or a commbench all_reduce algorithm
+
+    def __post_init__(self) -> None:
+        for k in ("data", "tensor", "pipeline", "microbatches", "stages_per_rank"):
+            if getattr(self, k) < 1:
+                raise ValueError(f"{k} degree must be >= 1, got {getattr(self, k)}")
+        if self.zero not in range(4):
+            raise ValueError(f"ZeRO stage must be 0..3, got {self.zero}")
+        if self.schedule not in SCHEDULES:
+            raise ValueError(f"unknown schedule {self.schedule!r}; valid: {', '.join(SCHEDULES)}")
+
+    @property
+    def world(self) -> int:
+        return self.data * self.tensor * self.pipeline
+
+    @property
+    def stages(self) -> int:
+        return self.pipeline * self.stages_per_rank
+
+    @property
+    def zero_name(self) -> str:
+        return ZERO_NAMES[self.zero]
+
+    @property
+    def label(self) -> str:
+        parts = [f"dp={self.data}"]
+        if self.data > 1:
+            parts.append(self.zero_name if self.hook == "default" else f"ddp[{self.hook}]")
+        if self.tensor > 1:
+            parts.append(f"tp={self.tensor}")
+        if self.pipeline > 1:
+            v = f",v={self.stages_per_rank}" if self.schedule == "interleaved" else ""
+            parts.append(f"pp={self.pipeline}[{self.schedule},m={self.microbatches}{v}]")
+        return " ".join(parts)
+
+    def check(self, model: ModelInfo, batch: int) -> None:
+        """Raise ValueError (one line) when the layout cannot run ``model`` with ``batch``
+        samples per data-parallel replica."""
+        if self.tensor > 1:
+            check_degree(model, self.tensor)
+        self.check_pipeline(model, batch)
+
+    def check_pipeline(self, model: ModelInfo, batch: int) -> None:
+        """:meth:`check` without the tensor degree's rule."""
+        if self.stages > model.num_pieces:
+            raise ValueError(f"{self.stages} pipeline stages exceed the model's "
+                             f"{model.num_pieces} pieces")
+        if batch % self.microbatches:
+            raise ValueError(f"batch {batch} per replica is not a multiple of "
+                             f"{self.microbatches} microbatches")
+        if self.schedule == "interleaved" and self.pipeline > 1:
+            if self.stages_per_rank < 2:
+                raise ValueError("interleaved 1F1B needs stages_per_rank >= 2")
+            if self.microbatches % self.pipeline:
+                raise ValueError(f"interleaved 1F1B needs microbatches ({self.microbatches}) to "
+                                 f"be a multiple of the pipeline degree {self.pipeline}")
+        elif self.stages_per_rank != 1:
+            raise ValueError(f"{self.schedule} runs one stage per rank")
+
+    def rank(self, dp: int, tp: int, pp: int) -> int:
+        return (pp * self.data + dp) * self.tensor + tp
+
+    def group(self, axis: str, dp: int = 0, tp: int = 0, pp: int = 0) -> list[int]:
+        """The ranks of ``axis`` ("data", "tensor", "pipeline") through the given coordinates."""
+        n = {"data": self.data, "tensor": self.tensor, "pipeline": self.pipeline}[axis]
+        at = {"data": lambda i: self.rank(i, tp, pp), "tensor": lambda i: self.rank(dp, i, pp),
+              "pipeline": lambda i: self.rank(dp, tp, i)}[axis]
+        return [at(i) for i in range(n)]
+
+
+def divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]

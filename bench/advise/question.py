@@ -1,0 +1,73 @@
+"""One question to ``advise``: a model, a cluster (profile + topology), world sizes, a global
+batch, a precision and where compute times come from; answered per world size."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from bench.advise.comm import Bytes
+from bench.advise.compute import Compute, Flops
+from bench.advise.evaluate import Job
+from bench.advise.search import NoFit, Ranked, search, smallest_fit
+from bench.advise.shape import Shape
+from bench.advise.timing import Timer
+from bench.topo.model import Cluster
+from bench.topo.profile import Profile, ProfileError
+from bench.training.analytic import Precision
+
+MAX_GROWTH = 64  # smallest-fit search: up to 64 x the asked world size
+
+
+class AdviceError(ValueError):
+    """A question that cannot be answered; one line."""
+
+
+def device_key(profile: Profile, key: str) -> float:
+    """``device.<key>`` of the profile, or ProfileError naming it."""
+    v = profile.device.get(key)
+    if not v:
+        raise ProfileError(f"{profile.path or profile.name}: device.{key} is missing (advise "
+                           f"needs it: add it under device:)")
+    return float(v)
+
+
+@dataclass(frozen=True)
+class Question:
+    shape: Shape
+    profile: Profile
+    cluster: Cluster
+    global_batch: int
+    precision: Precision
+    compute: Compute | None = None  # None: FLOPs at the profile's device.flops_per_s
+    bucket_mb: float = 25.0
+
+    @property
+    def bytes(self) -> Bytes:
+        p = self.precision
+        return Bytes(p.param_bytes, p.grad_bytes, p.param_bytes)
+
+    def jobs(self) -> Callable[[int], Job]:
+        limit = device_key(self.profile, "memory_bytes")
+        compute = self.compute or Flops(device_key(self.profile, "flops_per_s"))
+        timer = Timer(self.profile, self.cluster)
+        return functools.cache(lambda batch: Job(self.shape, batch, self.precision, compute,
+                                                 timer, limit, self.bytes))
+
+    def answer(self, world: int, jobs: Callable[[int], Job] | None = None) -> Ranked:
+        jobs = jobs or self.jobs()
+        try:
+            ranked = search(jobs, self.shape.model, world, self.global_batch, self.bucket_mb)
+        except ValueError as e:
+            raise AdviceError(str(e)) from None
+        if ranked.best is None:
+            step = self.cluster.node_sizes[0]
+            w = smallest_fit(jobs, self.shape.model, world, self.global_batch, step,
+                             world * MAX_GROWTH)
+            where = (f"the smallest world size that fits is {w}" if w else
+                     f"nothing fits up to {world * MAX_GROWTH} ranks either")
+            raise NoFit(f"{self.shape.name} fits no layout at {world} ranks within "
+                        f"device.memory_bytes ({jobs(1).memory_limit / 2**30:.0f} GiB) per rank: "
+                        f"{where}")
+        return ranked

@@ -1,0 +1,124 @@
+"""What a model is to the advice: its parameters by piece (the same list the analytic memory
+model uses), FLOPs per piece and the width of the activation between two pieces.
+
+Built from a named model (:mod:`bench.models`), or a custom GPT of a stated shape
+(:func:`custom_gpt`). FLOPs per sample, forward + backward (no recomputation): 6 x the
+parameters a matmul multiplies per token (every Linear weight, the LM head included; embedding
+lookups excluded) x the tokens, plus, per GPT block, attention scores and their weighted sum:
+2 x 2 x seq x embd per token forward, x 3 with backward (12 x seq x embd per token).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from bench.models.base import ModelSpec
+from bench.models.configs import GPTConfig, TPLinear
+from bench.training.analytic import Param, parameters, tp_local
+
+
+@dataclass(frozen=True)
+class Planned:
+    tp_plan: Callable[[], dict[str, str]]
+
+
+@dataclass(frozen=True, eq=False)  # hashed by identity: one per model (shape_of caches it)
+class Shape:
+    model: ModelSpec
+    params: tuple[Param, ...]
+
+    @property
+    def name(self) -> str:
+        return self.model.name
+
+    @functools.cached_property
+    def total(self) -> int:
+        return sum(math.prod(p.shape) for p in self.params)
+
+    @functools.cached_property
+    def piece_sizes(self) -> tuple[int, ...]:
+        """Parameters per piece (what the pipeline balances its stages by)."""
+        out = [0] * self.model.num_pieces
+        for p in self.params:
+            out[p.piece] += math.prod(p.shape)
+        return tuple(out)
+
+    @functools.cached_property
+    def planned(self) -> Planned:
+        """The model's tensor-parallel plan built once, in the form
+        :func:`bench.training.analytic.tp_local` reads (it calls ``tp_plan()`` per parameter,
+        which rebuilds the plan: quadratic in the layers on an 80-layer model)."""
+        plan = self.model.tp_plan() if self.model.tp_plan else {}
+        return Planned(lambda: plan)
+
+    @functools.cached_property
+    def linears(self) -> tuple[tuple[int, TPLinear], ...]:
+        """(piece, Linear) of every layer the tensor-parallel plan shards."""
+        return tuple((int(path.split(".")[1]), lin)
+                     for path, lin in (self.model.config.tp_linears() or {}).items())
+
+    @property
+    def tokens_per_sample(self) -> int:
+        """Positions per sample: the sequence for GPT, 1 for a classifier."""
+        return getattr(self.model.config, "seq_len", 1)
+
+    @functools.cached_property
+    def piece_flops(self) -> tuple[float, ...]:
+        """Training FLOPs of one sample per piece (module docstring)."""
+        cfg, seq = self.model.config, self.tokens_per_sample
+        out = [0.0] * self.model.num_pieces
+        for p in self.params:
+            if len(p.shape) == 2 and not p.name.endswith(("wte.weight", "wpe.weight")):
+                out[p.piece] += 6.0 * math.prod(p.shape) * seq
+        if isinstance(cfg, GPTConfig):
+            for i in range(1, cfg.layers + 1):
+                out[i] += 12.0 * seq * cfg.embd * seq
+        return tuple(out)
+
+    @property
+    def flops_per_sample(self) -> float:
+        return sum(self.piece_flops)
+
+    def boundary_elements(self, cut: int) -> int:
+        """Elements per sample of the activation entering piece ``cut`` (a pipeline boundary)."""
+        cfg = self.model.config
+        if isinstance(cfg, GPTConfig):
+            return self.tokens_per_sample * cfg.embd
+        return cfg.dims[cut]  # type: ignore[attr-defined, no-any-return]
+
+
+@functools.cache
+def shape_of(model: ModelSpec) -> Shape:
+    return Shape(model, tuple(parameters(model)))
+
+
+@functools.lru_cache(maxsize=4096)
+def local_params(shape: Shape, tensor: int, pieces: frozenset[int]) -> tuple[Param, ...]:
+    """The parameters of ``pieces`` with their tensor-parallel local shapes."""
+    return tuple(Param(p.name, tp_local(shape.planned, p, tensor)  # type: ignore[arg-type]
+                       if tensor > 1 else p.shape, p.piece)
+                 for p in shape.params if p.piece in pieces)
+
+
+def custom_gpt(layers: int, hidden: int, heads: int, seq: int, vocab: int = 50304) -> ModelSpec:
+    """A GPT of the reference family (:mod:`bench.models.gpt`) with this shape, unnamed in the
+    catalog: ``gpt-L{layers}-h{hidden}``."""
+    from bench.models import gpt
+
+    cfg = GPTConfig(layers=layers, heads=heads, embd=hidden, vocab=vocab, seq_len=seq)
+    return ModelSpec(f"gpt-L{layers}-h{hidden}-a{heads}", cfg,
+                     build=functools.partial(gpt.build, cfg),
+                     batch=functools.partial(gpt.make_batch, cfg), loss=gpt.loss)
+
+
+def with_seq(model: ModelSpec, seq: int) -> ModelSpec:
+    """The same GPT with another sequence length (the position table follows it)."""
+    cfg = model.config
+    if not isinstance(cfg, GPTConfig):
+        raise ValueError(f"--seq: model {model.name} has no sequence (it is a {cfg.family})")
+    if seq == cfg.seq_len:
+        return model
+    return custom_gpt(cfg.layers, cfg.embd, cfg.heads, seq, cfg.vocab)

@@ -1,0 +1,96 @@
+"""Step time of one layout on one rank: compute + exposed communication + the pipeline bubble.
+
+The overlap rule (what "exposed" means):
+
+- calls marked ``overlap`` (DDP's gradient buckets, FSDP's all_gathers and reduce_scatters) run
+  under the compute of their phase (forward: one third of compute, backward: two thirds),
+  except one call per phase that nothing can hide: the first forward all_gather (nothing to
+  prefetch it under) and the last backward call (the last bucket or reduce_scatter is ready only
+  when backward ends); the phase's largest call stands in for it. Exposed = that call +
+  max(0, the phase's other calls - the phase's compute), shared among types by their time;
+- with a pipeline the window is one microbatch's compute (data-parallel calls run after the
+  flush, under the last microbatch's backward);
+- every other call (tensor-parallel all_reduces, pipeline sends and receives, ZeRO-1's
+  broadcasts) is exposed in full.
+
+Bounds: ``no_overlap`` exposes every call; ``full_overlap`` hides every overlappable call under
+all of compute (exposed = max(0, overlappable - compute) + the rest).
+
+Bubble: (p - 1) microbatch-stage slots of ``compute / m`` each for GPipe and 1F1B, i.e. the
+fraction (p - 1) / (m + p - 1) of the step; (p - 1) / v slots for interleaved 1F1B with v
+stages per rank, the fraction (p - 1) / (v m + p - 1) (Narayanan et al. 2021).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from bench.advise.calls import Call
+from bench.advise.compute import BACKWARD
+
+
+@dataclass(frozen=True)
+class Priced:
+    call: Call
+    seconds: float  # one call
+    algorithm: str  # what runs
+    best: str  # the fastest modelled schedule (the recommendation)
+
+    @property
+    def total(self) -> float:
+        return self.seconds * self.call.calls
+
+    @property
+    def key(self) -> str:
+        return f"{self.call.op}:{self.call.group}"
+
+
+@dataclass(frozen=True)
+class Step:
+    compute: float
+    bubble: float
+    exposed: dict[str, float]  # by "collective:group" (all_reduce:data, send:pipeline, ...)
+    comm: dict[str, float]  # every call, by "collective:group"
+    no_overlap: float
+    full_overlap: float
+    algorithms: dict[str, str] = field(default_factory=dict)  # "collective:group" -> what runs
+    best: dict[str, str] = field(default_factory=dict)  # "collective:group" -> fastest schedule
+
+    @property
+    def time(self) -> float:
+        return self.compute + self.bubble + sum(self.exposed.values())
+
+
+def step_time(priced: list[Priced], compute: float, microbatches: int, pipeline: int,
+              stages_per_rank: int) -> Step:
+    window = compute / microbatches if pipeline > 1 else compute
+    phase = {"forward": window * (1 - BACKWARD), "backward": window * BACKWARD}
+    exposed: dict[str, float] = {}
+    comm: dict[str, float] = {}
+    algs: dict[str, str] = {}
+    best: dict[str, str] = {}
+    hidden_pool = 0.0
+    for p in priced:
+        comm[p.key] = comm.get(p.key, 0.0) + p.total
+        algs.setdefault(p.key, p.algorithm)
+        best.setdefault(p.key, p.best)
+        if p.call.overlap:
+            hidden_pool += p.total
+    for ph, room in phase.items():
+        mine = [p for p in priced if p.call.overlap and p.call.phase == ph]
+        if not mine:
+            continue
+        edge = max(mine, key=lambda p: p.seconds)  # the unhideable call: the worst case of one
+        rest = sum(p.total for p in mine) - edge.seconds
+        for p in mine:  # spread the exposed time over types by their share
+            share = p.total / (rest + edge.seconds) if rest + edge.seconds else 0.0
+            exposed[p.key] = exposed.get(p.key, 0.0) + share * (
+                edge.seconds + max(0.0, rest - room))
+    for p in priced:
+        if not p.call.overlap:
+            exposed[p.key] = exposed.get(p.key, 0.0) + p.total
+    bubble = (pipeline - 1) / stages_per_rank * compute / microbatches if pipeline > 1 else 0.0
+    rest = sum(p.total for p in priced if not p.call.overlap)
+    base = compute + bubble
+    return Step(compute, bubble, exposed, comm, base + sum(comm.values()),
+                base + rest + max(0.0, hidden_pool - compute), algs, best)

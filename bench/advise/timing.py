@@ -1,0 +1,109 @@
+"""Collective times from the cost model (:mod:`bench.topo`), each on its own group's ranks.
+
+A group (the ranks of one data, tensor or pipeline group through rank 0) is placed on the nodes
+its ranks occupy in the job (``Cluster.place``), as a cluster of its own. The groups of one axis
+run at the same time, so a node's NICs are shared among them: the group's inter-node and spine
+bandwidth is the profile's times (group ranks on the node / job ranks on the node). A collective
+is what the strategy runs: torch's vendor call (NCCL, gloo), priced by the profile's measured
+curve of that call where ``calibrate`` stored one (measured / best modelled schedule, per size),
+else by the fastest schedule the model has (the stand-in for a vendor that picks its algorithm
+well); a DDP hook's call runs the schedule it names. ``best`` is always the fastest schedule:
+the algorithm to recommend (for the gradient all_reduce: a ``ddp:<algorithm>`` hook). A
+point-to-point message of the pipeline costs one ``sendrecv`` between the two stages' ranks;
+a receive costs what its send does (the rank waits for it).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from dataclasses import dataclass
+
+from bench.advise.calls import Call
+from bench.advise.layout import Layout
+from bench.topo.cost import Estimate
+from bench.topo.model import Cluster, Placed
+from bench.topo.net import Net
+from bench.topo.predict import estimate_case, native_ratio
+from bench.topo.profile import Link, Profile
+from kernels import collective as coll
+from kernels.algorithm import VENDOR, Problem, algorithms_of
+
+P2P = {"send": "sendrecv", "recv": "sendrecv"}
+
+
+@dataclass(frozen=True)
+class Timed:
+    seconds: float  # one call
+    algorithm: str  # what runs: "native" (the vendor curve) or a schedule
+    best: str  # the fastest schedule the model has
+
+
+@dataclass(frozen=True)
+class GroupNet:
+    placed: Placed
+    net: Net
+
+    @property
+    def key(self) -> tuple[object, ...]:
+        return (self.placed.node_of, self.placed.leaf_of, self.net.beta.tobytes())
+
+
+class Timer:
+    """Times of calls on a job; caches per (group placement, collective, size, algorithm)."""
+
+    def __init__(self, profile: Profile, cluster: Cluster) -> None:
+        self.profile, self.cluster = profile, cluster
+        self._nets: dict[tuple[int, int, int, str], GroupNet] = {}
+        self._times: dict[tuple[object, ...], Timed] = {}
+
+    def group(self, lay: Layout, axis: str) -> GroupNet:
+        key = (lay.data, lay.tensor, lay.pipeline, axis)
+        got = self._nets.get(key)
+        if got is None:
+            ranks = lay.group(axis)[:2] if axis == "pipeline" else lay.group(axis)
+            got = self._nets[key] = self._place(lay.world, ranks)
+        return got
+
+    def _place(self, world: int, ranks: list[int]) -> GroupNet:
+        job = self.cluster.place(world)
+        nodes = Counter(job.node_of[r] for r in ranks)
+        sizes = tuple(nodes[n] for n in dict.fromkeys(job.node_of[r] for r in ranks))
+        per_job = Counter(job.node_of)
+        share = nodes[job.node_of[ranks[0]]] / per_job[job.node_of[ranks[0]]]
+        leaf = self.cluster.nodes_per_leaf
+        cl = Cluster(sizes, "block", leaf, self.cluster.oversubscription,
+                     self.cluster.nics_per_node, spec=f"group of {len(ranks)}")
+        placed = cl.place(len(ranks))
+        links = {k: Link(v.alpha, v.beta * (share if k != "intra" else 1.0))
+                 for k, v in self.profile.links.items()}
+        return GroupNet(placed, Net(placed, dataclasses.replace(self.profile, links=links)))
+
+    def time(self, call: Call, g: GroupNet) -> Timed:
+        op = P2P.get(call.op, call.op)
+        key = (g.key, op, call.nbytes, call.algorithm)
+        got = self._times.get(key)
+        if got is None:
+            got = self._times[key] = self._best(op, call, g)
+        return got
+
+    def _best(self, op: str, call: Call, g: GroupNet) -> Timed:
+        spec, p = coll.resolve(op), g.placed.world
+        if p == 1:
+            return Timed(0.0, "none", "none")
+        count = max(1, spec.round_count(max(1, call.nbytes // call.itemsize), p))
+        pr = Problem(g.placed.topology, count, call.itemsize, spec.name, 0)
+        found: dict[str, Estimate] = {}
+        for a in algorithms_of(spec.name):
+            if a.is_vendor or (call.algorithm is not None and a.name != call.algorithm):
+                continue
+            e = estimate_case(a, pr, g.net)
+            if isinstance(e, Estimate):
+                found[a.name] = e
+        if not found:
+            raise ValueError(f"no algorithm of {op} can be modelled on a group of {p} ranks")
+        best = min(found, key=lambda k: found[k].time_s)
+        t = found[best].time_s
+        ratio = native_ratio(self.profile, spec.name, VENDOR, pr.nbytes) \
+            if call.algorithm is None else None
+        return Timed(t * ratio, VENDOR, best) if ratio is not None else Timed(t, best, best)

@@ -1,0 +1,82 @@
+"""``commbench advise``: which training strategy (data x tensor x pipeline, ZeRO stage,
+microbatches, the gradients' AllReduce algorithm) is fastest and fits, and by how much.
+
+    commbench advise --model gpt-6.7b --profile h100-ib400 --topology 64x8 --batch 512 --seq 2048
+    commbench advise --params 70B --layers 80 --hidden 8192 --heads 64 --profile h100-ib400 --topology 128x8
+    commbench advise --from runs/<training run> --profile mine.yaml --world-sizes 2,4,64,512
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import sys
+from pathlib import Path
+
+from bench.commands import register
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    what = p.add_mutually_exclusive_group(required=True)
+    what.add_argument("--model", help="a reference model (commbench list models: gpt-6.7b, ...)")
+    what.add_argument("--params", help="a GPT by parameter count, with --layers --hidden --heads")
+    what.add_argument("--from", dest="from_run", type=Path,
+                      help="a training run: predicted vs measured for its strategies, compute "
+                           "from its world-size-1 steps")
+    p.add_argument("--layers", type=int, help="with --params: transformer blocks")
+    p.add_argument("--hidden", type=int, help="with --params: model width")
+    p.add_argument("--heads", type=int, help="with --params: attention heads")
+    p.add_argument("--vocab", type=int, default=50304, help="with --params: vocabulary (50304)")
+    p.add_argument("--profile", required=True, help="cost-model profile: preset name or YAML; "
+                   "needs device.memory_bytes (and device.flops_per_s without --from)")
+    p.add_argument("--topology", default=None,
+                   help="NODESxRANKS (64x8) etc., as for predict (default with --from: one node "
+                        "of the run's largest world size)")
+    p.add_argument("--world-sizes", default=None,
+                   help="comma-separated (default: the topology's ranks; with --from: the run's)")
+    p.add_argument("--batch", type=int, default=None,
+                   help="global batch in samples (default 1024; with --from: the run's batch "
+                        "per replica x the world size)")
+    p.add_argument("--seq", type=int, default=None, help="sequence length of a GPT (default: "
+                   "the model's; 2048 with --params)")
+    p.add_argument("--precision", choices=("mixed", "fp32"), default=None,
+                   help="mixed: 2-byte params/grads, K=12 (default); fp32 (default with --from)")
+    p.add_argument("--bucket-mb", type=float, default=25.0, help="DDP bucket cap in MiB (25)")
+    p.add_argument("--top", type=int, default=10, help="rows printed per world size (10)")
+    p.add_argument("--out", type=Path, default=None,
+                   help="run directory to write (default: runs/<time>-advise)")
+
+
+def _fail(message: str) -> int:
+    print(f"commbench: advise: {message}", file=sys.stderr)
+    return 2
+
+
+def handle(args: argparse.Namespace) -> int:
+    try:
+        from bench.advise.cli import run_advice
+    except ImportError as e:
+        return _fail(f"needs torch (pip install 'commbench[training]'): {e}")
+    from bench.advise.question import AdviceError
+    from bench.records import StoreError
+    from bench.topo.model import TopologyError
+    from bench.topo.profile import ProfileError
+    from kernels.registry import UnknownName
+
+    out = args.out or Path("runs") / f"{dt.datetime.now():%Y%m%d-%H%M%S}-advise"
+    if (out / "results.jsonl").exists():
+        return _fail(f"{out} already holds results; choose another --out")
+    try:
+        run_advice(args, out, print)
+    except (AdviceError, ProfileError, TopologyError, StoreError) as e:
+        return _fail(str(e).splitlines()[0])
+    except UnknownName as e:
+        return _fail(str(e))
+    except ValueError as e:
+        return _fail(str(e).splitlines()[0])
+    print(out)
+    return 0
+
+
+register("advise", "which training strategy is fastest and fits, predicted at any scale",
+         configure, handle)

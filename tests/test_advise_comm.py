@@ -1,0 +1,102 @@
+"""The communication model against what training counts, exactly: every strategy of
+scenarios/training.yaml (ddp:tree and pipeline:gpipe left out: the hook path and the pipeline
+messages are those of ddp:ring and pipeline:1f1b) and DDP / zero1 with buckets small enough to
+split the model, on gpt-tiny and mlp at 2 and 4 ranks, run for real under torch's launcher.
+Bytes on every rank and calls on rank 0 (what records carry) must equal
+:mod:`bench.advise.comm`'s calls, counted as training counts them."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+
+pytest.importorskip("torch", reason="training needs torch")
+
+from bench.records import iter_records
+
+SCENARIO = """
+name: advise-comm
+kind: training
+models: [gpt-tiny, mlp]
+strategies: [ddp, ddp:fp16, ddp:ring, {name: ddp, bucket_mb: 0.02}, zero1,
+             {name: zero1, bucket_mb: 0.05}, zero2, zero3, tensor, pipeline:1f1b,
+             {name: pipeline, schedule: interleaved, microbatches: 4}, hybrid:2]
+world_sizes: [2, 4]
+batch_size: 8
+steps: 1
+warmup: 1
+reference: false
+backend: gloo
+case_timeout_s: 120
+"""
+
+
+@pytest.fixture(scope="module")
+def records(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
+    d = tmp_path_factory.mktemp("advise-comm")
+    (d / "sc.yaml").write_text(SCENARIO)
+    proc = subprocess.run([sys.executable, "-m", "bench", "run", str(d / "sc.yaml"), "--out",
+                           str(d / "run"), "--no-progress"], capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return list(iter_records(d / "run"))
+
+
+def predicted(rec: dict[str, Any], rank: int, via_layout: bool) -> Any:
+    from bench.advise.calls import counted
+    from bench.advise.comm import CommContext, layout_calls, models
+    from bench.advise.shape import shape_of
+    from bench.advise.strategies import as_layout
+    from bench.models import MODELS
+    from bench.training.scenario import StrategySpec
+    from kernels.topology import Topology
+
+    spec = StrategySpec.model_validate(rec["strategy_options"])
+    lay = as_layout(spec.name, spec, rec["world_size"])
+    tp, dp = rank % lay.tensor, (rank // lay.tensor) % lay.data
+    pp = rank // (lay.tensor * lay.data)
+    ctx = CommContext(shape_of(MODELS.get(rec["model"])), lay, rec["batch_size_per_replica"],
+                      pp=pp)
+    calls = layout_calls(ctx) if via_layout else models().get(spec.name)(ctx)
+    one_node = {g: Topology.blocks(n, n) for g, n in
+                (("data", lay.data), ("tensor", lay.tensor), ("pipeline", lay.pipeline))}
+    return counted(calls, {"data": dp, "tensor": tp, "pipeline": pp}, one_node)
+
+
+@pytest.mark.training
+@pytest.mark.timeout(600)
+def test_every_strategy_sends_what_the_model_says(records: list[dict[str, Any]]) -> None:
+    assert len(records) == 2 * 2 * 12 and all(r["status"] == "ok" for r in records)
+    checked = 0
+    for r in records:
+        for rank in range(r["world_size"]):
+            for via_layout in (False, True):  # the strategy's own model, and the layout's parts
+                got = predicted(r, rank, via_layout)
+                assert got.bytes == r["comm_by_type_by_rank"][rank], (r["strategy"], r["model"],
+                                                                      r["world_size"], rank)
+                if rank == 0:
+                    assert got.calls == r["comm_calls_by_type"], (r["strategy"], r["model"])
+            checked += 1
+    assert checked == 2 * 12 * (2 + 4)
+
+
+@pytest.mark.training
+def test_small_buckets_split_ddp_into_several_all_reduces(records: list[dict[str, Any]]) -> None:
+    """0.02 MiB buckets (cap int(0.02 * 2**20) = 20971 B) on gpt-tiny's 80896 fp32 gradients, in
+    reverse parameter order: lm_head 2048 + ln_f 64 + mlp.proj 4128 = 6240 elements (24960 B)
+    closes the first bucket; mlp.fc 4224 + ln2 64 + attn.proj 1056 = 5344 the second; and so on:
+    13 buckets, 13 all_reduces."""
+    from bench.advise.comm import CommContext
+    from bench.advise.comm.ddp import buckets
+    from bench.advise.layout import Layout
+    from bench.advise.shape import shape_of
+    from bench.models import MODELS
+
+    sizes = buckets(CommContext(shape_of(MODELS.get("gpt-tiny")), Layout(data=2, bucket_mb=0.02), 8))
+    assert sizes[:2] == [6240, 5344] and len(sizes) == 13 and sum(sizes) == 80896
+    small = [r for r in records if r["strategy_options"]["bucket_mb"] == 0.02
+             and r["model"] == "gpt-tiny"]
+    assert len(small) == 2 and all(r["comm_calls_by_type"]["all_reduce"] == 13 for r in small)
