@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -38,3 +39,55 @@ def run_mpi(n: int, script: Path, *args: str, timeout: float = 240) -> subproces
 def commbench(*args: str, timeout: float = 240, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "bench", *args], capture_output=True, text=True,
                           timeout=timeout, env=clean_env(), cwd=cwd)
+
+
+# One multi-rank training run shared by tests/test_training.py and tests/test_advise_comm.py
+# (both read its records; the session pays for it once). Every strategy the two need, on
+# gpt-tiny and mlp at 2 and 4 ranks, with the reference (the loss check) and small DDP / ZeRO-1
+# buckets (the bucket model); plus ps at 3 ranks (ps:1 and ps:2) in a second, small launch.
+TRAIN_ALGS = ["ring", "tree", "halving_doubling", "hierarchical", "naive"]
+TRAINING_SCENARIO = f"""
+name: training-test
+kind: training
+models: [gpt-tiny, mlp]
+strategies: [ddp, ddp:fp16, {", ".join("ddp:" + a for a in TRAIN_ALGS)}, zero1, zero2, zero3,
+             tensor, pipeline:gpipe, pipeline:1f1b, pipeline:interleaved, hybrid:2, ps:1,
+             {{name: ddp, bucket_mb: 0.02}}, {{name: zero1, bucket_mb: 0.05}}]
+world_sizes: [2, 4]
+batch_size: 8
+steps: 1
+warmup: 2
+backend: gloo
+case_timeout_s: 120
+"""
+PS_SCENARIO = """
+name: training-test-ps
+kind: training
+models: [gpt-tiny, mlp]
+strategies: [ps:1, ps:2]
+world_sizes: [3]
+batch_size: 8
+steps: 1
+warmup: 2
+backend: gloo
+case_timeout_s: 120
+"""
+
+
+@pytest.fixture(scope="session")
+def training_records(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
+    """Records of :data:`TRAINING_SCENARIO` and :data:`PS_SCENARIO`, run for real (needs torch;
+    only tests marked ``training`` use it)."""
+    pytest.importorskip("torch", reason="training needs torch")
+    from bench.records import iter_records
+
+    d = tmp_path_factory.mktemp("training")
+    out: list[dict[str, Any]] = []
+    for name, text in (("main", TRAINING_SCENARIO), ("ps", PS_SCENARIO)):
+        (d / f"{name}.yaml").write_text(text)
+        proc = subprocess.run([sys.executable, "-m", "bench", "run", str(d / f"{name}.yaml"),
+                               "--out", str(d / name), "--no-progress"], capture_output=True,
+                              text=True, timeout=900, env=clean_env(), cwd=ROOT)
+        assert proc.returncode == 0, proc.stderr[-4000:]
+        out += list(iter_records(d / name))
+    return out

@@ -103,7 +103,10 @@ def test_search_ranks_fitting_layouts_first_and_states_the_margin(tmp_path: Path
         eps = 1e-9 * r["step_time_ms"]  # the same sums in another order
         assert r["step_time_ms_full_overlap"] - eps <= r["step_time_ms"] \
             <= r["step_time_ms_no_overlap"] + eps
-        assert r["data"] * r["tensor"] * r["pipeline"] == 16 and 16 % r["tensor"] == 0
+        assert r["data"] * r["tensor"] * r["pipeline"] + r["servers"] == 16
+        assert 16 % r["tensor"] == 0 and (r["servers"] == 0 or r["tensor"] == r["pipeline"] == 1)
+    labels = {r["layout"] for r in recs}  # the knobs are options of the search
+    assert "dp=8 ps[servers=8]" in labels and "dp=16 zero3[ckpt]" in labels
     assert "# best at 16 ranks:" in proc.stdout and "faster than the runner-up" in proc.stdout
     rep = commbench("report", str(tmp_path / "adv"), "-o", str(tmp_path / "r.html"))
     assert rep.returncode == 0, rep.stderr
@@ -116,7 +119,7 @@ def test_search_ranks_fitting_layouts_first_and_states_the_margin(tmp_path: Path
     (["--params", "70B", "--layers", "80", "--hidden", "8192", "--heads", "64",
       "--world-sizes", "8", "--topology", "1x8"],
      "fits no layout at 8 ranks within device.memory_bytes (75 GiB) per rank: the smallest world "
-     "size that fits is 128"),
+     "size that fits is 32"),  # zero3[ckpt]: 16 B x 65.27e9 params / 32 = 30.4 GiB of states
     (["--model", "gpt-tiny", "--world-sizes", "3", "--batch", "1", "--topology", "1x4"],
      "no layout of gpt-tiny runs on 3 ranks with a global batch of 1"),
     (["--model", "gpt-tiny", "--topology", "1x2", "--profile", "NOFLOPS"],
@@ -134,3 +137,34 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, args: list[str], messa
     proc = commbench("advise", *args, "--out", str(tmp_path / "adv"))
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert message in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+
+
+def test_knobs_change_compute_and_memory_not_communication() -> None:
+    """Checkpointing every piece: compute x 4/3 (one more forward), a layer keeps its input only
+    (2 s b h at 16 bit); autocast bf16 halves an fp32 question's layer activations; the calls
+    priced are the same. ps: the worker's push and pull; activations as analytic's rule."""
+    from bench.advise.evaluate import Job, evaluate
+    from bench.advise.layout import Layout
+    from bench.advise.memory import activations
+    from bench.advise.question import Question
+    from bench.topo.model import parse_topology
+    from bench.topo.profile import load_profile
+    from bench.training.analytic import FP32
+    from bench.training.analytic import activations as analytic_acts
+    from bench.training.scenario import StrategySpec
+
+    shape = _shape("gpt-small")
+    q = Question(shape, load_profile("h100-ib400"), parse_topology("1x8"), 64, FP32)
+    job: Job = q.jobs()(8)
+    plain, ckpt, amp = (evaluate(job, Layout(data=8, zero=3, **kw)) for kw in
+                        ({}, {"checkpoint": True}, {"amp": "bf16"}))
+    assert math.isclose(ckpt.step.compute, plain.step.compute * 4 / 3)
+    assert ckpt.step.comm == plain.step.comm and amp.step.comm == plain.step.comm
+    for kw, spec in (({"checkpoint": True}, {"checkpoint": True}),
+                     ({"amp": "bf16"}, {"precision": "bf16"})):
+        got = activations(shape, Layout(data=8, zero=3, **kw), 8, FP32)
+        assert got == analytic_acts(shape.model, StrategySpec(name="zero3", **spec), 8, 8, FP32)
+    ps = evaluate(job, Layout(data=6, servers=2))
+    assert set(ps.step.comm) == {"send:server", "recv:server"} and ps.step.bubble == 0
+    assert ps.memory.per_rank.activations == analytic_acts(
+        shape.model, StrategySpec(name="ps", servers=2), 8, 8, FP32)

@@ -1,48 +1,23 @@
-"""The communication model against what training counts, exactly: every strategy of
-scenarios/training.yaml (ddp:tree and pipeline:gpipe left out: the hook path and the pipeline
-messages are those of ddp:ring and pipeline:1f1b) and DDP / zero1 with buckets small enough to
-split the model, on gpt-tiny and mlp at 2 and 4 ranks, run for real under torch's launcher.
+"""The communication model against what training counts, exactly: every strategy of the
+session's shared training run (tests/conftest.py: scenarios/training.yaml's strategies, every
+ddp hook, DDP / zero1 with buckets small enough to split the model, ps:1) on gpt-tiny and mlp
+at 2 and 4 ranks, and ps:1 and ps:2 at 3 ranks, run for real under torch's launcher.
 Bytes on every rank and calls on rank 0 (what records carry) must equal
 :mod:`bench.advise.comm`'s calls, counted as training counts them."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from typing import Any
 
 import pytest
 
 pytest.importorskip("torch", reason="training needs torch")
 
-from bench.records import iter_records
 
-SCENARIO = """
-name: advise-comm
-kind: training
-models: [gpt-tiny, mlp]
-strategies: [ddp, ddp:fp16, ddp:ring, {name: ddp, bucket_mb: 0.02}, zero1,
-             {name: zero1, bucket_mb: 0.05}, zero2, zero3, tensor, pipeline:1f1b,
-             {name: pipeline, schedule: interleaved, microbatches: 4}, hybrid:2]
-world_sizes: [2, 4]
-batch_size: 8
-steps: 1
-warmup: 1
-reference: false
-backend: gloo
-case_timeout_s: 120
-"""
-
-
-@pytest.fixture(scope="module")
-def records(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
-    d = tmp_path_factory.mktemp("advise-comm")
-    (d / "sc.yaml").write_text(SCENARIO)
-    proc = subprocess.run([sys.executable, "-m", "bench", "run", str(d / "sc.yaml"), "--out",
-                           str(d / "run"), "--no-progress"], capture_output=True, text=True,
-                          timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return list(iter_records(d / "run"))
+@pytest.fixture
+def records(training_records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The session's shared training run (tests/conftest.py), every strategy it ran."""
+    return training_records
 
 
 def predicted(rec: dict[str, Any], rank: int, via_layout: bool) -> Any:
@@ -58,18 +33,21 @@ def predicted(rec: dict[str, Any], rank: int, via_layout: bool) -> Any:
     lay = as_layout(spec.name, spec, rec["world_size"])
     tp, dp = rank % lay.tensor, (rank // lay.tensor) % lay.data
     pp = rank // (lay.tensor * lay.data)
+    server = rank - lay.data if lay.servers and rank >= lay.data else None
+    if server is not None:
+        tp = dp = pp = 0
     ctx = CommContext(shape_of(MODELS.get(rec["model"])), lay, rec["batch_size_per_replica"],
-                      pp=pp)
+                      pp=pp, server=server)
     calls = layout_calls(ctx) if via_layout else models().get(spec.name)(ctx)
     one_node = {g: Topology.blocks(n, n) for g, n in
                 (("data", lay.data), ("tensor", lay.tensor), ("pipeline", lay.pipeline))}
-    return counted(calls, {"data": dp, "tensor": tp, "pipeline": pp}, one_node)
+    return counted(calls, {"data": dp, "tensor": tp, "pipeline": pp, "server": 0}, one_node)
 
 
 @pytest.mark.training
 @pytest.mark.timeout(600)
 def test_every_strategy_sends_what_the_model_says(records: list[dict[str, Any]]) -> None:
-    assert len(records) == 2 * 2 * 12 and all(r["status"] == "ok" for r in records)
+    assert len(records) == 2 * 2 * 18 + 2 * 2 and all(r["status"] == "ok" for r in records)
     checked = 0
     for r in records:
         for rank in range(r["world_size"]):
@@ -80,7 +58,21 @@ def test_every_strategy_sends_what_the_model_says(records: list[dict[str, Any]])
                 if rank == 0:
                     assert got.calls == r["comm_calls_by_type"], (r["strategy"], r["model"])
             checked += 1
-    assert checked == 2 * 12 * (2 + 4)
+    assert checked == 2 * 18 * (2 + 4) + 2 * 2 * 3
+
+
+@pytest.mark.training
+def test_parameter_server_sends_its_shards(records: list[dict[str, Any]]) -> None:
+    """ps:2 at 3 ranks on gpt-tiny: the worker pushes 4 Psi = 323584 bytes in 2 sends and pulls
+    as many in 2 receives; the servers' shards (greedy, largest first) sum to it, each server
+    receiving and sending its shard once (one worker)."""
+    ps2 = [r for r in records if r["strategy"] == "ps[servers=2]" and r["model"] == "gpt-tiny"]
+    assert len(ps2) == 1
+    by_rank = ps2[0]["comm_by_type_by_rank"]
+    assert by_rank[0] == {"send": 323584, "recv": 323584}
+    assert ps2[0]["comm_calls_by_type"] == {"send": 2, "recv": 2}
+    assert by_rank[1]["recv"] + by_rank[2]["recv"] == 323584
+    assert by_rank[1] == predicted(ps2[0], 1, True).bytes
 
 
 @pytest.mark.training

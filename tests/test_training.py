@@ -1,5 +1,6 @@
 """Training strategies for real: every strategy on gpt-tiny and mlp at 2 and 4 ranks under
-torch's launcher (one self-launched ``commbench run`` per world size for the whole table), checked
+torch's launcher (the session's shared run, tests/conftest.py, also read by
+tests/test_advise_comm.py), checked
 against the single-process reference, the analytic memory model and the bytes each strategy must
 send."""
 
@@ -15,36 +16,17 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="training needs torch (pip install torch==2.13.0)")
 
-from bench.records import iter_records, load_results  # noqa: E402
+from bench.records import load_results  # noqa: E402
 from bench.scenario import ScenarioError, load_scenario  # noqa: E402
 from bench.training.strategies.ddp import bf16_hook_allowed  # noqa: E402
 
-ALGS = ["ring", "tree", "halving_doubling", "hierarchical", "naive"]
-SCENARIO = f"""
-name: training-test
-kind: training
-models: [gpt-tiny, mlp]
-strategies: [ddp, ddp:fp16, {", ".join("ddp:" + a for a in ALGS)}, zero1, zero2, zero3,
-             tensor, pipeline:gpipe, pipeline:1f1b, pipeline:interleaved, hybrid:2]
-world_sizes: [2, 4]
-batch_size: 8
-steps: 1
-warmup: 2
-backend: gloo
-case_timeout_s: 120
-"""
 TOL = {"ddp[fp16]": 5e-3}  # compression hook: stated tolerance (bf16 needs NCCL)
 
 
-@pytest.fixture(scope="module")
-def records(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
-    d = tmp_path_factory.mktemp("training")
-    (d / "sc.yaml").write_text(SCENARIO)
-    proc = subprocess.run([sys.executable, "-m", "bench", "run", str(d / "sc.yaml"), "--out",
-                           str(d / "run"), "--no-progress"], capture_output=True, text=True,
-                          timeout=900)
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    return list(iter_records(d / "run"))
+@pytest.fixture
+def records(training_records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The session's shared training run (tests/conftest.py: TRAINING_SCENARIO, PS_SCENARIO)."""
+    return training_records
 
 
 def _spec(rec: dict[str, Any]) -> Any:
@@ -54,9 +36,9 @@ def _spec(rec: dict[str, Any]) -> Any:
 
 
 @pytest.mark.training
-@pytest.mark.timeout(900)  # the fixture's two launches (30 cases each) run inside this test
+@pytest.mark.timeout(900)  # the shared fixture's launches run inside the first test using it
 def test_every_case_ran(records: list[dict[str, Any]]) -> None:
-    assert len(records) == 2 * 2 * 15
+    assert len(records) == 2 * 2 * 18 + 2 * 2  # 18 strategies at 2 and 4 ranks, ps at 3
     assert all(r["status"] == "ok" for r in records), [r for r in records if r["status"] != "ok"]
     for r in records:
         assert r["schema_version"] == 1 and r["kind"] == "training"

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from kernels.topology import Topology
 
-GROUPS = ("data", "tensor", "pipeline")
+GROUPS = ("data", "tensor", "pipeline", "server")  # server: ps workers <-> servers
 PHASES = ("forward", "backward", "step")
 
 
@@ -23,7 +23,7 @@ class Call:
     op: str  # all_reduce, all_gather, reduce_scatter, broadcast, send, recv
     nbytes: int  # size S of one call
     calls: int  # how many such calls per step
-    group: str  # data, tensor or pipeline
+    group: str  # data, tensor, pipeline or server (ps)
     phase: str  # forward, backward or step (after backward: the optimizer's)
     overlap: bool  # may run under compute of its phase (the rule: bench.advise.step)
     algorithm: str | None = None  # a commbench all_reduce schedule (DDP hook); None: vendor

@@ -18,9 +18,18 @@ from bench.advise.comm import CommContext
 BACKWARD = 2 / 3
 
 
+RECOMPUTE = 1.0  # checkpointing every piece: one more forward (analytic.recompute_fraction)
+
+
 @dataclass(frozen=True)
 class Flops:
     flops_per_s: float
+    flops_16bit_per_s: float | None = None  # device.flops_16bit_per_s, where stated
+
+    def speed(self, sixteen: bool) -> float:
+        """Compute time of 16-bit (or fp32) work over the time at ``flops_per_s``."""
+        return self.flops_per_s / self.flops_16bit_per_s if sixteen and self.flops_16bit_per_s \
+            else 1.0
 
     def seconds(self, ctx: CommContext) -> float:
         return ctx.batch * stage_flops(ctx) / ctx.layout.tensor / self.flops_per_s
@@ -34,6 +43,11 @@ class Flops:
 class Measured:
     step_s: float  # the world-size-1 step of this model at the same batch per replica
     source: str  # which record
+    amp_ratio: float = 1.0  # world-size-1 autocast step / fp32 step of the same strategy
+    knobs_included: bool = False  # the record ran the layout's own checkpoint / amp
+
+    def speed(self, sixteen: bool) -> float:
+        return self.amp_ratio if sixteen else 1.0
 
     def seconds(self, ctx: CommContext) -> float:
         return self.step_s * stage_flops(ctx) / ctx.shape.flops_per_sample / ctx.layout.tensor
@@ -49,3 +63,10 @@ Compute = Flops | Measured
 def stage_flops(ctx: CommContext) -> float:
     """FLOPs per sample of the rank's pieces (its stages)."""
     return sum(ctx.shape.piece_flops[i] for i in ctx.my_pieces)
+
+
+def factor(compute: Compute, checkpoint: bool, sixteen: bool) -> float:
+    """What the knobs multiply compute by (module docstring)."""
+    if isinstance(compute, Measured) and compute.knobs_included:
+        return 1.0
+    return (1 + RECOMPUTE / 3 if checkpoint else 1.0) * compute.speed(sixteen)

@@ -1,15 +1,26 @@
 """One layout priced: its calls timed on their groups, compute, memory, the step and what
 follows from it (throughput, scaling efficiency). The step is the slowest rank's: every
-pipeline index is priced (stages differ in compute and in their boundaries)."""
+pipeline index is priced (stages differ in compute and in their boundaries); a parameter
+server's step is a worker's (compute, then the push and the pull, none overlapped).
+
+The knobs (checkpointing, autocast) change compute (:func:`bench.advise.compute.factor`) and
+activations, not what is sent: the priced calls and model states of a layout are computed once
+and shared by its knob variants (:attr:`Job.cache`). Not priced: the forward all_reduces that
+tensor parallelism re-issues when it recomputes a checkpointed layer, and a ps server's
+optimizer step (a worker waits for it; it is its shard's share of the step's optimizer).
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import dataclasses
+from dataclasses import dataclass, field
 
+from bench.advise.calls import Call
 from bench.advise.comm import Bytes, CommContext, layout_calls, representative_stages
-from bench.advise.compute import Compute
+from bench.advise.comm.ps import shard_elements
+from bench.advise.compute import Compute, factor
 from bench.advise.layout import Layout
-from bench.advise.memory import Memory, layout_memory
+from bench.advise.memory import Memory, activations, states, with_activations
 from bench.advise.shape import Shape
 from bench.advise.step import Priced, Step, step_time
 from bench.advise.timing import Timer
@@ -27,6 +38,9 @@ class Job:
     timer: Timer
     memory_limit: float | None  # device.memory_bytes
     bytes: Bytes
+    # priced calls and model states per layout without its knobs (filled as layouts are priced)
+    cache: dict[tuple[str, Layout], object] = field(default_factory=dict, compare=False,
+                                                    repr=False)
 
 
 @dataclass(frozen=True)
@@ -40,20 +54,58 @@ class Result:
     limit: float | None = None  # the device memory it was held against
 
 
-def evaluate(job: Job, lay: Layout, mem: Memory | None = None) -> Result:
-    worst: Step | None = None
+Stage = tuple[list[Priced], float]  # the rank's priced calls, its compute before the knobs
+
+
+def _stages(job: Job, lay: Layout) -> list[Stage]:
+    out = []
     for pp in representative_stages(job.shape, lay):
         ctx = CommContext(job.shape, lay, job.batch, job.bytes, pp=pp)
-        priced = []
-        for c in layout_calls(ctx):
-            t = job.timer.time(c, job.timer.group(lay, c.group))
-            priced.append(Priced(c, t.seconds, t.algorithm, t.best))
-        st = step_time(priced, job.compute.seconds(ctx), lay.microbatches, lay.pipeline,
+        if lay.servers:
+            priced = _ps(job, ctx)
+        else:
+            priced = []
+            for c in layout_calls(ctx):
+                t = job.timer.time(c, job.timer.group(lay, c.group))
+                priced.append(Priced(c, t.seconds, t.algorithm, t.best))
+        out.append((priced, job.compute.seconds(ctx)))
+    return out
+
+
+def _ps(job: Job, ctx: CommContext) -> list[Priced]:
+    """A worker's push and pull, each priced as one exchange (:meth:`Timer.ps`)."""
+    shards, b = shard_elements(ctx), job.bytes
+    push, pull = job.timer.ps(ctx.layout.data, [n * b.grad for n in shards],
+                              [n * b.param for n in shards])
+    total = sum(shards)
+    return [Priced(Call("send", total * b.grad, 1, "server", "step", False), push, "p2p", "p2p"),
+            Priced(Call("recv", total * b.param, 1, "server", "step", False), pull, "p2p", "p2p")]
+
+
+def _cached(job: Job, kind: str, lay: Layout, make: object) -> object:
+    key = (kind, dataclasses.replace(lay, checkpoint=False, amp="fp32"))
+    got = job.cache.get(key)
+    if got is None:
+        got = job.cache[key] = make()  # type: ignore[operator]
+    return got
+
+
+def evaluate(job: Job, lay: Layout, mem: Memory | None = None) -> Result:
+    sixteen = lay.amp != "fp32" or job.precision.param_bytes == 2
+    knobs = factor(job.compute, lay.checkpoint, sixteen)
+    worst: Step | None = None
+    stages: list[Stage] = _cached(job, "priced", lay, lambda: _stages(job, lay))  # type: ignore[assignment]
+    for priced, compute in stages:
+        st = step_time(priced, compute * knobs, lay.microbatches, lay.pipeline,
                        lay.stages_per_rank)
         if worst is None or st.time > worst.time:
             worst = st
     assert worst is not None
-    mem = mem or layout_memory(job.shape, lay, job.batch, job.precision)
+    if mem is None:
+        held = _cached(job, "states", lay, lambda: states(job.shape, lay, job.batch,
+                                                          job.precision))
+        mem = with_activations(held, activations(job.shape, lay, job.batch,  # type: ignore[arg-type]
+                                                 job.precision))
     fits = job.memory_limit is None or mem.total <= job.memory_limit
     one = job.compute.seconds(CommContext(job.shape, Layout(), job.batch, job.bytes))
     sps = lay.data * job.batch / worst.time

@@ -16,6 +16,7 @@ from bench.training.rules import check_degree
 
 ZERO_NAMES = ("ddp", "zero1", "zero2", "zero3")  # the data-parallel strategy of each ZeRO stage
 SCHEDULES = ("gpipe", "1f1b", "interleaved")
+AMPS = ("fp32", "bf16", "fp16")  # autocast precision (bench.training.options); fp32: none
 
 
 @dataclass(frozen=True)
@@ -29,6 +30,9 @@ class Layout:
     stages_per_rank: int = 1  # interleaved: virtual stages per rank (v)
     bucket_mb: float = 25.0  # DDP / zero1 gradient buckets
     hook: str = "default"  # DDP: default, fp16, bf16 or a commbench all_reduce algorithm
+    checkpoint: bool = False  # activation checkpointing of every piece
+    amp: str = "fp32"  # autocast precision with fp32 master weights (bench.training.options)
+    servers: int = 0  # ps: parameter-server ranks beside the ``data`` workers (0: no ps)
 
     def __post_init__(self) -> None:
         for k in ("data", "tensor", "pipeline", "microbatches", "stages_per_rank"):
@@ -38,10 +42,14 @@ class Layout:
             raise ValueError(f"ZeRO stage must be 0..3, got {self.zero}")
         if self.schedule not in SCHEDULES:
             raise ValueError(f"unknown schedule {self.schedule!r}; valid: {', '.join(SCHEDULES)}")
+        if self.amp not in AMPS:
+            raise ValueError(f"unknown amp {self.amp!r}; valid: {', '.join(AMPS)}")
+        if self.servers and (self.tensor > 1 or self.pipeline > 1 or self.zero):
+            raise ValueError("ps is pure data parallelism: no tensor, pipeline or ZeRO with it")
 
     @property
     def world(self) -> int:
-        return self.data * self.tensor * self.pipeline
+        return self.data * self.tensor * self.pipeline + self.servers
 
     @property
     def stages(self) -> int:
@@ -52,10 +60,23 @@ class Layout:
         return ZERO_NAMES[self.zero]
 
     @property
+    def options(self) -> str:
+        """The knobs as training labels them: ``ckpt``, ``amp=bf16``."""
+        return ",".join([*(["ckpt"] if self.checkpoint else []),
+                         *([f"amp={self.amp}"] if self.amp != "fp32" else [])])
+
+    @property
     def label(self) -> str:
+        opts = self.options
+        if self.servers:
+            return f"dp={self.data} ps[servers={self.servers}{',' + opts if opts else ''}]"
         parts = [f"dp={self.data}"]
-        if self.data > 1:
-            parts.append(self.zero_name if self.hook == "default" else f"ddp[{self.hook}]")
+        if self.data > 1:  # ddp[ring], zero3[ckpt,amp=bf16], ddp[ring,ckpt]
+            name, inner = (self.zero_name, []) if self.hook == "default" else ("ddp", [self.hook])
+            inner += [opts] if opts else []
+            parts.append(f"{name}[{','.join(inner)}]" if inner else name)
+        elif opts:
+            parts.append(f"[{opts}]")
         if self.tensor > 1:
             parts.append(f"tp={self.tensor}")
         if self.pipeline > 1:

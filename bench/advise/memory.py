@@ -1,13 +1,18 @@
 """Per-rank memory of a layout, from :mod:`bench.training.analytic`'s rules composed: the rank's
 pipeline stages, their tensor-parallel shards (``tp_local``), then the ZeRO stage's rule over the
-data group (ddp, zero1, zero2, zero3 at ``data`` ranks) on exactly those parameters.
+data group (ddp, zero1, zero2, zero3 at ``data`` ranks) on exactly those parameters; a
+parameter-server layout takes the ``ps`` rule (worker 0 and server 0, the larger).
 
 Activations generalise the analytic model's formula (Korthikanti et al. 2022, 16-bit, flash
 attention, no recomputation) to tensor and pipeline degrees together: per layer
 ``s * b * h * (10 + 24 / t)`` with b the microbatch, for ``ceil(L / stages) * v * in_flight``
 layers (in flight: m microbatches under GPipe, min(m, p) under 1F1B and interleaved), plus the
-fp32 logits ``4 * s * b * V``; it equals :func:`bench.training.analytic.activations` wherever that
-applies (``tests/test_advise.py``). Other families have no activation model (None).
+fp32 logits ``4 * s * b * V``. Checkpointing (every piece) keeps a layer's input only,
+``2 * s * b * h``, instead of its per-layer figure (analytic's checkpoint rule). The 16-bit
+figures hold under ``--precision mixed`` and under autocast (``amp=bf16|fp16``); fp32 doubles
+the layers' part. It equals :func:`bench.training.analytic.activations` wherever that applies
+(``tests/test_advise.py``). Other families have no activation model (None); a ps server runs
+no forward (0).
 """
 
 from __future__ import annotations
@@ -25,8 +30,8 @@ from bench.training.scenario import StrategySpec
 
 @dataclass(frozen=True)
 class Memory:
-    per_rank: Estimate  # the largest rank (over pipeline stages)
-    stage: int  # the pipeline index of that rank
+    per_rank: Estimate  # the largest rank (over pipeline stages; worker or server for ps)
+    stage: int  # the pipeline index of that rank (ps: -1 for a server)
 
     @property
     def total(self) -> int:
@@ -37,26 +42,43 @@ def activations(shape: Shape, lay: Layout, batch: int, prec: Precision) -> int |
     cfg = shape.model.config
     if not isinstance(cfg, GPTConfig):
         return None
-    mb, layers = batch // lay.microbatches, cfg.layers
+    mb, layers, in_flight = batch // lay.microbatches, cfg.layers, 1
     if lay.pipeline > 1:
         in_flight = lay.microbatches if lay.schedule == "gpipe" else min(lay.microbatches,
                                                                          lay.pipeline)
-        layers = math.ceil(cfg.layers / lay.stages) * lay.stages_per_rank * in_flight
-    per_layer = cfg.seq_len * mb * cfg.embd * (10 + 24 / lay.tensor)
-    return int(layers * per_layer * prec.param_bytes / 2 + 4 * cfg.seq_len * mb * cfg.vocab)
+        layers = math.ceil(cfg.layers / lay.stages) * lay.stages_per_rank
+    per_layer = (2 if lay.checkpoint else 10 + 24 / lay.tensor) * cfg.seq_len * mb * cfg.embd
+    scale = 1 if prec.param_bytes == 2 or lay.amp != "fp32" else 2
+    return int(layers * in_flight * per_layer * scale + 4 * cfg.seq_len * mb * cfg.vocab)
 
 
-def layout_memory(shape: Shape, lay: Layout, batch: int, prec: Precision) -> Memory:
-    """Memory of the largest rank: data index 0 (ZeRO-1 gives it the largest tensor first),
-    tensor index 0, every pipeline index tried."""
+def states(shape: Shape, lay: Layout, batch: int, prec: Precision) -> tuple[Memory, ...]:
+    """Model states and transient buffers of the candidates for the largest rank (activations
+    left out): data index 0 (ZeRO-1 gives it the largest tensor first), tensor index 0, the
+    largest over the pipeline indices; for ps, worker 0 and server 0 (the largest shard)."""
+    if lay.servers:
+        spec = StrategySpec(name="ps", servers=lay.servers)
+        ps = list(CommContext(shape, lay, batch).params)
+        return tuple(Memory(predict(shape.model, spec, lay.world, r, prec, params=ps), st)
+                     for r, st in ((0, 0), (lay.data, -1)))
     spec = StrategySpec(name=lay.zero_name if lay.data > 1 else "ddp")
-    acts = activations(shape, lay, batch, prec)
     best: Memory | None = None
     for pp in representative_stages(shape, lay):
         ctx = CommContext(shape, lay, batch, pp=pp)
         e = predict(shape.model, spec, lay.data, 0, prec, params=list(ctx.params))
-        e = Estimate(e.params, e.grads, e.optim, e.transient, acts)
         if best is None or e.total > best.total:
             best = Memory(e, pp)
     assert best is not None
-    return best
+    return (best,)
+
+
+def with_activations(held: tuple[Memory, ...], acts: int | None) -> Memory:
+    """The largest candidate once activations are added (a ps server runs no forward)."""
+    out = [m if m.stage < 0 else
+           Memory(Estimate(m.per_rank.params, m.per_rank.grads, m.per_rank.optim,
+                           m.per_rank.transient, acts), m.stage) for m in held]
+    return max(out, key=lambda m: m.total)
+
+
+def layout_memory(shape: Shape, lay: Layout, batch: int, prec: Precision) -> Memory:
+    return with_activations(states(shape, lay, batch, prec), activations(shape, lay, batch, prec))

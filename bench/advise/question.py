@@ -44,13 +44,22 @@ class Question:
     bucket_mb: float = 25.0
 
     @property
+    def amps(self) -> tuple[str, ...]:
+        """Autocast precisions searched: bf16 beside fp32 for an fp32 question (torch AMP, as
+        this codebase's strategies run it); under mixed every layout already computes in 16
+        bits. fp16 prices as bf16 (the same bytes and throughput; only its loss scale differs)."""
+        return ("fp32", "bf16") if self.precision.param_bytes == 4 else ("fp32",)
+
+    @property
     def bytes(self) -> Bytes:
         p = self.precision
         return Bytes(p.param_bytes, p.grad_bytes, p.param_bytes)
 
     def jobs(self) -> Callable[[int], Job]:
         limit = device_key(self.profile, "memory_bytes")
-        compute = self.compute or Flops(device_key(self.profile, "flops_per_s"))
+        sixteen = self.profile.device.get("flops_16bit_per_s")
+        compute = self.compute or Flops(device_key(self.profile, "flops_per_s"),
+                                        float(sixteen) if sixteen else None)
         timer = Timer(self.profile, self.cluster)
         return functools.cache(lambda batch: Job(self.shape, batch, self.precision, compute,
                                                  timer, limit, self.bytes))
@@ -58,7 +67,8 @@ class Question:
     def answer(self, world: int, jobs: Callable[[int], Job] | None = None) -> Ranked:
         jobs = jobs or self.jobs()
         try:
-            ranked = search(jobs, self.shape.model, world, self.global_batch, self.bucket_mb)
+            ranked = search(jobs, self.shape.model, world, self.global_batch, self.bucket_mb,
+                            self.amps)
         except ValueError as e:
             raise AdviceError(str(e)) from None
         if ranked.best is None:

@@ -5,13 +5,18 @@ pipeline degree p dividing what is left, with at most as many stages as pieces; 
 d = world / (t p) dividing the global batch; ZeRO stage 0-3 when d > 1 (0-1 with a pipeline:
 ZeRO-2/3 re-gather per microbatch, which this model does not price); with a pipeline,
 microbatches m = p, 2p, 4p, 8p that divide the batch per replica, under GPipe, 1F1B and (m a
-multiple of p, 2p stages at most the pieces) interleaved 1F1B with v = 2. Ranked: layouts that
-fit the device memory first, by predicted step time (ties: less memory), then the rest by
-memory.
+multiple of p, 2p stages at most the pieces) interleaved 1F1B with v = 2. The parameter server
+``ps[servers=N]`` for N = 1, 2, 4, ... up to half the world whose W - N workers divide the
+global batch (pure data parallelism: no tensor or pipeline degree). Each of these with and
+without activation checkpointing of every piece, and under each autocast precision asked
+(``amps``: bf16 beside fp32 when the question's precision is fp32; under ``mixed`` every layout
+already computes in 16 bits). Ranked: layouts that fit the device memory first, by predicted
+step time (ties: less memory), then the rest by memory.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -27,9 +32,17 @@ class NoFit(ValueError):
     """No layout of the world size fits; the message names the smallest world size that does."""
 
 
-def layouts(model: ModelInfo, world: int, global_batch: int, bucket_mb: float = 25.0
-            ) -> Iterator[tuple[Layout, int]]:
+def layouts(model: ModelInfo, world: int, global_batch: int, bucket_mb: float = 25.0,
+            amps: tuple[str, ...] = ("fp32",)) -> Iterator[tuple[Layout, int]]:
     """(layout, batch per replica) for every valid combination."""
+    for lay, batch in _plain(model, world, global_batch, bucket_mb):
+        for ckpt in (False, True):
+            for amp in amps:
+                yield dataclasses.replace(lay, checkpoint=ckpt, amp=amp), batch
+
+
+def _plain(model: ModelInfo, world: int, global_batch: int, bucket_mb: float
+           ) -> Iterator[tuple[Layout, int]]:
     for t in divisors(world):
         try:
             Layout(tensor=t).check(model, 1)
@@ -46,6 +59,11 @@ def layouts(model: ModelInfo, world: int, global_batch: int, bucket_mb: float = 
                 except ValueError:
                     continue
                 yield lay, batch
+    n = 1
+    while 2 * n <= world:
+        if global_batch % (world - n) == 0:
+            yield Layout(data=world - n, servers=n), global_batch // (world - n)
+        n *= 2
 
 
 def _variants(d: int, t: int, p: int, batch: int, bucket_mb: float, pieces: int
@@ -82,9 +100,9 @@ Jobs = Callable[[int], Job]  # batch per replica -> the job (the caller caches t
 
 
 def search(jobs: Jobs, model: ModelInfo, world: int, global_batch: int,
-           bucket_mb: float = 25.0) -> Ranked:
+           bucket_mb: float = 25.0, amps: tuple[str, ...] = ("fp32",)) -> Ranked:
     out = [evaluate(jobs(batch), lay)
-           for lay, batch in layouts(model, world, global_batch, bucket_mb)]
+           for lay, batch in layouts(model, world, global_batch, bucket_mb, amps)]
     if not out:
         raise ValueError(f"no layout of {model.name} runs on {world} ranks with a global batch "
                          f"of {global_batch} (the data degree must divide it)")
@@ -99,7 +117,8 @@ def smallest_fit(jobs: Jobs, model: ModelInfo, world: int, global_batch: int, st
     layout fits the device memory (memory only: nothing is timed)."""
     w = (world // step + 1) * step
     while w <= limit:
-        for lay, batch in layouts(model, w, global_batch):
+        for lay, batch in _plain(model, w, global_batch, 25.0):
+            lay = dataclasses.replace(lay, checkpoint=True)  # the least memory of each layout
             job = jobs(batch)
             if job.memory_limit is None or layout_memory(
                     job.shape, lay, batch, job.precision).total <= job.memory_limit:

@@ -12,17 +12,11 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from bench.models.base import ModelSpec
 from bench.models.configs import GPTConfig, TPLinear
-from bench.training.analytic import Param, parameters, tp_local
-
-
-@dataclass(frozen=True)
-class Planned:
-    tp_plan: Callable[[], dict[str, str]]
+from bench.training.analytic import Param, parameters, tp_local, tp_plan_of
 
 
 @dataclass(frozen=True, eq=False)  # hashed by identity: one per model (shape_of caches it)
@@ -47,12 +41,9 @@ class Shape:
         return tuple(out)
 
     @functools.cached_property
-    def planned(self) -> Planned:
-        """The model's tensor-parallel plan built once, in the form
-        :func:`bench.training.analytic.tp_local` reads (it calls ``tp_plan()`` per parameter,
-        which rebuilds the plan: quadratic in the layers on an 80-layer model)."""
-        plan = self.model.tp_plan() if self.model.tp_plan else {}
-        return Planned(lambda: plan)
+    def plan(self) -> dict[str, str]:
+        """The model's tensor-parallel plan, built once (:func:`tp_local` reads it)."""
+        return tp_plan_of(self.model)
 
     @functools.cached_property
     def linears(self) -> tuple[tuple[int, TPLinear], ...]:
@@ -98,7 +89,7 @@ def shape_of(model: ModelSpec) -> Shape:
 @functools.lru_cache(maxsize=4096)
 def local_params(shape: Shape, tensor: int, pieces: frozenset[int]) -> tuple[Param, ...]:
     """The parameters of ``pieces`` with their tensor-parallel local shapes."""
-    return tuple(Param(p.name, tp_local(shape.planned, p, tensor)  # type: ignore[arg-type]
+    return tuple(Param(p.name, tp_local(shape.plan, p, tensor)
                        if tensor > 1 else p.shape, p.piece)
                  for p in shape.params if p.piece in pieces)
 

@@ -1,8 +1,11 @@
 """The training strategies of :mod:`bench.training.strategies` as layouts: what each one is in
-data x tensor x pipeline degrees and ZeRO stage at ``world`` ranks."""
+data x tensor x pipeline degrees and ZeRO stage at ``world`` ranks, with the options every
+strategy takes (``checkpoint: true``, ``precision``). Selective checkpointing (a piece list or
+a fraction) has no layout: the advice checkpoints every piece or none."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
 from bench.advise.layout import Layout
@@ -26,8 +29,14 @@ AS_LAYOUT.add("pipeline", lambda s, n, mb: Layout(
     stages_per_rank=s.pipeline_stages_per_rank))
 AS_LAYOUT.add("hybrid", lambda s, n, mb: Layout(data=n // s.tensor_degree, zero=3,
                                                 tensor=s.tensor_degree))
+AS_LAYOUT.add("ps", lambda s, n, mb: Layout(data=n - s.servers, servers=s.servers))
 
 
 def as_layout(name: str, spec: StrategySpec, world: int) -> Layout:
-    """The layout of training strategy ``name`` (options ``spec``) at ``world`` ranks."""
-    return AS_LAYOUT.get(name)(spec, world, float(getattr(spec, "bucket_mb", 25.0)))
+    """The layout of training strategy ``name`` (options ``spec``) at ``world`` ranks; ValueError
+    for selective checkpointing."""
+    lay = AS_LAYOUT.get(name)(spec, world, float(getattr(spec, "bucket_mb", 25.0)))
+    ckpt = getattr(spec, "checkpoint", False)
+    if ckpt not in (True, False):
+        raise ValueError(f"checkpoint {ckpt!r}: the advice models every piece or none")
+    return dataclasses.replace(lay, checkpoint=bool(ckpt), amp=getattr(spec, "precision", "fp32"))

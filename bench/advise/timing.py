@@ -11,6 +11,16 @@ well); a DDP hook's call runs the schedule it names. ``best`` is always the fast
 the algorithm to recommend (for the gradient all_reduce: a ``ddp:<algorithm>`` hook). A
 point-to-point message of the pipeline costs one ``sendrecv`` between the two stages' ranks;
 a receive costs what its send does (the rank waits for it).
+
+A parameter server's exchange (:meth:`Timer.ps`) is priced on the whole job's placement, the
+workers first and the servers the last ranks, as the cost model prices one step of messages
+(:mod:`bench.topo.net`: concurrent flows share a rank's port or NIC, a node's NICs and the
+leaf uplinks, so W - N workers pushing to one server share that server's NIC: incast). Push:
+every worker sends server s its shard at once (its j-th message posted j overheads late);
+a server is ready when its last gradient arrived, plus gamma x the bytes it sums. Pull: server s
+sends its shard to the workers one after another (o x j) from that moment; the exchange ends
+when the last worker has every shard. Both phases are scaled by the profile's measured
+``sendrecv`` curve (measured / modelled at the largest message) where ``calibrate`` stored one.
 """
 
 from __future__ import annotations
@@ -18,6 +28,8 @@ from __future__ import annotations
 import dataclasses
 from collections import Counter
 from dataclasses import dataclass
+
+import numpy as np
 
 from bench.advise.calls import Call
 from bench.advise.layout import Layout
@@ -56,6 +68,7 @@ class Timer:
         self.profile, self.cluster = profile, cluster
         self._nets: dict[tuple[int, int, int, str], GroupNet] = {}
         self._times: dict[tuple[object, ...], Timed] = {}
+        self._ps_times: dict[tuple[object, ...], tuple[float, float]] = {}
 
     def group(self, lay: Layout, axis: str) -> GroupNet:
         key = (lay.data, lay.tensor, lay.pipeline, axis)
@@ -107,3 +120,36 @@ class Timer:
         ratio = native_ratio(self.profile, spec.name, VENDOR, pr.nbytes) \
             if call.algorithm is None else None
         return Timed(t * ratio, VENDOR, best) if ratio is not None else Timed(t, best, best)
+
+    def ps(self, workers: int, push: list[int], pull: list[int]) -> tuple[float, float]:
+        """(push, pull) seconds of one parameter-server step: ``workers`` workers, then one
+        server per entry of ``push`` / ``pull`` (bytes of server s's shard each way)."""
+        key = (workers, tuple(push), tuple(pull))
+        got = self._ps_times.get(key)
+        if got is None:
+            got = self._ps_times[key] = self._ps(workers, push, pull)
+        return got
+
+    def _ps(self, workers: int, push: list[int], pull: list[int]) -> tuple[float, float]:
+        n = len(push)
+        net = Net(self.cluster.place(workers + n), self.profile)
+        w = np.arange(workers)
+        src, dst = np.repeat(w, n), np.tile(np.arange(workers, workers + n), workers)
+        size = np.tile(np.asarray(push, dtype=np.float64), workers)
+        cls = net.cls(src, dst)
+        j = np.tile(np.arange(1, n + 1), workers)  # a worker posts its n sends in server order
+        done = net.o * j + net.alpha[cls] + size / net.rates(src, dst, cls)
+        ready = np.zeros(n)
+        np.maximum.at(ready, dst - workers, done)
+        ready += net.gamma * workers * np.asarray(push, dtype=np.float64)
+        # pull: server s sends to worker 0, 1, ... in turn
+        psrc, pdst = np.repeat(np.arange(workers, workers + n), workers), np.tile(w, n)
+        psize = np.repeat(np.asarray(pull, dtype=np.float64), workers)
+        pcls = net.cls(psrc, pdst)
+        pj = np.tile(np.arange(1, workers + 1), n)
+        pdone = ready[psrc - workers] + net.o * pj + net.alpha[pcls] + psize / net.rates(
+            psrc, pdst, pcls)
+        t_push, t_all = float(ready.max()), float(pdone.max())
+        ratio = native_ratio(self.profile, "sendrecv", VENDOR, max(max(push), max(pull)))
+        r = ratio if ratio is not None else 1.0
+        return t_push * r, (t_all - t_push) * r

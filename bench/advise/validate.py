@@ -4,7 +4,9 @@ world sizes from its world-size-1 steps (``advise --from RUN``).
 Compute of a strategy comes from the world-size-1 record of the same strategy and model (its
 wrapper's own cost included), else from ``tensor``'s for a layout with tensor parallelism
 (hybrid: DTensor's cost per op is most of a small model's step), else from plain ``ddp``'s;
-the batch per replica and fp32 precision are the run's. Pipeline idle per stage is not in
+the batch per replica and fp32 precision are the run's. A record of the same strategy at one
+rank carries its checkpointing and autocast already (no knob factor on top); ``ps`` has no
+world-size-1 record and takes ``ddp``'s (a worker's forward and backward). Pipeline idle per stage is not in
 training records (they carry the step, not per-stage timelines): the bubble is predicted, not
 checked here.
 """
@@ -59,14 +61,18 @@ def pairs(recs: list[dict[str, Any]], timer: Timer, limit: float | None) -> Iter
         if r["world_size"] < 2:
             continue
         spec = StrategySpec.model_validate(r["strategy_options"])
-        lay = as_layout(spec.name, spec, r["world_size"])
+        try:
+            lay = as_layout(spec.name, spec, r["world_size"])
+        except ValueError:  # selective checkpointing: not modelled
+            continue
         one = single_rank(recs, r["model"], r["strategy"],
                           ("tensor", "ddp") if lay.tensor > 1 else ("ddp",))
         if one is None:
             continue
         shape: Shape = shape_of(MODELS.get(r["model"]))
         batch = int(r["batch_size_per_replica"])
-        compute = Measured(one["step_time_ms_median"] / 1e3, f"{one['strategy']} at 1 rank")
+        compute = Measured(one["step_time_ms_median"] / 1e3, f"{one['strategy']} at 1 rank",
+                           knobs_included=one["strategy"] == r["strategy"])
         job = Job(shape, batch, FP32, compute, timer, limit, Bytes(4, 4, 4))
         yield Pair(r["model"], r["strategy"], r["world_size"], batch,
                    r["step_time_ms_median"] / 1e3, evaluate(job, lay))

@@ -10,6 +10,7 @@ from typing import Any
 
 import torch
 from torch import nn
+from torch.overrides import TorchFunctionMode
 
 from bench.models.catalog import CATALOG, ModelInfo
 from kernels.registry import Registry
@@ -51,9 +52,23 @@ class ModelSpec(ModelInfo):
     loss: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
     def build_meta(self) -> Chain:
-        """The model on the meta device: shapes without memory (for the analytic model)."""
-        with torch.device("meta"):
+        """The model on the meta device: shapes without memory (for the analytic model), its
+        random initialisation skipped (on meta, ``normal_`` alone costs a second of imports)."""
+        with torch.device("meta"), _SkipNormalInit():
             return self.build()
+
+
+class _SkipNormalInit(TorchFunctionMode):
+    """Leaves tensors as they are where a module's ``reset_parameters`` draws normal values."""
+
+    def __torch_function__(self, func: Any, types: Any, args: tuple[Any, ...] = (),
+                           kwargs: dict[str, Any] | None = None) -> Any:
+        if func in _NORMAL_INITS:
+            return args[0] if args else (kwargs or {})["tensor"]
+        return func(*args, **(kwargs or {}))
+
+
+_NORMAL_INITS = frozenset({torch.Tensor.normal_, torch.nn.init.normal_, torch.nn.init.trunc_normal_})
 
 
 MODELS: Registry[ModelSpec] = Registry("model")

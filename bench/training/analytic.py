@@ -40,7 +40,7 @@ With backward ~ 2 forwards, a step's compute grows by the factor ``1 + recompute
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from bench.models.base import ModelSpec
@@ -127,8 +127,15 @@ def fsdp_local(shape: tuple[int, ...], n: int, r: int) -> int:
     return chunk_rows(shape[0], n, r) * numel(shape[1:])
 
 
-def tp_local(model: ModelSpec, p: Param, t: int) -> tuple[int, ...]:
-    plan = model.tp_plan() if model.tp_plan else {}
+def tp_plan_of(model: ModelSpec) -> dict[str, str]:
+    """The model's tensor-parallel plan (module path -> style), built once per call: pass it to
+    :func:`tp_local` for every parameter (building it per parameter is quadratic in layers)."""
+    return model.tp_plan() if model.tp_plan else {}
+
+
+def tp_local(plan: Mapping[str, str], p: Param, t: int) -> tuple[int, ...]:
+    """Local shape of ``p`` on a rank of a tensor group of ``t`` under ``plan``
+    (:func:`tp_plan_of`)."""
     owner, _, kind = p.name.rpartition(".")
     style = plan.get(owner)
     if style == "colwise":
@@ -188,19 +195,21 @@ def _zero3(model: ModelSpec, s: StrategySpec, ps: list[Param], n: int, r: int) -
 
 @RULES.register("tensor")
 def _tensor(model: ModelSpec, s: StrategySpec, ps: list[Param], n: int, r: int) -> Held:
-    local = [numel(tp_local(model, p, n)) for p in ps]
+    plan = tp_plan_of(model)
+    local = [numel(tp_local(plan, p, n)) for p in ps]
     return Held(local, local, local)
 
 
 @RULES.register("hybrid")
 def _hybrid(model: ModelSpec, s: StrategySpec, ps: list[Param], n: int, r: int) -> Held:
     t = s.tensor_degree
-    return _fsdp(ps, n // t, r // t, [tp_local(model, p, t) for p in ps], reshard=True)
+    plan = tp_plan_of(model)
+    return _fsdp(ps, n // t, r // t, [tp_local(plan, p, t) for p in ps], reshard=True)
 
 
 @RULES.register("pipeline")
 def _pipeline(model: ModelSpec, s: StrategySpec, ps: list[Param], n: int, r: int) -> Held:
-    from bench.training.strategies.pipeline import local_stages, stage_pieces
+    from bench.training.stages import local_stages, stage_pieces
 
     stages = stage_pieces(model, n * s.pipeline_stages_per_rank)
     mine = {i for st in local_stages(s, r, n) for i in stages[st]}
@@ -221,7 +230,7 @@ def activations(model: ModelSpec, s: StrategySpec, n: int, batch: int, prec: Pre
     blocks = set(range(1, layers + 1))  # pieces: embedding, the L layers, the head
     mb, per_mb, in_flight = batch, layers, 1
     if s.name == "pipeline":
-        from bench.training.strategies.pipeline import local_stages, stage_pieces
+        from bench.training.stages import local_stages, stage_pieces
 
         p = n * s.pipeline_stages_per_rank
         mb = batch // s.microbatches

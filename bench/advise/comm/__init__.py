@@ -5,7 +5,8 @@ strategy issues per step on that rank. Every module of this package is imported 
 
 A layout's communication is the sum of its parts (:func:`parts`): the data-parallel strategy of
 its ZeRO stage over the data group, tensor parallelism over the tensor group, the pipeline over
-the pipeline group; each part sees only the rank's own stages and its tensor-parallel shards.
+the pipeline group (a parameter-server layout is ``ps`` alone, between workers and servers);
+each part sees only the rank's own stages and its tensor-parallel shards.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from bench.advise.calls import Call
 from bench.advise.layout import Layout
 from bench.advise.shape import Shape, local_params
 from bench.training.analytic import Param
-from bench.training.strategies.pipeline import balanced_split
+from bench.training.stages import balanced_split
 from kernels.registry import Registry
 
 
@@ -41,6 +42,7 @@ class CommContext:
     batch: int  # samples per data-parallel replica per step
     bytes: Bytes = Bytes()
     pp: int = 0  # the rank's index in its pipeline group
+    server: int | None = None  # ps: this rank is server s (None: a worker)
 
     @functools.cached_property
     def stage_starts(self) -> tuple[int, ...]:
@@ -70,7 +72,7 @@ class CommContext:
 
 @functools.cache
 def stage_starts(piece_sizes: tuple[int, ...], stages: int) -> tuple[int, ...]:
-    """The pipeline's stage cut (:func:`bench.training.strategies.pipeline.balanced_split`)."""
+    """The pipeline's stage cut (:func:`bench.training.stages.balanced_split`)."""
     return tuple(balanced_split(list(piece_sizes), stages))
 
 
@@ -109,6 +111,8 @@ def models() -> Registry[CommModel]:
 
 def parts(layout: Layout) -> list[str]:
     """The registered models a layout is made of."""
+    if layout.servers:
+        return ["ps"]
     out = [layout.zero_name] if layout.data > 1 else []
     return out + [name for name, deg in (("tensor", layout.tensor), ("pipeline", layout.pipeline))
                   if deg > 1]

@@ -11,7 +11,6 @@ fp32, so the activations between stages stay fp32).
 from __future__ import annotations
 
 import functools
-import itertools
 
 import torch
 from torch import nn
@@ -22,47 +21,11 @@ from torch.distributed.pipelining import (
     ScheduleInterleaved1F1B,
 )
 
-from bench.models.base import Batch, ModelSpec
-from bench.training.scenario import StrategySpec
+from bench.models.base import Batch
+from bench.training.stages import local_stages, stage_pieces
 from bench.training.strategy import TrainContext, Trainer, strategy
 
 SCHEDULES = {"gpipe": ScheduleGPipe, "1f1b": Schedule1F1B}
-
-
-def balanced_split(sizes: list[int], stages: int) -> list[int]:
-    """Start index of each stage: contiguous groups of ``sizes`` (>= 1 each) minimising the
-    largest group's sum (ties: earlier cuts)."""
-    n = len(sizes)
-    prefix = [0]
-    for s in sizes:
-        prefix.append(prefix[-1] + s)
-
-    @functools.cache
-    def best(i: int, k: int) -> tuple[int, tuple[int, ...]]:
-        """Best split of sizes[i:] into k groups: (largest sum, starts)."""
-        if k == 1:
-            return prefix[n] - prefix[i], (i,)
-        out: tuple[int, tuple[int, ...]] | None = None
-        for j in range(i + 1, n - k + 2):
-            rest, starts = best(j, k - 1)
-            cand = (max(prefix[j] - prefix[i], rest), (i, *starts))
-            if out is None or cand[0] < out[0]:
-                out = cand
-        assert out is not None
-        return out
-
-    return list(best(0, stages)[1])
-
-
-def stage_pieces(model: ModelSpec, stages: int) -> list[range]:
-    meta = model.build_meta()
-    sizes = [sum(p.numel() for p in piece.parameters()) for piece in meta.pieces]
-    starts = [*balanced_split(sizes, stages), len(sizes)]
-    return [range(a, b) for a, b in itertools.pairwise(starts)]
-
-
-def local_stages(spec: StrategySpec, rank: int, world: int) -> list[int]:
-    return [rank + k * world for k in range(spec.pipeline_stages_per_rank)]
 
 
 class PipelineTrainer(Trainer):

@@ -1,0 +1,52 @@
+"""How a pipeline cuts a model into stages, without torch.distributed: the balanced split by
+parameter count and which stages a rank holds. :mod:`bench.training.strategies.pipeline` runs
+them, :mod:`bench.training.analytic` and :mod:`bench.advise` price them; importing this module
+costs no torch.distributed (``python -X importtime``)."""
+
+from __future__ import annotations
+
+import functools
+import itertools
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from bench.models.base import ModelSpec
+    from bench.training.rules import StrategySpec
+
+
+def balanced_split(sizes: list[int], stages: int) -> list[int]:
+    """Start index of each stage: contiguous groups of ``sizes`` (>= 1 each) minimising the
+    largest group's sum (ties: earlier cuts)."""
+    n = len(sizes)
+    prefix = [0]
+    for s in sizes:
+        prefix.append(prefix[-1] + s)
+
+    @functools.cache
+    def best(i: int, k: int) -> tuple[int, tuple[int, ...]]:
+        """Best split of sizes[i:] into k groups: (largest sum, starts)."""
+        if k == 1:
+            return prefix[n] - prefix[i], (i,)
+        out: tuple[int, tuple[int, ...]] | None = None
+        for j in range(i + 1, n - k + 2):
+            rest, starts = best(j, k - 1)
+            cand = (max(prefix[j] - prefix[i], rest), (i, *starts))
+            if out is None or cand[0] < out[0]:
+                out = cand
+        assert out is not None
+        return out
+
+    return list(best(0, stages)[1])
+
+
+def stage_pieces(model: ModelSpec, stages: int) -> list[range]:
+    """The pieces of each of ``stages`` stages (the model built on the meta device)."""
+    meta = model.build_meta()
+    sizes = [sum(p.numel() for p in piece.parameters()) for piece in meta.pieces]
+    starts = [*balanced_split(sizes, stages), len(sizes)]
+    return [range(a, b) for a, b in itertools.pairwise(starts)]
+
+
+def local_stages(spec: StrategySpec, rank: int, world: int) -> list[int]:
+    """The stages of ``rank``: rank, rank + world, ... (the interleaved layout)."""
+    return [rank + k * world for k in range(spec.pipeline_stages_per_rank)]
