@@ -4,17 +4,22 @@ Each measured record of an algorithm with a schedule (not the vendor call) is a 
 schedule, compiled once, is evaluated by the cost model for trial parameters, and
 ``scipy.optimize.least_squares`` (soft-L1 loss, parameters in log space) minimises the relative
 errors (model - measured) / measured of the median times. A weak pull (1e-3 per e-fold) toward
-the base profile keeps directions the runs cannot see (a class never crossed, o when no rank
-ever posts two messages in one step) at the base's values; such parameters are not fitted at
-all and the profile says so. The vendor calls' curves are kept as measured / best modelled
-schedule per size, which ``predict`` scales to other clusters.
+the start (the base profile, or a probe's α and β) keeps directions the runs cannot see at the
+start's values; a class never crossed is not fitted at all and the profile says so.
+
+o is fitted only when some rank posts two messages in one step (the `direct` algorithms):
+otherwise every message pays o + α together, so o is set to 0 and each fitted α is that
+effective per-message cost (a base's o, which the runs cannot confirm, is not kept). Every
+parameter stays within physically plausible :data:`BOUNDS` (no host link above 1 TB/s); a value
+that ends at a bound is reported (:attr:`Fit.at_bound`). The vendor calls' curves are kept as
+measured / best modelled schedule per size, which ``predict`` scales to other clusters.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
 
@@ -32,6 +37,7 @@ from kernels.ops import ITEMSIZE
 from kernels.registry import UnknownName
 
 PRIOR = 1e-3
+POOR_FIT = 0.25  # a fit whose median |relative error| is above this is warned about
 DEFAULT = Profile("default", "", "generic starting point", {
     "intra": Link(2e-6, 5e9), "inter": Link(1e-5, 2e9), "spine": Link(1.2e-5, 2e9)},
     gamma=2e-10, overhead=0.0)
@@ -39,6 +45,24 @@ DEFAULT = Profile("default", "", "generic starting point", {
 
 class CalibrationError(ValueError):
     """Runs that cannot be fitted (too few points, nothing modelable); one line."""
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """Physically plausible ranges of the fitted parameters (lower, upper), in s, B/s, s/B."""
+
+    alpha: tuple[float, float] = (1e-9, 1.0)  # 1 ns .. 1 s per message
+    beta: tuple[float, float] = (1e5, 1e12)  # 100 kB/s .. 1 TB/s per direction
+    gamma: tuple[float, float] = (1e-15, 1e-6)  # reduction at 1 PB/s .. 1 MB/s
+    overhead: tuple[float, float] = (1e-9, 0.1)
+
+    def of(self, name: str) -> tuple[float, float]:
+        lo, hi = getattr(self, name.split(".")[-1])
+        return float(lo), float(hi)
+
+
+BOUNDS = Bounds()
+UNITS = {"alpha": "s", "beta": "B/s", "gamma": "s/B", "overhead": "s"}
 
 
 @dataclass(frozen=True)
@@ -72,8 +96,10 @@ def _placed(world: int, rpn: int) -> Placed:
 def point(rec: dict[str, Any], max_ranks: int = 256) -> Point | str:
     """The fitting point of a measured record, or why it is not one."""
     p, alg_name, c = int(rec["world_size"]), str(rec["algorithm"]), str(rec["collective"])
-    if p < 2 or p > max_ranks:
-        return f"world size {p} (fits use 2..{max_ranks})"
+    if p < 2:
+        return f"world size {p}: no message crosses a link"
+    if p > max_ranks:
+        return f"world size {p}: over {max_ranks} ranks, too many to evaluate per schedule"
     try:
         alg = get_algorithm(c, alg_name)
     except UnknownName:
@@ -133,6 +159,7 @@ class Fit:
     fitted: list[str]
     fixed: dict[str, str]  # parameter -> why it was not fitted
     errors: np.ndarray  # relative errors per point
+    at_bound: dict[str, str] = field(default_factory=dict)  # parameter -> "upper bound 1e+12 B/s"
 
 
 def _params(points: Sequence[Point]) -> tuple[list[str], dict[str, str]]:
@@ -148,7 +175,8 @@ def _params(points: Sequence[Point]) -> tuple[list[str], dict[str, str]]:
     if any(pt.multi for pt in points):
         names.append("overhead")
     else:
-        fixed["overhead"] = "no rank posts two messages in one step: o is not separable from α"
+        fixed["overhead"] = ("set to 0: no rank posts two messages in one step, so o is not "
+                             "separable from α; each fitted α is the whole per-message cost α + o")
     return names, fixed
 
 
@@ -163,39 +191,49 @@ def _get(profile: Profile, name: str) -> float:
 
 
 def _with(profile: Profile, names: Sequence[str], values: Sequence[float]) -> Profile:
-    links, extra = dict(profile.links), {}
+    links, gamma, overhead = dict(profile.links), profile.gamma, profile.overhead
     for name, v in zip(names, values):
-        if name in ("gamma", "overhead"):
-            extra[name] = float(v)
+        if name == "gamma":
+            gamma = float(v)
+        elif name == "overhead":
+            overhead = float(v)
         else:
             cls, k = name.split(".")
             old = links[cls]
             links[cls] = Link(float(v), old.beta) if k == "alpha" else Link(old.alpha, float(v))
-    return replace(profile, links=links, **extra)
+    return replace(profile, links=links, gamma=gamma, overhead=overhead)
 
 
 def fit(points: Sequence[Point], base: Profile | None = None,
-        held: Sequence[str] = ()) -> Fit:
-    """Least-squares fit of the parameters the points can see; the rest from ``base``.
-    ``held`` names parameters kept at ``base``'s values (e.g. α, β a link probe measured)."""
+        held: Sequence[str] = (), bounds: Bounds = BOUNDS) -> Fit:
+    """Least-squares fit of the parameters the points can see, starting from ``base`` (its
+    values also fill what the points cannot see). ``held`` names parameters kept at ``base``'s
+    values."""
+    if not points:
+        raise CalibrationError("no measured points to fit")
     start = base or DEFAULT
     start = replace(start, links={**DEFAULT.links, **start.links})  # a start for every class
     names, fixed = _params(points)
     names = [n for n in names if n not in held]
     fixed = {n: why for n, why in fixed.items() if n not in held}
+    if "overhead" in fixed:  # not separable: α carries it, a base's o is not kept
+        start = replace(start, overhead=0.0)
     if "overhead" in names and start.overhead <= 0:
         start = replace(start, overhead=1e-7)
     if "gamma" in names and start.gamma <= 0:
         start = replace(start, gamma=1e-11)
+    keep = {c for c in start.links if base is not None and c in base.links}
     if not names:  # everything the points see is held: nothing left to fit
-        prof = replace(start, links={c: v for c, v in start.links.items()
-                                     if base is not None and c in base.links})
+        prof = replace(start, links={c: v for c, v in start.links.items() if c in keep})
         return Fit(prof, [], fixed, model_times(points, prof) / np.array(
             [pt.measured for pt in points]) - 1.0)
     if len(points) < len(names) + 1:
         raise CalibrationError(f"{len(points)} measured points for {len(names)} parameters "
                                f"({', '.join(names)}): need at least {len(names) + 1}")
-    x0 = np.log([_get(start, n) for n in names])
+    lo = np.log([bounds.of(n)[0] for n in names])
+    hi = np.log([bounds.of(n)[1] for n in names])
+    with np.errstate(divide="ignore"):
+        x0 = np.clip(np.log([_get(start, n) for n in names]), lo + 1e-6, hi - 1e-6)
     batches = prepared(points)
     meas = np.array([pt.measured for pt in points])
 
@@ -204,22 +242,31 @@ def fit(points: Sequence[Point], base: Profile | None = None,
         model = model_times(points, prof, batches)
         return np.concatenate(((model - meas) / meas, PRIOR * (x - x0)))
 
-    sol = least_squares(residuals, x0, loss="soft_l1", f_scale=0.05, method="trf",
-                        diff_step=1e-4, max_nfev=200 * (len(names) + 1))
+    sol = least_squares(residuals, x0, bounds=(lo, hi), loss="soft_l1", f_scale=0.05,
+                        method="trf", diff_step=1e-4, max_nfev=200 * (len(names) + 1))
     prof = _with(start, names, np.exp(sol.x))
     used = {n.split(".")[0] for n in names if "." in n}
-    prof = replace(prof, links={c: v for c, v in prof.links.items()
-                                if c in used or (base is not None and c in base.links)})
+    prof = replace(prof, links={c: v for c, v in prof.links.items() if c in used or c in keep})
     errs = model_times(points, prof, batches) / meas - 1.0
-    return Fit(prof, names, fixed, errs)
+    at_bound = {n: f"{side} bound {np.exp(b):.3g} {UNITS[n.split('.')[-1]]}"
+                for n, x, lo_n, hi_n in zip(names, sol.x, lo, hi)
+                for side, b in (("lower", lo_n), ("upper", hi_n)) if abs(x - b) < 1e-3}
+    return Fit(prof, names, fixed, errs, at_bound)
 
 
 def summary(errors: np.ndarray, points: Sequence[Point], min_bytes: int = 64 * 1024) -> dict[str, Any]:
+    """|relative error| of the fitted model over the points, in percent (1213: 13 times off)."""
     big = np.array([abs(e) for e, pt in zip(errors, points) if pt.nbytes >= min_bytes])
     a = np.abs(errors)
-    return {"points": len(points), "median_abs_rel_error": _r(np.median(a)),
-            "worst_abs_rel_error": _r(a.max()),
-            "median_abs_rel_error_ge_64KiB": _r(np.median(big)) if big.size else None}
+    return {"points": len(points), "median_abs_error_pct": _r(100 * np.median(a)),
+            "worst_abs_error_pct": _r(100 * a.max()),
+            "median_abs_error_pct_ge_64KiB": _r(100 * np.median(big)) if big.size else None}
+
+
+def pct(x: float) -> str:
+    """A relative error as a percentage for people: 12.13 -> '1213 %', 0.0234 -> '2.3 %'."""
+    v = 100 * abs(x)
+    return f"{v:.0f} %" if v >= 10 else f"{v:.1f} %"
 
 
 def _r(x: float) -> float:
