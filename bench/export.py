@@ -3,8 +3,8 @@
 pytest-benchmark: one benchmark per case, named by its key, ``stats`` computed from the raw
 samples in seconds (the unit pytest-benchmark stores), so ``pytest-benchmark compare`` and any
 dashboard that reads its files can track commbench cases next to the suite's own benchmarks.
-CSV and Parquet: one row per record; ``samples_us`` (a list) becomes a JSON string in CSV and a
-list column in Parquet.
+CSV and Parquet: one row per record; a nested value (a list such as ``samples_us``, a dict such
+as ``profile`` or ``emulation``) becomes a JSON string in CSV, and a list column in Parquet.
 """
 
 from __future__ import annotations
@@ -60,6 +60,16 @@ def case_name(rec: Mapping[str, Any]) -> str:
     return "commbench[" + ",".join(parts) + "]"
 
 
+def group(rec: Mapping[str, Any]) -> str:
+    """The pytest-benchmark group: the collective (or model) and world size; a probe pair's
+    link class, and ``confirm`` for the confirmation pass's re-measurements."""
+    p = rec.get("world_size")
+    if rec.get("kind") == "probe":
+        phase = " confirm" if rec.get("phase") == "confirm" else ""
+        return f"probe{phase} {rec.get('link_class')} p={p}"
+    return f"{rec.get('collective') or rec.get('model')} p={p}"
+
+
 def stats(seconds: np.ndarray) -> dict[str, Any]:
     """pytest-benchmark's ``stats`` block from raw durations in seconds."""
     s = np.sort(seconds)
@@ -88,7 +98,7 @@ def write_pytest_benchmark(run_dir: Path, out: Path) -> int:
             continue
         name = case_name(rec)
         benches.append({
-            "group": f"{rec.get('collective') or rec.get('model')} p={rec.get('world_size')}",
+            "group": group(rec),
             "name": name, "fullname": f"commbench/{meta.get('run_id', run_dir.name)}::{name}",
             "params": None, "param": None,
             "extra_info": {k: rec.get(k) for k in ("busbw_gbps", "algbw_gbps", "bytes_sent_max",
@@ -127,12 +137,20 @@ def _frame(run_dir: Path) -> pd.DataFrame:  # pandas is imported by the records 
     return df
 
 
+def _json_cell(value: Any) -> Any:
+    if isinstance(value, (dict, list, tuple)):
+        return json.dumps(value)
+    if isinstance(value, np.ndarray):
+        return json.dumps(value.tolist())
+    return value
+
+
 @fmt("csv", ".csv")
 def write_csv(run_dir: Path, out: Path) -> int:
     df = _frame(run_dir)
-    for col in ("samples_us", "samples_ms"):
-        if col in df:
-            df[col] = [json.dumps(v) if isinstance(v, list) else "" for v in df[col]]
+    for col in df.columns:  # nested values as JSON, not as Python's repr
+        if df[col].dtype == object:
+            df[col] = [_json_cell(v) for v in df[col]]
     df.to_csv(out, index=False)
     return len(df)
 

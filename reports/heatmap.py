@@ -1,7 +1,8 @@
 """The probe's node x node matrix as a heatmap (inline SVG, like every report figure).
 
 Cells hold the median over the pairs joining two nodes (:func:`bench.probe.matrix.node_matrix`);
-empty cells (no pair, e.g. the diagonal with one rank per node) stay white. Values are written
+empty cells (NaN: no pair, e.g. the diagonal with one rank per node, or pairs without a record
+in an interrupted probe) stay white. Values are written
 in the cells up to 16 nodes; beyond, the colour bar alone reads them.
 """
 
@@ -20,6 +21,8 @@ def heatmap(matrix: np.ndarray, labels: list[str], title: str, unit: str,
             higher_is_better: bool) -> Markup:
     """``matrix`` (nodes x nodes) with node ``labels``; the better end of the scale is yellow."""
     n = matrix.shape[0]
+    if len(labels) != n:
+        raise ValueError(f"{len(labels)} labels for a {n} x {n} matrix")
     side = min(9.0, max(3.2, 0.45 * n + 1.8))
     with style():
         fig = Figure(figsize=(side + 1.2, side))

@@ -5,6 +5,7 @@ generator, and the MPI checks count messages and delays, never time."""
 from __future__ import annotations
 
 import argparse
+import re
 from pathlib import Path
 
 import numpy as np
@@ -120,7 +121,7 @@ def test_the_threshold_holds_back_a_smaller_slowdown() -> None:
 def _probe_run(tmp_path: Path, records: list[dict[str, object]]) -> Path:
     run = tmp_path / "probe"
     write_meta(run, {"schema_version": SCHEMA_VERSION, "run_id": "probe", "source": "commbench",
-                     "scenario": {"kind": "probe", "threshold": 0.25}})
+                     "scenario": {"name": "probe", "kind": "probe", "threshold": 0.25}})
     with ResultWriter(run, durable=False) as wr:
         for r in records:
             wr.write(r)
@@ -327,3 +328,168 @@ def test_the_pass_re_measures_at_most_its_limit() -> None:
     assert sum(line.startswith("probe: flagged, not re-measured (over the pass's limit")
                for line in summary_lines(recs, 0.25)) == 2
     assert plan(synthetic(LAYOUT, stalled=stalled), Confirm(max_suspects=0)).checks == ()
+
+
+# QA's defects: each test below failed before its fix.
+
+def _report(run: Path, *extra: str) -> str:
+    from bench.cli import main
+
+    out = run / "report.html"
+    assert main(["report", str(run), *extra, "-o", str(out)]) == 0
+    return out.read_text(encoding="utf-8")
+
+
+def test_a_probe_missing_pairs_gives_blank_cells_and_says_how_many(tmp_path: Path) -> None:
+    from bench.probe.matrix import missing_pairs, node_matrix
+
+    five = from_launch(["h"] * 5, 1)  # 5 nodes of 1 rank: round 0 is 2 pairs, rank 0 sits out
+    recs = [r for r in synthetic(five) if r["round"] == 0]  # an interrupt after round 1
+    assert sorted({(r["src"], r["dst"]) for r in recs}) == rounds(5)[0] == [(1, 4), (2, 3)]
+    m = node_matrix(recs, "latency_us_median", 8)
+    assert m.shape == (5, 5)
+    assert [(int(i), int(j)) for i, j in zip(*np.nonzero(~np.isnan(m)))] == [
+        (1, 4), (2, 3), (3, 2), (4, 1)]
+    assert missing_pairs(recs, 8) == missing_pairs(recs, 4 << 20) == (8, 10)
+    html = _report(_probe_run(tmp_path, recs))
+    assert ("8 of 10 pairs missing at 8B; 8 of 10 pairs missing at 4MiB." in
+            " ".join(html[html.index('id="probe-missing"'):].split()))
+    assert html.count("<svg") == 2  # both heatmaps
+
+
+def test_a_corrupt_line_in_a_probe_run_leaves_one_pair_missing(tmp_path: Path) -> None:
+    run = _probe_run(tmp_path, synthetic(from_launch(["h"] * 4, 1)))
+    lines = (run / "results.jsonl").read_text().splitlines()
+    lines[5] = lines[5][: len(lines[5]) // 2]  # cut in the middle of the file
+    (run / "results.jsonl").write_text("\n".join(lines) + "\n")
+    text = " ".join(_report(run).split())
+    assert "results.jsonl skipped): 1 of 6 pairs missing at " in text
+    assert 'id="probe-missing"' in text
+
+
+def test_bi_windows_start_from_a_handshake_on_both_ranks() -> None:
+    # The lower rank reads its clock only after the higher one is ready, and neither posts its
+    # window before the go it sends right after: the exact event order of every turn, both ranks.
+    res = run_mpi(2, ROOT / "tests" / "mpi" / "probe_sync.py")
+    assert res.returncode == 0, res.stderr
+
+
+NOT_RESUMED = ("a probe cannot be resumed (it measures the cluster as it is now): run it again "
+               "with a new --out")
+
+
+def test_a_probe_is_never_offered_resume(tmp_path: Path,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    from bench.cli import main
+
+    full = tmp_path / "full"
+    full.mkdir()
+    (full / "x").write_text("")
+    assert main(["probe", "-n", "2", "--out", str(full)]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"commbench: probe: --out {full}: not empty; {NOT_RESUMED}"]
+    yaml_file = tmp_path / "probe.yaml"
+    yaml_file.write_text("kind: probe\nworld_size: 2\n")
+    assert main(["run", str(yaml_file), "--resume", str(full)]) == 2
+    assert capsys.readouterr().err.splitlines() == [f"commbench: probe: --resume: {NOT_RESUMED}"]
+
+
+def test_an_interrupted_probe_says_to_run_it_again(tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    from bench.probe.launch import ProbeSweep
+    from bench.selflaunch import JobResult
+
+    run = _probe_run(tmp_path, synthetic(from_launch(["h"] * 4, 1))[:5])
+
+    class Guard:
+        name, exit_code = "SIGINT", 130
+
+    job = JobResult(4, -2, 1.0, {"case": "probe round 2/3"}, signal="SIGINT")
+    assert ProbeSweep(run, read_meta(run))._interrupted(Guard(), job) == 130
+    assert capsys.readouterr().err.splitlines() == [
+        f"commbench: interrupted by SIGINT during probe round 2/3; 5 records kept in {run} "
+        f"(commbench report {run} shows them); {NOT_RESUMED}"]
+    meta = read_meta(run)
+    assert (meta["status"], meta["interrupted_case"]) == ("interrupted", "probe round 2/3")
+
+
+def test_every_yaml_example_of_the_probe_docs_loads() -> None:
+    import yaml
+
+    from bench.scenario import parse_scenario
+
+    text = (ROOT / "docs" / "probe.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"^```yaml\n(.*?)^```", text, re.M | re.S)
+    assert len(blocks) == 2
+    got = [parse_scenario(yaml.safe_load(b), "docs/probe.md") for b in blocks]
+    assert [(sc.kind, sc.world_size, sc.emulate is not None) for sc in got] == [
+        ("probe", 16, False), ("probe", 16, True)]
+
+
+def test_probe_help_states_the_rule_and_defaults(capsys: pytest.CaptureFixture[str]) -> None:
+    from bench.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["probe", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "3x" not in text and "z = Phi^-1(1 - 0.05 / tests)" in text
+    for flag, default in (("at least 3", 10), ("messages per bandwidth sample", 16),
+                          ("untimed turns before the samples", 1)):
+        assert f"{flag}" in text and f"(default {default})" in text
+    assert "each at least 1 B (default 8B,4MiB" in text
+
+
+@pytest.mark.parametrize(("argv", "line"), [
+    (["-n", "0"], "world_size: a probe needs at least 2 ranks (one pair), got 0"),
+    (["-n", "1"], "world_size: a probe needs at least 2 ranks (one pair), got 1"),
+    (["--sizes", "0B"], "sizes.0: a size must be at least 1 B, got '0B'"),
+    (["--sizes", "8B,0"], "sizes.1: a size must be at least 1 B, got '0'"),
+])
+def test_bad_probe_flags_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                      argv: list[str], line: str) -> None:
+    from bench.cli import main
+
+    assert main(["probe", *argv, "--out", str(tmp_path / "p")]) == 2
+    assert capsys.readouterr().err.splitlines() == [f"commbench: probe: {line}"]
+    assert not (tmp_path / "p").exists()
+
+
+def test_a_probe_only_report_shows_only_what_it_holds(tmp_path: Path) -> None:
+    html = _report(_probe_run(tmp_path, synthetic(from_launch(["h"] * 4, 2))))
+    sections = re.findall(r'<section id="([a-z_-]+)">', html)
+    assert sections == ["probe", "method"]
+    method = html[html.index('<section id="method">'):]
+    assert "maximum over ranks" not in method and "How a number is measured" not in method
+    assert "link probe records: 12 " in " ".join(method.split())
+
+
+def test_export_gives_probe_records_a_group_and_json_nested_columns(tmp_path: Path) -> None:
+    import csv
+    import json
+
+    from bench.export import export
+
+    recs = synthetic(from_launch(["h"] * 4, 2))
+    for r in recs:
+        r.update(emulated=True, emulation={"slow": [{"node": 1}]}, profile={"name": "x"})
+    run = _probe_run(tmp_path, recs)
+    out, n = export(run, "pytest-benchmark")
+    groups = sorted({b["group"] for b in json.loads(out.read_text())["benchmarks"]})
+    assert n == 12 and groups == ["probe inter p=4", "probe intra p=4"]
+    out, _ = export(run, "csv")
+    rows = list(csv.DictReader(out.open()))
+    assert {json.dumps(json.loads(r["emulation"])) for r in rows} == {'{"slow": [{"node": 1}]}'}
+    assert {r["profile"] for r in rows} == {'{"name": "x"}'}
+    assert json.loads(rows[0]["latency_samples_us"]) == recs[0]["latency_samples_us"]
+
+
+def test_compare_refuses_a_probe_run_in_one_line(tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    from bench.cli import main
+
+    run = _probe_run(tmp_path, synthetic(from_launch(["h"] * 4, 2)))
+    assert main(["compare", str(run), str(run)]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err == [f"commbench: compare: {run}: a link probe run; compare reads collective and "
+                   "training runs (a probe's pairs have no key here): compare probes side by "
+                   "side with `commbench report A B`"]

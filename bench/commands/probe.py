@@ -18,18 +18,25 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, default=None,
                    help="run directory, new or empty (default: runs/<time>-probe)")
     p.add_argument("-n", "--world-size", type=int, default=None,
-                   help="ranks to launch (default: one per core, at least 2)")
+                   help="ranks to launch, at least 2 (default: one per core, at least 2)")
     p.add_argument("--ranks-per-node", default="auto",
                    help="virtual nodes of this many consecutive ranks (default auto: by host name)")
     p.add_argument("--sizes", default="8B,4MiB",
-                   help="comma-separated message sizes (default 8B,4MiB: latency at the "
-                        "smallest, bandwidth at the largest)")
+                   help="comma-separated message sizes, each at least 1 B (default %(default)s: "
+                        "latency at the smallest, bandwidth at the largest)")
     p.add_argument("--threshold", type=float, default=0.25,
-                   help="relative excess over the class median that flags a link or node (also "
-                        "beyond z times its noise; named once slow again alone; default 0.25)")
-    p.add_argument("--repeats", type=int, default=10, help="samples per pair, size and measurement")
-    p.add_argument("--window", type=int, default=16, help="messages per bandwidth sample")
-    p.add_argument("--warmup", type=int, default=1, help="untimed turns before the samples")
+                   help="relative excess over its class median that flags a link or node, when "
+                        "the excess is also beyond z times its noise and the spread between "
+                        "links: z = Phi^-1(1 - 0.05 / tests), so that the run's chance of any "
+                        "false flag is 5%% (Bonferroni over its tests; z grows with ranks and "
+                        "sizes, 3.84 for 16 ranks at 2 sizes); a flagged suspect is named only "
+                        "when slow again re-measured alone (default %(default)s)")
+    p.add_argument("--repeats", type=int, default=10,
+                   help="samples per pair, size and measurement, at least 3 (default %(default)s)")
+    p.add_argument("--window", type=int, default=16,
+                   help="messages per bandwidth sample (default %(default)s)")
+    p.add_argument("--warmup", type=int, default=1,
+                   help="untimed turns before the samples (default %(default)s)")
     p.add_argument("--confirm-max", type=int, default=16, metavar="K",
                    help="re-measure at most K suspects of the tournament, one pair at a time "
                         "against a reference pair of their class (0: no confirmation; default 16)")

@@ -2,7 +2,7 @@
 
 A key is :data:`bench.records.KEY_FIELDS` plus ``strategy`` and ``model`` (training records);
 fields a record lacks are ``None``. Several records with one key (a run appended twice) pool
-their samples.
+their samples. A link probe run (records of kind ``probe``) is refused: its pairs have no key.
 """
 
 from __future__ import annotations
@@ -126,6 +126,10 @@ def load_cases(run_dir: Path) -> tuple[dict[str, Any], dict[Key, Case]]:
         records = list(iter_records(Path(run_dir)))
     except StoreError as e:
         raise InputError(str(e)) from None
+    if any(r.get("kind") == "probe" for r in records):
+        raise InputError(f"{run_dir}: a link probe run; compare reads collective and training "
+                         "runs (a probe's pairs have no key here): compare probes side by side "
+                         "with `commbench report A B`")
     _no_duplicates(run_dir, records)
     found = cases(records)
     if not found:

@@ -5,7 +5,9 @@ loop (:mod:`bench.selflaunch`: signals, in-flight marker naming the round, ``met
 ranks run ``python -m bench probe --out RUN`` and read the scenario from the run's
 ``meta.json``, which the parent wrote before launching: one source of truth for every rank.
 Inside the user's own mpiexec/srun job, every rank has the same flags and rank 0 writes the
-meta. A probe is not resumed: it is one measurement of the cluster as it is now.
+meta. A probe is not resumed: it is one measurement of the cluster as it is now. An
+interrupted probe keeps its records (``commbench report RUN`` shows them) and says to run it
+again; ``--resume`` and a non-empty ``--out`` are refused saying the same.
 """
 
 from __future__ import annotations
@@ -24,14 +26,17 @@ from bench.probe.scenario import ProbeScenario
 from bench.records import ResultWriter, read_meta, write_meta
 from bench.resume import RunDirError
 from bench.scenario_base import ScenarioError
-from bench.selflaunch import JobResult, Sweep, say
+from bench.selflaunch import JobResult, Sweep, count_records, say
+
+NOT_RESUMED = ("a probe cannot be resumed (it measures the cluster as it is now): run it again "
+               "with a new --out")
 
 
 def handle(args: argparse.Namespace, sc: ProbeScenario, sizes: tuple[int, ...] = ()) -> int:
     """Run probe ``sc``; ``sizes``: ``--world-sizes`` of ``commbench run`` (at most one)."""
     try:
         if getattr(args, "resume", None) is not None:
-            raise ScenarioError("--resume: a probe is not resumed; run it again with --out")
+            raise ScenarioError(f"--resume: {NOT_RESUMED}")
         if len(sizes) > 1:
             raise ScenarioError(f"--world-sizes: a probe measures one world size, got "
                                 f"{','.join(map(str, sizes))}")
@@ -49,6 +54,13 @@ def _fail(msg: str) -> int:
     return 2
 
 
+def new_out(out: Path | None) -> None:
+    """Refuse an ``--out`` that holds something (RunDirError, one line): a probe is never
+    finished in a run directory that has one already."""
+    if out is not None and out.is_dir() and any(out.iterdir()):
+        raise RunDirError(f"--out {out}: not empty; {NOT_RESUMED}")
+
+
 def _source(args: argparse.Namespace) -> Path:
     return Path(getattr(args, "scenario", None) or "(commbench probe command line)")
 
@@ -57,6 +69,7 @@ def _self_launch(args: argparse.Namespace, sc: ProbeScenario) -> int:
     world = sc.world_size or sc.default_world_size(psutil.cpu_count(logical=True) or 1)
     try:  # every check before anything is launched or written
         sc = ProbeScenario.model_validate({**sc.model_dump(), "world_size": world})
+        new_out(args.out)
         plan = resume.plan_run(sc, args.out, None)
         mpi = launcher.probe_library()
         mpiexec = launcher.find_mpiexec(mpi)
@@ -68,7 +81,25 @@ def _self_launch(args: argparse.Namespace, sc: ProbeScenario) -> int:
     info = plan.open(sc, _source(args), (world,), mpi.as_meta())
     info["mpiexec"] = {"path": mpiexec.path, "kind": mpiexec.kind, "version": mpiexec.version}
     kind = ProbeKind(plan.run_dir, mpiexec, bool(getattr(args, "no_progress", False)))
-    return Sweep(plan.run_dir, info).run(kind, (world,), lock, after=after_probe)
+    return ProbeSweep(plan.run_dir, info).run(kind, (world,), lock, after=after_probe)
+
+
+class ProbeSweep(Sweep):
+    """The self-launch loop, but an interrupted probe says what is true of a probe: its records
+    are kept and shown by ``commbench report``, and it is run again, not resumed."""
+
+    def _interrupted(self, guard: Any, last: JobResult | None) -> int:
+        import datetime as dt
+
+        where = last.case if last and last.signal else None
+        self.save(status="interrupted", signal=guard.name, interrupted_case=where,
+                  reason=f"interrupted by {guard.name}",
+                  finished=dt.datetime.now(dt.timezone.utc).isoformat())
+        during = f" during {where}" if where else ""
+        say(f"commbench: interrupted by {guard.name}{during}; {count_records(self.run_dir)} "
+            f"records kept in {self.run_dir} (commbench report {self.run_dir} shows them); "
+            f"{NOT_RESUMED}")
+        return int(guard.exit_code)
 
 
 class ProbeKind:
@@ -138,6 +169,7 @@ def in_job(args: argparse.Namespace, sc: ProbeScenario) -> int:
             error = str(e)
     if error is None and not worker and comm.rank == 0:
         try:
+            new_out(args.out)
             plan = resume.plan_run(sc, args.out, None)
             run_dir, info = plan.run_dir, plan.open(sc, _source(args), (comm.size,))
         except RunDirError as e:

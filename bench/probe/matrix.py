@@ -3,7 +3,10 @@
 Cell (i, j) of the matrix is the median, over the pairs of ranks with one end on node i and the
 other on node j, of one record field (e.g. ``latency_us_median`` at the smallest size,
 ``uni_gbps`` at the largest); the diagonal holds each node's pairs within the node (empty with
-one rank per node). The matrix is symmetric: a pair is measured once.
+one rank per node). The matrix is symmetric: a pair is measured once. Its side is the probe's
+node count as its records state it (``nodes``), so a probe whose records do not cover every
+pair (interrupted, or a line of ``results.jsonl`` skipped) still has a row per node: cells no
+record joins are NaN, and :func:`missing_pairs` counts what is missing.
 """
 
 from __future__ import annotations
@@ -24,10 +27,34 @@ def probe_records(records: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any
             and r.get("phase") != "confirm"]
 
 
+def _ints(records: Sequence[Mapping[str, Any]], field: str) -> list[int]:
+    """``field`` of each record that has it (a report's frame gives NaN where one does not)."""
+    return [int(v) for r in records if (v := r.get(field)) is not None and v == v]
+
+
+def node_count(records: Sequence[Mapping[str, Any]]) -> int:
+    """The probe's nodes: its records' ``nodes`` (the whole layout's), at least those seen."""
+    recs = probe_records(records)
+    seen = 1 + max((max(int(r["src_node"]), int(r["dst_node"])) for r in recs), default=-1)
+    stated = max(_ints(recs, "nodes"), default=0)
+    return max(seen, stated)
+
+
+def missing_pairs(records: Sequence[Mapping[str, Any]], nbytes: int) -> tuple[int, int]:
+    """(pairs without a record at ``nbytes``, pairs of the probe): the probe's pairs are every
+    pair of its ``world_size`` ranks."""
+    recs = probe_records(records)
+    world = max(max(_ints(recs, "world_size"), default=0),
+                1 + max((int(r["dst"]) for r in recs), default=-1))
+    have = {(int(r["src"]), int(r["dst"])) for r in recs if int(r["nbytes"]) == nbytes}
+    total = world * (world - 1) // 2
+    return total - len(have), total
+
+
 def node_matrix(records: Sequence[Mapping[str, Any]], field: str, nbytes: int) -> np.ndarray:
     """Nodes x nodes medians of ``field`` at ``nbytes`` (NaN where no pair joins two nodes)."""
+    n = node_count(records)
     recs = [r for r in probe_records(records) if int(r["nbytes"]) == nbytes]
-    n = 1 + max((max(int(r["src_node"]), int(r["dst_node"])) for r in recs), default=-1)
     cells: dict[tuple[int, int], list[float]] = defaultdict(list)
     for r in recs:
         i, j = sorted((int(r["src_node"]), int(r["dst_node"])))

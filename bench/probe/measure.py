@@ -9,7 +9,13 @@ each sees the same stretch of the machine's time:
   ``MPI_Startall``-style one by one, then ``MPI_Waitall``), the higher rank receives them and
   answers with a 4-byte ack, as osu_bw does; the sample is the window's time, ack included;
 - bidirectional: both ranks post ``window`` receives and send ``window`` messages at once, as
-  osu_bibw does; the sample is the window's time on the lower rank.
+  osu_bibw does, each window from a synchronised start: the higher rank says it is ready (a
+  4-byte message), the lower rank reads its clock and answers go (4 bytes), and only then does
+  either rank post its window (receives, then sends). The sample runs from that clock read to
+  the end of both windows on the lower rank: the windows both ways plus the go message's
+  latency (as uni's includes its ack). Without the handshake a rank that got ahead (the other
+  descheduled, or still in the previous measurement) sends its window before the clock starts,
+  and small windows came out faster than one message's latency.
 
 The window's messages share one send and one receive buffer, as in OSU (contents are not
 checked). With an emulated link (:class:`bench.topo.delay.LinkDelay`) the sender waits
@@ -33,11 +39,12 @@ from mpi4py import MPI
 from bench.topo.delay import LinkDelay
 from kernels.transports.mpi import buffer_spec
 
-TAG, ACK_TAG, BW_TAG = 11, 12, 13  # ping-pong, acknowledgement, windows
-ACK_BYTES = 4  # osu_bw's acknowledgement
+TAG, ACK_TAG, BW_TAG, SYNC_TAG = 11, 12, 13, 14  # ping-pong, acknowledgement, windows, bi start
+ACK_BYTES = 4  # osu_bw's acknowledgement (and the bi handshake's ready and go)
 TIMER = ("time.perf_counter_ns on the lower rank of each pair; latency: half a ping-pong round "
          "trip; uni: a window of messages one way plus a 4-byte ack (osu_bw); bi: a window each "
-         "way at once (osu_bibw)")
+         "way at once (osu_bibw), from a ready/go handshake before each window: the clock "
+         "starts before either window is posted")
 
 
 @dataclass(frozen=True)
@@ -113,7 +120,7 @@ class PairProbe:
                 t = _one_way(comm, peer, first, sends, recvs, ack, pace, self.clock)
                 if keep and first:
                     uni.append(t)
-                t = _both_ways(sends, recvs, pace, first, self.clock)
+                t = _both_ways(comm, peer, first, sends, recvs, ack, pace, self.clock)
                 if keep and first:
                     bi.append(t)
         finally:
@@ -160,9 +167,21 @@ def _one_way(comm: MPI.Comm, peer: int, first: bool, sends: list[MPI.Prequest],
     return 0.0
 
 
-def _both_ways(sends: list[MPI.Prequest], recvs: list[MPI.Prequest],
-               pace: Callable[[], object] | None, first: bool, clock: Clock) -> float:
-    t0 = clock() if first else 0
+def _both_ways(comm: MPI.Comm, peer: int, first: bool, sends: list[MPI.Prequest],
+               recvs: list[MPI.Prequest], sync: object, pace: Callable[[], object] | None,
+               clock: Clock) -> float:
+    """One bidirectional window from a synchronised start: the higher rank sends ready and
+    waits for go; the lower rank waits for ready, reads its clock, sends go. Neither rank posts
+    its window before the clock has started, and a rank that is late (descheduled) is waited
+    for before it, not inside the sample."""
+    t0 = 0
+    if first:
+        comm.Recv(sync, peer, SYNC_TAG)
+        t0 = clock()
+        comm.Send(sync, peer, SYNC_TAG)
+    else:
+        comm.Send(sync, peer, SYNC_TAG)
+        comm.Recv(sync, peer, SYNC_TAG)
     MPI.Prequest.Startall(recvs)
     for r in sends:
         if pace:

@@ -3,17 +3,30 @@ time (the command's flags build the same model, so both check the same rules).""
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Literal
 
-from pydantic import Field, model_validator
+from pydantic import BeforeValidator, Field, model_validator
 
 from bench.emulate.config import Emulate
 from bench.probe.confirm import Confirm
 from bench.probe.measure import Settings
-from bench.scenario import Size
 from bench.scenario_base import Frozen, PositiveInt
+from bench.units import parse_size
 
 DEFAULT_SIZES = (8, 4 << 20)  # latency at 8 B, bandwidth at 4 MiB
+_ZERO = re.compile(r"\s*0+(?:\.0*)?\s*[A-Za-z]*\s*")
+
+
+def _size(value: object) -> int:
+    """A message size, at least 1 byte (``0B`` is named as too small, not as a fraction)."""
+    if isinstance(value, (str, int)) and not isinstance(value, bool) \
+            and _ZERO.fullmatch(str(value)):
+        raise ValueError(f"a size must be at least 1 B, got {value!r}")
+    return parse_size(value)  # type: ignore[arg-type]
+
+
+Size = Annotated[int, BeforeValidator(_size)]
 
 
 class ProbeScenario(Frozen):
@@ -22,7 +35,7 @@ class ProbeScenario(Frozen):
     name: str = "probe"
     description: str = ""
     kind: Literal["probe"] = "probe"
-    world_size: PositiveInt | None = None  # self-launched ranks; None: one per core (at least 2)
+    world_size: int | None = None  # self-launched ranks (>= 2, checked below); None: one per core
     ranks_per_node: PositiveInt | Literal["auto"] = "auto"  # virtual nodes, as in ``run``
     sizes: Annotated[list[Size], Field(min_length=1)] = Field(default=list(DEFAULT_SIZES))
     repeats: Annotated[int, Field(ge=3)] = 10  # samples per measurement, pair and size

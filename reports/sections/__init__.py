@@ -1,5 +1,11 @@
 """Report sections by name: each module registers a builder that turns the runs into a
-template context; the page lists them in the order of ``reports.render.SECTION_MODULES``."""
+template context; the page lists them in the order of ``reports.render.SECTION_MODULES``.
+
+A builder returns None when it has nothing to show. A section registered with ``reads`` (the
+record kinds it is about) is left out, unbuilt, of a report whose runs hold records but none
+of those kinds: a probe-only run has no Bandwidth or Memory placeholder. A report with no
+records at all keeps every section's placeholder, which says there is nothing.
+"""
 
 from __future__ import annotations
 
@@ -32,5 +38,18 @@ Builder = Callable[[ReportData, Options], "Section | None"]
 SECTIONS: Registry[Builder] = Registry("report section")
 
 
-def section(name: str) -> Callable[[Builder], Builder]:
-    return SECTIONS.register(name)
+def holds_any(data: ReportData, kinds: tuple[str, ...]) -> bool:
+    """Whether the runs hold a record of one of ``kinds``, or no record at all."""
+    return data.frame.empty or bool(data.frame["kind"].isin(kinds).any())
+
+
+def section(name: str, reads: tuple[str, ...] = ()) -> Callable[[Builder], Builder]:
+    """Register a builder; with ``reads``, it is only called when :func:`holds_any` of them."""
+    def deco(fn: Builder) -> Builder:
+        def build(data: ReportData, opts: Options) -> Section | None:
+            return fn(data, opts) if not reads or holds_any(data, reads) else None
+
+        SECTIONS.add(name, build)
+        return fn
+
+    return deco

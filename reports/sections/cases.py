@@ -45,8 +45,10 @@ def rows(df: pd.DataFrame, limit: int) -> list[dict[str, object]]:
 
 
 @section("cases")
-def build(data: ReportData, opts: Options) -> Section:
+def build(data: ReportData, opts: Options) -> Section | None:
     df = data.frame[data.frame["kind"] != "probe"]  # pairs of a probe: its own section lists them
+    if df.empty and not data.frame.empty:
+        return None  # nothing but a probe's pairs: nothing to list
     return Section("cases", "All cases", "cases.html.j2",
                    {"rows": rows(df, opts.max_rows), "total": len(df),
                     "failed": int((df["status"] != "ok").sum())})

@@ -57,7 +57,7 @@ def ranges(per_size: pd.DataFrame) -> list[dict[str, object]]:
     return out
 
 
-@section("choose")
+@section("choose", reads=("collective",))
 def build(data: ReportData, opts: Options) -> Section:
     per_size = winners(data.ok_collectives())
     tables = []

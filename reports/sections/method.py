@@ -10,7 +10,11 @@ from bench import canary
 from bench.units import format_size
 from kernels import collective as coll
 from reports.data import ReportData, Run
-from reports.sections import Options, Section, section
+from reports.sections import Options, Section, holds_any, section
+
+# Records timed by the harness this section describes (barrier, max over ranks, exact check);
+# a probe's records say how they were measured in their own section.
+HARNESS_KINDS = ("collective", "training")
 
 
 def _range(s: pd.Series) -> str:
@@ -70,7 +74,9 @@ def measurement(run: Run) -> dict[str, Any]:
         if "samples_are_summaries" in df else 0
     profiles = sorted({str(p) for p in df.loc[predicted, "profile"].dropna()}) \
         if "profile" in df else []
+    probe = int((df["kind"] == "probe").sum())
     return {"timers": timers, "iters": _range(df["iters"]), "warmup": _range(df["warmup"]),
+            "probe": probe, "cases": len(df) - probe,
             "repetitions": _range(df["repetitions"]),
             "oversubscribed": int(df["oversubscribed"].sum()), "records": len(df),
             "summaries": summaries, "predicted": int(predicted.sum()), "profiles": profiles}
@@ -96,4 +102,5 @@ def build(data: ReportData, opts: Options) -> Section:
              "measure": measurement(r), "drift": canary.assess(canary.read(r.path)),
              "drift_warning": canary.WARNING} for r in data.runs]
     return Section("method", "Method", "method.html.j2",
-                   {"runs": runs, "collectives": collectives(data)})
+                   {"runs": runs, "collectives": collectives(data),
+                    "harness": holds_any(data, HARNESS_KINDS)})

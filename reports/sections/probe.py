@@ -10,7 +10,7 @@ from typing import Any
 import pandas as pd
 
 from bench.probe.findings import CLEARED, Finding, findings
-from bench.probe.matrix import class_summary, node_matrix, probe_records
+from bench.probe.matrix import class_summary, missing_pairs, node_count, node_matrix, probe_records
 from bench.probe.outliers import node_names, tests, z_for
 from bench.units import format_size
 from reports.data import ReportData, Run
@@ -38,18 +38,24 @@ def _run(run: Run, opts: Options) -> dict[str, Any] | None:
         return None
     every = df.to_dict("records")
     recs = probe_records(every)
+    if not recs:  # the confirmation pass's records alone: no tournament to show
+        return None
     sizes = sorted({int(r["nbytes"]) for r in recs})
     small, large = sizes[0], sizes[-1]
     names = node_names(recs)
-    labels = [f"{n} {names[n][2]}" if len({h for _, _, h in names.values()}) > 1 else str(n)
-              for n in sorted(names)]
+    nodes = node_count(recs)
+    several_hosts = len({h for _, _, h in names.values()}) > 1
+    labels = [f"{n} {names[n][2] if n in names else '?'}" if several_hosts else str(n)
+              for n in range(nodes)]
+    missing = [{"size": format_size(n), "missing": m, "total": t}
+               for n in sorted({small, large}) for m, t in [missing_pairs(recs, n)] if m]
     threshold = _threshold(run)
     z = z_for(tests(recs))
     found = findings(every, threshold, z)
     emulation = _first(df, "emulation")
     return {
         "label": run.label, "pairs": len({(r["src"], r["dst"]) for r in recs}),
-        "ranks": int(df["world_size"].max()), "nodes": len(names),
+        "ranks": int(df["world_size"].max()), "nodes": nodes, "missing": missing,
         "layout": _first(df, "layout"), "repeats": _first(df, "repeats"),
         "window": _first(df, "window"), "timer": _first(df, "timer"),
         "emulation": emulation if isinstance(emulation, dict) else None,
