@@ -253,3 +253,27 @@ def test_a_poor_fit_is_warned_in_one_line_in_percent(tmp_path: Path, capsys) -> 
     assert med > 25 and len(warn) == 1 and str(out) in warn[0] and str(run) in warn[0]
     said = re.search(r"median \|error\| ([0-9.]+) %", warn[0])
     assert said is not None and float(said.group(1)) == pytest.approx(med, abs=0.5)
+
+
+def test_copies_priced_at_the_canary_memcpy_bandwidth(tmp_path: Path, capsys) -> None:
+    """Local copies (Bruck's rotations) cost 2n / memory bandwidth; the runs' drift canary
+    measured it, so the fit neither invents it nor leaves copies free."""
+    import json
+    from dataclasses import replace
+
+    truth = replace(TRUTH, device={"memory_bandwidth_bytes_per_s": 4e9})
+    recs = _generate(truth, ((1, 4), (2, 2)), (("all_gather", ("ring", "bruck")),
+                                               ("alltoall", ("bruck", "pairwise")),
+                                               ("all_reduce", ("ring", "halving_doubling"))),
+                     tuple(1 << k for k in range(12, 25, 3)))
+    run = _run(tmp_path, "copies", recs)
+    (run / "canary.jsonl").write_text("".join(
+        json.dumps({"when": w, "memcpy_GBps": v}) + "\n"
+        for w, v in (("start", [3.9, 4.1, 4.0]), ("end", [4.0, 2.0]))))
+    out = tmp_path / "fitted.yaml"
+    assert main(["calibrate", str(run), "-o", str(out)]) == 0
+    prof = load_profile(out)
+    assert prof.device["memory_bandwidth_bytes_per_s"] == pytest.approx(4.0e9)  # median of 5
+    assert "median of 5 drift-canary memcpy readings" in (prof.fitted or {})["copy_bandwidth"]
+    assert (prof.fitted or {})["residuals"]["median_abs_error_pct"] < 100 * 2 * NOISE
+    assert prof.links["intra"].beta == pytest.approx(truth.links["intra"].beta, rel=TOLERANCE)

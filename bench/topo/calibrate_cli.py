@@ -14,6 +14,7 @@ import numpy as np
 from bench.probe.fit import ProbeFit, fit_probe
 from bench.probe.fit import residuals as probe_residuals
 from bench.records import StoreError, load_results, read_meta
+from bench.topo import copybw
 from bench.topo.calibrate import (
     DEFAULT,
     POOR_FIT,
@@ -133,6 +134,10 @@ def calibrate_command(args: argparse.Namespace, say: Callable[[str], None]) -> i
         return fail(f"{runs}: no measured points to fit{_missing(got, why)}")
     probe = fit_probe(got.probe) if got.probe else None
     start = with_probe(base, probe) if probe is not None else base
+    copy = copybw.measured(args.runs)
+    if copy is not None:  # this host's copies, measured: better than a base's nominal figure
+        start = replace(start or DEFAULT, device={**(start.device if start else {}),
+                                                  "memory_bandwidth_bytes_per_s": copy.bytes_per_s})
     if not points:
         assert start is not None and probe is not None
         result = Fit(start, [], _not_fitted(start, probe), np.array([]))
@@ -141,7 +146,7 @@ def calibrate_command(args: argparse.Namespace, say: Callable[[str], None]) -> i
             result = fit(points, start)
         except CalibrationError as e:
             return fail(f"{runs}: {e}")
-    prof = _finish(args, result, points, got.recs, base, probe, got.probe)
+    prof = _finish(args, result, points, got.recs, base, probe, got.probe, copy)
     save_profile(prof, args.output, header=f"# fitted by commbench calibrate from {runs}\n")
     for line in notes:
         say(line)
@@ -221,7 +226,8 @@ def _not_fitted(prof: Profile, probe: ProbeFit) -> dict[str, str]:
 
 def _finish(args: argparse.Namespace, result: Fit, points: Sequence[Point],
             recs: Sequence[dict[str, Any]], base: Profile | None, probe: ProbeFit | None = None,
-            probe_recs: Sequence[dict[str, Any]] = ()) -> Profile:
+            probe_recs: Sequence[dict[str, Any]] = (),
+            copy: copybw.CopyBandwidth | None = None) -> Profile:
     prof = result.profile
     name = args.name or Path(args.output).stem
     fitted = {
@@ -239,6 +245,8 @@ def _finish(args: argparse.Namespace, result: Fit, points: Sequence[Point],
     }
     if result.at_bound:
         fitted["at_bound"] = dict(result.at_bound)
+    if copy is not None:
+        fitted["copy_bandwidth"] = copy.describe()
     if probe is not None:
         fitted["probe"] = {
             "runs": sorted({str(r["_run"]) for r in probe_recs}),
@@ -257,6 +265,7 @@ def _finish(args: argparse.Namespace, result: Fit, points: Sequence[Point],
                                     "records" + (" (the start)" if points else ""), src) if x)
     prof = replace(prof, name=name, path=str(args.output), fitted=fitted,
                    source=src + (f"; the rest from {base.name}" if base else ""),
-                   device=dict(base.device) if base else {},
+                   device={**(base.device if base else {}),
+                           **({"memory_bandwidth_bytes_per_s": copy.bytes_per_s} if copy else {})},
                    nics_per_node=base.nics_per_node if base else 1)
     return replace(prof, native=native_curves(recs, prof))
