@@ -6,6 +6,12 @@ Each run is a full ``commbench run`` of that worktree's code (``python -m bench`
 (BASE, HEAD, then HEAD, BASE in the next round), so a machine that drifts one way over the job
 favours neither side. A run's records are appended to its side's run directory tagged with
 ``round`` (:data:`bench.compare.paired.ROUND`); its own directory stays under ``rounds/``.
+
+SIGINT, SIGTERM and SIGHUP (Ctrl-C, a CI timeout or cancel) are passed on to the run in flight,
+which ends its job as ``commbench run`` does; whatever of it is left after a grace period is
+killed (every process carrying the run's token, :func:`bench.signals.end_job`). The sides'
+``meta.json`` then say ``interrupted``, and the worktrees are removed on the way out
+(:class:`AbInterrupted`; exit 128 + signal).
 """
 
 from __future__ import annotations
@@ -14,25 +20,47 @@ import datetime as dt
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.compare.paired import ROUND
 from bench.records import META, RESULTS, StoreError, read_meta, write_meta
+from bench.signals import STOP_SIGNALS, SignalGuard, end_job
 
 SIDES = ("base", "head")
 PACKAGES = ("bench", "kernels", "reports")
 _MPI_MARKERS = ("PMI_", "PMIX_", "OMPI_", "HYDRA_", "MPI_LOCALRANKID", "COMMBENCH_WORKER")
+AB_JOB_ENV = "COMMBENCH_AB_RUN"  # a fresh token per run, in the environment of all its processes
+GRACE_S = 30.0  # how long a run has to end its job after the signal is passed on
 
 
 class AbError(Exception):
     """A/B runs that cannot start or go on; one line, exit 2."""
+
+
+class AbInterrupted(Exception):
+    """A signal ended the A/B runs; ``where``: the run it stopped ('' before any)."""
+
+    def __init__(self, signum: int, where: str = "") -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+        self.where = where
+
+    @property
+    def name(self) -> str:
+        return signal.Signals(self.signum).name
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum
 
 
 @dataclass
@@ -106,19 +134,32 @@ def check_origin(side: Side) -> None:
             raise AbError(f"{side.label}: {pkg} is imported from {where}, not from its worktree")
 
 
-def run_once(side: Side, scenario: Path, rnd: int, rounds_dir: Path) -> float:
+def run_once(side: Side, scenario: Path, rnd: int, rounds_dir: Path,
+             guard: SignalGuard | None = None) -> float:
     """One full ``commbench run`` of the side's code; its records appended to the side's run
-    directory with their round. Seconds it took."""
+    directory with their round. Seconds it took. A signal the guard sees is passed on to the
+    run, which is waited for (killed after :data:`GRACE_S`): :class:`AbInterrupted`."""
     out = rounds_dir / f"{side.name}-{rnd}"
     log = rounds_dir / f"{side.name}-{rnd}.log"
+    token = uuid.uuid4().hex
     t0 = time.monotonic()
     with log.open("w") as fh:
-        rc = subprocess.run([sys.executable, "-m", "bench", "run", str(scenario), "--out", str(out),
-                             "--no-progress"], stdout=fh, stderr=subprocess.STDOUT,
-                            env=side_env(side), cwd=side.tree).returncode
+        # a session of its own: the terminal's Ctrl-C reaches ab alone, which passes it on
+        proc = subprocess.Popen([sys.executable, "-m", "bench", "run", str(scenario), "--out",
+                                 str(out), "--no-progress"], stdout=fh, stderr=subprocess.STDOUT,
+                                env={**side_env(side), AB_JOB_ENV: token}, cwd=side.tree,
+                                start_new_session=True)
+        try:
+            rc = _wait(proc, token, guard)
+        except BaseException:  # the run must not outlive ab, whatever goes wrong here
+            end_job(proc, token, AB_JOB_ENV)
+            raise
     seconds = time.monotonic() - t0
-    if rc == 130:
-        raise KeyboardInterrupt
+    where = f"round {rnd}, {side.label}"
+    if guard is not None and guard.signum is not None:
+        raise AbInterrupted(guard.signum, where)
+    if rc - 128 in STOP_SIGNALS:  # the run itself was interrupted (signalled directly)
+        raise AbInterrupted(rc - 128, where)
     if not (out / RESULTS).is_file():
         raise AbError(f"{side.label} round {rnd}: commbench run exited {rc} with no records "
                       f"(see {log})")
@@ -126,6 +167,39 @@ def run_once(side: Side, scenario: Path, rnd: int, rounds_dir: Path) -> float:
         raise AbError(f"{side.label} round {rnd}: commbench run exited {rc} with no records "
                       f"(see {log})")
     return seconds
+
+
+def _wait(proc: subprocess.Popen[bytes], token: str, guard: SignalGuard | None) -> int:
+    """The run's exit code; on a signal, the run's once it has ended its job (or was killed)."""
+    while True:
+        if guard is not None and guard.signum is not None:
+            proc.send_signal(guard.signum)  # it ends its job, marks its run, exits 128 + n
+            with suppress(subprocess.TimeoutExpired):
+                proc.wait(GRACE_S)
+            return end_job(proc, token, AB_JOB_ENV)[0]  # and nothing of it is left
+        try:
+            return proc.wait(0.2)
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def mark_interrupted(out: Path, exc: AbInterrupted) -> list[str]:
+    """Each side's run directory under ``out`` that has a ``meta.json``: ``status:
+    interrupted``, with the signal and the run it stopped; the sides marked."""
+    marked = []
+    for name in SIDES:
+        if not (out / name / META).is_file():
+            continue
+        try:
+            meta = read_meta(out / name)
+        except StoreError:
+            continue
+        reason = f"interrupted by {exc.name}" + (f" during {exc.where}" if exc.where else "")
+        meta.update(status="interrupted", signal=exc.name, reason=reason,
+                    finished=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"))
+        write_meta(out / name, meta)
+        marked.append(name)
+    return marked
 
 
 def append(run: Path, side: Side, rnd: int, seconds: float, rc: int) -> int:
@@ -159,7 +233,7 @@ def append(run: Path, side: Side, rnd: int, seconds: float, rc: int) -> int:
 
 
 def run_rounds(sides: Sequence[Side], scenario: Path, rounds: int, rounds_dir: Path,
-               say: Callable[[str], None]) -> None:
+               say: Callable[[str], None], guard: SignalGuard | None = None) -> None:
     """``rounds`` rounds of one run per side; the order rotates by one side per round (two sides:
     BASE, HEAD, then HEAD, BASE), so drift over the job favours no side."""
     rounds_dir.mkdir(parents=True, exist_ok=True)
@@ -168,6 +242,8 @@ def run_rounds(sides: Sequence[Side], scenario: Path, rounds: int, rounds_dir: P
     for rnd in range(1, rounds + 1):
         k = (rnd - 1) % len(sides)
         for side in [*sides[k:], *sides[:k]]:
-            s = run_once(side, scenario, rnd, rounds_dir)
+            if guard is not None and guard.signum is not None:
+                raise AbInterrupted(guard.signum, f"round {rnd}, before {side.label}")
+            s = run_once(side, scenario, rnd, rounds_dir, guard)
             side.seconds.append(s)
             say(f"# ab: round {rnd}/{rounds} {side.label}: {s:.1f} s")

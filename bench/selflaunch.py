@@ -4,7 +4,9 @@ One job per world size (more when a kind resumes after a failed case). The paren
 ``meta.json`` and rewrites it after every job; ranks append records to ``results.jsonl``. A job
 that fails is named by the case in the in-flight marker. SIGINT, SIGTERM and SIGHUP end the job
 in flight with every process it started (:mod:`bench.signals`), record the run as interrupted
-and exit 128 + signal. Records with ``status: "wrong"`` make the run fail after all cases ran.
+and exit 128 + signal. After every job, the MPI shared-memory files that its killed ranks
+(interrupted, or torn down after one died or hung) could not unlink are removed
+(:mod:`bench.shmclean`). Records with ``status: "wrong"`` make the run fail after all cases ran.
 """
 
 from __future__ import annotations
@@ -21,9 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from bench import inflight
+from bench import inflight, shmclean
 from bench.records import iter_records, write_meta
-from bench.signals import JOB_ENV, SignalGuard, end_job, end_leftovers
+from bench.signals import JOB_ENV, SignalGuard, end_job, end_leftovers, tree_pids
 from bench.watchdog import TIMEOUT_EXIT
 
 
@@ -43,6 +45,7 @@ class JobResult:
     signal: str | None = None  # set when a signal to the parent ended the job
     strays: int = 0  # processes left after the launcher exited (killed by us)
     ended: float = 0.0  # time.time() when the job was over
+    shm_removed: int = 0  # /dev/shm files its killed ranks left, removed by us
 
     @property
     def ok(self) -> bool:
@@ -72,32 +75,46 @@ class JobResult:
             out.update(signal=self.signal, failed_case=None, interrupted_case=self.case)
         if self.strays:
             out["strays_killed"] = self.strays
+        if self.shm_removed:
+            out["shm_removed"] = self.shm_removed
         return out
 
 
 def run_job(cmd: list[str], env: dict[str, str], run_dir: Path, world: int, guard: SignalGuard,
             first_case: int = 0) -> JobResult:
-    """Run one job to its end, or end it with all its processes when the guard sees a signal."""
+    """Run one job to its end, or end it with all its processes when the guard sees a signal.
+    The ``/dev/shm`` files its processes held when its first case began (ranks past
+    ``MPI_Init``), or when they were stopped to be killed, are removed afterwards if they are
+    still there and no process uses them: ranks that were killed (by us, or by their launcher
+    after one died or hung) never unlinked them."""
     token = uuid.uuid4().hex
+    before = shmclean.snapshot()
     t0 = time.monotonic()
     proc = subprocess.Popen(cmd, env={**env, JOB_ENV: token, "PYTHONUNBUFFERED": "1"},
                             start_new_session=True)
     rc: int | None = None
+    held: set[shmclean.Entry] = set()
+    sampled = False
     try:
         while rc is None:
             if guard.signum is not None:
-                rc = end_job(proc, token)
+                rc, stopped = end_job(proc, token)
+                held |= stopped
                 break
+            if not sampled and (run_dir / inflight.INFLIGHT).exists():  # once, as case 0 begins
+                held |= shmclean.held_by(tree_pids(proc.pid))
+                sampled = True
             try:
-                rc = proc.wait(0.2)
+                rc = proc.wait(0.2 if sampled else 0.02)  # quick until it has seen case 0 begin
             except subprocess.TimeoutExpired:
                 continue
     except BaseException:  # whatever goes wrong here, the job must not outlive its launcher
-        end_job(proc, token)
+        shmclean.remove_orphans(held | end_job(proc, token)[1], before)
         raise
-    strays = end_leftovers(token)
+    strays, left = end_leftovers(token)
+    removed = shmclean.remove_orphans(held | left, before)
     return JobResult(world, rc, time.monotonic() - t0, inflight.take(run_dir), first_case,
-                     guard.name, strays, time.time())
+                     guard.name, strays, time.time(), len(removed))
 
 
 class Kind(Protocol):

@@ -5,7 +5,9 @@ interrupted half-way: a meta write, a ``Popen``). A job's processes carry a toke
 environment (``COMMBENCH_JOB``), inherited by mpiexec, its proxies, torchrun and every rank,
 whatever session or process group they put themselves in; :func:`end_job` stops them all
 (SIGSTOP first, so none can fork while the others are killed), then kills them (SIGKILL).
-Records are fsynced line by line, so killing a rank loses at most the case in flight.
+Records are fsynced line by line, so killing a rank loses at most the case in flight. While they
+are stopped, the ``/dev/shm`` files they hold are noted (:mod:`bench.shmclean`): a killed rank
+never unlinks its MPI segments, so the launch loop removes them once the job is dead.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from pathlib import Path
 from types import FrameType, TracebackType
 
 import psutil
+
+from bench.shmclean import Entry, held_by
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 JOB_ENV = "COMMBENCH_JOB"  # a fresh token per job, in the environment of all its processes
@@ -57,9 +61,9 @@ class SignalGuard:
         return 128 + (self.signum or 0)
 
 
-def job_processes(token: str, root: int | None = None) -> list[psutil.Process]:
+def job_processes(token: str, root: int | None = None, key: str = JOB_ENV) -> list[psutil.Process]:
     """Live processes of the job: ``root`` and its descendants, and any process whose
-    environment carries ``token`` (a rank that left its parent's session or tree)."""
+    environment carries ``token`` in ``key`` (a rank that left its parent's session or tree)."""
     found: dict[int, psutil.Process] = {}
     if root is not None:
         with contextlib.suppress(psutil.Error):
@@ -70,11 +74,20 @@ def job_processes(token: str, root: int | None = None) -> list[psutil.Process]:
         if p.pid in found or p.pid == os.getpid():
             continue
         try:
-            if p.environ().get(JOB_ENV) == token:
+            if p.environ().get(key) == token:
                 found[p.pid] = p
         except psutil.Error:
             continue
     return [p for p in found.values() if _alive(p)]
+
+
+def tree_pids(root: int) -> list[int]:
+    """``root`` and its descendants (cheap: no environments read)."""
+    try:
+        top = psutil.Process(root)
+        return [root, *(p.pid for p in top.children(recursive=True))]
+    except psutil.Error:
+        return []
 
 
 def _alive(p: psutil.Process) -> bool:
@@ -84,37 +97,56 @@ def _alive(p: psutil.Process) -> bool:
         return False
 
 
+def _wait_dead(procs: list[psutil.Process], wait_s: float = 5.0) -> None:
+    """Until each is gone or a zombie (its memory, mappings included, released)."""
+    deadline = time.monotonic() + wait_s
+    while any(_alive(p) for p in procs) and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
 def _send(procs: list[psutil.Process], sig: int) -> None:
     for p in procs:
         with contextlib.suppress(psutil.Error):
             p.send_signal(sig)
 
 
-def end_job(proc: subprocess.Popen[bytes], token: str) -> int:
-    """Stop, then kill, every process of the job started as ``proc``; returns its exit code."""
+def end_job(proc: subprocess.Popen[bytes], token: str,
+            key: str = JOB_ENV) -> tuple[int, set[Entry]]:
+    """Stop, then kill, every process of the job started as ``proc``; its exit code, and the
+    ``/dev/shm`` files the stopped processes held."""
     frozen: set[int] = set()
     for _ in range(20):  # stop until no new process appears (a fork racing the first pass)
-        procs = job_processes(token, proc.pid)
+        procs = job_processes(token, proc.pid, key)
         new = [p for p in procs if p.pid not in frozen]
         if not new:
             break
         _send(new, signal.SIGSTOP)
         frozen.update(p.pid for p in new)
-    _send(job_processes(token, proc.pid), signal.SIGKILL)
-    return proc.wait()
+    held = held_by(frozen)
+    procs = job_processes(token, proc.pid, key)
+    _send(procs, signal.SIGKILL)
+    rc = proc.wait()
+    _wait_dead(procs)  # so that their mappings are gone
+    return rc, held
 
 
-def end_leftovers(token: str, wait_s: float = 5.0) -> int:
-    """Kill what is left of an ended job (a rank its launcher did not reap); how many."""
+def end_leftovers(token: str, wait_s: float = 5.0) -> tuple[int, set[Entry]]:
+    """Kill what is left of an ended job (a rank its launcher did not reap); how many, and the
+    ``/dev/shm`` files they held."""
     procs = job_processes(token)
     if not procs:
-        return 0
+        return 0, set()
     deadline = time.monotonic() + wait_s  # launchers tear down asynchronously: give them a moment
     while procs and time.monotonic() < deadline:
         time.sleep(0.1)
         procs = [p for p in procs if _alive(p)]
+    if not procs:
+        return 0, set()
+    _send(procs, signal.SIGSTOP)
+    held = held_by(p.pid for p in procs)
     _send(procs, signal.SIGKILL)
-    return len(procs)
+    _wait_dead(procs)
+    return len(procs), held
 
 
 @functools.cache

