@@ -1,0 +1,102 @@
+"""Does the cost model predict an emulated cluster, and hierarchical's margin over ring on it?
+
+    python -m bench.perf.emulated_accuracy [--scenario scenarios/emulated.yaml] [--out DIR]
+
+1. ``host``: the scenario's sweep on one emulated node holding all its ranks (``topology: 1xP``:
+   nothing is delayed), then ``commbench calibrate host --base PROFILE`` fits this host's own
+   ``intra`` α/β, γ and o into ``host.yaml``; the slow classes (never crossed) stay the base's.
+   Emulation takes the ``intra`` class as the host's link, so this is the profile to emulate with.
+2. ``emulated``: the scenario as written, but emulating with ``host.yaml``.
+3. ``pred``: ``commbench predict --profile host.yaml`` on the scenario's topology, algorithms and
+   sizes; every predicted median paired with the measured one (``reports.sections.prediction``).
+
+Printed: the median and worst |error| at >= 64 KiB, and per collective at the largest size the
+ratio ring / hierarchical measured and predicted (hierarchical's margin).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import yaml
+
+from bench.records import load_results
+from bench.units import format_size
+from reports.sections.prediction import pair
+
+ROOT = Path(__file__).resolve().parents[2]
+LARGE = 64 << 10
+
+
+def bench(*args: str) -> None:
+    res = subprocess.run([sys.executable, "-m", "bench", *args], cwd=ROOT, capture_output=True,
+                         text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    if res.returncode != 0:
+        tail = (res.stderr or res.stdout).strip().splitlines()[-3:]
+        raise SystemExit(f"emulated_accuracy: {args[0]} failed ({res.returncode}): " + " | ".join(tail))
+
+
+def write(path: Path, sc: dict[str, Any]) -> Path:
+    path.write_text(yaml.safe_dump(sc, sort_keys=False))
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench.perf.emulated_accuracy", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--scenario", type=Path, default=ROOT / "scenarios" / "emulated.yaml")
+    ap.add_argument("--out", type=Path, default=Path(f"runs/{time.strftime('%Y%m%d-%H%M%S')}"
+                                                     "-emulated-accuracy"))
+    args = ap.parse_args(argv)
+    out = args.out.resolve()
+    if out.exists() and any(out.iterdir()):
+        raise SystemExit(f"emulated_accuracy: {out} exists and is not empty")
+    out.mkdir(parents=True, exist_ok=True)
+    t0 = time.monotonic()
+    sc = yaml.safe_load(args.scenario.read_text())
+    emu = dict(sc["emulate"])
+    world = max(sc["world_sizes"])
+    flat = {**sc, "name": "emulated-host", "emulate": {**emu, "topology": f"1x{world}"}}
+    bench("run", str(write(out / "host.yaml.scenario", flat)), "--out", str(out / "host"),
+          "--no-progress")
+    bench("calibrate", str(out / "host"), "--base", emu["profile"], "-o", str(out / "host.yaml"))
+    print(f"# host fitted in {time.monotonic() - t0:.0f} s: {out / 'host.yaml'}", flush=True)
+    emulated = {**sc, "emulate": {**emu, "profile": str(out / "host.yaml")}}
+    bench("run", str(write(out / "emulated.yaml.scenario", emulated)), "--out", str(out / "emulated"),
+          "--no-progress")
+    measured = load_results(out / "emulated", samples=False)
+    measured = measured[measured["status"] == "ok"]
+    sizes = sorted({int(n) for n in measured["nbytes"]})
+    bench("predict", "--profile", str(out / "host.yaml"), "--topology", emu["topology"],
+          "--world-sizes", str(world), "--collectives", ",".join(sorted(set(measured["collective"]))),
+          "--algorithms", ",".join(sorted(set(measured["algorithm"]))),
+          "--sizes", ",".join(f"{s}B" for s in sizes), "--transport", "mpi", "--out", str(out / "pred"))
+    both = pd.concat([measured, load_results(out / "pred", samples=False)], ignore_index=True)
+    got = pair(both)
+    got.to_csv(out / "errors.csv", index=False)
+    big = got[got["nbytes"] >= LARGE]
+    err = big["error"].abs()
+    w = big.loc[err.idxmax()]
+    print(f"{len(big)} keys >= {format_size(LARGE)}: median |error| {err.median():.1%}, worst "
+          f"{err.max():.1%} ({w['collective']} {w['algorithm']} {format_size(int(w['nbytes']))}); "
+          f"predicted below measured in {(big['error'] < 0).mean():.0%} of them")
+    top = got[got["nbytes"] == max(sizes)].set_index(["collective", "algorithm"])
+    for coll in sorted(set(top.index.get_level_values(0))):
+        if (coll, "ring") in top.index and (coll, "hierarchical") in top.index:
+            r, h = top.loc[(coll, "ring")], top.loc[(coll, "hierarchical")]
+            print(f"{coll} {format_size(max(sizes))}: ring / hierarchical measured "
+                  f"{r['measured'] / h['measured']:.2f}, predicted {r['predicted'] / h['predicted']:.2f}")
+    print(f"# {out}; {time.monotonic() - t0:.0f} s, load "
+          f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
