@@ -149,9 +149,10 @@ def vendor_of(c: Collective) -> list[Algorithm]:
 
 
 def algorithms_of(collective: str) -> list[Algorithm]:
-    """The vendor calls first, then the collective's algorithms in registration order."""
+    """The vendor calls first, then the collective's algorithms by name (not in registration
+    order, which depends on what imported an algorithm's module first)."""
     c = coll.resolve(collective)
-    own = [ALGORITHMS.get(k) for k in ALGORITHMS.names() if k.startswith(c.name + "/")]
+    own = [ALGORITHMS.get(k) for k in sorted(ALGORITHMS.names()) if k.startswith(c.name + "/")]
     return [*vendor_of(c), *own]
 
 
