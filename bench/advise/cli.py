@@ -16,7 +16,14 @@ from bench.advise.search import Ranked
 from bench.advise.shape import Shape, custom_gpt, shape_of, with_seq
 from bench.advise.table import print_ranked
 from bench.advise.timing import Timer
-from bench.advise.validate import pairs, single_rank, training_records
+from bench.advise.validate import (
+    idle_checks,
+    idle_lines,
+    idle_record,
+    pairs,
+    single_rank,
+    training_records,
+)
 from bench.topo.model import parse_topology
 from bench.topo.profile import load_profile
 from bench.training.analytic import PRECISIONS
@@ -129,6 +136,10 @@ def _from_run(args: argparse.Namespace, profile: Any, say: Say
         errs.sort()
         say(f"# {w} ranks: median |error| {errs[len(errs) // 2]:.0%}, worst {errs[-1]:.0%} "
             f"over {len(errs)} cases")
+    checks = idle_checks(train)
+    for line in idle_lines(checks):
+        say(line)
+    recs += [idle_record(c, {"topology": cluster.spec}) for c in checks]
     worlds = _worlds(args.world_sizes, run_worlds)
     for model in sorted({r["model"] for r in train}):
         one = single_rank(train, model, "ddp")

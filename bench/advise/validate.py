@@ -6,9 +6,14 @@ wrapper's own cost included), else from ``tensor``'s for a layout with tensor pa
 (hybrid: DTensor's cost per op is most of a small model's step), else from plain ``ddp``'s;
 the batch per replica and fp32 precision are the run's. A record of the same strategy at one
 rank carries its checkpointing and autocast already (no knob factor on top); ``ps`` has no
-world-size-1 record and takes ``ddp``'s (a worker's forward and backward). Pipeline idle per stage is not in
-training records (they carry the step, not per-stage timelines): the bubble is predicted, not
-checked here.
+world-size-1 record and takes ``ddp``'s (a worker's forward and backward).
+
+Pipeline bubble (:func:`idle_checks`): a pipeline record carries each stage's measured idle
+fraction of the step (``stage_idle_fraction_by_rank``: its waits on neighbour stages plus its
+wait for the slowest rank at the step's end, :mod:`bench.training.measure`) and its schedule's
+modelled bubble (``bubble_fraction_model``: (p - 1)/(m + p - 1) for GPipe and 1F1B, (p - 1)/(v m
++ p - 1) for interleaved with m >= p); ``advise --from`` prints them side by side and writes
+them as ``advice`` records with ``bubble_check: true`` (the report's "Which strategy" table).
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from bench.advise.evaluate import Job, Result, evaluate
 from bench.advise.shape import Shape, shape_of
 from bench.advise.strategies import as_layout
 from bench.advise.timing import Timer
-from bench.records import iter_records
+from bench.records import SCHEMA_VERSION, iter_records
 from bench.training.analytic import FP32
 
 
@@ -36,6 +41,54 @@ class Pair:
     batch: int  # per replica
     measured_s: float
     predicted: Result
+
+
+@dataclass(frozen=True)
+class IdleCheck:
+    model: str
+    strategy: str
+    world: int
+    step_ms: float  # median step
+    idle_ms: list[float]  # per stage (rank), mean per timed step
+    measured: list[float]  # idle fraction of the step, per stage (rank)
+    modelled: float  # the schedule's bubble fraction
+
+    @property
+    def mean(self) -> float:
+        return sum(self.measured) / len(self.measured)
+
+
+def idle_checks(recs: list[dict[str, Any]]) -> list[IdleCheck]:
+    """Every pipeline record of two or more ranks with its idle time per stage, in run order."""
+    return [IdleCheck(r["model"], r["strategy"], int(r["world_size"]),
+                      float(r["step_time_ms_median"]), list(r["stage_idle_ms_by_rank"]),
+                      list(r["stage_idle_fraction_by_rank"]), float(r["bubble_fraction_model"]))
+            for r in recs if r["world_size"] >= 2 and r.get("stage_idle_fraction_by_rank")]
+
+
+def idle_lines(checks: list[IdleCheck]) -> list[str]:
+    """The table ``advise --from`` prints: measured idle fraction per stage beside the model."""
+    if not checks:
+        return []
+    out = ["## pipeline bubble: measured idle fraction of the step per stage (rank 0 first) "
+           "against the schedule's modelled bubble",
+           f"{'model':<10} {'strategy':<28} {'ranks':>5} {'step ms':>8} "
+           f"{'idle fraction per stage':<27} {'mean':>5} {'model':>5}"]
+    for c in checks:
+        per = " ".join(f"{x:.2f}" for x in c.measured)
+        out.append(f"{c.model:<10} {c.strategy:<28} {c.world:>5} {c.step_ms:>8.3g} {per:<27} "
+                   f"{c.mean:>5.2f} {c.modelled:>5.2f}")
+    return out
+
+
+def idle_record(c: IdleCheck, context: dict[str, Any]) -> dict[str, Any]:
+    """One ``advice`` record of a pipeline case's measured idle against its modelled bubble."""
+    return {"schema_version": SCHEMA_VERSION, "kind": "advice", "status": "ok",
+            "predicted": False, "bubble_check": True, "model": c.model, "strategy": c.strategy,
+            "world_size": c.world, "measured_step_time_ms": c.step_ms,
+            "stage_idle_ms_by_rank": c.idle_ms, "stage_idle_fraction_by_rank": c.measured,
+            "stage_idle_fraction_mean": c.mean, "bubble_fraction_model": c.modelled,
+            **context}
 
 
 def training_records(run: Path) -> list[dict[str, Any]]:

@@ -10,12 +10,20 @@ costs the timed steps nothing.
 Batches are generated, and copied to the device, before the barrier. Loss per step is the mean
 over the ranks that see a loss (every replica reports equally often, so this is the mean over
 replicas).
+
+Idle time per stage (pipeline trainers, :class:`Waits`): in each timed step, each rank keeps its
+own step time and the nanoseconds its schedule spent in point-to-point waits (the trainer times
+them, :mod:`bench.training.strategies.pipeline`). Idle of rank r in step k = its waits + (the
+slowest rank's step - its own step), the time it would wait at the next barrier. Both parts lie
+inside the kept sample (the max over ranks), so 0 <= idle <= step on every rank, exactly: the
+sums are taken in integer nanoseconds.
 """
 
 from __future__ import annotations
 
 import math
 import time
+import typing
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,6 +52,17 @@ class Protocol:
         return self.warmup + 1 + self.steps
 
 
+@typing.runtime_checkable
+class Waits(typing.Protocol):
+    """A trainer that times its waits on other ranks (pipeline stages)."""
+
+    bubble: float  # its schedule's bubble fraction, modelled
+
+    def take_waits(self) -> tuple[int, int]:
+        """(nanoseconds, waits) since the last call."""
+        ...
+
+
 @dataclass(frozen=True)
 class RankResult:
     """What one rank measured; gathered to rank 0."""
@@ -53,6 +72,30 @@ class RankResult:
     peak: int
     peak_above_start: int
     activations: int  # peak bytes held for backward in the counted step
+    step_ns: tuple[int, ...] = ()  # this rank's own time per timed step (Waits trainers)
+    wait_ns: tuple[int, ...] = ()  # of which in point-to-point waits
+    waits: int = 0  # waits per timed step
+
+
+@dataclass(frozen=True)
+class Idle:
+    """Idle time per rank of a pipeline case, over its timed steps (see the module)."""
+
+    ms_by_rank: list[float]  # mean per timed step
+    fraction_by_rank: list[float]  # idle / the kept step time, summed over the timed steps
+    wait_ms_by_rank: list[float]  # the waits alone, mean per timed step
+    waits_per_step: list[int]  # wait calls per step, per rank
+    bubble_model: float
+
+    @staticmethod
+    def of(ranks: list[RankResult], bubble: float) -> Idle:
+        steps = len(ranks[0].step_ns)
+        kept = [max(r.step_ns[k] for r in ranks) for k in range(steps)]
+        idle = [sum(r.wait_ns[k] + kept[k] - r.step_ns[k] for k in range(steps)) for r in ranks]
+        total = sum(kept)
+        return Idle([i / steps / 1e6 for i in idle], [i / total if total else 0.0 for i in idle],
+                    [sum(r.wait_ns) / steps / 1e6 for r in ranks],
+                    [r.waits for r in ranks], bubble)
 
 
 @dataclass(frozen=True)
@@ -63,6 +106,7 @@ class CaseResult:
     samples_ms: list[float]  # max over ranks, per timed step
     ranks: list[RankResult]
     peak_method: str
+    idle: Idle | None = None  # pipeline trainers only
 
 
 def _sync(device: torch.device) -> None:
@@ -88,6 +132,10 @@ def run_case(trainer: Trainer, model: ModelSpec, proto: Protocol, device: torch.
     acts = 0
     tokens = 0
     clock = time.perf_counter_ns
+    waiting = trainer if isinstance(trainer, Waits) else None
+    own: list[int] = []
+    waited: list[int] = []
+    calls = 0
     for s in range(proto.total):
         batch = model.batch(global_batch, s, proto.seed).to(device)  # copied before the clock
         tokens = batch.tokens
@@ -100,14 +148,24 @@ def run_case(trainer: Trainer, model: ModelSpec, proto: Protocol, device: torch.
         else:
             _barrier(device)
             _sync(device)
+            if waiting:
+                waiting.take_waits()  # the warm-up's and the barrier's are not this step's
             t0 = clock()
             loss = trainer.step(batch)
             _sync(device)
-            samples.append((clock() - t0) / 1e6)
+            ns = clock() - t0
+            samples.append(ns / 1e6)
+            if waiting:
+                wait_ns, calls = waiting.take_waits()
+                own.append(ns)
+                waited.append(wait_ns)
         losses.append(math.nan if loss is None else loss)
-    mine = RankResult(held_bytes(trainer), comm, *peak.peak(), activations=acts)
+    mine = RankResult(held_bytes(trainer), comm, *peak.peak(), activations=acts,
+                      step_ns=tuple(own), wait_ns=tuple(waited), waits=calls)
+    ranks = _gather(mine)
+    idle = Idle.of(ranks, waiting.bubble) if waiting and own else None
     return CaseResult(global_batch, tokens, _mean_loss(losses, device), _max_samples(samples, device),
-                      _gather(mine), peak.method)
+                      ranks, peak.method, idle)
 
 
 def _mean_loss(losses: list[float], device: torch.device) -> list[float]:

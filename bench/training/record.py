@@ -8,9 +8,15 @@ from typing import Any
 
 from bench.records import SCHEMA_VERSION, iter_records
 from bench.stats import summarize
-from bench.training.measure import TIMER, CaseResult
+from bench.training.measure import TIMER, CaseResult, Idle
 from bench.training.scenario import StrategySpec, TrainingScenario
 
+IDLE = ("per rank: time in the schedule's point-to-point waits (perf_counter_ns around "
+        "torch.distributed.pipelining's _wait_batch_p2p) + (the kept step, the max over ranks, "
+        "- the rank's own step); mean per timed step, and its fraction of the kept steps")
+BUBBLE = ("replay of the forward/backward order torch's schedule runs on each rank, equal stages, "
+          "backward = 2 forwards, free communication: (p-1)/(m+p-1) for GPipe and 1F1B, "
+          "(p-1)/(v*m+p-1) for interleaved 1F1B with m >= p")
 SCALING = ("weak: samples_per_s(N) / (N * samples_per_s(1)) of the same strategy and model, "
            "fixed batch_size per data-parallel replica (= T1/TN for pure data parallelism; "
            "ranks of one tensor/pipeline replica share its batch)")
@@ -81,4 +87,18 @@ def measured(sc: TrainingScenario, spec: StrategySpec, model: str, world: int, r
         "loss_max_abs_diff": diff,
         "timer": TIMER,
         "samples_ms": [round(x, 4) for x in res.samples_ms],
+        **(idle_fields(res.idle) if res.idle else {}),
+    }
+
+
+def idle_fields(idle: Idle) -> dict[str, Any]:
+    """A pipeline record's idle time per stage and its schedule's modelled bubble."""
+    return {
+        "stage_idle_ms_by_rank": [round(x, 4) for x in idle.ms_by_rank],
+        "stage_idle_fraction_by_rank": idle.fraction_by_rank,
+        "stage_wait_ms_by_rank": [round(x, 4) for x in idle.wait_ms_by_rank],
+        "stage_waits_per_step_by_rank": idle.waits_per_step,
+        "stage_idle_method": IDLE,
+        "bubble_fraction_model": idle.bubble_model,
+        "bubble_model_method": BUBBLE,
     }

@@ -1,6 +1,8 @@
 """Which strategy: ``commbench advise`` records (kind ``advice``) per model and world size, the
 ranked table, a stacked bar per layout (compute, exposed communication by collective, bubble)
-and memory per rank against the device limit. With ``--from``, predicted next to measured."""
+and memory per rank against the device limit. With ``--from``, predicted next to measured, and
+each pipeline case's measured idle fraction per stage beside its schedule's modelled bubble
+(records with ``bubble_check``)."""
 
 from __future__ import annotations
 
@@ -74,4 +76,13 @@ def build(data: ReportData, opts: Options) -> Section | None:
                   .astype(bool)] if "validation" in adv else adv.iloc[0:0]
     return Section("strategy", "Which strategy", "strategy.html.j2",
                    {"tables": tables, "checked": checked.to_dict("records"),
-                    "several": len(data.runs) > 1})
+                    "bubbles": _bubbles(adv), "several": len(data.runs) > 1})
+
+
+def _bubbles(adv: pd.DataFrame) -> list[dict[str, Any]]:
+    """Pipeline cases of ``advise --from``: measured idle fraction per stage, and the model."""
+    if "bubble_check" not in adv:
+        return []
+    rows = adv[adv["bubble_check"].fillna(False).astype(bool)]
+    return [{**r, "stages": " ".join(f"{x:.2f}" for x in r["stage_idle_fraction_by_rank"])}
+            for r in rows.sort_values(["model", "strategy", "world_size"]).to_dict("records")]

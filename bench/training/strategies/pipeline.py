@@ -6,11 +6,38 @@ parameter count (the split minimising the largest stage). Rank r holds stages r,
 are scaled by 1/microbatches, so the update equals one step on the whole batch. Checkpointing
 and precision act on the pieces inside each stage (autocast keeps GPT's residual stream in
 fp32, so the activations between stages stay fp32).
+
+Idle time per stage (what :mod:`bench.training.measure` reports as ``stage_idle_*``): every
+wait the schedules make on point-to-point works goes through one function,
+``torch.distributed.pipelining.schedules._wait_batch_p2p(works)`` (``for w in works:
+w.wait()``), looked up as a module global at each call by GPipe, 1F1B and the runtime of
+interleaved 1F1B. That is the narrowest point that sees the waits and nothing else: the stage
+only builds ``P2POp``s, and the works come from ``dist.isend``/``irecv``/``batch_isend_irecv``
+(wrapping the ops or the group would change which of those run). During :meth:`step` only,
+:func:`timed_waits` swaps that global for one that calls the original between a
+``perf_counter_ns`` pair and adds the difference to this trainer's :class:`WaitClock`; the
+original is restored on leaving, even on error. The same works are waited on in the same order,
+so what is communicated (``comm_by_type``) is unchanged. What the waits hold: receives of
+activations (forward) and gradients (backward) from the neighbour stages, the sends that 1F1B
+fuses with them into one batch, and the completions of earlier sends.
+
+The schedule's own bubble (:func:`bubble_fraction`) replays the order of forward and backward
+actions each rank executes, exactly as torch runs it, with unit-time forwards, backwards of
+twice that, equal stages and free communication: (p - 1)/(m + p - 1) for GPipe and 1F1B, and
+(p - 1)/(v m + p - 1) for interleaved 1F1B with ``m >= p`` (checked for p <= 8, v <= 3);
+with fewer microbatches than ranks torch's interleaved order idles more (p = 4, v = 2, m = 2:
+5/9 against 3/7), and the replay reports that.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
 
 import torch
 from torch import nn
@@ -19,6 +46,7 @@ from torch.distributed.pipelining import (
     Schedule1F1B,
     ScheduleGPipe,
     ScheduleInterleaved1F1B,
+    schedules,
 )
 
 from bench.models.base import Batch
@@ -26,6 +54,124 @@ from bench.training.stages import local_stages, stage_pieces
 from bench.training.strategy import TrainContext, Trainer, strategy
 
 SCHEDULES = {"gpipe": ScheduleGPipe, "1f1b": Schedule1F1B}
+FORWARD, BACKWARD = "F", "B"
+COST = {FORWARD: 1, BACKWARD: 2}  # backward = two forwards (1 or 3 give the same fractions)
+Action = tuple[str, int, int]  # (F or B, stage, microbatch)
+
+
+@dataclass
+class WaitClock:
+    """Nanoseconds this rank spent in the schedule's point-to-point waits since the last take,
+    and how many of those waits had works to wait on."""
+
+    ns: int = 0
+    waits: int = 0
+
+    def take(self) -> tuple[int, int]:
+        """(nanoseconds, waits) since the last call; resets both."""
+        out = (self.ns, self.waits)
+        self.ns, self.waits = 0, 0
+        return out
+
+
+@contextlib.contextmanager
+def timed_waits(clock: WaitClock) -> Iterator[None]:
+    """Time every ``_wait_batch_p2p`` the schedules call inside the block into ``clock``."""
+    original: Callable[[list[Any]], None] = schedules._wait_batch_p2p
+    now = time.perf_counter_ns
+
+    def wait(works: list[Any]) -> None:
+        if not works:  # the schedules also "wait" on empty lists (a first or last stage)
+            return original(works)
+        t0 = now()
+        try:
+            original(works)
+        finally:
+            clock.ns += now() - t0
+            clock.waits += 1
+
+    schedules._wait_batch_p2p = wait
+    try:
+        yield
+    finally:
+        schedules._wait_batch_p2p = original
+
+
+def single_stage_order(schedule: str, stage: int, stages: int, m: int) -> list[Action]:
+    """The actions GPipe's or 1F1B's ``_step_microbatches`` runs on ``stage``, in order."""
+    if schedule == "gpipe":
+        return [(FORWARD, stage, i) for i in range(m)] + [(BACKWARD, stage, i) for i in range(m)]
+    warmup = min(m, stages - stage)  # torch: the last stage warms up with 1, the first with p
+    out: list[Action] = [(FORWARD, stage, i) for i in range(warmup)]
+    f = warmup
+    for b in range(m):
+        out.append((BACKWARD, stage, b))
+        if f < m:
+            out.append((FORWARD, stage, f))
+            f += 1
+    return out
+
+
+def interleaved_orders(schedule: ScheduleInterleaved1F1B) -> list[list[Action]]:
+    """Each rank's forwards and backwards from torch's own ``pipeline_order`` (what its runtime
+    executes, idle slots and communication actions left out)."""
+    kinds = {schedules._ComputationType.FORWARD: FORWARD,
+             schedules._ComputationType.FULL_BACKWARD: BACKWARD}
+    return [[(kinds[a.computation_type], a.stage_index, int(a.microbatch_index or 0))
+             for a in schedule.pipeline_order[r] if a is not None and a.computation_type in kinds]
+            for r in range(len(schedule.pipeline_order))]
+
+
+def replay(orders: list[list[Action]], stages: int) -> Fraction:
+    """The bubble fraction of the step when every rank runs its ``orders`` as soon as its inputs
+    are there: (makespan - busy) / makespan, the largest over ranks, exactly."""
+    done: dict[tuple[str, int, int], int] = {}
+    free = [0] * len(orders)
+    nxt = [0] * len(orders)
+    left = sum(len(o) for o in orders)
+    while left:
+        moved = False
+        for r, order in enumerate(orders):
+            while nxt[r] < len(order):
+                kind, s, mb = order[nxt[r]]
+                dep = ((FORWARD, s - 1, mb) if kind == FORWARD and s > 0 else
+                       (BACKWARD, s + 1, mb) if kind == BACKWARD and s < stages - 1 else
+                       (FORWARD, s, mb) if kind == BACKWARD else None)
+                if dep is not None and dep not in done:
+                    break
+                start = max(free[r], done[dep] if dep else 0)
+                free[r] = done[(kind, s, mb)] = start + COST[kind]
+                nxt[r] += 1
+                left -= 1
+                moved = True
+        if not moved:
+            raise ValueError("the schedule's order waits on itself")
+    span = max(free)
+    busy = min(sum(COST[k] for k, _, _ in o) for o in orders)
+    return Fraction(span - busy, span)
+
+
+def bubble_fraction(schedule: str, ranks: int, microbatches: int, stages_per_rank: int = 1
+                    ) -> Fraction:
+    """The schedule's bubble fraction on ``ranks`` stages (GPipe and 1F1B: the order each of
+    them runs; interleaved: torch's ``pipeline_order``, built without a process group)."""
+    n = ranks * stages_per_rank
+    if schedule in SCHEDULES:
+        orders = [single_stage_order(schedule, s, n, microbatches) for s in range(n)]
+    else:
+        orders = interleaved_orders(_interleaved_plan(ranks, microbatches, stages_per_rank))
+    return replay(orders, n)
+
+
+def _interleaved_plan(ranks: int, m: int, v: int) -> ScheduleInterleaved1F1B:
+    """torch's interleaved schedule object with only what its ``pipeline_order`` needs (its
+    ``__init__`` wants live stages); the same computation as its constructor."""
+    plan = object.__new__(ScheduleInterleaved1F1B)
+    plan.pp_group_size, plan.n_local_stages, plan._n_microbatches = ranks, v, m
+    plan.number_of_rounds = max(1, m // ranks)
+    plan.microbatches_per_round = m // plan.number_of_rounds
+    plan.pipeline_order = {r: plan._calculate_single_rank_operations(r) for r in range(ranks)}
+    return plan
 
 
 class PipelineTrainer(Trainer):
@@ -43,10 +189,19 @@ class PipelineTrainer(Trainer):
         loss = functools.partial(self.amp.loss, ctx.model.loss)  # fp32 loss, scaled for fp16
         if spec.schedule == "interleaved":
             self.schedule = ScheduleInterleaved1F1B(stages, spec.microbatches, loss_fn=loss)
+            orders = interleaved_orders(self.schedule)
         else:
             self.schedule = SCHEDULES[spec.schedule](stages[0], spec.microbatches, loss_fn=loss)
+            orders = [single_stage_order(spec.schedule, s, n, spec.microbatches)
+                      for s in range(n)]
+        self.bubble = float(replay(orders, n))  # the order this job runs
         self.first, self.last = 0 in self.stage_ids, n - 1 in self.stage_ids
         self.opt = ctx.optimizer([p for m in self.mods for p in m.parameters()])
+        self.waits = WaitClock()
+
+    def take_waits(self) -> tuple[int, int]:
+        """(nanoseconds, calls) in point-to-point waits since the last call (see the module)."""
+        return self.waits.take()
 
     def step(self, batch: Batch) -> float | None:
         dev = self.ctx.device
@@ -54,7 +209,8 @@ class PipelineTrainer(Trainer):
         args = (batch.inputs.to(dev),) if self.first else ()
         losses: list[torch.Tensor] = []
         kw = {"target": batch.targets.to(dev), "losses": losses} if self.last else {}
-        self.schedule.step(*args, **kw)
+        with timed_waits(self.waits):
+            self.schedule.step(*args, **kw)
         self.amp.unscale(p for m in self.mods for p in m.parameters())
         self.opt.step()
         if not self.last:
