@@ -31,6 +31,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bench.compare.matched import mismatched, speed
 from bench.compare.paired import ROUND
 from bench.records import META, RESULTS, StoreError, read_meta, write_meta
 from bench.signals import STOP_SIGNALS, SignalGuard, end_job
@@ -233,17 +234,32 @@ def append(run: Path, side: Side, rnd: int, seconds: float, rc: int) -> int:
 
 
 def run_rounds(sides: Sequence[Side], scenario: Path, rounds: int, rounds_dir: Path,
-               say: Callable[[str], None], guard: SignalGuard | None = None) -> None:
+               say: Callable[[str], None], guard: SignalGuard | None = None,
+               extra: int = 0) -> list[int]:
     """``rounds`` rounds of one run per side; the order rotates by one side per round (two sides:
-    BASE, HEAD, then HEAD, BASE), so drift over the job favours no side."""
+    BASE, HEAD, then HEAD, BASE), so drift over the job favours no side. With two sides and
+    ``extra`` > 0, a round whose two runs' drift canaries disagree (:mod:`bench.compare.matched`)
+    is set aside and another run, up to ``extra`` more, until ``rounds`` rounds match. The rounds
+    set aside."""
     rounds_dir.mkdir(parents=True, exist_ok=True)
     for side in sides:
         check_origin(side)
-    for rnd in range(1, rounds + 1):
+    aside: list[int] = []
+    rnd = 0
+    while rnd - len(aside) < rounds and rnd < rounds + min(extra, len(aside)):
+        rnd += 1
         k = (rnd - 1) % len(sides)
         for side in [*sides[k:], *sides[:k]]:
             if guard is not None and guard.signum is not None:
                 raise AbInterrupted(guard.signum, f"round {rnd}, before {side.label}")
             s = run_once(side, scenario, rnd, rounds_dir, guard)
             side.seconds.append(s)
-            say(f"# ab: round {rnd}/{rounds} {side.label}: {s:.1f} s")
+            say(f"# ab: round {rnd}/{rounds + len(aside)} {side.label}: {s:.1f} s")
+        if extra and len(sides) == 2:
+            speeds = [{rnd: v} if (v := speed(rounds_dir / f"{x.name}-{rnd}")) else {}
+                      for x in sides]
+            for m in mismatched(*speeds):
+                aside.append(rnd)
+                say(f"# ab: {m.describe()}: the machine changed speed between the two runs; "
+                    "round set aside" + (", one more run" if len(aside) <= extra else ""))
+    return aside

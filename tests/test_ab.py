@@ -211,3 +211,28 @@ def test_ab_html_states_the_paired_rule() -> None:
                   "Hodges–Lehmann", "Mann-Whitney U", "<code>--relative</code>: every median",
                   "exp(estimate − lower bound)"):
         assert words in text, words
+
+
+def test_a_round_whose_runs_saw_different_machines_is_run_again(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """ab's own orchestration (no MPI involved): rounds 2 and 4 have canaries 3x apart, so two
+    more rounds run to reach 3 matched ones; at most ``extra`` more."""
+    import bench.ab as ab
+
+    ran: list[tuple[str, int]] = []
+    canary = {("head", 2): 800.0, ("base", 4): 790.0}
+    monkeypatch.setattr(ab, "check_origin", lambda side: None)
+    monkeypatch.setattr(ab, "run_once", lambda side, sc, rnd, d, guard=None: ran.append(
+        (side.name, rnd)) or 1.0)
+    monkeypatch.setattr(ab, "speed", lambda run: canary.get(
+        (run.name.split("-")[0], int(run.name.split("-")[1])), 265.0))
+    sides = [Side(n, "HEAD", "0" * 40, tmp_path, tmp_path / n) for n in ("base", "head")]
+    said: list[str] = []
+    aside = run_rounds(sides, tmp_path / "sc.yaml", 3, tmp_path / "rounds", said.append, extra=3)
+    assert aside == [2, 4] and max(r for _, r in ran) == 5 and len(ran) == 10
+    assert sum("set aside, one more run" in s for s in said) == 2
+    ran.clear()
+    canary.clear()
+    canary.update({("head", r): 800.0 for r in range(1, 9)})  # every round mismatched
+    aside = run_rounds(sides, tmp_path / "sc.yaml", 3, tmp_path / "rounds2", said.append, extra=2)
+    assert aside == [1, 2, 3, 4, 5] and max(r for _, r in ran) == 5  # 3 + at most 2 more

@@ -177,3 +177,41 @@ def test_side_directories_pair_by_round(tmp_path: Path) -> None:
     assert all(r.decision and "over 5 rounds" in r.decision.method for r in res.rows)
     with pytest.raises(InputError, match="no such run directory"):
         compare_dirs(tmp_path / "nothing", head, Rule())
+
+
+def _canaried(side_dir: Path, speeds: list[float]) -> None:
+    """Round i of the side ran in a run directory whose drift canary read ``speeds[i]`` us."""
+    meta = json.loads((side_dir / "meta.json").read_text())
+    meta["ab"] = {"rounds": []}
+    for i, us in enumerate(speeds, 1):
+        run = side_dir.parent / f"{side_dir.name}-run-{i}"
+        run.mkdir(exist_ok=True)
+        (run / "canary.jsonl").write_text("".join(
+            json.dumps({"world_size": w, "allreduce_1MiB_us": [us * 0.99, us, us * 1.01]}) + "\n"
+            for w in (1, 2)))
+        meta["ab"]["rounds"].append({ROUND: i, "run": str(run)})
+    (side_dir / "meta.json").write_text(json.dumps(meta))
+
+
+def test_rounds_whose_runs_saw_different_machines_are_set_aside(tmp_path: Path) -> None:
+    """The VM's slow mode in one run of a round (canary 3x) makes that round's ratio the mode's:
+    such rounds are not decided on, so one of them no longer hides a slowdown."""
+    from bench.compare.matched import mismatched, round_speeds
+
+    rr = rounds(7, seed=11, slow={"ring": 1.3}, drift=0.0)
+    base_rounds, head_rounds = rr, list(rr)
+    b, h = head_rounds[2]  # round 3: HEAD's run in the slow mode, every key 3x
+    head_rounds[2] = (b, {k: Case(k, c.kind, c.statuses, [3 * x for x in c.samples])
+                          for k, c in h.items()})
+    base = write_side(tmp_path / "base", base_rounds, 0)
+    head = write_side(tmp_path / "head", head_rounds, 1)
+    _canaried(base, [264, 262, 268, 263, 270, 266, 265])
+    _canaried(head, [265, 263, 796, 262, 268, 264, 266])
+    got = mismatched(round_speeds(base), round_speeds(head))
+    assert [(m.round, round(m.base_us), round(m.head_us)) for m in got] == [(3, 268, 796)]
+    res = compare_dirs(base, head, Rule())
+    assert all(r.decision and "over 6 rounds" in r.decision.method for r in res.rows)
+    assert {r.key for r in res.rows if r.outcome == "slower"} == {key("ring", s) for s in SIZES}
+    _canaried(head, [800] * 7)  # every round mismatched: nothing can be compared
+    with pytest.raises(InputError, match="changed speed"):
+        compare_dirs(base, head, Rule())

@@ -22,6 +22,7 @@ from bench.abdeps import mismatch
 from bench.commands import register
 from bench.compare.decide import Rule
 from bench.compare.keys import InputError
+from bench.compare.matched import mismatched, round_speeds
 from bench.compare.paired import PAIRED_ALPHA, compare_dirs, min_rounds
 from bench.compare.paired_table import render
 from bench.signals import SignalGuard
@@ -31,7 +32,8 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("base", help="baseline revision (branch, tag, commit)")
     p.add_argument("head", help="revision under test")
     p.add_argument("scenario", type=Path, help="scenario YAML file, run by both (e.g. scenarios/ci.yaml)")
-    p.add_argument("--rounds", type=int, default=5, help="runs per side, alternating (default 5)")
+    p.add_argument("--rounds", type=int, default=5, help="matched runs per side, alternating (default 5); a round whose two runs' "
+                        "drift canaries disagree is set aside and run again, up to as many again")
     p.add_argument("--out", type=Path, default=None, metavar="DIR",
                    help="new directory for base/, head/ (one run directory per side, rounds appended) "
                         "and rounds/ (default: runs/<time>-ab-<scenario>)")
@@ -91,6 +93,9 @@ def handle(args: argparse.Namespace) -> int:
         return _interrupted(e, out)
     except (AbError, InputError, ValueError) as e:
         return _fail(str(e))
+    aside = mismatched(round_speeds(out / "base"), round_speeds(out / "head"))
+    for m in aside:
+        print(f"# set aside, {m.describe()}: the machine changed speed between the two runs")
     print(render(res, args.rounds, args.alpha, everything=args.all))
     if args.html:
         from reports.ab_section import ab_section
@@ -101,7 +106,8 @@ def handle(args: argparse.Namespace) -> int:
                              title=f"commbench ab — {args.base} vs {args.head}")
         _say(f"# report: {page}")
     runs = sum(sum(s.seconds) for s in sides)
-    print(f"# wall time {time.monotonic() - t0:.0f} s: {runs:.0f} s in {2 * args.rounds} runs of "
+    print(f"# wall time {time.monotonic() - t0:.0f} s: {runs:.0f} s in "
+          f"{sum(len(s.seconds) for s in sides)} runs of "
           f"{args.scenario}, {t_runs - runs:.0f} s worktrees and checks, "
           f"{time.monotonic() - t0 - t_runs:.0f} s deciding and reporting")
     return res.exit_code
@@ -121,7 +127,8 @@ def _run_sides(args: argparse.Namespace, repo: Path, shas: dict[str, str], scena
                          for n, rev in (("base", args.base), ("head", args.head))]
                 _say(f"# ab: {args.rounds} rounds of {args.scenario}, BASE {args.base} "
                      f"({shas['base'][:10]}) vs HEAD {args.head} ({shas['head'][:10]}), into {out}")
-                run_rounds(sides, scenario, args.rounds, out / "rounds", _say, guard)
+                run_rounds(sides, scenario, args.rounds, out / "rounds", _say, guard,
+                           extra=args.rounds)
         except AbError:
             if guard.signum is not None:  # a git or check the signal killed too
                 raise AbInterrupted(guard.signum) from None

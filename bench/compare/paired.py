@@ -40,6 +40,7 @@ import numpy as np
 from bench.compare.decide import Decision, Rule, decide
 from bench.compare.gate import DEMOTED, GateResult, Row, Side
 from bench.compare.keys import DETERMINISTIC, KEY, Case, InputError, Key, cases, load_cases
+from bench.compare.matched import mismatched, round_speeds
 from bench.compare.reference import REFERENCE, relative
 from bench.records import iter_records
 
@@ -216,9 +217,15 @@ def load_rounds(run_dir: Path) -> dict[int, dict[Key, Case]]:
 
 def compare_dirs(base_dir: Path, head_dir: Path, rule: Rule,
                  alpha: float = 0.05) -> GateResult:
-    """Pair the rounds two side directories have in common and decide every key."""
+    """Pair the rounds two side directories have in common whose runs saw the same machine
+    (:mod:`bench.compare.matched`) and decide every key."""
     base, head = load_rounds(base_dir), load_rounds(head_dir)
     common = sorted(set(base) & set(head))
     if not common:
         raise InputError(f"{base_dir} and {head_dir} have no round in common")
-    return decide_rounds([(base[r], head[r]) for r in common], rule, base_dir, head_dir, alpha)
+    off = {m.round for m in mismatched(round_speeds(base_dir), round_speeds(head_dir))}
+    kept = [r for r in common if r not in off]
+    if not kept:
+        raise InputError(f"{base_dir} and {head_dir}: in every round the machine changed speed "
+                         "between the two runs (drift canary); no round can be compared")
+    return decide_rounds([(base[r], head[r]) for r in kept], rule, base_dir, head_dir, alpha)

@@ -29,6 +29,7 @@ import numpy as np
 from bench.ab import AbError, Side, git, resolve, run_rounds, worktrees
 from bench.compare.decide import Rule
 from bench.compare.keys import KEY, InputError, Key
+from bench.compare.matched import mismatched, round_speeds
 from bench.compare.paired import Round, decide_rounds, load_rounds
 
 PLUGIN_DIR = Path(__file__).resolve().parents[2] / "tests" / "plugins"
@@ -94,7 +95,7 @@ class Tally:
 
 def table(out: Path, names: Sequence[str], k: int, limit: int, min_bytes: int,
           threshold: float, alpha: float) -> list[str]:
-    base = load_rounds(out / "base")
+    base, base_speed = load_rounds(out / "base"), round_speeds(out / "base")
     lines = [f"| mode | HEAD | ring keys >= {min_bytes // 1024} KiB called slower | rate | by size | "
              "ring ratio (median estimate) | other keys called slower | jobs failing (any key) |",
              "| --- | --- | --- | --- | --- | --- | --- | --- |"]
@@ -102,11 +103,14 @@ def table(out: Path, names: Sequence[str], k: int, limit: int, min_bytes: int,
         rule = Rule(threshold=threshold, reference=relative_to)
         for name in names:
             head = load_rounds(out / name)
-            common = sorted(set(base) & set(head))
+            every = sorted(set(base) & set(head))
+            off = {m.round for m in mismatched(base_speed, round_speeds(out / name))}
+            common = [r for r in every if r not in off]  # what ab decides on: matched rounds
             tally = Tally()
             for t in trials(len(common), k, limit):
                 tally.add([(base[common[i]], head[common[i]]) for i in t], rule, alpha, min_bytes)
-            lines.append(tally.row("relative" if relative_to else "absolute", f"{name[5:]}x"))
+            lines.append(tally.row("relative" if relative_to else "absolute",
+                                   f"{name[5:]}x ({len(common)}/{len(every)} matched)"))
     return lines
 
 
