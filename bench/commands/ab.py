@@ -32,7 +32,8 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("base", help="baseline revision (branch, tag, commit)")
     p.add_argument("head", help="revision under test")
     p.add_argument("scenario", type=Path, help="scenario YAML file, run by both (e.g. scenarios/ci.yaml)")
-    p.add_argument("--rounds", type=int, default=5, help="matched runs per side, alternating (default 5); a round whose two runs' "
+    p.add_argument("--rounds", type=int, default=5,
+                   help="matched runs per side, alternating (default 5); a round whose two runs' "
                         "drift canaries disagree is set aside and run again, up to as many again")
     p.add_argument("--out", type=Path, default=None, metavar="DIR",
                    help="new directory for base/, head/ (one run directory per side, rounds appended) "

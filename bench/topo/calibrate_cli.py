@@ -87,32 +87,44 @@ def _points(recs: Sequence[dict[str, Any]]) -> tuple[list[Point], dict[str, int]
 
 
 def native_curves(recs: Sequence[dict[str, Any]], profile: Profile) -> dict[str, Any]:
-    """Per collective and vendor call, at its largest measured world size: measured time over
-    the fastest modelled schedule of that collective, per size."""
+    """Per collective and vendor call, at each measured world size (on the run's largest nodes
+    at that size): measured time over the fastest modelled schedule of that collective, per size.
+    The entry's own ``points`` are its largest world size's; ``by_world_size`` holds every one
+    (``predict``/``advise`` take the nearest to the group they price)."""
     out: dict[str, Any] = {}
     vendor = [r for r in recs if str(r["algorithm"]).startswith("native") and r["world_size"] >= 2]
     for c, name in sorted({(str(r["collective"]), str(r["algorithm"])) for r in vendor}):
         mine = [r for r in vendor if r["collective"] == c and r["algorithm"] == name]
-        p = max(int(r["world_size"]) for r in mine)
-        rpn = max(placed_of(p, r.get("ranks_per_node")).node_sizes[0] for r in mine
-                  if int(r["world_size"]) == p)  # the run's largest nodes at that size
-        pts: dict[int, list[float]] = {}
-        for r in (r for r in mine if int(r["world_size"]) == p
-                  and placed_of(p, r.get("ranks_per_node")).node_sizes[0] == rpn):
-            placed = placed_of(p, r.get("ranks_per_node"))
-            pr = Problem(placed.topology, int(r["count"]), ITEMSIZE.get(str(r["dtype"]), 4), c, 0)
-            net = Net(placed, profile)
-            best = [e for a in algorithms_of(c) if not a.is_vendor
-                    for e in [estimate_case(a, pr, net)] if not isinstance(e, str)]
-            if best:
-                t = min(e.time_s for e in best)
-                pts.setdefault(int(r["nbytes"]), []).append(r["time_us_median"] / 1e6 / t)
-        if pts:
+        curves = {}
+        for p in sorted({int(r["world_size"]) for r in mine}):
+            curve = _curve(c, [r for r in mine if int(r["world_size"]) == p], p, profile)
+            if curve is not None:
+                curves[p] = curve
+        if curves:
+            top = max(curves)
             out.setdefault(c, {})[name] = {
-                "world_size": p, "ranks_per_node": rpn,
+                "world_size": top, **curves[top],
                 "reference": "the fastest modelled schedule of the collective",
-                "points": [[n, float(f"{sorted(v)[len(v) // 2]:.4g}")] for n, v in sorted(pts.items())]}
+                "by_world_size": {str(p): v for p, v in curves.items()}}
     return out
+
+
+def _curve(c: str, recs: Sequence[dict[str, Any]], p: int, profile: Profile) -> dict[str, Any] | None:
+    rpn = max(placed_of(p, r.get("ranks_per_node")).node_sizes[0] for r in recs)
+    pts: dict[int, list[float]] = {}
+    for r in (r for r in recs if placed_of(p, r.get("ranks_per_node")).node_sizes[0] == rpn):
+        placed = placed_of(p, r.get("ranks_per_node"))
+        pr = Problem(placed.topology, int(r["count"]), ITEMSIZE.get(str(r["dtype"]), 4), c, 0)
+        net = Net(placed, profile)
+        best = [e for a in algorithms_of(c) if not a.is_vendor
+                for e in [estimate_case(a, pr, net)] if not isinstance(e, str)]
+        if best:
+            t = min(e.time_s for e in best)
+            pts.setdefault(int(r["nbytes"]), []).append(r["time_us_median"] / 1e6 / t)
+    if not pts:
+        return None
+    return {"ranks_per_node": rpn,
+            "points": [[n, float(f"{sorted(v)[len(v) // 2]:.4g}")] for n, v in sorted(pts.items())]}
 
 
 def calibrate_command(args: argparse.Namespace, say: Callable[[str], None]) -> int:

@@ -98,10 +98,16 @@ def estimate_sizes(alg: Algorithm, problems: Sequence[Problem], net: Net,
     return out
 
 
-def native_ratio(profile: Profile, collective: str, name: str, nbytes: int) -> float | None:
+def native_ratio(profile: Profile, collective: str, name: str, nbytes: int,
+                 world: int | None = None) -> float | None:
     """Measured vendor time over the best modelled schedule's at this size (log-interpolated
-    in size, held flat outside the measured range), or None without a curve."""
+    in size, held flat outside the measured range), or None without a curve. With ``world``,
+    the curve measured at the world size nearest to it (in ratio) where the profile has several."""
     curve = (profile.native.get(collective) or {}).get(name)
+    by_world = (curve or {}).get("by_world_size") or {}
+    if world is not None and by_world:
+        near = min(by_world, key=lambda w: (abs(math.log(int(w) / world)), -int(w)))
+        curve = by_world[near]
     pts = sorted((float(a), float(b)) for a, b in (curve or {}).get("points", []))
     if not pts:
         return None
@@ -149,7 +155,7 @@ def _native(profile: Profile, name: str, nbytes: int, got: dict[str, Estimate | 
     """The vendor call: its measured curve (ratio to the best schedule) times the best of
     ``got``, every schedule of the collective modelled here."""
     collective = problem.spec.name
-    ratio = native_ratio(profile, collective, name, nbytes)
+    ratio = native_ratio(profile, collective, name, nbytes, problem.world)
     if ratio is None:
         return ("vendor call: the profile has no measured curve for it (calibrate on runs that "
                 "measured it)")
