@@ -117,7 +117,7 @@ def test_bringup_template_end_to_end(cluster: Cluster, tmp_path: Path) -> None:
                              "-N", "1", "--ntasks-per-node", "2",
                              env={"SCENARIO": str(scenario(tmp_path, SMALL)), "OUT": str(out)})
     assert rc == 0 and state == "COMPLETED", text[-3000:]
-    assert "2 rank(s) (2 per node)" in text and text.strip().endswith("report.html")
+    assert "2 rank(s) (2 per node)" in text and text.strip().endswith(".html")  # the report's path
     recs = list(iter_records(out))
     assert len(recs) == 10 and {r["world_size"] for r in recs} == {2}
     assert read_meta(out)["status"] == "ok" and (out / "report.html").is_file()
