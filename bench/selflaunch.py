@@ -139,6 +139,9 @@ class Sweep:
     info: dict[str, Any]  # meta.json, rewritten after every job
     failures: int = 0
     stopped: bool = False
+    # how an interrupted run's line names the case and says what to do next ({run}: run_dir)
+    during: str = "case '{}'"
+    next_step: str = "(finish with --resume {run})"
 
     def stop(self) -> None:
         self.stopped = True
@@ -196,9 +199,9 @@ class Sweep:
         kept = count_records(self.run_dir)
         self.save(status="interrupted", signal=guard.name, interrupted_case=case,
                   reason=f"interrupted by {guard.name}", finished=_now())
-        where = f" during case '{case}'" if case else ""
+        where = f" during {self.during.format(case)}" if case else ""
         say(f"commbench: interrupted by {guard.name}{where}; {kept} records kept in {self.run_dir} "
-            f"(finish with --resume {self.run_dir})")
+            + self.next_step.format(run=self.run_dir))
         return guard.exit_code
 
     def _finish(self) -> int:

@@ -396,7 +396,7 @@ def test_a_probe_is_never_offered_resume(tmp_path: Path,
 
 def test_an_interrupted_probe_says_to_run_it_again(tmp_path: Path,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
-    from bench.probe.launch import ProbeSweep
+    from bench.probe.launch import probe_sweep
     from bench.selflaunch import JobResult
 
     run = _probe_run(tmp_path, synthetic(from_launch(["h"] * 4, 1))[:5])
@@ -405,7 +405,7 @@ def test_an_interrupted_probe_says_to_run_it_again(tmp_path: Path,
         name, exit_code = "SIGINT", 130
 
     job = JobResult(4, -2, 1.0, {"case": "probe round 2/3"}, signal="SIGINT")
-    assert ProbeSweep(run, read_meta(run))._interrupted(Guard(), job) == 130
+    assert probe_sweep(run, read_meta(run))._interrupted(Guard(), job) == 130
     assert capsys.readouterr().err.splitlines() == [
         f"commbench: interrupted by SIGINT during probe round 2/3; 5 records kept in {run} "
         f"(commbench report {run} shows them); {NOT_RESUMED}"]

@@ -18,29 +18,22 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
-import sys
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import yaml
 
+from bench.perf.subrun import ROOT, bench, fresh_dir
 from bench.records import load_results
 from bench.units import format_size
 from reports.sections.prediction import pair
 
-ROOT = Path(__file__).resolve().parents[2]
+cmd = partial(bench, "emulated_accuracy")  # a commbench command, failing as this benchmark
+
 LARGE = 64 << 10
-
-
-def bench(*args: str) -> None:
-    res = subprocess.run([sys.executable, "-m", "bench", *args], cwd=ROOT, capture_output=True,
-                         text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
-    if res.returncode != 0:
-        tail = (res.stderr or res.stdout).strip().splitlines()[-3:]
-        raise SystemExit(f"emulated_accuracy: {args[0]} failed ({res.returncode}): " + " | ".join(tail))
 
 
 def write(path: Path, sc: dict[str, Any]) -> Path:
@@ -55,26 +48,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=Path(f"runs/{time.strftime('%Y%m%d-%H%M%S')}"
                                                      "-emulated-accuracy"))
     args = ap.parse_args(argv)
-    out = args.out.resolve()
-    if out.exists() and any(out.iterdir()):
-        raise SystemExit(f"emulated_accuracy: {out} exists and is not empty")
-    out.mkdir(parents=True, exist_ok=True)
+    out = fresh_dir("emulated_accuracy", args.out)
     t0 = time.monotonic()
     sc = yaml.safe_load(args.scenario.read_text())
     emu = dict(sc["emulate"])
     world = max(sc["world_sizes"])
     flat = {**sc, "name": "emulated-host", "emulate": {**emu, "topology": f"1x{world}"}}
-    bench("run", str(write(out / "host.yaml.scenario", flat)), "--out", str(out / "host"),
+    cmd("run", str(write(out / "host.yaml.scenario", flat)), "--out", str(out / "host"),
           "--no-progress")
-    bench("calibrate", str(out / "host"), "--base", emu["profile"], "-o", str(out / "host.yaml"))
+    cmd("calibrate", str(out / "host"), "--base", emu["profile"], "-o", str(out / "host.yaml"))
     print(f"# host fitted in {time.monotonic() - t0:.0f} s: {out / 'host.yaml'}", flush=True)
     emulated = {**sc, "emulate": {**emu, "profile": str(out / "host.yaml")}}
-    bench("run", str(write(out / "emulated.yaml.scenario", emulated)), "--out", str(out / "emulated"),
+    cmd("run", str(write(out / "emulated.yaml.scenario", emulated)), "--out", str(out / "emulated"),
           "--no-progress")
     measured = load_results(out / "emulated", samples=False)
     measured = measured[measured["status"] == "ok"]
     sizes = sorted({int(n) for n in measured["nbytes"]})
-    bench("predict", "--profile", str(out / "host.yaml"), "--topology", emu["topology"],
+    cmd("predict", "--profile", str(out / "host.yaml"), "--topology", emu["topology"],
           "--world-sizes", str(world), "--collectives", ",".join(sorted(set(measured["collective"]))),
           "--algorithms", ",".join(sorted(set(measured["algorithm"]))),
           "--sizes", ",".join(f"{s}B" for s in sizes), "--transport", "mpi", "--out", str(out / "pred"))

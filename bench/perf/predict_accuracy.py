@@ -30,18 +30,19 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
-import sys
 import time
+from functools import partial
 from pathlib import Path
 
 import pandas as pd
 
+from bench.perf.subrun import bench, fresh_dir
 from bench.records import load_results
 from bench.units import format_size
 from reports.sections.prediction import pair
 
-ROOT = Path(__file__).resolve().parents[2]
+cmd = partial(bench, "predict_accuracy")  # a commbench command, failing as this benchmark
+
 LARGE = 64 << 10
 CAL = {"all_reduce": ["ring", "tree"], "all_gather": ["ring"], "reduce_scatter": ["ring"],
        "broadcast": ["binomial"], "reduce": ["binomial"], "alltoall": ["pairwise"]}
@@ -71,16 +72,6 @@ def scenario() -> str:
     return SCENARIO.format(colls=", ".join(CAL), algs=algs, sizes=sizes)
 
 
-def bench(*args: str) -> None:
-    cmd = [sys.executable, "-m", "bench", *args]
-    res = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True,
-                         env={**os.environ, "PYTHONPATH": str(ROOT)})
-    if res.returncode != 0:
-        tail = (res.stderr or res.stdout).strip().splitlines()[-3:]
-        raise SystemExit(f"predict_accuracy: {' '.join(args[:2])} failed ({res.returncode}): "
-                         + " | ".join(tail))
-
-
 def split(run: Path, into: Path, keep: dict[str, list[str]], sizes: list[int]) -> None:
     """A run directory holding only ``run``'s records of ``keep``'s algorithms at ``sizes``."""
     into.mkdir()
@@ -99,16 +90,16 @@ def one_round(out: Path, i: int) -> Path:
     d = out / f"round{i}"
     d.mkdir(parents=True)
     (d / "sweep.yaml").write_text(scenario())
-    bench("run", str(d / "sweep.yaml"), "--out", str(d / "sweep"), "--no-progress")
+    cmd("run", str(d / "sweep.yaml"), "--out", str(d / "sweep"), "--no-progress")
     split(d / "sweep", d / "cal", CAL, CAL_SIZES)
     split(d / "sweep", d / "test", TEST, TEST_SIZES)
-    bench("calibrate", str(d / "cal"), "-o", str(d / "profile.yaml"))
+    cmd("calibrate", str(d / "cal"), "-o", str(d / "profile.yaml"))
     return d
 
 
 def errors(profile: Path, test: Path, into: Path) -> pd.DataFrame:
     """``test``'s records paired with what ``profile`` predicts for them."""
-    bench("predict", "--profile", str(profile), "--topology", "1x2",
+    cmd("predict", "--profile", str(profile), "--topology", "1x2",
           "--collectives", ",".join(TEST), "--algorithms",
           ",".join(sorted({a for v in TEST.values() for a in v})),
           "--sizes", ",".join(f"{s}B" for s in TEST_SIZES), "--transport", "mpi", "--out", str(into))
@@ -138,9 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=Path(f"runs/{time.strftime('%Y%m%d-%H%M%S')}"
                                                      "-predict-accuracy"))
     args = ap.parse_args(argv)
-    out = args.out.resolve()
-    if out.exists() and any(out.iterdir()):
-        raise SystemExit(f"predict_accuracy: {out} exists and is not empty")
+    out = fresh_dir("predict_accuracy", args.out)
     t0 = time.monotonic()
     rounds = []
     for i in range(args.rounds):

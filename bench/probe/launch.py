@@ -26,7 +26,7 @@ from bench.probe.scenario import ProbeScenario
 from bench.records import ResultWriter, read_meta, write_meta
 from bench.resume import RunDirError
 from bench.scenario_base import ScenarioError
-from bench.selflaunch import JobResult, Sweep, count_records, say
+from bench.selflaunch import JobResult, Sweep, say
 
 NOT_RESUMED = ("a probe cannot be resumed (it measures the cluster as it is now): run it again "
                "with a new --out")
@@ -81,25 +81,14 @@ def _self_launch(args: argparse.Namespace, sc: ProbeScenario) -> int:
     info = plan.open(sc, _source(args), (world,), mpi.as_meta())
     info["mpiexec"] = {"path": mpiexec.path, "kind": mpiexec.kind, "version": mpiexec.version}
     kind = ProbeKind(plan.run_dir, mpiexec, bool(getattr(args, "no_progress", False)))
-    return ProbeSweep(plan.run_dir, info).run(kind, (world,), lock, after=after_probe)
+    return probe_sweep(plan.run_dir, info).run(kind, (world,), lock, after=after_probe)
 
 
-class ProbeSweep(Sweep):
-    """The self-launch loop, but an interrupted probe says what is true of a probe: its records
-    are kept and shown by ``commbench report``, and it is run again, not resumed."""
-
-    def _interrupted(self, guard: Any, last: JobResult | None) -> int:
-        import datetime as dt
-
-        where = last.case if last and last.signal else None
-        self.save(status="interrupted", signal=guard.name, interrupted_case=where,
-                  reason=f"interrupted by {guard.name}",
-                  finished=dt.datetime.now(dt.timezone.utc).isoformat())
-        during = f" during {where}" if where else ""
-        say(f"commbench: interrupted by {guard.name}{during}; {count_records(self.run_dir)} "
-            f"records kept in {self.run_dir} (commbench report {self.run_dir} shows them); "
-            f"{NOT_RESUMED}")
-        return int(guard.exit_code)
+def probe_sweep(run_dir: Path, info: dict[str, Any]) -> Sweep:
+    """The self-launch loop; an interrupted probe says what is true of a probe: its records are
+    kept for ``commbench report``, and it is run again, not resumed."""
+    return Sweep(run_dir, info, during="{}",
+                 next_step="(commbench report {run} shows them); " + NOT_RESUMED)
 
 
 class ProbeKind:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 from kernels.topology import Topology
 
@@ -27,17 +28,20 @@ class Layout:
     def __post_init__(self) -> None:
         if len(self.hosts) != len(self.node_of):
             raise ValueError(f"{len(self.hosts)} host names for {len(self.node_of)} ranks")
-        Topology(self.node_of)  # raises unless nodes are numbered 0..n-1
         if self.leaf_of is not None and len(self.leaf_of) != self.num_nodes:
             raise ValueError(f"{len(self.leaf_of)} leaves given for {self.num_nodes} nodes")
 
+    @cached_property
+    def topology(self) -> Topology:
+        return Topology(self.node_of)  # raises unless nodes are numbered 0..n-1
+
     @property
     def world(self) -> int:
-        return len(self.node_of)
+        return self.topology.world
 
     @property
     def num_nodes(self) -> int:
-        return max(self.node_of) + 1
+        return self.topology.num_nodes
 
     def link_class(self, a: int, b: int) -> str:
         na, nb = self.node_of[a], self.node_of[b]

@@ -1,0 +1,29 @@
+"""What the accuracy benchmarks share: ``commbench`` commands run from this checkout, and a fresh
+output directory."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def bench(who: str, *args: str) -> None:
+    """``python -m bench ARGS`` from this checkout; a failure ends ``who`` with its last lines."""
+    res = subprocess.run([sys.executable, "-m", "bench", *args], cwd=ROOT, capture_output=True,
+                         text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    if res.returncode != 0:
+        tail = (res.stderr or res.stdout).strip().splitlines()[-3:]
+        raise SystemExit(f"{who}: {' '.join(args[:2])} failed ({res.returncode}): " + " | ".join(tail))
+
+
+def fresh_dir(who: str, out: Path) -> Path:
+    """``out`` resolved and created; refused when it already holds something."""
+    out = out.resolve()
+    if out.exists() and any(out.iterdir()):
+        raise SystemExit(f"{who}: {out} exists and is not empty")
+    out.mkdir(parents=True, exist_ok=True)
+    return out
