@@ -12,8 +12,9 @@ delays as the cost model overlaps their link times.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 from mpi4py import MPI
@@ -45,7 +46,7 @@ class EmulatedPlan:
             raise ValueError(f"plan has {len(inner.steps)} steps, schedule {len(kept)} non-idle")
         self.waits: list[Wait] = []  # every delayed release, in the order run() waits for them
         self._steps: list[tuple[list[MPI.Prequest], list[tuple[float, list[MPI.Prequest]]],
-                                list[MPI.Prequest], Pairs, Pairs]] = []
+                                list[MPI.Prequest], Callable[[], bool], Pairs, Pairs]] = []
         for i, (reqs, reds, copies) in zip(kept, inner.steps):
             st = schedule.steps[i]
             sends = reqs[len(st.recvs):]
@@ -58,11 +59,12 @@ class EmulatedPlan:
                     continue
                 later.append((rel.offset_s, group))
                 self.waits.append(Wait(i, rel.offset_s, tuple(peers[k] for k in rel.sends)))
-            self._steps.append((first, later, reqs, reds, copies))
+            self._steps.append((first, later, reqs, partial(MPI.Request.Testall, reqs), reds,
+                                copies))
 
     def run(self) -> None:
         ufunc, copyto, waiter = self._ufunc, np.copyto, self._waiter
-        for first, later, reqs, reds, copies in self._steps:
+        for first, later, reqs, done, reds, copies in self._steps:
             if reqs:
                 mark = waiter.mark()
                 if first:
@@ -70,7 +72,7 @@ class EmulatedPlan:
                 for offset, group in later:
                     waiter.until(mark, offset)
                     MPI.Prequest.Startall(group)
-                waiter.until_done(lambda reqs=reqs: MPI.Request.Testall(reqs))
+                waiter.until_done(done)
             for dst, src in reds:
                 ufunc(dst, src, out=dst)
             for dst, src in copies:
