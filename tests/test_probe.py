@@ -1,5 +1,6 @@
-"""The link probe: its rounds, its outlier rule, a real probe under mpiexec, bad input, and
-calibration from probe records. Exact quantities only: synthetic records come from a seeded
+"""The link probe: its rounds, its outlier rule, a real probe under mpiexec, bad input, reports
+and exports of probe runs, and calibration from probe records (the confirmation pass:
+test_probe_confirm.py). Exact quantities only: synthetic records come from a seeded
 generator, and the MPI checks count messages and delays, never time."""
 
 from __future__ import annotations
@@ -11,23 +12,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench.probe.confirm import Check, Confirm, plan
-from bench.probe.findings import findings
 from bench.probe.fit import fit_probe
-from bench.probe.links import Layout, flows, from_launch
-from bench.probe.measure import Samples, Settings
+from bench.probe.links import from_launch
 from bench.probe.outliers import find, slow_nodes, unexplained_links
-from bench.probe.record import block_record, pair_record
 from bench.probe.schedule import rounds
-from bench.probe.summary import summary_lines
-from bench.probe.verdict import decide
-from bench.records import SCHEMA_VERSION, ResultWriter, load_results, read_meta, write_meta
+from bench.records import load_results, read_meta
 from bench.topo.profile import load_profile
 from tests.conftest import ROOT, commbench, run_mpi
-
-ALPHA = {"intra": 2e-6, "inter": 2e-5}  # s
-BETA = {"intra": 8e9, "inter": 1e9}  # bytes/s
-SETTINGS = Settings((8, 4 << 20), repeats=10, window=16, warmup=1)
+from tests.probe_records import ALPHA, BETA, LAYOUT, SlowNode, probe_run, synthetic
 
 
 @pytest.mark.parametrize("p", range(2, 65))
@@ -47,50 +39,7 @@ def test_one_rank_has_no_rounds() -> None:
         rounds(1)
 
 
-class SlowNode:
-    """A LinkDelay: every message to or from ``node`` waits ``extra_s`` more."""
 
-    def __init__(self, layout: Layout, node: int, extra_s: float) -> None:
-        self.layout, self.node, self.extra_s = layout, node, extra_s
-
-    def delay_s(self, src: int, dst: int, nbytes: int, flows: int = 1) -> float:
-        hit = self.node in (self.layout.node_of[src], self.layout.node_of[dst])
-        return self.extra_s if hit else 0.0
-
-    def describe(self) -> dict[str, object]:
-        return {"emulated": True, "emulation": {"slow_node": self.node}}
-
-
-def synthetic(layout: Layout, seed: int = 1, noise: float = 0.05, delay: SlowNode | None = None,
-              slow_link: tuple[int, int] | None = None, factor: float = 2.0,
-              stalled: tuple[tuple[int, int], ...] = ()) -> list[dict[str, object]]:
-    """Records of a probe of ``layout`` as the α-β model times it, each sample times a
-    log-normal noise factor; ``delay`` adds its wait before every message, ``slow_link``
-    makes one link ``factor`` times as slow, ``stalled`` pairs have every sample 20 times as
-    long (ranks descheduled for the whole pair)."""
-    rng = np.random.default_rng(seed)
-    out = []
-    w = SETTINGS.window
-    for i, rnd in enumerate(rounds(layout.world)):
-        load = flows(layout, rnd)
-        for a, b in rnd:
-            cls = layout.link_class(a, b)
-            for n in SETTINGS.sizes:
-                d = delay.delay_s(a, b, n) if delay else 0.0
-                f = factor if slow_link == (a, b) else 1.0
-                msg = f * (ALPHA[cls] + n / BETA[cls]) + d
-                base = {"latency_us": msg, "uni_us": w * (msg - f * ALPHA[cls] - d) + f * ALPHA[cls]
-                        + w * d, "bi_us": w * (msg - f * ALPHA[cls] - d) + f * ALPHA[cls] + w * d}
-                stall = 20.0 if (a, b) in stalled else 1.0
-                s = {k: tuple(stall * float(v) * 1e6 * rng.lognormal(0, noise, SETTINGS.repeats))
-                     for k, v in base.items()}
-                out.append(pair_record(layout, a, b, load[(a, b)], i,
-                                       Samples(n, s["latency_us"], s["uni_us"], s["bi_us"]),
-                                       SETTINGS, {"run_id": "synthetic"}))
-    return out
-
-
-LAYOUT = from_launch(["h"] * 16, 2)  # 8 virtual nodes of 2 ranks
 
 
 def test_clean_records_with_noise_name_nothing() -> None:
@@ -118,15 +67,6 @@ def test_the_threshold_holds_back_a_smaller_slowdown() -> None:
     assert find(recs, 1.1) == []
 
 
-def _probe_run(tmp_path: Path, records: list[dict[str, object]]) -> Path:
-    run = tmp_path / "probe"
-    write_meta(run, {"schema_version": SCHEMA_VERSION, "run_id": "probe", "source": "commbench",
-                     "scenario": {"name": "probe", "kind": "probe", "threshold": 0.25}})
-    with ResultWriter(run, durable=False) as wr:
-        for r in records:
-            wr.write(r)
-    return run
-
 
 def test_calibration_from_probe_records_recovers_alpha_and_beta(tmp_path: Path) -> None:
     from bench.topo.calibrate_cli import calibrate_command
@@ -137,7 +77,7 @@ def test_calibration_from_probe_records_recovers_alpha_and_beta(tmp_path: Path) 
         assert got.values[f"{cls}.beta"] == pytest.approx(BETA[cls], rel=0.02)
         assert got.values[f"{cls}.alpha"] == pytest.approx(ALPHA[cls], rel=0.05)
     out = tmp_path / "mine.yaml"
-    args = argparse.Namespace(runs=[_probe_run(tmp_path, recs)], output=out, base=None, name=None)
+    args = argparse.Namespace(runs=[probe_run(tmp_path, recs)], output=out, base=None, name=None)
     assert calibrate_command(args, lambda line: None) == 0
     prof = load_profile(out)
     for cls in ("intra", "inter"):
@@ -212,125 +152,6 @@ def test_a_probe_is_a_scenario_kind() -> None:
 
 # The confirmation pass: suspects, references and the verdict, from synthetic records.
 
-ALL_TESTS = tuple((m, n) for m in ("latency", "uni", "bi") for n in SETTINGS.sizes)
-JITTER = (1.0, 1.02, 0.98, 1.01, 0.99)  # a block's samples: its median is exactly its level
-
-
-def confirmation(check: Check, suspect: tuple[float, ...], reference: tuple[float, ...],
-                 base_us: float = 100.0) -> list[dict[str, object]]:
-    """Records of the pass for ``check``: each block's samples ``base_us`` x its level x JITTER
-    (the suspect's blocks at ``suspect`` levels, the reference's at ``reference``)."""
-    settings = Settings(check.sizes, len(JITTER), SETTINGS.window, SETTINGS.warmup)
-    out = []
-    for role, pair, levels in (("suspect", check.pair, suspect),
-                               ("reference", check.reference, reference)):
-        for n in check.sizes:
-            blocks = [Samples(n, *[tuple(base_us * f * j for j in JITTER)] * 3) for f in levels]
-            out.append(block_record(LAYOUT, *pair, blocks, settings, check.fields(role, 1)))
-    return out
-
-
-def test_a_stalled_link_is_suspected_and_cleared_when_measured_alone() -> None:
-    recs = synthetic(LAYOUT, stalled=((3, 12),))  # every sample of the pair 20 times as long
-    assert unexplained_links(find(recs, 0.25)) == ["rank 3 (host h) - rank 12 (host h)"]
-    assert summary_lines(recs, 0.25)[-2].startswith(  # no pass: named on the tournament alone
-        "probe: slow link: rank 3 (host h) - rank 12 (host h): bi 4MiB +")
-    assert summary_lines(recs, 0.25)[-2].endswith("(tournament only: no confirmation pass)")
-    got = plan(recs, Confirm())
-    assert got.over_limit == got.no_reference == ()
-    (check,) = got.checks
-    assert (check.index, check.name, check.what, check.link_class, check.pair, check.tests) == (
-        0, "rank 3 (host h) - rank 12 (host h)", "link", "inter", (3, 12), ALL_TESTS)
-    assert LAYOUT.link_class(*check.reference) == "inter" and not {3, 12} & set(check.reference)
-    recs += confirmation(check, (1, 1, 1), (1, 1, 1, 1))  # alone, it is as fast as its reference
-    (v,) = decide(recs, 0.25)
-    assert not v.confirmed and [t.excess for t in v.retests] == [0.0] * 6
-    assert [t.block_excess for t in v.retests] == [(0.0, 0.0, 0.0)] * 6
-    (f,) = findings(recs, 0.25)
-    assert (f.status, f.named) == ("cleared", False)
-    lines = summary_lines(recs, 0.25)
-    assert lines[-2].startswith("probe: cleared: rank 3 (host h) - rank 12 (host h): flagged in "
-                                "the tournament (")
-    assert lines[-1].startswith("probe: no slow node or link (1 flagged in the tournament, 1 "
-                                "cleared when re-measured alone)")
-
-
-def test_a_slow_link_is_confirmed_when_measured_alone() -> None:
-    recs = synthetic(LAYOUT, slow_link=(3, 12))
-    (check,) = plan(recs, Confirm()).checks
-    recs += confirmation(check, (2, 2, 2), (1, 1, 1, 1))
-    (v,) = decide(recs, 0.25)
-    assert v.confirmed and all(t.slow for t in v.retests)
-    assert [t.excess for t in v.retests] == [1.0] * 6
-    assert [t.block_excess for t in v.retests] == [(1.0, 1.0, 1.0)] * 6
-    assert [(f.name, f.status) for f in findings(recs, 0.25)] == [
-        ("rank 3 (host h) - rank 12 (host h)", "confirmed")]
-
-
-def test_a_slow_node_is_confirmed_through_one_of_its_links() -> None:
-    recs = synthetic(LAYOUT, delay=SlowNode(LAYOUT, 5, 50e-6))
-    (check,) = plan(recs, Confirm()).checks
-    assert (check.name, check.what, check.link_class) == (
-        "node 5 (host h, ranks 10-11)", "node", "inter")
-    assert check.tests == (("latency", 8), ("uni", 8), ("bi", 8))  # flagged at 8 B only
-    assert {10, 11} & set(check.pair) and not {10, 11} & set(check.reference)
-    recs += confirmation(check, (3, 3, 3), (1, 1, 1, 1))
-    (f,) = findings(recs, 0.25)
-    assert (f.name, f.status, [t.excess for t in f.verdict.retests]) == (
-        "node 5 (host h, ranks 10-11)", "confirmed", [2.0] * 3)
-    assert len(f.explained) > 0  # its slow links go with it
-    assert any(line.startswith("probe: slow node: node 5 (host h, ranks 10-11): inter bi 8B +")
-               and f"; confirmed alone against ranks {check.reference[0]}-{check.reference[1]}: "
-               "latency 8B +200%, uni 8B +200%, bi 8B +200%" in line
-               for line in summary_lines(recs, 0.25))
-
-
-def test_a_host_that_slows_down_mid_check_moves_the_reference_too() -> None:
-    recs = synthetic(LAYOUT, stalled=((3, 12),))
-    (check,) = plan(recs, Confirm()).checks
-    # R S R S R S R at host speeds 1 1 1 3 3 3 3: pooled, the suspect looks 50 % slower (the
-    # medians of 15 and 20 samples: 3 x 0.99 against (1.02 + 3 x 0.98) / 2), but block by
-    # block only the one measured between a fast and a slow reference block is
-    recs += confirmation(check, (1, 3, 3), (1, 1, 3, 3))
-    (v,) = decide(recs, 0.25)
-    t = v.retests[0]
-    assert t.excess == pytest.approx(2.97 / 1.98 - 1, abs=1e-12) and t.excess > 0.25
-    assert t.block_excess == pytest.approx((0.0, 0.5, 0.0), abs=1e-12)
-    assert not v.confirmed
-
-
-def test_one_stalled_block_does_not_confirm() -> None:
-    recs = synthetic(LAYOUT, stalled=((3, 12),))
-    (check,) = plan(recs, Confirm()).checks
-    recs += confirmation(check, (1, 20, 1), (1, 1, 1, 1))
-    (v,) = decide(recs, 0.25)
-    assert [t.block_excess for t in v.retests] == [(0.0, 19.0, 0.0)] * 6
-    assert [t.excess for t in v.retests] == pytest.approx([0.01] * 6, abs=1e-12)  # 8th of 15
-    assert not v.confirmed
-
-
-def test_the_pass_re_measures_at_most_its_limit() -> None:
-    stalled = ((3, 12), (0, 9), (4, 6), (1, 14))
-    got = plan(synthetic(LAYOUT, stalled=stalled), Confirm(max_suspects=2))
-    assert [c.pair for c in got.checks] == [(3, 12), (4, 6)]  # most significant first
-    assert sorted(got.over_limit) == ["rank 0 (host h) - rank 9 (host h)",
-                                      "rank 1 (host h) - rank 14 (host h)"]
-    for c in got.checks:
-        assert not set(c.reference) & {r for p in stalled for r in p}  # a reference never a suspect
-    recs = synthetic(LAYOUT, stalled=stalled)
-    for c in got.checks:
-        recs += confirmation(c, (1, 1, 1), (1, 1, 1, 1))
-    assert sorted((f.name, f.status, f.named) for f in findings(recs, 0.25)) == [
-        ("rank 0 (host h) - rank 9 (host h)", "not re-measured", False),
-        ("rank 1 (host h) - rank 14 (host h)", "not re-measured", False),
-        ("rank 3 (host h) - rank 12 (host h)", "cleared", False),
-        ("rank 4 (host h) - rank 6 (host h)", "cleared", False)]
-    assert sum(line.startswith("probe: flagged, not re-measured (over the pass's limit")
-               for line in summary_lines(recs, 0.25)) == 2
-    assert plan(synthetic(LAYOUT, stalled=stalled), Confirm(max_suspects=0)).checks == ()
-
-
-# QA's defects: each test below failed before its fix.
 
 def _report(run: Path, *extra: str) -> str:
     from bench.cli import main
@@ -351,14 +172,14 @@ def test_a_probe_missing_pairs_gives_blank_cells_and_says_how_many(tmp_path: Pat
     assert [(int(i), int(j)) for i, j in zip(*np.nonzero(~np.isnan(m)))] == [
         (1, 4), (2, 3), (3, 2), (4, 1)]
     assert missing_pairs(recs, 8) == missing_pairs(recs, 4 << 20) == (8, 10)
-    html = _report(_probe_run(tmp_path, recs))
+    html = _report(probe_run(tmp_path, recs))
     assert ("8 of 10 pairs missing at 8B; 8 of 10 pairs missing at 4MiB." in
             " ".join(html[html.index('id="probe-missing"'):].split()))
     assert html.count("<svg") == 2  # both heatmaps
 
 
 def test_a_corrupt_line_in_a_probe_run_leaves_one_pair_missing(tmp_path: Path) -> None:
-    run = _probe_run(tmp_path, synthetic(from_launch(["h"] * 4, 1)))
+    run = probe_run(tmp_path, synthetic(from_launch(["h"] * 4, 1)))
     lines = (run / "results.jsonl").read_text().splitlines()
     lines[5] = lines[5][: len(lines[5]) // 2]  # cut in the middle of the file
     (run / "results.jsonl").write_text("\n".join(lines) + "\n")
@@ -399,7 +220,7 @@ def test_an_interrupted_probe_says_to_run_it_again(tmp_path: Path,
     from bench.probe.launch import probe_sweep
     from bench.selflaunch import JobResult
 
-    run = _probe_run(tmp_path, synthetic(from_launch(["h"] * 4, 1))[:5])
+    run = probe_run(tmp_path, synthetic(from_launch(["h"] * 4, 1))[:5])
 
     class Guard:
         name, exit_code = "SIGINT", 130
@@ -455,7 +276,7 @@ def test_bad_probe_flags_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixt
 
 
 def test_a_probe_only_report_shows_only_what_it_holds(tmp_path: Path) -> None:
-    html = _report(_probe_run(tmp_path, synthetic(from_launch(["h"] * 4, 2))))
+    html = _report(probe_run(tmp_path, synthetic(from_launch(["h"] * 4, 2))))
     sections = re.findall(r'<section id="([a-z_-]+)">', html)
     assert sections == ["probe", "method"]
     method = html[html.index('<section id="method">'):]
@@ -472,7 +293,7 @@ def test_export_gives_probe_records_a_group_and_json_nested_columns(tmp_path: Pa
     recs = synthetic(from_launch(["h"] * 4, 2))
     for r in recs:
         r.update(emulated=True, emulation={"slow": [{"node": 1}]}, profile={"name": "x"})
-    run = _probe_run(tmp_path, recs)
+    run = probe_run(tmp_path, recs)
     out, n = export(run, "pytest-benchmark")
     groups = sorted({b["group"] for b in json.loads(out.read_text())["benchmarks"]})
     assert n == 12 and groups == ["probe inter p=4", "probe intra p=4"]
@@ -487,7 +308,7 @@ def test_compare_refuses_a_probe_run_in_one_line(tmp_path: Path,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
     from bench.cli import main
 
-    run = _probe_run(tmp_path, synthetic(from_launch(["h"] * 4, 2)))
+    run = probe_run(tmp_path, synthetic(from_launch(["h"] * 4, 2)))
     assert main(["compare", str(run), str(run)]) == 2
     err = capsys.readouterr().err.splitlines()
     assert err == [f"commbench: compare: {run}: a link probe run; compare reads collective and "
