@@ -20,13 +20,17 @@ from kernels import collective as coll
 pytestmark = pytest.mark.timeout(120)
 
 TRUTH = Profile("truth", "", "test", {"intra": Link(3e-6, 8e9), "inter": Link(12e-6, 1.5e9)},
-                gamma=4e-10, overhead=6e-7)
+                gamma=4e-10, overhead=6e-7, hot=1e-10)
 # a loaded host as one emulated node sees it: o large beside α (the scheduler, not the wire)
-HOST = Profile("host", "", "test", {"intra": Link(20e-6, 2e9)}, gamma=1e-9, overhead=30e-6)
+# (its copies priced like the base the tests fit it from, emulated-slow)
+HOST = Profile("host", "", "test", {"intra": Link(20e-6, 2e9)}, gamma=1e-9, overhead=30e-6,
+               hot=1e-9,  # sending what a rank just wrote: 3x a clean byte, as on this VM
+               device=load_profile("emulated-slow").device)
 ONE_MESSAGE = (("all_reduce", ("ring", "halving_doubling")),  # one message per rank and step
                ("all_gather", ("ring", "recursive_doubling")),
                ("reduce_scatter", ("ring", "recursive_halving")))
 MANY_MESSAGES = (("all_gather", ("direct",)), ("alltoall", ("direct",)))  # p - 1 in one step
+CLEAN = (("alltoall", ("pairwise",)),)  # one message per step, never what it wrote: β apart from h
 NOISE = 0.03  # lognormal sigma of the synthetic "measurements"
 TOLERANCE = 0.10  # recovered parameters within 10% (seen: within 2%)
 
@@ -164,7 +168,7 @@ def test_one_node_fit_sets_o_to_0_when_it_is_not_separable(tmp_path: Path, capsy
 
 
 def test_one_node_fit_recovers_o_from_multi_message_steps(tmp_path: Path, capsys) -> None:
-    run = _run(tmp_path, "host", _one_node(ONE_MESSAGE + MANY_MESSAGES))
+    run = _run(tmp_path, "host", _one_node(ONE_MESSAGE + MANY_MESSAGES + CLEAN))
     out = tmp_path / "host.yaml"
     assert main(["calibrate", str(run), "--base", "emulated-slow", "-o", str(out)]) == 0
     assert "warning" not in capsys.readouterr().err
@@ -173,6 +177,7 @@ def test_one_node_fit_recovers_o_from_multi_message_steps(tmp_path: Path, capsys
     assert prof.links["intra"].alpha == pytest.approx(HOST.links["intra"].alpha, rel=TOLERANCE)
     assert prof.links["intra"].beta == pytest.approx(HOST.links["intra"].beta, rel=TOLERANCE)
     assert prof.gamma == pytest.approx(HOST.gamma, rel=TOLERANCE)
+    assert prof.hot == pytest.approx(HOST.hot, rel=TOLERANCE)
 
 
 def _probe(alpha: dict[str, float], beta: dict[str, float], sizes: tuple[int, int] = (8, 4 << 20),

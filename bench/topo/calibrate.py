@@ -1,11 +1,15 @@
-"""Fitting a profile to measured runs: α, β per link class, γ and o by robust least squares.
+"""Fitting a profile to measured runs: α, β per link class, γ, o and the hot-send cost h by
+robust least squares.
 
 Each measured record of an algorithm with a schedule (not the vendor call) is a point: its
 schedule, compiled once, is evaluated by the cost model for trial parameters, and
 ``scipy.optimize.least_squares`` (soft-L1 loss, parameters in log space) minimises the relative
 errors (model - measured) / measured of the median times. A weak pull (1e-3 per e-fold) toward
 the start (the base profile, or a probe's α and β) keeps directions the runs cannot see at the
-start's values; a class never crossed is not fitted at all and the profile says so.
+start's values; a class never crossed is not fitted at all and the profile says so. h (seconds
+per sent byte its sender wrote earlier in the call, :mod:`bench.topo.cost`) is fitted when some
+measured algorithm sends such bytes (rings, trees, halving-doubling after their first step)
+and some point tells it from γ (a reduction without hot sends, or hot sends without one).
 
 o is fitted only when some rank posts two messages in one step (the `direct` algorithms):
 otherwise every message pays o + α together, so o is set to 0 and each fitted α is that
@@ -54,6 +58,7 @@ class Bounds:
     alpha: tuple[float, float] = (1e-9, 1.0)  # 1 ns .. 1 s per message
     beta: tuple[float, float] = (1e5, 1e12)  # 100 kB/s .. 1 TB/s per direction
     gamma: tuple[float, float] = (1e-15, 1e-6)  # reduction at 1 PB/s .. 1 MB/s
+    hot: tuple[float, float] = (1e-15, 1e-6)  # hot sends: + 1 PB/s .. 1 MB/s per byte
     overhead: tuple[float, float] = (1e-9, 0.1)
 
     def of(self, name: str) -> tuple[float, float]:
@@ -62,7 +67,7 @@ class Bounds:
 
 
 BOUNDS = Bounds()
-UNITS = {"alpha": "s", "beta": "B/s", "gamma": "s/B", "overhead": "s"}
+UNITS = {"alpha": "s", "beta": "B/s", "gamma": "s/B", "overhead": "s", "hot": "s/B"}
 
 
 @dataclass(frozen=True)
@@ -79,6 +84,7 @@ class Point:
     itemsize: int
     multi: bool  # some rank posts two messages in one step (o is visible)
     reduces: bool
+    hot: bool = False  # some rank sends bytes it wrote earlier in the call
 
 
 def placed_of(world: int, ranks_per_node: Any) -> Placed:
@@ -117,9 +123,9 @@ def point(rec: dict[str, Any], max_ranks: int = 256) -> Point | str:
         return str(e).splitlines()[0]
     multi = any(st.src.size and np.any(np.arange(st.src.size) - st.first > 0) for st in comp.steps)
     reduces = any(st.reduce.any() for st in comp.steps)
+    hot = any(st.hot_msg.size for st in comp.steps)
     return Point(c, alg_name, p, int(rec["nbytes"]), float(rec.get("time_us_median", 0)) / 1e6,
-                 placed,
-                 comp, atoms, count, item, bool(multi), bool(reduces))
+                 placed, comp, atoms, count, item, bool(multi), bool(reduces), bool(hot))
 
 
 def model_time(pt: Point, profile: Profile) -> float:
@@ -172,6 +178,13 @@ def _params(points: Sequence[Point]) -> tuple[list[str], dict[str, str]]:
         names.append("gamma")
     else:
         fixed["gamma"] = "no measured algorithm reduces"
+    if not any(pt.hot for pt in points):
+        fixed["hot"] = "no measured algorithm sends what it wrote earlier in the call"
+    elif any(pt.hot != pt.reduces for pt in points):
+        names.append("hot")
+    else:  # e.g. all_reduce alone at p = 2: every reduced byte is sent once more, hot
+        fixed["hot"] = ("set to 0: not separable from γ (every measured algorithm that reduces "
+                        "sends what it wrote, and only those do); γ carries it")
     if any(pt.multi for pt in points):
         names.append("overhead")
     else:
@@ -185,23 +198,27 @@ def _get(profile: Profile, name: str) -> float:
         return profile.gamma
     if name == "overhead":
         return profile.overhead
+    if name == "hot":
+        return profile.hot
     cls, k = name.split(".")
     link = profile.links[cls]
     return link.alpha if k == "alpha" else link.beta
 
 
 def _with(profile: Profile, names: Sequence[str], values: Sequence[float]) -> Profile:
-    links, gamma, overhead = dict(profile.links), profile.gamma, profile.overhead
+    links, gamma, overhead, hot = dict(profile.links), profile.gamma, profile.overhead, profile.hot
     for name, v in zip(names, values):
         if name == "gamma":
             gamma = float(v)
         elif name == "overhead":
             overhead = float(v)
+        elif name == "hot":
+            hot = float(v)
         else:
             cls, k = name.split(".")
             old = links[cls]
             links[cls] = Link(float(v), old.beta) if k == "alpha" else Link(old.alpha, float(v))
-    return replace(profile, links=links, gamma=gamma, overhead=overhead)
+    return replace(profile, links=links, gamma=gamma, overhead=overhead, hot=hot)
 
 
 def fit(points: Sequence[Point], base: Profile | None = None,
@@ -222,6 +239,8 @@ def fit(points: Sequence[Point], base: Profile | None = None,
         start = replace(start, overhead=1e-7)
     if "gamma" in names and start.gamma <= 0:
         start = replace(start, gamma=1e-11)
+    if "hot" in names and start.hot <= 0:  # start where it is visible: half a clean byte
+        start = replace(start, hot=0.5 / min(v.beta for v in start.links.values()))
     keep = {c for c in start.links if base is not None and c in base.links}
     if not names:  # everything the points see is held: nothing left to fit
         prof = replace(start, links={c: v for c, v in start.links.items() if c in keep})

@@ -148,8 +148,9 @@ def calibrate_command(args: argparse.Namespace, say: Callable[[str], None]) -> i
     start = with_probe(base, probe) if probe is not None else base
     copy = copybw.measured(args.runs)
     if copy is not None:  # this host's copies, measured: better than a base's nominal figure
-        start = replace(start or DEFAULT, device={**(start.device if start else {}),
-                                                  "memory_bandwidth_bytes_per_s": copy.bytes_per_s})
+        start = replace(start or DEFAULT, device={
+            **(start.device if start else {}), "memory_bandwidth_bytes_per_s": copy.bytes_per_s,
+            **({"copy_bandwidth_curve": [[n, bw] for n, bw in copy.curve]} if copy.curve else {})})
     if not points:
         assert start is not None and probe is not None
         result = Fit(start, [], _not_fitted(start, probe), np.array([]))
@@ -233,6 +234,7 @@ def _not_fitted(prof: Profile, probe: ProbeFit) -> dict[str, str]:
                 out.setdefault(f"{cls}.{k}", "not crossed by the probe")
     out["gamma"] = "a probe does not reduce and no sweep was given"
     out["overhead"] = "a probe posts one message at a time and no sweep was given"
+    out["hot"] = "a probe sends only what it did not write and no sweep was given"
     return out
 
 
@@ -278,6 +280,8 @@ def _finish(args: argparse.Namespace, result: Fit, points: Sequence[Point],
     prof = replace(prof, name=name, path=str(args.output), fitted=fitted,
                    source=src + (f"; the rest from {base.name}" if base else ""),
                    device={**(base.device if base else {}),
-                           **({"memory_bandwidth_bytes_per_s": copy.bytes_per_s} if copy else {})},
+                           **({"memory_bandwidth_bytes_per_s": copy.bytes_per_s} if copy else {}),
+                           **({"copy_bandwidth_curve": [[n, bw] for n, bw in copy.curve]}
+                              if copy and copy.curve else {})},
                    nics_per_node=base.nics_per_node if base else 1)
     return replace(prof, native=native_curves(recs, prof))

@@ -18,6 +18,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from bench.topo.cost import add
 from kernels.algorithm import Algorithm, Problem
 from kernels.schedule import Schedule
 
@@ -47,6 +48,9 @@ class CStep:
     copy_rank: np.ndarray
     copy_lo: np.ndarray
     copy_hi: np.ndarray
+    hot_msg: np.ndarray  # per piece of a message its sender wrote earlier: the message's index,
+    hot_lo: np.ndarray  # and the piece's symbolic start and stop
+    hot_hi: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -58,23 +62,35 @@ class Compiled:
 
 def compile_schedules(schedules: Sequence[Schedule], k: int) -> Compiled:
     steps = []
+    written: list[list[tuple[int, int]]] = [[] for _ in schedules]  # see bench.topo.cost
     for i in range(len(schedules[0].steps) if schedules else 0):
         src, dst, lo, hi, red, first = [], [], [], [], [], []
         cr, clo, chi = [], [], []
+        hm, hlo, hhi = [], [], []
         for s, sch in enumerate(schedules):
             st = sch.steps[i]
             start = len(src)
             for snd in st.sends:
-                src.append(s), dst.append(snd.peer), lo.append(snd.range.start)
-                hi.append(snd.range.stop), first.append(start)
+                a, b = snd.range.start, snd.range.stop
+                for x, y in written[s]:
+                    if x < b and y > a:
+                        hm.append(len(src)), hlo.append(max(a, x)), hhi.append(min(b, y))
+                src.append(s), dst.append(snd.peer), lo.append(a)
+                hi.append(b), first.append(start)
             for c in st.copies:
                 cr.append(s), clo.append(c.dst.start), chi.append(c.dst.stop)
+        for r, sch in enumerate(schedules):
+            st = sch.steps[i]
+            for rng in [rv.range for rv in st.recvs] + [c.dst for c in st.copies]:
+                add(written[r], rng.start, rng.stop)
         reduce_of = _reduce_flags(schedules, i)
         red = [reduce_of[(a, b)].pop(0) for a, b in zip(src, dst)]
         a_src, a_dst = np.asarray(src, np.int64), np.asarray(dst, np.int64)
         steps.append(CStep(a_src, a_dst, np.asarray(lo, np.int64), np.asarray(hi, np.int64),
                            np.asarray(red, bool), np.asarray(first, np.int64), np.asarray(cr, np.int64),
-                           np.asarray(clo, np.int64), np.asarray(chi, np.int64)))
+                           np.asarray(clo, np.int64), np.asarray(chi, np.int64),
+                           np.asarray(hm, np.int64), np.asarray(hlo, np.int64),
+                           np.asarray(hhi, np.int64)))
     return Compiled(len(schedules), k, tuple(steps))
 
 

@@ -44,6 +44,7 @@ class PStep:
     leaf_s: np.ndarray
     leaf_d: np.ndarray
     copy: np.ndarray | None  # (rows, p) bytes copied per rank
+    hot: np.ndarray | None  # (rows, messages) bytes the sender wrote earlier in the call
 
 
 @dataclass(frozen=True)
@@ -104,8 +105,14 @@ def prepare(comp: Compiled, placed: Placed, counts: Sequence[int], itemsize: int
             cb = ((prefix(n, comp.k, st.copy_hi, atoms) - prefix(n, comp.k, st.copy_lo, atoms))
                   * itemsize).astype(np.float64)
             copy = _rowsum(base, st.copy_rank, cb, p)
+        hot = None
+        if st.hot_msg.size:
+            hb = ((prefix(n, comp.k, st.hot_hi, atoms) - prefix(n, comp.k, st.hot_lo, atoms))
+                  * itemsize).astype(np.float64)
+            m = st.src.size
+            hot = _rowsum(np.arange(rows)[:, None] * m, st.hot_msg, hb, m)[:, act]
         steps.append(PStep(s, d, cls, j.astype(np.float64), b, st.reduce[act],
-                           _flows(s, d, cls, placed, node, leaf), leaf[s], leaf[d], copy))
+                           _flows(s, d, cls, placed, node, leaf), leaf[s], leaf[d], copy, hot))
         sent += _rowsum(base, s, b, p)
         x = cls != INTRA
         inter += _rowsum(base, s[x], b[:, x], p)
@@ -129,14 +136,16 @@ def run(prep: Prepared, net: Net) -> np.ndarray:
                 r_x = np.where(st.cls == SPINE, np.minimum(r_x, r_s), r_x)
             rate = np.where(st.cls == INTRA, b0 / fin, r_x)
             cost = net.o * st.j + net.alpha[st.cls] + st.nbytes / rate
+            if net.hot and st.hot is not None:
+                cost = cost + net.hot * st.hot
             done = np.maximum(ready[:, st.s], ready[:, st.d]) + cost
             flat = new.reshape(-1)
             np.maximum.at(flat, (base + st.s).ravel(), done.ravel())
             np.maximum.at(flat, (base + st.d).ravel(), done.ravel())
             if net.gamma and st.red.any():
                 new += net.gamma * _rowsum(base, st.d[st.red], st.nbytes[:, st.red], p)
-        if st.copy is not None and net.copy_bw:
-            new += 2.0 * st.copy / net.copy_bw
+        if st.copy is not None and net.copies_cost:
+            new += net.copy_time(st.copy)
         ready = new
     return ready.max(axis=1) if p else np.zeros(rows)
 

@@ -18,6 +18,8 @@ Cross-leaf (``spine``) messages cross NICs too, so they need the ``inter`` class
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from bench.topo.model import CLASS_NAMES, INTER, INTRA, SPINE, Placed
@@ -33,8 +35,10 @@ class Net:
         links = {c: profile.link(c) for c in need}  # ProfileError names a missing class
         self.alpha = np.array([links[c].alpha if c in links else np.nan for c in CLASS_NAMES])
         self.beta = np.array([links[c].beta if c in links else np.nan for c in CLASS_NAMES])
-        self.o, self.gamma = profile.overhead, profile.gamma
+        self.o, self.gamma, self.hot = profile.overhead, profile.gamma, profile.hot
         self.copy_bw = profile.copy_bandwidth
+        curve = profile.device.get("copy_bandwidth_curve")
+        self._curve = np.log(np.asarray(curve, dtype=np.float64)).T if curve else None
         self.node = np.asarray(placed.node_of, dtype=np.int64)
         self.leaf = np.asarray(placed.leaf_of, dtype=np.int64)[self.node]
         sizes = np.asarray(placed.node_sizes, dtype=np.float64)
@@ -91,6 +95,17 @@ class Net:
             rate = min(rate, self.up_cap[0] / leaf_flows)
         return self.o * j + self.alpha[cls] + nbytes / rate
 
-    def copy_time(self, nbytes: float) -> float:
-        """A local copy reads and writes every byte once at the device's memory bandwidth."""
-        return 2.0 * nbytes / self.copy_bw if self.copy_bw else 0.0
+    @property
+    def copies_cost(self) -> bool:
+        return bool(self.copy_bw) or self._curve is not None
+
+    def copy_time(self, nbytes: Any) -> Any:
+        """A local copy reads and writes every byte once, at the bandwidth of the profile's copy
+        curve at that size (log-log between its points, flat beyond; :mod:`bench.topo.copybw`),
+        else at the device's memory bandwidth; free without either. Arrays work elementwise."""
+        if self._curve is not None:
+            n = np.maximum(np.asarray(nbytes, dtype=np.float64), 1.0)
+            bw = np.exp(np.interp(np.log(n), self._curve[0], self._curve[1]))
+            t = 2.0 * n / bw * (np.asarray(nbytes) > 0)
+            return float(t) if np.ndim(t) == 0 else t
+        return 2.0 * nbytes / self.copy_bw if self.copy_bw else 0.0 * nbytes

@@ -3,7 +3,9 @@
 A profile gives, per link class (``intra``: between ranks of a node; ``inter``: between nodes
 under one leaf switch; ``spine``: between leaves), the latency α (``alpha_s``, seconds) and the
 bandwidth β (``beta_bytes_per_s``, per direction, full duplex); γ (``gamma_s_per_byte``, seconds
-per reduced byte), the per-message software overhead o (``overhead_s``), NICs per node, the
+per reduced byte), the per-message software overhead o (``overhead_s``), the extra cost of
+sending bytes the sender wrote earlier in the same call (``hot_send_s_per_byte``, default 0:
+:mod:`bench.topo.cost`), NICs per node, the
 device's memory and throughput (for strategy advice; ``memory_bandwidth_bytes_per_s`` also
 prices local copies) and where the figures come from (``source``). ``commbench calibrate`` adds
 ``fitted`` (runs, residuals) and ``native`` (measured vendor curves). Presets ship as
@@ -18,6 +20,7 @@ prices local copies) and where the figures come from (``source``). ``commbench c
 from __future__ import annotations
 
 import contextlib
+import itertools
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,9 +30,10 @@ import yaml
 
 PRESETS = Path(__file__).parent / "profiles"
 LINK_CLASSES = ("intra", "inter", "spine")
-_TOP = {"name", "source", "overhead_s", "gamma_s_per_byte", "nics_per_node", "links", "device",
-        "native", "fitted", "slow"}
-_DEVICE = {"name", "memory_bytes", "memory_bandwidth_bytes_per_s", "flops_per_s"}
+_TOP = {"name", "source", "overhead_s", "gamma_s_per_byte", "hot_send_s_per_byte", "nics_per_node",
+        "links", "device", "native", "fitted", "slow"}
+_DEVICE = {"name", "memory_bytes", "memory_bandwidth_bytes_per_s", "flops_per_s",
+           "copy_bandwidth_curve"}
 
 
 class ProfileError(ValueError):
@@ -64,6 +68,7 @@ class Profile:
     links: dict[str, Link]
     gamma: float = 0.0  # s per reduced byte
     overhead: float = 0.0  # o: s per message, paid in posting order by the sender
+    hot: float = 0.0  # s per sent byte the sender wrote earlier in the same call
     nics_per_node: int = 1
     device: dict[str, Any] = field(default_factory=dict)
     native: dict[str, Any] = field(default_factory=dict)  # collective -> measured/model curve
@@ -91,6 +96,7 @@ class Profile:
     def as_yaml(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name, "source": self.source,
                                "overhead_s": self.overhead, "gamma_s_per_byte": self.gamma,
+                               **({"hot_send_s_per_byte": self.hot} if self.hot else {}),
                                "nics_per_node": self.nics_per_node,
                                "links": {k: {"alpha_s": v.alpha, "beta_bytes_per_s": v.beta}
                                          for k, v in self.links.items()}}
@@ -114,6 +120,19 @@ def _num(where: str, key: str, value: Any, *, positive: bool = False) -> float:
     if value < 0 or (positive and value == 0):
         raise ProfileError(f"{where}: {key}: must be {'> 0' if positive else '>= 0'}, got {value}")
     return float(value)
+
+
+def _curve(where: str, raw: Any) -> list[list[float]]:
+    """``device.copy_bandwidth_curve``: [[bytes, bytes/s], ...], sizes increasing."""
+    key = "device.copy_bandwidth_curve"
+    if not isinstance(raw, list) or not raw or not all(
+            isinstance(x, (list, tuple)) and len(x) == 2 for x in raw):
+        raise ProfileError(f"{where}: {key}: expected a list of [bytes, bytes_per_s] pairs")
+    out = [[_num(where, key, n, positive=True), _num(where, key, bw, positive=True)]
+           for n, bw in raw]
+    if any(a[0] >= b[0] for a, b in itertools.pairwise(out)):
+        raise ProfileError(f"{where}: {key}: sizes must increase")
+    return out
 
 
 def _slow(where: str, raw: Any) -> tuple[Slow, ...]:
@@ -164,7 +183,9 @@ def from_mapping(raw: Any, where: str) -> Profile:
     if not isinstance(device, dict) or set(device) - _DEVICE:
         raise ProfileError(f"{where}: device: expected keys among {', '.join(sorted(_DEVICE))}")
     for k, v in device.items():
-        if k != "name":
+        if k == "copy_bandwidth_curve":
+            device[k] = _curve(where, v)
+        elif k != "name":
             device[k] = _num(where, f"device.{k}", v)
     nics = raw.get("nics_per_node", 1)
     if isinstance(nics, bool) or not isinstance(nics, int) or nics < 1:
@@ -173,6 +194,7 @@ def from_mapping(raw: Any, where: str) -> Profile:
                    source=str(raw.get("source", "")), links=links,
                    gamma=_num(where, "gamma_s_per_byte", raw.get("gamma_s_per_byte", 0.0)),
                    overhead=_num(where, "overhead_s", raw.get("overhead_s", 0.0)),
+                   hot=_num(where, "hot_send_s_per_byte", raw.get("hot_send_s_per_byte", 0.0)),
                    nics_per_node=nics, device=dict(device),
                    native=dict(raw.get("native") or {}), fitted=raw.get("fitted"),
                    slow=_slow(where, raw.get("slow")))

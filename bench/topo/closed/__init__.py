@@ -97,11 +97,19 @@ class Ctx:
     def gamma(self) -> float:
         return self.net.gamma
 
+    @property
+    def hot(self) -> float:
+        return self.net.hot
+
     def need(self, *, equal: bool = True, contiguous: bool = False, leaves: str = "any",
-             pow2_p: bool = False, pow2_l: bool = False, divides: int = 1) -> str | None:
+             pow2_p: bool = False, pow2_l: bool = False, divides: int = 1,
+             hot: bool = False) -> str | None:
         """Why this closed form does not apply, or None. ``leaves``: any | uniform | pow2
-        (uniform and L a power of two) | one (no spine level)."""
+        (uniform and L a power of two) | one (no spine level). ``hot``: the form prices hot
+        sends (:mod:`bench.topo.cost`); those that do not decline a profile with them."""
         pl = self.net.placed
+        if self.net.hot and not hot:
+            return "the profile prices hot sends (hot_send_s_per_byte), this form does not"
         if equal and not pl.equal_nodes:
             return "uneven nodes"
         if contiguous and not pl.contiguous:

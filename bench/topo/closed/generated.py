@@ -19,12 +19,21 @@ _NONE = np.zeros(0, dtype=np.int64)
 
 
 def _step(src: np.ndarray, dst: np.ndarray, lo: np.ndarray, hi: np.ndarray, red: np.ndarray,
-          slot: np.ndarray) -> CStep:
-    """One step's messages, grouped by sender in posting order (``slot`` orders a sender's)."""
+          slot: np.ndarray, hot_lo: np.ndarray | None = None,
+          hot_hi: np.ndarray | None = None) -> CStep:
+    """One step's messages, grouped by sender in posting order (``slot`` orders a sender's);
+    ``hot_lo``/``hot_hi``: per message, the piece its sender wrote earlier in the call (empty
+    where lo == hi; none given: every message is sent clean)."""
     idx = np.lexsort((slot, src))
     src, dst, lo, hi, red = src[idx], dst[idx], lo[idx], hi[idx], red[idx]
     starts = np.searchsorted(src, src, side="left")
-    return CStep(src, dst, lo, hi, red.astype(bool), starts, _NONE, _NONE, _NONE)
+    if hot_lo is None or hot_hi is None:
+        hm, hl, hh = _NONE, _NONE, _NONE
+    else:
+        hl, hh = np.asarray(hot_lo, np.int64)[idx], np.asarray(hot_hi, np.int64)[idx]
+        hm = np.flatnonzero(hh > hl)
+        hl, hh = hl[hm], hh[hm]
+    return CStep(src, dst, lo, hi, red.astype(bool), starts, _NONE, _NONE, _NONE, hm, hl, hh)
 
 
 @lru_cache(maxsize=32)
@@ -53,12 +62,15 @@ def _tree(order: tuple[int, ...], k: int) -> Compiled:
         up = np.flatnonzero(ok & ~blocked)
         down = u[final[u] < final[parent[u]]]
         cu, cd = c[up], final[down]
+        lo = np.concatenate((cu, cd))
+        # hot: a chunk sent up was reduced into by a rank with children; every chunk sent down
+        # was reduced (the root) or received (the others) by its sender
+        hot = np.concatenate((nch[up] > 0, np.ones(len(down), dtype=bool)))
         steps.append(_step(
             np.concatenate((rank[up], rank[parent[down]])), np.concatenate((rank[parent[up]],
                                                                            rank[down])),
-            np.concatenate((cu, cd)), np.concatenate((cu, cd)) + 1,
-            np.concatenate((np.ones(len(up)), np.zeros(len(down)))),
-            np.concatenate((np.zeros(len(up)), 1 + (down + 1) % 2))))
+            lo, lo + 1, np.concatenate((np.ones(len(up)), np.zeros(len(down)))),
+            np.concatenate((np.zeros(len(up)), 1 + (down + 1) % 2)), lo, lo + hot))
         np.add.at(got, (parent[up], cu), 1)
         sent_up[up] += 1
         final[down] += 1
@@ -91,7 +103,9 @@ def _bruck(p: int) -> Compiled:
         lo = np.concatenate((np.where(wrap, 0, i), w))
         hi = np.concatenate((np.where(wrap, i + t - p, i + t), np.full(len(w), p)))
         slot = np.concatenate((np.zeros(p), np.ones(len(w))))
-        steps.append(_step(src, dst, lo, hi, np.zeros(len(src)), slot))
+        # hot: every block but the sender's own (block i, first in a run starting at i)
+        hlo = np.where(lo == src, lo + 1, lo)
+        steps.append(_step(src, dst, lo, hi, np.zeros(len(src)), slot, hlo, np.maximum(hi, hlo)))
         d *= 2
     return Compiled(p, p, tuple(steps))
 

@@ -20,19 +20,21 @@ from kernels.algorithms.broadcast import chain as chain_alg
 
 @closed("all_reduce", "ring")
 def ring_allreduce(x: Ctx) -> Estimate | str:
-    """2(p-1) steps of B = n/p elements: (p-1)(C_max + γB) + (p-1) C_max."""
-    why = x.need(equal=False, divides=x.p)
+    """2(p-1) steps of B = n/p elements: (p-1)(C_max + γB) + (p-1) C_max, plus h B for each
+    step after the first (each sends the block its sender reduced or received the step before)."""
+    why = x.need(equal=False, divides=x.p, hot=True)
     if why:
         return why
     b = x.n // x.p * x.e
     cmax = x.ring_max(b)
-    t = (x.p - 1) * (2 * cmax + x.gamma * b)
+    t = (x.p - 1) * (2 * cmax + x.gamma * b) + max(2 * x.p - 3, 0) * x.hot * b
     return estimate(t, 2 * (x.p - 1), 2 * (x.p - 1) * b, 2 * (x.p - 1) * b * (x.N > 1))
 
 
 def _ring_half(x: Ctx, reduce: bool) -> Estimate:
+    """p-1 steps of one block; each after the first sends what the step before wrote."""
     b = x.n // x.p * x.e
-    t = (x.p - 1) * (x.ring_max(b) + (x.gamma * b if reduce else 0.0))
+    t = (x.p - 1) * (x.ring_max(b) + (x.gamma * b if reduce else 0.0)) + max(x.p - 2, 0) * x.hot * b
     return estimate(t, x.p - 1, (x.p - 1) * b, (x.p - 1) * b * (x.N > 1))
 
 
@@ -113,7 +115,8 @@ def chain_broadcast(x: Ctx) -> Estimate | str:
 @closed("all_reduce", "naive")
 def naive_allreduce(x: Ctx) -> Estimate | str:
     """Rank k sends the buffer to rank 0 in step k, which reduces it: sum of C(k -> 0) + γ nB;
-    then rank 0 posts p-1 sends at once, the k-th costing o k + α + bytes / shared bandwidth."""
+    then rank 0 posts p-1 sends at once, the k-th costing o k + α + bytes / shared bandwidth
+    + h bytes (the buffer it reduced)."""
     p, nb, net = x.p, x.n * x.e, x.net
     if p == 1:
         return estimate(0.0, 0, 0, 0)
@@ -126,6 +129,6 @@ def naive_allreduce(x: Ctx) -> Estimate | str:
                      alone)
     alone = np.where(cls == INTRA, net.beta[INTRA], alone)
     gather = net.o + net.alpha[cls] + nb / alone + x.gamma * nb  # one message per step
-    down = net.o * k + net.alpha[cls] + nb / net.rates(zero, k, cls)  # all at once
+    down = net.o * k + net.alpha[cls] + nb / net.rates(zero, k, cls) + x.hot * nb  # reduced: hot
     t = float(gather.sum() + down.max())
     return estimate(t, p, (p - 1) * nb, int((cls != INTRA).sum()) * nb)
