@@ -59,6 +59,24 @@ def test_overlap_rule_and_bounds() -> None:
     assert math.isclose(st.time, 40e-3)
     assert math.isclose(st.no_overlap, 30e-3 + 24e-3 + 2e-3)
     assert math.isclose(st.full_overlap, 30e-3 + 2e-3)  # 24 ms hidden under 30 ms of compute
+    cpu = step_time(priced, 30e-3, 1, 1, 1, overlap=False)  # one core computes and sends
+    assert math.isclose(cpu.time, cpu.no_overlap) and math.isclose(cpu.exposed["all_reduce:data"],
+                                                                   24e-3)
+    assert (cpu.no_overlap, cpu.full_overlap) == (st.no_overlap, st.full_overlap)
+
+
+def test_measured_compute_keeps_the_fixed_part_whole() -> None:
+    """A tensor-parallel rank computes half the FLOPs, but the wrapper's cost measured at one
+    rank (10 ms of a 30 ms step, over plain ddp's 20 ms) is paid whole: 20 / 2 + 10 = 20 ms."""
+    from bench.advise.comm import Bytes, CommContext
+    from bench.advise.compute import Measured
+    from bench.advise.layout import Layout
+    from bench.advise.shape import shape_of
+    from bench.models import MODELS
+
+    ctx = CommContext(shape_of(MODELS.get("mlp")), Layout(tensor=2), 8, Bytes(4, 4, 4))
+    assert math.isclose(Measured(30e-3, "t", fixed_s=10e-3).seconds(ctx), 20e-3)
+    assert math.isclose(Measured(30e-3, "t").seconds(ctx), 15e-3)
 
 
 @pytest.mark.parametrize(("p", "m", "v", "fraction"), [(4, 8, 1, 3 / 11), (4, 8, 2, 3 / 19),

@@ -215,3 +215,26 @@ def test_presets_and_missing_link_class(tmp_path) -> None:
     f.write_text("links:\n  intra: {alpha_s: -1, beta_bytes_per_s: 1}\n")
     with pytest.raises(ProfileError, match=r"intra\.alpha_s"):
         load_profile(f)
+    f.write_text("links:\n  intra: {alpha_s: 1, beta_bytes_per_s: 1}\n"
+                 "device: {copy_bandwidth_curve: [[2, 1], [1, 1]]}\n")
+    with pytest.raises(ProfileError, match=r"copy_bandwidth_curve: sizes must increase"):
+        load_profile(f)
+    f.write_text("links:\n  intra: {alpha_s: 1, beta_bytes_per_s: 1}\n"
+                 "device: {overlaps_communication: 0}\n")
+    with pytest.raises(ProfileError, match=r"overlaps_communication: expected true or false"):
+        load_profile(f)
+
+
+def test_copies_follow_the_profile_copy_curve() -> None:
+    """2n / bandwidth at n: 256 KiB at 60 GB/s, 16 MiB at 24 GB/s, log-log between, flat
+    beyond; without a curve, the memory bandwidth."""
+    dev = {"memory_bandwidth_bytes_per_s": 24e9,
+           "copy_bandwidth_curve": [[256 << 10, 60e9], [16 << 20, 24e9]]}
+    net = _net("1x2", prof=replace(PROF, device=dev))
+    assert net.copy_time(256 << 10) == pytest.approx(2 * (256 << 10) / 60e9)
+    assert net.copy_time(64 << 10) == pytest.approx(2 * (64 << 10) / 60e9)
+    assert net.copy_time(64 << 20) == pytest.approx(2 * (64 << 20) / 24e9)
+    mid = 2 << 20  # halfway in log size: the geometric mean of the two bandwidths
+    assert net.copy_time(mid) == pytest.approx(2 * mid / math.sqrt(60e9 * 24e9))
+    flat = _net("1x2", prof=replace(PROF, device={"memory_bandwidth_bytes_per_s": 24e9}))
+    assert flat.copy_time(mid) == pytest.approx(2 * mid / 24e9)

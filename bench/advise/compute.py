@@ -5,8 +5,11 @@ Two sources, one rule: a rank computes its pipeline stages' share of the model's
 samples of its replica. ``Flops`` prices it at the profile's ``device.flops_per_s`` (the
 throughput you state: the presets hold peak dense figures, so their predictions are a lower
 bound on time). ``Measured`` scales a measured world-size-1 step of the same model and batch
-per replica by the same fractions (the rank's FLOPs over the whole model's). Backward is two
-thirds of compute (twice the forward's FLOPs).
+per replica by the same fractions (the rank's FLOPs over the whole model's), except a part
+``fixed_s`` that every rank pays whole: the cost of the strategy's own machinery (DTensor's
+dispatch per op, a pipeline schedule's work per microbatch), measured as the strategy's
+world-size-1 step minus plain ddp's (``advise --from`` validation). Backward is two thirds of
+compute (twice the forward's FLOPs).
 """
 
 from __future__ import annotations
@@ -45,12 +48,14 @@ class Measured:
     source: str  # which record
     amp_ratio: float = 1.0  # world-size-1 autocast step / fp32 step of the same strategy
     knobs_included: bool = False  # the record ran the layout's own checkpoint / amp
+    fixed_s: float = 0.0  # of step_s, paid whole by every rank (the module docstring)
 
     def speed(self, sixteen: bool) -> float:
         return self.amp_ratio if sixteen else 1.0
 
     def seconds(self, ctx: CommContext) -> float:
-        return self.step_s * stage_flops(ctx) / ctx.shape.flops_per_sample / ctx.layout.tensor
+        share = stage_flops(ctx) / ctx.shape.flops_per_sample / ctx.layout.tensor
+        return (self.step_s - self.fixed_s) * share + self.fixed_s
 
     @property
     def describe(self) -> str:

@@ -95,9 +95,10 @@ def evaluate(job: Job, lay: Layout, mem: Memory | None = None) -> Result:
     knobs = factor(job.compute, lay.checkpoint, sixteen)
     worst: Step | None = None
     stages: list[Stage] = _cached(job, "priced", lay, lambda: _stages(job, lay))  # type: ignore[assignment]
+    overlap = bool(job.timer.profile.device.get("overlaps_communication", True))
     for priced, compute in stages:
         st = step_time(priced, compute * knobs, lay.microbatches, lay.pipeline,
-                       lay.stages_per_rank)
+                       lay.stages_per_rank, overlap)
         if worst is None or st.time > worst.time:
             worst = st
     assert worst is not None

@@ -13,6 +13,10 @@ The overlap rule (what "exposed" means):
 - every other call (tensor-parallel all_reduces, pipeline sends and receives, ZeRO-1's
   broadcasts) is exposed in full.
 
+A device that cannot overlap (``device.overlaps_communication: false`` in the profile: a CPU
+rank whose one core both computes and moves its messages, as gloo over TCP or shared-memory
+copies do) exposes every call: the prediction is the no-overlap bound.
+
 Bounds: ``no_overlap`` exposes every call; ``full_overlap`` hides every overlappable call under
 all of compute (exposed = max(0, overlappable - compute) + the rest).
 
@@ -62,7 +66,7 @@ class Step:
 
 
 def step_time(priced: list[Priced], compute: float, microbatches: int, pipeline: int,
-              stages_per_rank: int) -> Step:
+              stages_per_rank: int, overlap: bool = True) -> Step:
     window = compute / microbatches if pipeline > 1 else compute
     phase = {"forward": window * (1 - BACKWARD), "backward": window * BACKWARD}
     exposed: dict[str, float] = {}
@@ -76,7 +80,7 @@ def step_time(priced: list[Priced], compute: float, microbatches: int, pipeline:
         best.setdefault(p.key, p.best)
         if p.call.overlap:
             hidden_pool += p.total
-    for ph, room in phase.items():
+    for ph, room in phase.items() if overlap else ():
         mine = [p for p in priced if p.call.overlap and p.call.phase == ph]
         if not mine:
             continue
@@ -87,7 +91,7 @@ def step_time(priced: list[Priced], compute: float, microbatches: int, pipeline:
             exposed[p.key] = exposed.get(p.key, 0.0) + share * (
                 edge.seconds + max(0.0, rest - room))
     for p in priced:
-        if not p.call.overlap:
+        if not p.call.overlap or not overlap:
             exposed[p.key] = exposed.get(p.key, 0.0) + p.total
     bubble = (pipeline - 1) / stages_per_rank * compute / microbatches if pipeline > 1 else 0.0
     rest = sum(p.total for p in priced if not p.call.overlap)

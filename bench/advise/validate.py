@@ -124,8 +124,13 @@ def pairs(recs: list[dict[str, Any]], timer: Timer, limit: float | None) -> Iter
             continue
         shape: Shape = shape_of(MODELS.get(r["model"]))
         batch = int(r["batch_size_per_replica"])
-        compute = Measured(one["step_time_ms_median"] / 1e3, f"{one['strategy']} at 1 rank",
-                           knobs_included=one["strategy"] == r["strategy"])
+        step = one["step_time_ms_median"] / 1e3
+        plain = single_rank(recs, r["model"], "ddp", ())
+        fixed = 0.0
+        if (lay.tensor > 1 or lay.pipeline > 1) and plain is not None and plain is not one:
+            fixed = max(0.0, step - plain["step_time_ms_median"] / 1e3)
+        compute = Measured(step, f"{one['strategy']} at 1 rank",
+                           knobs_included=one["strategy"] == r["strategy"], fixed_s=fixed)
         job = Job(shape, batch, FP32, compute, timer, limit, Bytes(4, 4, 4))
         yield Pair(r["model"], r["strategy"], r["world_size"], batch,
                    r["step_time_ms_median"] / 1e3, evaluate(job, lay))

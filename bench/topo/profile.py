@@ -33,7 +33,7 @@ LINK_CLASSES = ("intra", "inter", "spine")
 _TOP = {"name", "source", "overhead_s", "gamma_s_per_byte", "hot_send_s_per_byte", "nics_per_node",
         "links", "device", "native", "fitted", "slow"}
 _DEVICE = {"name", "memory_bytes", "memory_bandwidth_bytes_per_s", "flops_per_s",
-           "copy_bandwidth_curve"}
+           "copy_bandwidth_curve", "overlaps_communication"}
 
 
 class ProfileError(ValueError):
@@ -185,6 +185,9 @@ def from_mapping(raw: Any, where: str) -> Profile:
     for k, v in device.items():
         if k == "copy_bandwidth_curve":
             device[k] = _curve(where, v)
+        elif k == "overlaps_communication":
+            if not isinstance(v, bool):
+                raise ProfileError(f"{where}: device.{k}: expected true or false, got {v!r}")
         elif k != "name":
             device[k] = _num(where, f"device.{k}", v)
     nics = raw.get("nics_per_node", 1)
