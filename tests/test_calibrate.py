@@ -68,6 +68,7 @@ def _generate(truth: Profile, layouts: tuple[tuple[int, int], ...],
                     t = 1e-6 if isinstance(pt, str) else model_time(pt, truth)  # str: 1 rank
                     t *= 0.8 if a == "native" else 1.0
                     r["time_us_median"] = t * 1e6 * float(np.exp(rng.normal(0, noise)))
+                    r["time_us_mean"] = 1.5 * r["time_us_median"]  # a heavy tail
                     recs.append(r)
     return recs
 
@@ -108,6 +109,9 @@ def test_recovers_known_parameters(tmp_path: Path, capsys) -> None:
     four = dict((n, r) for n, r in curve["by_world_size"]["4"]["points"])
     assert native_ratio(prof, "all_reduce", "native", n0, 3) == pytest.approx(four[n0])  # nearest
     assert native_ratio(prof, "all_reduce", "native", n0) == pytest.approx(dict(curve["points"])[n0])
+    # the mean curve (what advise prices a step's sum of calls at) beside the median one
+    assert native_ratio(prof, "all_reduce", "native", n0, 2, "mean") == pytest.approx(
+        1.5 * two[n0], rel=1e-3)
 
 
 def test_base_profile_fills_what_runs_cannot_see(tmp_path: Path) -> None:

@@ -117,8 +117,8 @@ class Timer:
             raise ValueError(f"no algorithm of {op} can be modelled on a group of {p} ranks")
         best = min(found, key=lambda k: found[k].time_s)
         t = found[best].time_s
-        ratio = native_ratio(self.profile, spec.name, VENDOR, pr.nbytes, p) \
-            if call.algorithm is None else None
+        ratio = native_ratio(self.profile, spec.name, VENDOR, pr.nbytes, p, "mean") \
+            if call.algorithm is None else None  # a step sums its calls: their means add
         return Timed(t * ratio, VENDOR, best) if ratio is not None else Timed(t, best, best)
 
     def ps(self, workers: int, push: list[int], pull: list[int]) -> tuple[float, float]:
@@ -150,6 +150,7 @@ class Timer:
         pdone = ready[psrc - workers] + net.o * pj + net.alpha[pcls] + psize / net.rates(
             psrc, pdst, pcls)
         t_push, t_all = float(ready.max()), float(pdone.max())
-        ratio = native_ratio(self.profile, "sendrecv", VENDOR, max(max(push), max(pull)), 2)
+        ratio = native_ratio(self.profile, "sendrecv", VENDOR, max(max(push), max(pull)), 2,
+                             "mean")
         r = ratio if ratio is not None else 1.0
         return t_push * r, (t_all - t_push) * r

@@ -88,9 +88,12 @@ def _points(recs: Sequence[dict[str, Any]]) -> tuple[list[Point], dict[str, int]
 
 def native_curves(recs: Sequence[dict[str, Any]], profile: Profile) -> dict[str, Any]:
     """Per collective and vendor call, at each measured world size (on the run's largest nodes
-    at that size): measured time over the fastest modelled schedule of that collective, per size.
-    The entry's own ``points`` are its largest world size's; ``by_world_size`` holds every one
-    (``predict``/``advise`` take the nearest to the group they price)."""
+    at that size): measured time over the fastest modelled schedule of that collective, per size:
+    ``points`` of the median time (what ``predict`` compares with measured medians) and
+    ``mean_points`` of the mean (what ``advise`` prices a step's calls at: a step sums them, and
+    sums add means; on a shared CPU host a call's time is heavy-tailed). The entry's own points
+    are its largest world size's; ``by_world_size`` holds every one (``predict``/``advise`` take
+    the nearest to the group they price)."""
     out: dict[str, Any] = {}
     vendor = [r for r in recs if str(r["algorithm"]).startswith("native") and r["world_size"] >= 2]
     for c, name in sorted({(str(r["collective"]), str(r["algorithm"])) for r in vendor}):
@@ -112,6 +115,7 @@ def native_curves(recs: Sequence[dict[str, Any]], profile: Profile) -> dict[str,
 def _curve(c: str, recs: Sequence[dict[str, Any]], p: int, profile: Profile) -> dict[str, Any] | None:
     rpn = max(placed_of(p, r.get("ranks_per_node")).node_sizes[0] for r in recs)
     pts: dict[int, list[float]] = {}
+    means: dict[int, list[float]] = {}
     for r in (r for r in recs if placed_of(p, r.get("ranks_per_node")).node_sizes[0] == rpn):
         placed = placed_of(p, r.get("ranks_per_node"))
         pr = Problem(placed.topology, int(r["count"]), ITEMSIZE.get(str(r["dtype"]), 4), c, 0)
@@ -121,10 +125,17 @@ def _curve(c: str, recs: Sequence[dict[str, Any]], p: int, profile: Profile) -> 
         if best:
             t = min(e.time_s for e in best)
             pts.setdefault(int(r["nbytes"]), []).append(r["time_us_median"] / 1e6 / t)
+            if isinstance(r.get("time_us_mean"), (int, float)):
+                means.setdefault(int(r["nbytes"]), []).append(r["time_us_mean"] / 1e6 / t)
     if not pts:
         return None
-    return {"ranks_per_node": rpn,
-            "points": [[n, float(f"{sorted(v)[len(v) // 2]:.4g}")] for n, v in sorted(pts.items())]}
+    out: dict[str, Any] = {
+        "ranks_per_node": rpn,
+        "points": [[n, float(f"{sorted(v)[len(v) // 2]:.4g}")] for n, v in sorted(pts.items())]}
+    if means:
+        out["mean_points"] = [[n, float(f"{sorted(v)[len(v) // 2]:.4g}")]
+                              for n, v in sorted(means.items())]
+    return out
 
 
 def calibrate_command(args: argparse.Namespace, say: Callable[[str], None]) -> int:

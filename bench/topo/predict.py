@@ -99,16 +99,19 @@ def estimate_sizes(alg: Algorithm, problems: Sequence[Problem], net: Net,
 
 
 def native_ratio(profile: Profile, collective: str, name: str, nbytes: int,
-                 world: int | None = None) -> float | None:
+                 world: int | None = None, statistic: str = "median") -> float | None:
     """Measured vendor time over the best modelled schedule's at this size (log-interpolated
     in size, held flat outside the measured range), or None without a curve. With ``world``,
-    the curve measured at the world size nearest to it (in ratio) where the profile has several."""
+    the curve measured at the world size nearest to it (in ratio) where the profile has several.
+    ``statistic``: ``median`` (a call's typical time) or ``mean`` (its expected time, for sums of
+    calls; the median curve where the profile has no mean one)."""
     curve = (profile.native.get(collective) or {}).get(name)
     by_world = (curve or {}).get("by_world_size") or {}
     if world is not None and by_world:
         near = min(by_world, key=lambda w: (abs(math.log(int(w) / world)), -int(w)))
         curve = by_world[near]
-    pts = sorted((float(a), float(b)) for a, b in (curve or {}).get("points", []))
+    key = "mean_points" if statistic == "mean" and (curve or {}).get("mean_points") else "points"
+    pts = sorted((float(a), float(b)) for a, b in (curve or {}).get(key, []))
     if not pts:
         return None
     x = math.log(nbytes)

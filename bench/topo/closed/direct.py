@@ -36,8 +36,8 @@ def _one_step(x: Ctx, b: float) -> float:
 @closed("all_gather", "direct")
 def direct_allgather(x: Ctx) -> Estimate | str:
     """One step: max over link classes of o (p-1) + α + B x (flows sharing the class's
-    resources) / capacity."""
-    why = x.need(leaves="uniform")
+    resources) / capacity. Every rank sends its input: nothing hot."""
+    why = x.need(leaves="uniform", hot=True)
     if why:
         return why
     b = x.n // x.p * x.e
@@ -49,8 +49,8 @@ def direct_allgather(x: Ctx) -> Estimate | str:
 @closed("alltoall", "direct")
 def direct_alltoall(x: Ctx) -> Estimate | str:
     """As direct all_gather (send j is to rank j, so the last is at position p-1), plus the
-    local copy of the rank's own block."""
-    why = x.need(contiguous=True, leaves="uniform")
+    local copy of the rank's own block. Every rank sends its input: nothing hot."""
+    why = x.need(contiguous=True, leaves="uniform", hot=True)
     if why:
         return why
     b = x.n // x.p * x.e
@@ -77,7 +77,9 @@ def _shift_costs(x: Ctx, offsets: np.ndarray, nbytes: np.ndarray) -> tuple[np.nd
 
 
 def _shift_need(x: Ctx, contiguous: bool) -> str | None:
-    return x.need(contiguous=contiguous, leaves="one")
+    """Pairwise and direct reduce_scatter send their input (nothing hot); Bruck sends what its
+    local steps packed (every byte hot): each prices its own."""
+    return x.need(contiguous=contiguous, leaves="one", hot=True)
 
 
 @closed("alltoall", "pairwise")
@@ -127,6 +129,7 @@ def bruck_alltoall(x: Ctx) -> Estimate | str:
     if len(ds):
         costs, crosses = _shift_costs(x, ds, m * float(b))
         nxt = np.append(m[1:], 0)
-        t += float(costs.sum()) + sum(x.net.copy_time((a + c) * b) for a, c in zip(m, nxt))
+        t += float(costs.sum()) + x.hot * float(m.sum()) * b  # it sends what it packed: hot
+        t += sum(x.net.copy_time((a + c) * b) for a, c in zip(m, nxt))
         inter = float((crosses * m[:, None]).sum(axis=0).max()) * b
     return estimate(t, max(1, 2 * len(ds)), int(m.sum()) * b, inter)

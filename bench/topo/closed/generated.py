@@ -113,7 +113,7 @@ def _bruck(p: int) -> Compiled:
 @closed("all_gather", "bruck")
 def bruck_allgather(x: Ctx) -> Estimate | Job | str:
     """Bruck's messages, generated per step (runs merged as move_runs does) and evaluated."""
-    why = x.need(equal=False, contiguous=True)
+    why = x.need(equal=False, contiguous=True, hot=True)
     return why or Job(_bruck(x.p))
 
 
@@ -137,7 +137,7 @@ def _sendrecv_comp(p: int, pairs: bool) -> Compiled:
 
 
 def _sendrecv(x: Ctx, pairs: bool) -> Estimate | Job | str:
-    why = x.need(equal=False, contiguous=True)
+    why = x.need(equal=False, contiguous=True, hot=True)  # every rank sends its input: cold
     if why:
         return why
     if x.p == 1:

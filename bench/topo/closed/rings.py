@@ -53,8 +53,9 @@ def ring_reduce_scatter(x: Ctx) -> Estimate | str:
 @closed("all_reduce", "hierarchical")
 def hierarchical_allreduce(x: Ctx) -> Estimate | str:
     """(l-1)(C_in(n/l) + γ n/l) + (N-1)(C_x(n/p) + γ n/p) + (N-1) C_x(n/p) + (l-1) C_in(n/l),
-    C_x the dearest node hop with all l ranks of a node crossing it at once."""
-    why = x.need(leaves="uniform", divides=x.p)
+    C_x the dearest node hop with all l ranks of a node crossing it at once. Hot sends: every
+    step but the very first sends what the step before reduced or received."""
+    why = x.need(leaves="uniform", divides=x.p, hot=True)
     if why:
         return why
     l, nn = x.l, x.N  # noqa: E741
@@ -62,6 +63,8 @@ def hierarchical_allreduce(x: Ctx) -> Estimate | str:
     cin = x.intra(bl) if l > 1 else 0.0
     cx = float(x.edge_costs(bx, l).max()) if nn > 1 else 0.0
     t = (l - 1) * (2 * cin + x.gamma * bl) + (nn - 1) * (2 * cx + x.gamma * bx)
+    inter_rs = nn - 1 if l > 1 else max(nn - 2, 0)  # the first is cold only without a node phase
+    t += x.hot * (max(l - 2, 0) * bl + (l - 1) * bl + (inter_rs + nn - 1) * bx)
     return estimate(t, 2 * (l - 1) + 2 * (nn - 1), 2 * (l - 1) * bl + 2 * (nn - 1) * bx,
                     2 * (nn - 1) * bx)
 
@@ -83,14 +86,17 @@ def hierarchical_allgather(x: Ctx) -> Estimate | str:
 @closed("reduce_scatter", "hierarchical")
 def hierarchical_reduce_scatter(x: Ctx) -> Estimate | str:
     """(l-1) steps in which each rank sends a peer the N blocks it holds for it (N messages):
-    o N + α_intra + N B / β_intra + γ N B each; then (N-1)(C_x(B) + γB) over the node ring."""
-    why = x.need(contiguous=True, leaves="uniform")
+    o N + α_intra + N B / β_intra + γ N B each; then (N-1)(C_x(B) + γB) over the node ring.
+    Hot sends: the node ring's blocks, reduced inside the node (or, with one rank per node, at
+    the ring's step before)."""
+    why = x.need(contiguous=True, leaves="uniform", hot=True)
     if why:
         return why
     l, nn, b = x.l, x.N, x.n // x.p * x.e  # noqa: E741
     cx = float(x.edge_costs(b, l).max()) if nn > 1 else 0.0
     cin = x.intra(b, nn, j=nn) + x.gamma * nn * b if l > 1 else 0.0
     t = (l - 1) * cin + (nn - 1) * (cx + x.gamma * b)
+    t += x.hot * (nn - 1 if l > 1 else max(nn - 2, 0)) * b
     return estimate(t, l - 1 + nn - 1, (x.p - 1) * b, (nn - 1) * b)
 
 
@@ -100,14 +106,19 @@ def chain_broadcast(x: Ctx) -> Estimate | str:
     if x.problem.root != 0:
         return "root other than rank 0"
     k = chain_alg.num_chunks(x.n, x.e)
-    why = x.need(equal=False, divides=k)
+    why = x.need(equal=False, divides=k, hot=True)
     if why:
         return why
     if x.p == 1:
         return estimate(0.0, 0, 0, 0)
     b = x.n // k * x.e
-    hops = list(x.edge_costs(b, 1, wrap=False))
-    hops += [x.intra(b)] * (x.p - 1 - len(hops))
+    edges = list(x.edge_costs(b, 1, wrap=False))
+    hops = edges + [x.intra(b)] * (x.p - 1 - len(edges))
+    # hot sends: every hop but the root's (rank 0 -> 1: inside node 0 unless it holds one rank)
+    first = x.intra(b) if x.net.placed.node_sizes[0] > 1 else edges[0]
+    rest = list(hops)
+    rest.remove(first)
+    hops = [first] + [c + x.hot * b for c in rest]
     t = sum(hops) + (k - 1) * max(hops)
     return estimate(t, k + x.p - 2, x.n * x.e, x.n * x.e * (x.N > 1))
 
