@@ -80,9 +80,10 @@ def _flows(s: np.ndarray, d: np.ndarray, cls: np.ndarray, placed: Placed,
 
 
 def prepare(comp: Compiled, placed: Placed, counts: Sequence[int], itemsize: int,
-            atoms: np.ndarray | None = None) -> Prepared:
+            atoms: np.ndarray | None = None, hot: bool = True) -> Prepared:
     """Everything of ``comp`` at these counts that no profile changes. Messages that are empty
-    for every count are dropped; the counts must agree on which messages are empty."""
+    for every count are dropped; the counts must agree on which messages are empty. ``hot``:
+    also the hot bytes of each message (only a profile with hot sends needs them)."""
     p, rows = comp.world, len(counts)
     n = np.asarray(counts, dtype=np.int64)[:, None]
     node = np.asarray(placed.node_of, dtype=np.int64)
@@ -105,14 +106,15 @@ def prepare(comp: Compiled, placed: Placed, counts: Sequence[int], itemsize: int
             cb = ((prefix(n, comp.k, st.copy_hi, atoms) - prefix(n, comp.k, st.copy_lo, atoms))
                   * itemsize).astype(np.float64)
             copy = _rowsum(base, st.copy_rank, cb, p)
-        hot = None
-        if st.hot_msg.size:
+        hot_bytes = None
+        if hot and st.hot_msg.size:
             hb = ((prefix(n, comp.k, st.hot_hi, atoms) - prefix(n, comp.k, st.hot_lo, atoms))
                   * itemsize).astype(np.float64)
             m = st.src.size
-            hot = _rowsum(np.arange(rows)[:, None] * m, st.hot_msg, hb, m)[:, act]
+            hot_bytes = _rowsum(np.arange(rows)[:, None] * m, st.hot_msg, hb, m)[:, act]
         steps.append(PStep(s, d, cls, j.astype(np.float64), b, st.reduce[act],
-                           _flows(s, d, cls, placed, node, leaf), leaf[s], leaf[d], copy, hot))
+                           _flows(s, d, cls, placed, node, leaf), leaf[s], leaf[d], copy,
+                           hot_bytes))
         sent += _rowsum(base, s, b, p)
         x = cls != INTRA
         inter += _rowsum(base, s[x], b[:, x], p)
@@ -172,7 +174,8 @@ def evaluate_batch(comp: Compiled, net: Net, counts: Sequence[int], itemsize: in
         groups.setdefault(key, []).append(i)
     out: list[Estimate | None] = [None] * len(counts)
     for idx in groups.values():
-        prep = prepare(comp, net.placed, [counts[i] for i in idx], itemsize, atoms)
+        prep = prepare(comp, net.placed, [counts[i] for i in idx], itemsize, atoms,
+                       hot=bool(net.hot))
         times = run(prep, net)
         for r, i in enumerate(idx):
             out[i] = Estimate(float(times[r]), prep.nsteps, int(prep.sent[r]), int(prep.inter[r]),
