@@ -85,7 +85,7 @@ def test_calibration_from_probe_records_recovers_alpha_and_beta(tmp_path: Path) 
         assert prof.links[cls].alpha == pytest.approx(ALPHA[cls], rel=0.05)
     assert sorted(prof.fitted["probe"]["parameters"]) == [
         "inter.alpha", "inter.beta", "intra.alpha", "intra.beta"]
-    assert set(prof.fitted["not_fitted"]) == {"gamma", "overhead"}
+    assert set(prof.fitted["not_fitted"]) == {"gamma", "overhead", "hot"}
 
 
 def test_probe_on_one_rank_is_one_line_exit_2(tmp_path: Path) -> None:
