@@ -24,5 +24,5 @@ def handle(args: argparse.Namespace) -> int:
     return calibrate_command(args, lambda line: print(line, file=sys.stderr))
 
 
-register("calibrate", "fit a cost-model profile (alpha, beta, gamma, o) to measured runs",
+register("calibrate", "fit a cost-model profile (alpha, beta, gamma, o, hot sends) to measured runs",
          configure, handle)
