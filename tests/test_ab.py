@@ -103,15 +103,18 @@ def test_ab_runs_both_sides_in_rounds(tmp_path: Path) -> None:
     res = ab("HEAD", "HEAD", str(sc), "--rounds", "2", "--alpha", "0.25", "--out", str(out), "--html",
              str(tmp_path / "ab.html"), timeout=600)
     assert res.returncode in (0, 1), res.stderr[-3000:]  # a noisy machine may call a key
+    # a round whose two runs met the VM's two speed modes is set aside and run again (up to 2)
+    aside = sum("round set aside" in ln for ln in res.stderr.splitlines())
+    n = 2 + min(aside, 2)
     lines = res.stdout.strip().splitlines()
-    assert lines[-1].startswith("# wall time ") and "in 4 runs of" in lines[-1]
+    assert lines[-1].startswith("# wall time ") and f"in {2 * n} runs of" in lines[-1]
     assert lines[-2].startswith(("PASS: no regression in 6 keys", "FAIL: "))
     for side in ("base", "head"):
         recs = list(iter_records(out / side))
-        assert sorted({r[ROUND] for r in recs}) == [1, 2] and len(recs) == 2 * 6
-        assert [r[ROUND] for r in read_meta(out / side)["ab"]["rounds"]] == [1, 2]
+        assert sorted({r[ROUND] for r in recs}) == list(range(1, n + 1)) and len(recs) == n * 6
+        assert [r[ROUND] for r in read_meta(out / side)["ab"]["rounds"]] == list(range(1, n + 1))
     order = [ln.split()[4] for ln in res.stderr.splitlines() if ln.startswith("# ab: round")]
-    assert order == ["BASE", "HEAD", "HEAD", "BASE"]
+    assert order == (["BASE", "HEAD", "HEAD", "BASE"] * n)[:2 * n]
     html = (tmp_path / "ab.html").read_text()
     assert "Wilcoxon signed-rank" in html and "2 rounds" in html and "Absolute times" in html
     assert "One baseline run" not in html and "Mann-Whitney U test on the raw samples" not in html
