@@ -114,7 +114,7 @@ def test_ab_runs_both_sides_in_rounds(tmp_path: Path) -> None:
         assert sorted({r[ROUND] for r in recs}) == list(range(1, n + 1)) and len(recs) == n * 6
         assert [r[ROUND] for r in read_meta(out / side)["ab"]["rounds"]] == list(range(1, n + 1))
     order = [m.group(1) for ln in res.stderr.splitlines()
-             if (m := re.match(r"# ab: round \d+/\d+ (BASE|HEAD):", ln))]
+             if (m := re.match(r"# ab: round \d+/\d+ (BASE|HEAD)\b", ln))]
     assert order == (["BASE", "HEAD", "HEAD", "BASE"] * n)[:2 * n]
     html = (tmp_path / "ab.html").read_text()
     assert "Wilcoxon signed-rank" in html and "2 rounds" in html and "Absolute times" in html
