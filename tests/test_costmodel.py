@@ -169,8 +169,13 @@ def test_closed_form_equals_schedule_model(c: str, a: str) -> None:
 
 
 def test_closed_forms_cover_the_common_case_at_scale() -> None:
-    """At 4096 ranks on 512 nodes of 8, every algorithm prices a power-of-two size directly."""
-    net = _net("512x8", 4096, load_profile("h100-ib400"))
+    """At 4096 ranks on 512 nodes of 8, every algorithm prices a power-of-two size directly,
+    with hot sends priced too."""
+    for hot in (0.0, 1e-11):
+        _cover(_net("512x8", 4096, replace(load_profile("h100-ib400"), hot=hot)))
+
+
+def _cover(net: Net) -> None:
     for (c, a), form in CLOSED.items():
         pr = Problem(net.placed.topology, 1 << 22, 4, c, 0)
         got = form(Ctx(pr, net))

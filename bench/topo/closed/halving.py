@@ -150,7 +150,7 @@ def scatter_allgather(x: Ctx) -> Estimate | str:
     """Binomial scatter (rank v ready at t_v: the hops of its bits, then its own sends), then
     p-1 ring steps: max over v of (t_v - δ_v (C_hi - C_lo)) + (p-1) C_hi, δ_v the hops from v
     to the nearest end of a dearest ring hop (ring hops of two costs: one leaf)."""
-    why = _tree_need(x, hot=False) or x.need(pow2_p=True, leaves="one", divides=x.p)
+    why = _tree_need(x) or x.need(pow2_p=True, leaves="one", divides=x.p, hot=True)
     if why:
         return why
     p, l, b = x.p, x.l, x.n // x.p * x.e  # noqa: E741
@@ -163,7 +163,9 @@ def scatter_allgather(x: Ctx) -> Estimate | str:
     sc_inter = np.zeros(p)
     for d in bits:  # arrival at v: the hops of its bits; then v sends at every d < lowbit(v)
         c, crosses = _tree_step(x, d, d * b)
-        ready += np.where((v & d) | (d < low), c, 0.0)
+        hot = x.hot * d * b  # what a rank other than the root forwards
+        ready += np.where(v & d, c + hot * ((v & ~(2 * d - 1)) > 0), 0.0)
+        ready += np.where(d < low, c + hot * (v > 0), 0.0)
         sc_inter += np.where((d < low) & crosses, d * b, 0.0)
     cin = x.intra(b) if l > 1 else None
     cx = x.cross(1, b) if x.N > 1 else None
@@ -171,6 +173,6 @@ def scatter_allgather(x: Ctx) -> Estimate | str:
     a = v % l
     two = cx is not None and cin is not None and cx > cin
     delta = np.minimum(a, l - 1 - a) if two else np.zeros(p)  # hops to the nearest boundary
-    t = float((ready - delta * (hi - lo)).max()) + (p - 1) * hi
+    t = float((ready - delta * (hi - lo)).max()) + (p - 1) * (hi + x.hot * b)  # forwards: hot
     ring_inter = np.where((a == l - 1) & (x.N > 1), (p - 1) * b, 0.0)
     return estimate(t, len(bits) + p - 1, 2 * (x.n * x.e - b), float((sc_inter + ring_inter).max()))

@@ -72,14 +72,17 @@ def hierarchical_allreduce(x: Ctx) -> Estimate | str:
 @closed("all_gather", "hierarchical")
 def hierarchical_allgather(x: Ctx) -> Estimate | str:
     """(N-1) C_x(B) over the node ring, then one step in which each rank posts N(l-1) messages of
-    one block (its N blocks to each of l-1 peers): o N(l-1) + α_intra + N(l-1) B / β_intra."""
-    why = x.need(contiguous=True, leaves="uniform")
+    one block (its N blocks to each of l-1 peers): o N(l-1) + α_intra + N(l-1) B / β_intra.
+    Hot sends: the ring forwards what it received after its first step, and the last block a
+    rank posts inside the node is the last node's, received (hot) on every node but that one."""
+    why = x.need(contiguous=True, leaves="uniform", hot=True)
     if why:
         return why
     l, nn, b = x.l, x.N, x.n // x.p * x.e  # noqa: E741
     m = nn * (l - 1)
     cx = float(x.edge_costs(b, l).max()) if nn > 1 else 0.0
     t = (nn - 1) * cx + (x.intra(b, m, j=m) if l > 1 else 0.0)
+    t += x.hot * b * (max(nn - 2, 0) + (nn > 1 and l > 1))
     return estimate(t, nn - 1 + (l > 1), (nn - 1) * b + m * b, (nn - 1) * b)
 
 
