@@ -102,25 +102,29 @@ def test_ab_runs_both_sides_in_rounds(tmp_path: Path) -> None:
     out = tmp_path / "ab"
     res = ab("HEAD", "HEAD", str(sc), "--rounds", "2", "--alpha", "0.25", "--out", str(out), "--html",
              str(tmp_path / "ab.html"), timeout=600)
-    assert res.returncode in (0, 1), res.stderr[-3000:]  # a noisy machine may call a key
     # a round whose two runs met the VM's two speed modes is set aside and run again (up to 2)
     aside = sum("round set aside" in ln for ln in res.stderr.splitlines())
     n = 2 + min(aside, 2)
+    order = [m.group(1) for ln in res.stderr.splitlines()
+             if (m := re.match(r"# ab: round \d+/\d+ (BASE|HEAD)\b", ln))]
+    assert order == (["BASE", "HEAD", "HEAD", "BASE"] * n)[:2 * n], res.stderr[-3000:]
+    for side in ("base", "head"):
+        recs = list(iter_records(out / side))
+        assert sorted({r[ROUND] for r in recs}) == list(range(1, n + 1)) and len(recs) == n * 6
+    assert "commbench-ab-" not in subprocess.run(["git", "-C", str(ROOT), "worktree", "list"],
+                                                 capture_output=True, text=True).stdout
+    if res.returncode == 2:  # the VM changed speed within every round: ab says so, decides nothing
+        assert aside == n and "no round can be compared" in res.stderr.splitlines()[-1], res.stderr
+        return
+    assert res.returncode in (0, 1), res.stderr[-3000:]  # a noisy machine may call a key
     lines = res.stdout.strip().splitlines()
     assert lines[-1].startswith("# wall time ") and f"in {2 * n} runs of" in lines[-1]
     assert lines[-2].startswith(("PASS: no regression in 6 keys", "FAIL: "))
     for side in ("base", "head"):
-        recs = list(iter_records(out / side))
-        assert sorted({r[ROUND] for r in recs}) == list(range(1, n + 1)) and len(recs) == n * 6
         assert [r[ROUND] for r in read_meta(out / side)["ab"]["rounds"]] == list(range(1, n + 1))
-    order = [m.group(1) for ln in res.stderr.splitlines()
-             if (m := re.match(r"# ab: round \d+/\d+ (BASE|HEAD)\b", ln))]
-    assert order == (["BASE", "HEAD", "HEAD", "BASE"] * n)[:2 * n]
     html = (tmp_path / "ab.html").read_text()
     assert "Wilcoxon signed-rank" in html and "2 rounds" in html and "Absolute times" in html
     assert "One baseline run" not in html and "Mann-Whitney U test on the raw samples" not in html
-    assert "commbench-ab-" not in subprocess.run(["git", "-C", str(ROOT), "worktree", "list"],
-                                                 capture_output=True, text=True).stdout
 
 
 @pytest.mark.slow
@@ -136,7 +140,9 @@ def test_a_controlled_slowdown_of_ring_is_caught(tmp_path: Path) -> None:
                       path=(PLUGINS,))]
         # a round whose two runs met the VM's two speed modes is set aside (its canaries differ)
         # and run again, as ab does, so three matched rounds reach the paired test
-        run_rounds(sides, sc, 3, tmp_path / "rounds", lambda _: None, extra=3)
+        aside = run_rounds(sides, sc, 3, tmp_path / "rounds", lambda _: None, extra=3)
+    if len(aside) > 3:  # every round met the VM's switch between its two runs (as ab would say)
+        pytest.skip(f"the machine changed speed within all {len(aside)} rounds: none comparable")
     # absolute times: a stall of native in one round (a busy runner) cannot hide ring's 4x
     res = compare_dirs(tmp_path / "base", tmp_path / "head", Rule(), alpha=1 / 8)
     ring = [r for r in res.rows if r.key[2] == "ring"]
