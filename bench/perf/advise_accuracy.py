@@ -21,14 +21,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import time
 from functools import partial
 from pathlib import Path
 
 import pandas as pd
 
-from bench.perf.subrun import bench, fresh_dir
+from bench.perf.subrun import add_out, bench, fresh_dir, load
 
 cmd = partial(bench, "advise_accuracy")
 
@@ -67,8 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.perf.advise_accuracy", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeats", type=int, default=2)
-    ap.add_argument("--out", type=Path, default=Path(f"runs/{time.strftime('%Y%m%d-%H%M%S')}"
-                                                     "-advise-accuracy"))
+    add_out(ap, "advise-accuracy")
     args = ap.parse_args(argv)
     out = fresh_dir("advise_accuracy", args.out)
     t0 = time.monotonic()
@@ -76,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     for i in range(args.repeats):
         frames.append(one_repeat(out, i))
         print(f"# repeat {i} measured and predicted [{time.monotonic() - t0:.0f} s, load "
-              f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}]", flush=True)
+              f"{load()}]", flush=True)
         for line in summary(frames[-1], f"repeat {i}"):
             print(line, flush=True)
     allr = pd.concat(frames, ignore_index=True)

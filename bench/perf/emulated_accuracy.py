@@ -17,7 +17,6 @@ ratio ring / hierarchical measured and predicted (hierarchical's margin).
 from __future__ import annotations
 
 import argparse
-import os
 import time
 from functools import partial
 from pathlib import Path
@@ -26,7 +25,7 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from bench.perf.subrun import ROOT, bench, fresh_dir
+from bench.perf.subrun import ROOT, add_out, bench, fresh_dir, load
 from bench.records import load_results
 from bench.units import format_size
 from reports.sections.prediction import pair
@@ -45,8 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.perf.emulated_accuracy", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--scenario", type=Path, default=ROOT / "scenarios" / "emulated.yaml")
-    ap.add_argument("--out", type=Path, default=Path(f"runs/{time.strftime('%Y%m%d-%H%M%S')}"
-                                                     "-emulated-accuracy"))
+    add_out(ap, "emulated-accuracy")
     args = ap.parse_args(argv)
     out = fresh_dir("emulated_accuracy", args.out)
     t0 = time.monotonic()
@@ -84,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{coll} {format_size(max(sizes))}: ring / hierarchical measured "
                   f"{r['measured'] / h['measured']:.2f}, predicted {r['predicted'] / h['predicted']:.2f}")
     print(f"# {out}; {time.monotonic() - t0:.0f} s, load "
-          f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+          f"{load()}")
     return 0
 
 

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import time
 from functools import partial
@@ -36,7 +35,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from bench.perf.subrun import bench, fresh_dir
+from bench.perf.subrun import add_out, bench, fresh_dir, load
 from bench.records import load_results
 from bench.units import format_size
 from reports.sections.prediction import pair
@@ -126,8 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.perf.predict_accuracy", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--out", type=Path, default=Path(f"runs/{time.strftime('%Y%m%d-%H%M%S')}"
-                                                     "-predict-accuracy"))
+    add_out(ap, "predict-accuracy")
     args = ap.parse_args(argv)
     out = fresh_dir("predict_accuracy", args.out)
     t0 = time.monotonic()
@@ -135,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     for i in range(args.rounds):
         rounds.append(one_round(out, i))
         print(f"# round {i} measured and fitted [{time.monotonic() - t0:.0f} s, load "
-              f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}]", flush=True)
+              f"{load()}]", flush=True)
     same = []
     for i, d in enumerate(rounds):
         got = errors(d / "profile.yaml", d / "test", d / "pred").assign(round=i, how="same round")

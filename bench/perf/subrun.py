@@ -1,11 +1,13 @@
-"""What the accuracy benchmarks share: ``commbench`` commands run from this checkout, and a fresh
-output directory."""
+"""What the accuracy benchmarks share: ``commbench`` commands run from this checkout, a fresh
+output directory (``--out``, by default under runs/ named by time), and the load to print."""
 
 from __future__ import annotations
 
+import argparse
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -27,3 +29,14 @@ def fresh_dir(who: str, out: Path) -> Path:
         raise SystemExit(f"{who}: {out} exists and is not empty")
     out.mkdir(parents=True, exist_ok=True)
     return out
+
+
+def add_out(ap: argparse.ArgumentParser, name: str) -> None:
+    """``--out DIR``, by default ``runs/<time>-NAME``."""
+    ap.add_argument("--out", type=Path,
+                    default=Path(f"runs/{time.strftime('%Y%m%d-%H%M%S')}-{name}"))
+
+
+def load() -> str:
+    """The load averages over 1, 5 and 15 minutes, for progress lines."""
+    return " ".join(f"{x:.1f}" for x in os.getloadavg())
