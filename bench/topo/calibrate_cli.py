@@ -159,9 +159,8 @@ def calibrate_command(args: argparse.Namespace, say: Callable[[str], None]) -> i
     start = with_probe(base, probe) if probe is not None else base
     copy = copybw.measured(args.runs)
     if copy is not None:  # this host's copies, measured: better than a base's nominal figure
-        start = replace(start or DEFAULT, device={
-            **(start.device if start else {}), "memory_bandwidth_bytes_per_s": copy.bytes_per_s,
-            **({"copy_bandwidth_curve": [[n, bw] for n, bw in copy.curve]} if copy.curve else {})})
+        start = replace(start or DEFAULT,
+                        device={**(start.device if start else {}), **copy.device()})
     if not points:
         assert start is not None and probe is not None
         result = Fit(start, [], _not_fitted(start, probe), np.array([]))
@@ -291,8 +290,6 @@ def _finish(args: argparse.Namespace, result: Fit, points: Sequence[Point],
     prof = replace(prof, name=name, path=str(args.output), fitted=fitted,
                    source=src + (f"; the rest from {base.name}" if base else ""),
                    device={**(base.device if base else {}),
-                           **({"memory_bandwidth_bytes_per_s": copy.bytes_per_s} if copy else {}),
-                           **({"copy_bandwidth_curve": [[n, bw] for n, bw in copy.curve]}
-                              if copy and copy.curve else {})},
+                           **(copy.device() if copy else {})},
                    nics_per_node=base.nics_per_node if base else 1)
     return replace(prof, native=native_curves(recs, prof))

@@ -16,6 +16,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from bench import canary
 
@@ -27,6 +28,14 @@ class CopyBandwidth:
     bytes_per_s: float  # past the caches (16 MiB)
     readings: int
     curve: tuple[tuple[int, float], ...] = ()  # (bytes, B/s) by size, when several were read
+
+    def device(self) -> dict[str, Any]:
+        """The profile's device keys it sets: the memory bandwidth and, read at two sizes or
+        more, the copy-bandwidth curve."""
+        out: dict[str, Any] = {"memory_bandwidth_bytes_per_s": self.bytes_per_s}
+        if self.curve:
+            out["copy_bandwidth_curve"] = [[n, bw] for n, bw in self.curve]
+        return out
 
     def describe(self) -> str:
         at = ", ".join(f"{n >> 10} KiB {bw / 1e9:.3g} GB/s" for n, bw in self.curve)

@@ -36,9 +36,9 @@ class Net:
         self.alpha = np.array([links[c].alpha if c in links else np.nan for c in CLASS_NAMES])
         self.beta = np.array([links[c].beta if c in links else np.nan for c in CLASS_NAMES])
         self.o, self.gamma, self.hot = profile.overhead, profile.gamma, profile.hot
-        self.copy_bw = profile.copy_bandwidth
-        curve = profile.device.get("copy_bandwidth_curve")
-        self._curve = np.log(np.asarray(curve, dtype=np.float64)).T if curve else None
+        bw = profile.copy_bandwidth
+        curve = profile.device.get("copy_bandwidth_curve") or ([[1.0, bw]] if bw else None)
+        self._copy = np.log(np.asarray(curve, dtype=np.float64)).T if curve else None  # log n, bw
         self.node = np.asarray(placed.node_of, dtype=np.int64)
         self.leaf = np.asarray(placed.leaf_of, dtype=np.int64)[self.node]
         sizes = np.asarray(placed.node_sizes, dtype=np.float64)
@@ -97,15 +97,15 @@ class Net:
 
     @property
     def copies_cost(self) -> bool:
-        return bool(self.copy_bw) or self._curve is not None
+        return self._copy is not None
 
     def copy_time(self, nbytes: Any) -> Any:
         """A local copy reads and writes every byte once, at the bandwidth of the profile's copy
         curve at that size (log-log between its points, flat beyond; :mod:`bench.topo.copybw`),
         else at the device's memory bandwidth; free without either. Arrays work elementwise."""
-        if self._curve is not None:
-            n = np.maximum(np.asarray(nbytes, dtype=np.float64), 1.0)
-            bw = np.exp(np.interp(np.log(n), self._curve[0], self._curve[1]))
-            t = 2.0 * n / bw * (np.asarray(nbytes) > 0)
-            return float(t) if np.ndim(t) == 0 else t
-        return 2.0 * nbytes / self.copy_bw if self.copy_bw else 0.0 * nbytes
+        if self._copy is None:
+            return 0.0 * nbytes
+        n = np.asarray(nbytes, dtype=np.float64)
+        bw = np.exp(np.interp(np.log(np.maximum(n, 1.0)), self._copy[0], self._copy[1]))
+        t = 2.0 * n / bw
+        return float(t) if np.ndim(t) == 0 else t
