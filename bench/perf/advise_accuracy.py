@@ -20,7 +20,6 @@ the measured runs feeds the prediction except the world-size-1 steps and the cal
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from functools import partial
 from pathlib import Path
@@ -28,6 +27,7 @@ from pathlib import Path
 import pandas as pd
 
 from bench.perf.subrun import add_out, bench, fresh_dir, load
+from bench.records import iter_records
 
 cmd = partial(bench, "advise_accuracy")
 
@@ -40,15 +40,10 @@ def one_repeat(out: Path, i: int) -> pd.DataFrame:
         "--no-progress")
     cmd("advise", "--from", str(d / "train"), "--profile", str(d / "cpu.yaml"), "--world-sizes",
         "2,4", "--out", str(d / "advise"))
-    rows = []
-    with (d / "advise" / "results.jsonl").open() as f:
-        for line in f:
-            r = json.loads(line)
-            if r.get("validation"):
-                rows.append({"repeat": i, "model": r["model"], "strategy": r["strategy"],
-                             "world_size": r["world_size"], "measured_ms": r["measured_step_time_ms"],
-                             "predicted_ms": r["step_time_ms"], "error": r["prediction_error"]})
-    return pd.DataFrame(rows)
+    return pd.DataFrame([{"repeat": i, "model": r["model"], "strategy": r["strategy"],
+                          "world_size": r["world_size"], "measured_ms": r["measured_step_time_ms"],
+                          "predicted_ms": r["step_time_ms"], "error": r["prediction_error"]}
+                         for r in iter_records(d / "advise") if r.get("validation")])
 
 
 def summary(df: pd.DataFrame, label: str) -> list[str]:
