@@ -23,9 +23,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+import psutil
+
 from bench import inflight, shmclean
 from bench.records import iter_records, write_meta
-from bench.signals import JOB_ENV, SignalGuard, end_job, end_leftovers, tree_pids
+from bench.signals import JOB_ENV, SignalGuard, end_job, end_leftovers, tree
 from bench.watchdog import TIMEOUT_EXIT
 
 
@@ -46,6 +48,7 @@ class JobResult:
     strays: int = 0  # processes left after the launcher exited (killed by us)
     ended: float = 0.0  # time.time() when the job was over
     shm_removed: int = 0  # /dev/shm files its killed ranks left, removed by us
+    stuck: tuple[int, ...] = ()  # pids of its processes that could not be ended (in the kernel)
 
     @property
     def ok(self) -> bool:
@@ -77,16 +80,21 @@ class JobResult:
             out["strays_killed"] = self.strays
         if self.shm_removed:
             out["shm_removed"] = self.shm_removed
+        if self.stuck:
+            out["stuck_pids"] = list(self.stuck)
         return out
 
 
 def run_job(cmd: list[str], env: dict[str, str], run_dir: Path, world: int, guard: SignalGuard,
             first_case: int = 0) -> JobResult:
     """Run one job to its end, or end it with all its processes when the guard sees a signal.
-    The ``/dev/shm`` files its processes held when its first case began (ranks past
-    ``MPI_Init``), or when they were stopped to be killed, are removed afterwards if they are
-    still there and no process uses them: ranks that were killed (by us, or by their launcher
-    after one died or hung) never unlinked them."""
+    The job is over only when every process of it is gone (:func:`bench.signals.end_leftovers`:
+    a rank its launcher left stopped or still dying is killed and waited for). The job's
+    processes and the ``/dev/shm`` files they hold are noted as its first case begins (ranks
+    past ``MPI_Init``) and again as later cases begin (at most once a second), and when they
+    are stopped to be killed; those files are removed afterwards if they are still there and no
+    process uses them: ranks that were killed (by us, or by their launcher after one died or
+    hung) never unlinked them."""
     token = uuid.uuid4().hex
     before = shmclean.snapshot()
     t0 = time.monotonic()
@@ -94,27 +102,40 @@ def run_job(cmd: list[str], env: dict[str, str], run_dir: Path, world: int, guar
                             start_new_session=True)
     rc: int | None = None
     held: set[shmclean.Entry] = set()
-    sampled = False
+    known: dict[int, psutil.Process] = {}
+    marker, seen, last = run_dir / inflight.INFLIGHT, 0.0, 0.0
     try:
         while rc is None:
             if guard.signum is not None:
                 rc, stopped = end_job(proc, token)
                 held |= stopped
                 break
-            if not sampled and (run_dir / inflight.INFLIGHT).exists():  # once, as case 0 begins
-                held |= shmclean.held_by(tree_pids(proc.pid))
-                sampled = True
+            mtime = _mtime(marker)
+            if mtime != seen and (not seen or time.monotonic() - last >= 1.0):  # a case began
+                procs = tree(proc.pid)
+                known.update((p.pid, p) for p in procs)
+                held |= shmclean.held_by(p.pid for p in procs)
+                seen, last = mtime, time.monotonic()
             try:
-                rc = proc.wait(0.2 if sampled else 0.02)  # quick until it has seen case 0 begin
+                rc = proc.wait(0.2 if seen else 0.02)  # quick until it has seen case 0 begin
             except subprocess.TimeoutExpired:
                 continue
     except BaseException:  # whatever goes wrong here, the job must not outlive its launcher
         shmclean.remove_orphans(held | end_job(proc, token)[1], before)
+        end_leftovers(token, known.values(), grace_s=0)
         raise
-    strays, left = end_leftovers(token)
+    strays, left, stuck = end_leftovers(token, known.values())
     removed = shmclean.remove_orphans(held | left, before)
     return JobResult(world, rc, time.monotonic() - t0, inflight.take(run_dir), first_case,
-                     guard.name, strays, time.time(), len(removed))
+                     guard.name, strays, time.time(), len(removed),
+                     tuple(p.pid for p in stuck))
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
 
 
 class Kind(Protocol):
@@ -183,6 +204,10 @@ class Sweep:
                 self.save()
                 if last.strays and last.signal is None:
                     self.warn(f"world size {w}: killed {last.strays} processes left by the launcher")
+                if last.stuck:
+                    self.warn(f"world size {w}: processes {', '.join(map(str, last.stuck))} of the "
+                              "job could not be killed (stuck in the kernel); their /dev/shm "
+                              "files are left")
                 if last.ok or last.signal is not None:
                     break
                 start = kind.after_failure(self, last)

@@ -20,7 +20,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from types import FrameType, TracebackType
 
@@ -81,27 +81,40 @@ def job_processes(token: str, root: int | None = None, key: str = JOB_ENV) -> li
     return [p for p in found.values() if _alive(p)]
 
 
-def tree_pids(root: int) -> list[int]:
+def tree(root: int) -> list[psutil.Process]:
     """``root`` and its descendants (cheap: no environments read)."""
     try:
         top = psutil.Process(root)
-        return [root, *(p.pid for p in top.children(recursive=True))]
+        return [top, *top.children(recursive=True)]
     except psutil.Error:
         return []
 
 
 def _alive(p: psutil.Process) -> bool:
+    """Not yet gone: a zombie whose other threads still exit (a killed multi-threaded rank's
+    leader turns zombie first) still holds its memory, mappings included."""
     try:
-        return p.status() != psutil.STATUS_ZOMBIE
+        if p.status() != psutil.STATUS_ZOMBIE:
+            return p.is_running()
+        return p.num_threads() > 1
     except psutil.Error:
         return False
 
 
-def _wait_dead(procs: list[psutil.Process], wait_s: float = 5.0) -> None:
-    """Until each is gone or a zombie (its memory, mappings included, released)."""
+def _wait_dead(procs: list[psutil.Process], wait_s: float = 30.0) -> list[psutil.Process]:
+    """Until each is gone (a zombie whose threads have all exited: its memory is released),
+    killing again every second (a signal can race a fork or an exec); those still alive at
+    ``wait_s`` (a process stuck in the kernel cannot be killed)."""
     deadline = time.monotonic() + wait_s
-    while any(_alive(p) for p in procs) and time.monotonic() < deadline:
+    last_kill = time.monotonic()
+    alive = [p for p in procs if _alive(p)]
+    while alive and time.monotonic() < deadline:
         time.sleep(0.02)
+        if time.monotonic() - last_kill >= 1.0:
+            _send(alive, signal.SIGKILL)
+            last_kill = time.monotonic()
+        alive = [p for p in alive if _alive(p)]
+    return alive
 
 
 def _send(procs: list[psutil.Process], sig: int) -> None:
@@ -130,23 +143,35 @@ def end_job(proc: subprocess.Popen[bytes], token: str,
     return rc, held
 
 
-def end_leftovers(token: str, wait_s: float = 5.0) -> tuple[int, set[Entry]]:
-    """Kill what is left of an ended job (a rank its launcher did not reap); how many, and the
-    ``/dev/shm`` files they held."""
-    procs = job_processes(token)
-    if not procs:
-        return 0, set()
-    deadline = time.monotonic() + wait_s  # launchers tear down asynchronously: give them a moment
+def end_leftovers(token: str, known: Iterable[psutil.Process] = (),
+                  grace_s: float = 5.0) -> tuple[int, set[Entry], list[psutil.Process]]:
+    """Kill what is left of an ended job: processes carrying ``token`` and the ``known``
+    processes seen in the job's tree while it ran (a rank its launcher did not reap, a stopped
+    one its launcher's SIGTERM cannot end, one still dying). Returns how many were killed, the
+    ``/dev/shm`` files they held, and those that could not be ended (the caller says so). The
+    job is over only when this returns: its segments can then be removed."""
+    procs = _merge(job_processes(token), known)
+    deadline = time.monotonic() + grace_s  # launchers tear down asynchronously: give them a moment
     while procs and time.monotonic() < deadline:
         time.sleep(0.1)
         procs = [p for p in procs if _alive(p)]
     if not procs:
-        return 0, set()
+        return 0, set(), []
     _send(procs, signal.SIGSTOP)
     held = held_by(p.pid for p in procs)
     _send(procs, signal.SIGKILL)
-    _wait_dead(procs)
-    return len(procs), held
+    stuck = _wait_dead(procs)
+    return len(procs), held, stuck
+
+
+def _merge(found: list[psutil.Process], known: Iterable[psutil.Process]) -> list[psutil.Process]:
+    """``found`` and the still-live ``known`` (psutil checks a pid's start time, so a reused pid
+    is not taken for the job's process)."""
+    out = {p.pid: p for p in found}
+    for p in known:
+        if p.pid not in out and p.pid != os.getpid() and _alive(p):
+            out[p.pid] = p
+    return list(out.values())
 
 
 @functools.cache

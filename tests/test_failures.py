@@ -104,12 +104,16 @@ def test_hung_rank_is_aborted_after_case_timeout(tmp_path: Path) -> None:
     _wait_for_records(proc, run_dir, 2)
     segs = _segments(proc)
     victim = _a_rank(proc, 2)
-    victim.suspend()
+    job = [victim, *psutil.Process(proc.pid).children(recursive=True)]
+    victim.suspend()  # stopped: its launcher's SIGTERM cannot end it, only a SIGKILL
     try:
         _, err = proc.communicate(timeout=120)
+        # the run ends only when every process of its job is gone (then its segments go too)
+        left = [p.pid for p in job if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
     finally:
         if victim.is_running():
             victim.kill()
+    assert left == [], f"processes of the job still there when the run ended: {left}"
     assert proc.returncode not in (0, None)
     # the launcher says why itself: the aborting rank's own line can be lost in the teardown
     assert re.search(r"world size 3 failed during case '[^']+': exceeded case_timeout_s=3 "
