@@ -91,3 +91,15 @@ def training_records(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str,
         assert proc.returncode == 0, proc.stderr[-4000:]
         out += list(iter_records(d / name))
     return out
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under ``pytest -n 2 --dist loadgroup`` (``make test``) the tests of one file run on one
+    worker, in order (their module fixtures are made once; ab's worktrees and the Slurm cluster
+    are not shared), and every test of the shared training run on one worker, so that it is
+    launched once per session."""
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None:
+            shared = "training_records" in getattr(item, "fixturenames", ())
+            item.add_marker(pytest.mark.xdist_group("training-records" if shared else item.path.name))

@@ -1,6 +1,7 @@
 """``commbench ab``: one-line refusals (rounds, scenario, revisions, dependencies), and for real:
-two worktrees of this repository run alternately, records tagged by round, the gate's verdict,
-no worktree left behind; a controlled 2x slowdown of ring (the test-only plugin) is caught;
+two worktrees of this repository run alternately, records tagged by round, the gate's verdict
+exactly its rule on the recorded rounds, no worktree left behind; a slowdown injected into those
+recorded rounds is caught on its keys only;
 SIGTERM or SIGINT mid-round end the run in flight with every process, remove the worktrees and
 mark the sides interrupted; the HTML states ab's rule, not compare's."""
 
@@ -14,13 +15,16 @@ import time
 import uuid
 from pathlib import Path
 
+import orjson
 import psutil
 import pytest
 
 from bench.ab import Side, resolve, run_rounds, worktrees
 from bench.abdeps import mismatch, unsatisfied
 from bench.compare.decide import Rule
+from bench.compare.keys import KEY
 from bench.compare.paired import ROUND, compare_dirs
+from bench.compare.paired_table import render
 from bench.records import iter_records, read_meta
 from reports.ab_section import ab_section
 from tests.conftest import ROOT, clean_env
@@ -39,7 +43,6 @@ timing: {warmup: 3, time_budget_ms: 40, min_iters: 30, max_iters: 2000, repetiti
 check: true
 case_timeout_s: 60
 """
-PLUGINS = ROOT / "tests" / "plugins"
 
 
 def ab(*args: str, cwd: Path = ROOT, timeout: float = 300) -> subprocess.CompletedProcess[str]:
@@ -116,38 +119,37 @@ def test_ab_runs_both_sides_in_rounds(tmp_path: Path) -> None:
     if res.returncode == 2:  # the VM changed speed within every round: ab says so, decides nothing
         assert aside == n and "no round can be compared" in res.stderr.splitlines()[-1], res.stderr
         return
-    assert res.returncode in (0, 1), res.stderr[-3000:]  # a noisy machine may call a key
+    # ab's verdict and exit code are exactly its rule applied to the rounds it recorded
+    again = compare_dirs(out / "base", out / "head", Rule(), alpha=0.25)
     lines = res.stdout.strip().splitlines()
+    assert res.returncode == again.exit_code, res.stderr[-3000:]
+    assert lines[-2] == render(again, 2, 0.25).splitlines()[-1]
     assert lines[-1].startswith("# wall time ") and f"in {2 * n} runs of" in lines[-1]
-    assert lines[-2].startswith(("PASS: no regression in 6 keys", "FAIL: "))
     for side in ("base", "head"):
         assert [r[ROUND] for r in read_meta(out / side)["ab"]["rounds"]] == list(range(1, n + 1))
     html = (tmp_path / "ab.html").read_text()
     assert "Wilcoxon signed-rank" in html and "2 rounds" in html and "Absolute times" in html
     assert "One baseline run" not in html and "Mann-Whitney U test on the raw samples" not in html
+    _an_injected_slowdown_is_caught_on_its_keys_only(out / "base", tmp_path)
 
 
-@pytest.mark.slow
-@pytest.mark.mpi
-def test_a_controlled_slowdown_of_ring_is_caught(tmp_path: Path) -> None:
-    sc = tmp_path / "sc.yaml"
-    sc.write_text(TINY)
-    sha = resolve(ROOT, "HEAD")
-    with worktrees(ROOT, {"base": sha, "head": sha}) as trees:
-        sides = [Side("base", "HEAD", sha, trees["base"], tmp_path / "base"),
-                 Side("head", "HEAD", sha, trees["head"], tmp_path / "head",
-                      env={"COMMBENCH_PLUGINS": "commbench_slowdown", "COMMBENCH_SLOWDOWN": "4"},
-                      path=(PLUGINS,))]
-        # a round whose two runs met the VM's two speed modes is set aside (its canaries differ)
-        # and run again, as ab does, so three matched rounds reach the paired test
-        aside = run_rounds(sides, sc, 3, tmp_path / "rounds", lambda _: None, extra=3)
-    if len(aside) > 3:  # every round met the VM's switch between its two runs (as ab would say)
-        pytest.skip(f"the machine changed speed within all {len(aside)} rounds: none comparable")
-    # absolute times: a stall of native in one round (a busy runner) cannot hide ring's 4x
-    res = compare_dirs(tmp_path / "base", tmp_path / "head", Rule(), alpha=1 / 8)
-    ring = [r for r in res.rows if r.key[2] == "ring"]
-    assert len(ring) == 2 and all(r.decision and r.decision.ratio > 2 for r in ring), ring
-    assert all(r.outcome == "slower" for r in ring) and res.exit_code == 1
+def _an_injected_slowdown_is_caught_on_its_keys_only(base: Path, tmp_path: Path) -> None:
+    """ab's decision on rounds whose effect is known exactly: HEAD is BASE's own recorded rounds
+    with every ring sample 1.3x (every other key identical), so ring's two keys and nothing else
+    are slower. How small an effect real runs reveal is the sensitivity benchmark's figure."""
+    head = tmp_path / "injected-head"
+    head.mkdir()
+    (head / "meta.json").write_text((base / "meta.json").read_text())
+    with (head / "results.jsonl").open("wb") as fh:
+        for rec in iter_records(base):
+            if rec["algorithm"] == "ring":
+                rec["samples_us"] = [1.3 * x for x in rec["samples_us"]]
+            fh.write(orjson.dumps(rec) + b"\n")
+    res = compare_dirs(base, head, Rule(), alpha=0.25)
+    slower = sorted(r.key for r in res.rows if r.outcome == "slower")
+    assert [k[KEY.index("algorithm")] for k in slower] == ["ring", "ring"], res.rows
+    assert all(r.outcome != "slower" or abs(r.decision.ratio - 1.3) < 1e-9 for r in res.rows)
+    assert res.exit_code == 1
 
 
 # long enough per run (6 cases of >= 2 x 0.3 s) that the signal lands inside HEAD's first run

