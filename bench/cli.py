@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
-
-from bench.commands import COMMANDS
-from kernels.collective import discover
 
 # Every module of bench/commands registers its subcommand: a new command is a new file there.
 COMMAND_PACKAGE = "bench.commands"
@@ -17,6 +15,9 @@ class UsageError(Exception):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from bench.commands import COMMANDS
+    from kernels.collective import discover
+
     discover(COMMAND_PACKAGE)
     parser = argparse.ArgumentParser(
         prog="commbench",
@@ -31,6 +32,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from bench.launch.signals import arm_if_rank_of_users_job
+
+    # Before numpy, BLAS or MPI start threads (the commands import them): a rank of the user's
+    # own MPI job takes SIGTERM/SIGHUP in a thread of its own, so a time limit still leaves an
+    # interrupted run (bench/launch/signals.py).
+    arm_if_rank_of_users_job(sys.argv if argv is None else ["commbench", *argv], os.environ)
     args = build_parser().parse_args(argv)
     try:
         return int(args._handler(args))

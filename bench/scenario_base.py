@@ -1,6 +1,6 @@
 """What every scenario kind shares: the frozen model base, the one-line error, and reading YAML.
 
-Kept apart from the kinds themselves so that ``bench.scenario`` (collectives) and
+Kept apart from the kinds themselves so that ``bench.collective.scenario`` (collectives) and
 ``bench.training.scenario`` never import each other, and loading a scenario of one kind costs
 nothing of the other (validating a training scenario imports no torch).
 """

@@ -1,13 +1,13 @@
 """``commbench ab --html``: the paired gate's verdict as a report section, with the rule ab
-applied (docs/gate.md, "How a key is decided"; :mod:`bench.compare.paired`) stated here once, and
+applied (docs/gate.md, "How a key is decided"; :mod:`bench.gate.paired`) stated here once, and
 the table of keys shared with ``compare`` (:func:`reports.gate_section.gate_rows`)."""
 
 from __future__ import annotations
 
-from bench.compare.decide import Rule
-from bench.compare.gate import GateResult
-from bench.compare.paired import min_rounds
-from bench.compare.paired_table import detectable
+from bench.gate.compare import GateResult
+from bench.gate.decide import Rule
+from bench.gate.paired import min_rounds
+from bench.gate.paired_table import detectable
 from reports.gate_section import gate_rows
 from reports.sections import Section
 

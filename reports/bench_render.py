@@ -59,7 +59,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         w3 = time.perf_counter()
     print(f"records: {len(data.frame)}; figures: {html.count('<svg')}; "
           f"HTML {len(html) / 1e6:.1f} MB")
-    print(f"load  (bench.records.load_results + normalise): wall {w1 - w0:5.2f} s, "
+    print(f"load  (bench.store.records.load_results + normalise): wall {w1 - w0:5.2f} s, "
           f"cpu {c1 - c0:5.2f} s")
     print(f"render (aggregate, draw figures, templates):     wall {w2 - w1:5.2f} s, "
           f"cpu {c2 - c1:5.2f} s (incl. figure workers)")

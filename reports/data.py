@@ -1,7 +1,7 @@
 """What the reporter reads: runs from the results store, normalised into one frame.
 
 The reporter never imports MPI, CuPy or torch: it reads ``meta.json`` and ``results.jsonl``
-through :mod:`bench.records` only. Records of different kinds (collective, training) and of
+through :mod:`bench.store.records` only. Records of different kinds (collective, training) and of
 imported runs share one frame; columns a record lacks are filled with missing values, so every
 section can ask for any column.
 """
@@ -15,7 +15,7 @@ from typing import Any
 
 import pandas as pd
 
-from bench.records import load_results, read_meta
+from bench.store.records import load_results, read_meta
 from kernels.collective import canonical
 
 # Columns every section may rely on (missing ones become NaN/None).
@@ -92,7 +92,7 @@ def normalise(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def load_runs(paths: Sequence[Path | str]) -> ReportData:
-    """Read each run directory; raises :class:`bench.records.StoreError` (one line) if unusable."""
+    """Read each run directory; raises :class:`bench.store.records.StoreError` (one line) if unusable."""
     dirs = [Path(p) for p in paths]
     metas = [read_meta(d) for d in dirs]
     labels = _labels(dirs, metas)

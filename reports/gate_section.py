@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.compare.gate import GateResult
-from bench.compare.keys import describe
-from bench.compare.table import ORDER
+from bench.gate.compare import GateResult
+from bench.gate.keys import describe
+from bench.gate.table import ORDER
 from reports.sections import Section
 
 

@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from bench import metrics
-from bench.records import RESULTS, SCHEMA_VERSION, write_meta
+from bench.collective import metrics
+from bench.store.records import RESULTS, SCHEMA_VERSION, write_meta
 
 ALGORITHMS = {"native": (8.0, 6.0), "ring": (14.0, 5.5), "tree": (10.0, 3.5),
               "naive": (9.0, 2.0)}  # name: (latency µs per step, GB/s)
@@ -132,7 +132,7 @@ def meta(run_id: str, scenario: str = "synthetic", **extra: Any) -> dict[str, An
 def write_run(run_dir: Path, records: Iterator[Mapping[str, Any]] | Sequence[Mapping[str, Any]],
               meta_fields: Mapping[str, Any] | None = None) -> Path:
     """Write ``meta.json`` and ``results.jsonl`` as the harness does (same JSON Lines format as
-    :class:`bench.records.ResultWriter`, without its per-record fsync: 100,000 records in seconds)."""
+    :class:`bench.store.records.ResultWriter`, without its per-record fsync: 100,000 records in seconds)."""
     write_meta(run_dir, dict(meta_fields or meta(run_dir.name)))
     with (run_dir / RESULTS).open("w", encoding="utf-8") as f:
         for rec in records:

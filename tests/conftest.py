@@ -79,7 +79,7 @@ def training_records(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str,
     """Records of :data:`TRAINING_SCENARIO` and :data:`PS_SCENARIO`, run for real (needs torch;
     only tests marked ``training`` use it)."""
     pytest.importorskip("torch", reason="training needs torch")
-    from bench.records import iter_records
+    from bench.store.records import iter_records
 
     d = tmp_path_factory.mktemp("training")
     out: list[dict[str, Any]] = []

@@ -12,7 +12,7 @@ from bench.probe.links import Layout, flows, from_launch
 from bench.probe.measure import Samples, Settings
 from bench.probe.record import pair_record
 from bench.probe.schedule import rounds
-from bench.records import SCHEMA_VERSION, ResultWriter, write_meta
+from bench.store.records import SCHEMA_VERSION, ResultWriter, write_meta
 
 ALPHA = {"intra": 2e-6, "inter": 2e-5}  # s
 BETA = {"intra": 8e9, "inter": 1e9}  # bytes/s

@@ -19,13 +19,13 @@ import orjson
 import psutil
 import pytest
 
-from bench.ab import Side, resolve, run_rounds, worktrees
-from bench.abdeps import mismatch, unsatisfied
-from bench.compare.decide import Rule
-from bench.compare.keys import KEY
-from bench.compare.paired import ROUND, compare_dirs
-from bench.compare.paired_table import render
-from bench.records import iter_records, read_meta
+from bench.gate.ab import Side, resolve, run_rounds, worktrees
+from bench.gate.abdeps import mismatch, unsatisfied
+from bench.gate.decide import Rule
+from bench.gate.keys import KEY
+from bench.gate.paired import ROUND, compare_dirs
+from bench.gate.paired_table import render
+from bench.store.records import iter_records, read_meta
 from reports.ab_section import ab_section
 from tests.conftest import ROOT, clean_env
 
@@ -215,7 +215,7 @@ def test_a_signal_ends_the_run_in_flight_and_removes_the_worktrees(tmp_path: Pat
 
 
 def test_ab_html_states_the_paired_rule() -> None:
-    from bench.compare.gate import GateResult
+    from bench.gate.compare import GateResult
 
     res = GateResult((Path("base"),), Path("head"), Rule(threshold=0.0, reference=True), [])
     sec = ab_section(res, rounds=7, alpha=0.01)
@@ -231,7 +231,7 @@ def test_a_round_whose_runs_saw_different_machines_is_run_again(tmp_path: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """ab's own orchestration (no MPI involved): rounds 2 and 4 have canaries 3x apart, so two
     more rounds run to reach 3 matched ones; at most ``extra`` more."""
-    import bench.ab as ab
+    import bench.gate.ab as ab
 
     ran: list[tuple[str, int]] = []
     canary = {("head", 2): 800.0, ("base", 4): 790.0}

@@ -109,7 +109,7 @@ def test_search_ranks_fitting_layouts_first_and_states_the_margin(tmp_path: Path
     proc = commbench("advise", "--model", "gpt-1.3b", "--profile", "h100-ib400", "--topology",
                      "2x8", "--batch", "64", "--out", str(tmp_path / "adv"), "--top", "3")
     assert proc.returncode == 0, proc.stderr
-    from bench.records import iter_records
+    from bench.store.records import iter_records
 
     recs = list(iter_records(tmp_path / "adv"))
     fits = [r["fits"] for r in recs]
@@ -165,8 +165,8 @@ def test_knobs_change_compute_and_memory_not_communication() -> None:
     from bench.advise.layout import Layout
     from bench.advise.memory import activations
     from bench.advise.question import Question
-    from bench.topo.model import parse_topology
-    from bench.topo.profile import load_profile
+    from bench.costmodel.model import parse_topology
+    from bench.costmodel.profile import load_profile
     from bench.training.analytic import FP32
     from bench.training.analytic import activations as analytic_acts
     from bench.training.scenario import StrategySpec

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from bench.cli import main
-from bench.records import SCHEMA_VERSION, ResultWriter, write_meta
-from bench.topo.calibrate import model_time, point
-from bench.topo.profile import Link, Profile, load_profile
+from bench.costmodel.calibrate import model_time, point
+from bench.costmodel.profile import Link, Profile, load_profile
+from bench.store.records import SCHEMA_VERSION, ResultWriter, write_meta
 from kernels import collective as coll
 
 pytestmark = pytest.mark.timeout(120)
@@ -100,7 +100,7 @@ def test_recovers_known_parameters(tmp_path: Path, capsys) -> None:
     curve = prof.native["all_reduce"]["native"]
     assert (curve["world_size"], curve["ranks_per_node"], len(curve["points"])) == (8, 4, 5)
     assert all(r > 0.7 for _, r in curve["points"])  # 0.8 x ring, and the ring >= the best
-    from bench.topo.predict import native_ratio
+    from bench.costmodel.predict import native_ratio
 
     assert sorted(curve["by_world_size"], key=int) == ["2", "4", "8"]  # one curve per world size
     two = dict((n, r) for n, r in curve["by_world_size"]["2"]["points"])

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from bench.cli import main
-from bench.compare.decide import Rule, decide
-from bench.compare.gate import compare_runs
+from bench.gate.compare import compare_runs
+from bench.gate.decide import Rule, decide
 from reports import synthetic
 
 SPEC = synthetic.Spec(world_sizes=(2, 4), sizes=(1024, 65536, 1 << 20), samples=60)
@@ -180,7 +180,7 @@ def test_decide_ignores_differences_below_timer_resolution() -> None:
 
 
 def test_ci_scenario_is_small_and_loads() -> None:
-    from bench.scenario import load_scenario
+    from bench.collective.scenario import load_scenario
 
     sc = load_scenario(Path(__file__).parent.parent / "scenarios" / "ci.yaml")
     assert sc.name == "ci" and sc.world_sizes == [1, 2]

@@ -10,10 +10,10 @@ import pytest
 from scipy import stats
 
 from bench.cli import main
-from bench.compare.decide import Rule
-from bench.compare.gate import compare_runs
-from bench.compare.keys import KEY, Case, load_cases, pooled
-from bench.compare.noise import estimate, group_of
+from bench.gate.compare import compare_runs
+from bench.gate.decide import Rule
+from bench.gate.keys import KEY, Case, load_cases, pooled
+from bench.gate.noise import estimate, group_of
 from tests.test_compare import write
 
 

@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from bench.compare.decide import Rule
-from bench.compare.gate import compare_runs
-from bench.compare.keys import KEY, Case, InputError, Key
-from bench.compare.paired import (
+from bench.gate.compare import compare_runs
+from bench.gate.decide import Rule
+from bench.gate.keys import KEY, Case, InputError, Key
+from bench.gate.paired import (
     ROUND,
     Round,
     compare_dirs,
@@ -23,7 +23,7 @@ from bench.compare.paired import (
     min_rounds,
     paired,
 )
-from bench.compare.paired_table import render
+from bench.gate.paired_table import render
 
 ALGS = ("native", "ring", "tree", "halving_doubling")
 SIZES = (1024, 65536, 1 << 20)
@@ -196,7 +196,7 @@ def _canaried(side_dir: Path, speeds: list[float]) -> None:
 def test_rounds_whose_runs_saw_different_machines_are_set_aside(tmp_path: Path) -> None:
     """The VM's slow mode in one run of a round (canary 3x) makes that round's ratio the mode's:
     such rounds are not decided on, so one of them no longer hides a slowdown."""
-    from bench.compare.matched import mismatched, round_speeds
+    from bench.gate.matched import mismatched, round_speeds
 
     rr = rounds(7, seed=11, slow={"ring": 1.3}, drift=0.0)
     base_rounds, head_rounds = rr, list(rr)

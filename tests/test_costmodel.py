@@ -9,14 +9,14 @@ from dataclasses import replace
 
 import pytest
 
-from bench.topo import cost
-from bench.topo.closed import CLOSED, Ctx, Job
-from bench.topo.cost import Estimate
-from bench.topo.model import Cluster, TopologyError, parse_topology
-from bench.topo.net import Net
-from bench.topo.predict import estimate_case  # noqa: F401 - registers every closed form
-from bench.topo.profile import Link, Profile, ProfileError, load_profile, presets
-from bench.topo.scheduled import schedule_estimate
+from bench.costmodel import cost
+from bench.costmodel.closed import CLOSED, Ctx, Job
+from bench.costmodel.cost import Estimate
+from bench.costmodel.model import Cluster, TopologyError, parse_topology
+from bench.costmodel.net import Net
+from bench.costmodel.predict import estimate_case  # noqa: F401 - registers every closed form
+from bench.costmodel.profile import Link, Profile, ProfileError, load_profile, presets
+from bench.costmodel.scheduled import schedule_estimate
 from kernels import collective as coll
 from kernels.algorithm import Problem, algorithms_of, get_algorithm
 from kernels.schedule import Range, StepBuilder

@@ -7,10 +7,10 @@ import json
 
 import pytest
 
+from bench.collective.scenario import ScenarioError, parse_scenario
+from bench.costmodel.profile import Link, Profile, ProfileError, Slow, from_mapping
 from bench.emulate.links import EmulationError, link_delay
 from bench.emulate.steps import Release, rank_delays, releases, sends_of
-from bench.scenario import ScenarioError, parse_scenario
-from bench.topo.profile import Link, Profile, ProfileError, Slow, from_mapping
 from kernels.algorithm import Problem, get_algorithm
 from tests.conftest import ROOT, commbench, run_mpi
 

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from bench.cli import main
-from bench.records import load_results
+from bench.store.records import load_results
 from reports import synthetic
 
 SPEC = synthetic.Spec(world_sizes=(2,), sizes=(1024, 65536), algorithms=("native", "ring"),

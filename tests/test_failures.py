@@ -15,8 +15,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from bench.records import iter_records, load_results, read_meta
-from bench.shmclean import held_by
+from bench.launch.shmclean import held_by
+from bench.store.records import iter_records, load_results, read_meta
 from tests.conftest import ROOT, clean_env
 
 pytestmark = pytest.mark.mpi

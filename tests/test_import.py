@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from bench.cli import main
-from bench.compare.gate import compare_runs
-from bench.importers import Options, ParseError, nccl_tests, osu
-from bench.importers.lines import clean
-from bench.records import load_results, read_meta
+from bench.gate.compare import compare_runs
+from bench.store.importers import Options, ParseError, nccl_tests, osu
+from bench.store.importers.lines import clean
+from bench.store.records import load_results, read_meta
 
 DATA = Path(__file__).parent / "data" / "import"
 CORPUS = Path(__file__).parent / "data" / "importers"

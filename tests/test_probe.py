@@ -12,12 +12,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from bench.costmodel.profile import load_profile
 from bench.probe.fit import fit_probe
 from bench.probe.links import from_launch
 from bench.probe.outliers import find, slow_nodes, unexplained_links
 from bench.probe.schedule import rounds
-from bench.records import load_results, read_meta
-from bench.topo.profile import load_profile
+from bench.store.records import load_results, read_meta
 from tests.conftest import ROOT, commbench, run_mpi
 from tests.probe_records import ALPHA, BETA, LAYOUT, SlowNode, probe_run, synthetic
 
@@ -69,7 +69,7 @@ def test_the_threshold_holds_back_a_smaller_slowdown() -> None:
 
 
 def test_calibration_from_probe_records_recovers_alpha_and_beta(tmp_path: Path) -> None:
-    from bench.topo.calibrate_cli import calibrate_command
+    from bench.costmodel.calibrate_cli import calibrate_command
 
     recs = synthetic(LAYOUT, noise=0.03)
     got = fit_probe(recs)
@@ -139,7 +139,7 @@ def test_injected_slow_node_is_waited_before_every_message_and_confirmed() -> No
 
 
 def test_a_probe_is_a_scenario_kind() -> None:
-    from bench.scenario import ScenarioError, parse_scenario
+    from bench.collective.scenario import ScenarioError, parse_scenario
 
     sc = parse_scenario({"kind": "probe", "world_size": 8, "ranks_per_node": 2, "sizes": ["8B"]})
     assert sc.kind == "probe" and sc.settings().sizes == (8,) and sc.world_sizes == [8]
@@ -217,8 +217,8 @@ def test_a_probe_is_never_offered_resume(tmp_path: Path,
 
 def test_an_interrupted_probe_says_to_run_it_again(tmp_path: Path,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    from bench.launch.selflaunch import JobResult
     from bench.probe.launch import probe_sweep
-    from bench.selflaunch import JobResult
 
     run = probe_run(tmp_path, synthetic(from_launch(["h"] * 4, 1))[:5])
 
@@ -237,7 +237,7 @@ def test_an_interrupted_probe_says_to_run_it_again(tmp_path: Path,
 def test_every_yaml_example_of_the_probe_docs_loads() -> None:
     import yaml
 
-    from bench.scenario import parse_scenario
+    from bench.collective.scenario import parse_scenario
 
     text = (ROOT / "docs" / "probe.md").read_text(encoding="utf-8")
     blocks = re.findall(r"^```yaml\n(.*?)^```", text, re.M | re.S)
@@ -288,7 +288,7 @@ def test_export_gives_probe_records_a_group_and_json_nested_columns(tmp_path: Pa
     import csv
     import json
 
-    from bench.export import export
+    from bench.store.export import export
 
     recs = synthetic(from_launch(["h"] * 4, 2))
     for r in recs:

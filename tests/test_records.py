@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.records import (
+from bench.store.records import (
     SCHEMA_VERSION,
     ResultWriter,
     StoreError,

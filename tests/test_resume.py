@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.records import KEY_FIELDS, load_results, read_meta
+from bench.store.records import KEY_FIELDS, load_results, read_meta
 from tests.conftest import ROOT, clean_env, commbench, mpiexec
 
 pytestmark = pytest.mark.mpi
@@ -221,7 +221,7 @@ def test_a_run_in_use_is_not_touched(tmp_path: Path, finished: tuple[Path, Path]
 
 
 def test_a_key_added_to_scenarios_since_does_not_block_resume(tmp_path: Path) -> None:
-    from bench.resume import RunDirError, resumable, scenario_hash
+    from bench.store.resume import RunDirError, resumable, scenario_hash
 
     old = {"name": "x", "sizes": [8]}
     (tmp_path / "meta.json").write_text(json.dumps(

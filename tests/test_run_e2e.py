@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.records import COLLECTIVE_FIELDS, load_results, read_meta
+from bench.store.records import COLLECTIVE_FIELDS, load_results, read_meta
 from tests.conftest import ROOT, clean_env, commbench, mpiexec
 
 pytestmark = pytest.mark.mpi

@@ -10,7 +10,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from bench.scenario import ScenarioError, check_memory, load_scenario
+from bench.collective.scenario import ScenarioError, check_memory, load_scenario
 from tests.conftest import commbench
 
 GOOD = """\

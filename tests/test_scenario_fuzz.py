@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bench.scenario import ScenarioError, load_scenario, parse_scenario
+from bench.collective.scenario import ScenarioError, load_scenario, parse_scenario
 from bench.units import parse_size
 
 pytestmark = pytest.mark.timeout(180)

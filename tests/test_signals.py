@@ -19,8 +19,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from bench.records import load_results, read_meta
-from bench.shmclean import held_by, remove_orphans, snapshot
+from bench.launch.shmclean import held_by, remove_orphans, snapshot
+from bench.store.records import load_results, read_meta
 from tests.conftest import ROOT, clean_env
 from tests.test_openmpi import ompi_python  # noqa: F401 (a fixture: .venv-openmpi, or a skip)
 
@@ -205,7 +205,7 @@ sys.stdin.read()
 
 
 def test_only_new_files_no_live_process_uses_are_removed(tmp_path: Path) -> None:
-    """bench.shmclean on a directory of its own: a file there before the job, a file a live
+    """bench.launch.shmclean on a directory of its own: a file there before the job, a file a live
     process maps, one it holds open, and one a killed process mapped; only the last goes."""
     shm = tmp_path / "shm"
     shm.mkdir()

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from bench.records import iter_records, read_meta
+from bench.store.records import iter_records, read_meta
 from tests.conftest import ROOT, clean_env
 from tests.slurm_cluster import Cluster, ensure_slurm
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench.records import load_results
-from bench.threadlevel import choose, local_ranks
+from bench.launch.threadlevel import choose, local_ranks
+from bench.store.records import load_results
 from tests.conftest import ROOT, clean_env, mpiexec
 
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.topo.launch import nics_here, resolve_topology, run_node_sizes, slurm_node_sizes
-from bench.topo.model import TopologyError
+from bench.costmodel.launch import nics_here, resolve_topology, run_node_sizes, slurm_node_sizes
+from bench.costmodel.model import TopologyError
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -16,8 +16,8 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="training needs torch (pip install torch==2.13.0)")
 
-from bench.records import load_results  # noqa: E402
-from bench.scenario import ScenarioError, load_scenario  # noqa: E402
+from bench.collective.scenario import ScenarioError, load_scenario  # noqa: E402
+from bench.store.records import load_results  # noqa: E402
 from bench.training.strategies.ddp import bf16_hook_allowed  # noqa: E402
 
 TOL = {"ddp[fp16]": 5e-3}  # compression hook: stated tolerance (bf16 needs NCCL)

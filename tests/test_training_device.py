@@ -14,8 +14,8 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="training needs torch (pip install torch==2.13.0)")
 
-from bench.records import iter_records  # noqa: E402
-from bench.scenario import ScenarioError, load_scenario  # noqa: E402
+from bench.collective.scenario import ScenarioError, load_scenario  # noqa: E402
+from bench.store.records import iter_records  # noqa: E402
 from bench.training.distenv import fp32_math, pick_backend, visible_gpus  # noqa: E402
 from bench.training.strategies.ddp import bf16_hook_allowed  # noqa: E402
 from tests.conftest import ROOT, clean_env, commbench  # noqa: E402

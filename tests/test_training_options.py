@@ -15,7 +15,7 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="training needs torch (pip install torch==2.13.0)")
 
-from bench.records import iter_records  # noqa: E402
+from bench.store.records import iter_records  # noqa: E402
 
 COMMON = """
 kind: training

@@ -15,7 +15,7 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="training needs torch (pip install torch==2.13.0)")
 
-from bench.records import iter_records  # noqa: E402
+from bench.store.records import iter_records  # noqa: E402
 from bench.training.measure import Idle, RankResult  # noqa: E402
 from bench.training.memory import HeldBytes  # noqa: E402
 from bench.training.strategies import pipeline  # noqa: E402

@@ -62,7 +62,7 @@ BAD = [  # (scenario body after "kind: training", the one-line message it must g
 # anything imported torch.
 PROBE = """
 import json, sys
-from bench.scenario import ScenarioError, load_scenario
+from bench.collective.scenario import ScenarioError, load_scenario
 out = {"errors": []}
 for path in sys.argv[1:]:
     try:

@@ -24,8 +24,8 @@ from bench.advise.validate import (
     single_rank,
     training_records,
 )
-from bench.topo.model import parse_topology
-from bench.topo.profile import load_profile
+from bench.costmodel.model import parse_topology
+from bench.costmodel.profile import load_profile
 from bench.training.analytic import PRECISIONS
 
 Say = Callable[[str], None]

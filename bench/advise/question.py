@@ -13,8 +13,8 @@ from bench.advise.evaluate import Job
 from bench.advise.search import NoFit, Ranked, search, smallest_fit
 from bench.advise.shape import Shape
 from bench.advise.timing import Timer
-from bench.topo.model import Cluster
-from bench.topo.profile import Profile, ProfileError
+from bench.costmodel.model import Cluster
+from bench.costmodel.profile import Profile, ProfileError
 from bench.training.analytic import Precision
 
 MAX_GROWTH = 64  # smallest-fit search: up to 64 x the asked world size

@@ -11,8 +11,8 @@ from typing import Any
 
 from bench.advise.evaluate import Result
 from bench.advise.search import Ranked
-from bench.meta import git_commit, host_facts, package_versions
-from bench.records import SCHEMA_VERSION, ResultWriter, write_meta
+from bench.store.meta import git_commit, host_facts, package_versions
+from bench.store.records import SCHEMA_VERSION, ResultWriter, write_meta
 
 MS = 1e3
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,4 +1,4 @@
-"""Collective times from the cost model (:mod:`bench.topo`), each on its own group's ranks.
+"""Collective times from the cost model (:mod:`bench.costmodel`), each on its own group's ranks.
 
 A group (the ranks of one data, tensor or pipeline group through rank 0) is placed on the nodes
 its ranks occupy in the job (``Cluster.place``), as a cluster of its own. The groups of one axis
@@ -14,7 +14,7 @@ a receive costs what its send does (the rank waits for it).
 
 A parameter server's exchange (:meth:`Timer.ps`) is priced on the whole job's placement, the
 workers first and the servers the last ranks, as the cost model prices one step of messages
-(:mod:`bench.topo.net`: concurrent flows share a rank's port or NIC, a node's NICs and the
+(:mod:`bench.costmodel.net`: concurrent flows share a rank's port or NIC, a node's NICs and the
 leaf uplinks, so W - N workers pushing to one server share that server's NIC: incast). Push:
 every worker sends server s its shard at once (its j-th message posted j overheads late);
 a server is ready when its last gradient arrived, plus gamma x the bytes it sums. Pull: server s
@@ -33,11 +33,11 @@ import numpy as np
 
 from bench.advise.calls import Call
 from bench.advise.layout import Layout
-from bench.topo.cost import Estimate
-from bench.topo.model import Cluster, Placed
-from bench.topo.net import Net
-from bench.topo.predict import estimate_case, native_ratio
-from bench.topo.profile import Link, Profile
+from bench.costmodel.cost import Estimate
+from bench.costmodel.model import Cluster, Placed
+from bench.costmodel.net import Net
+from bench.costmodel.predict import estimate_case, native_ratio
+from bench.costmodel.profile import Link, Profile
 from kernels import collective as coll
 from kernels.algorithm import VENDOR, Problem, algorithms_of
 

@@ -29,7 +29,7 @@ from bench.advise.evaluate import Job, Result, evaluate
 from bench.advise.shape import Shape, shape_of
 from bench.advise.strategies import as_layout
 from bench.advise.timing import Timer
-from bench.records import SCHEMA_VERSION, iter_records
+from bench.store.records import SCHEMA_VERSION, iter_records
 from bench.training.analytic import FP32
 
 

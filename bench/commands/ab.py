@@ -3,7 +3,7 @@
 Both revisions are checked out as worktrees in a temporary directory and run the scenario
 alternately, ``--rounds`` times each, in this environment (refused in one line, exit 2, when their
 ``pyproject.toml`` dependencies differ). Keys are decided on the per-round ratios HEAD/BASE
-(:mod:`bench.compare.paired`); exit codes and table as ``commbench compare``: 0 no regression,
+(:mod:`bench.gate.paired`); exit codes and table as ``commbench compare``: 0 no regression,
 1 regression, 2 unusable input, 128 + signal when SIGINT, SIGTERM or SIGHUP stopped it (the run in
 flight ended, the sides marked interrupted, the worktrees removed).
 """
@@ -16,16 +16,16 @@ import sys
 import time
 from pathlib import Path
 
-from bench import launcher
-from bench.ab import AbError, AbInterrupted, Side, git, mark_interrupted, resolve, run_rounds, worktrees
-from bench.abdeps import mismatch
 from bench.commands import register
-from bench.compare.decide import Rule
-from bench.compare.keys import InputError
-from bench.compare.matched import mismatched, round_speeds
-from bench.compare.paired import PAIRED_ALPHA, compare_dirs, min_rounds
-from bench.compare.paired_table import render
-from bench.signals import SignalGuard
+from bench.gate.ab import AbError, AbInterrupted, Side, git, mark_interrupted, resolve, run_rounds, worktrees
+from bench.gate.abdeps import mismatch
+from bench.gate.decide import Rule
+from bench.gate.keys import InputError
+from bench.gate.matched import mismatched, round_speeds
+from bench.gate.paired import PAIRED_ALPHA, compare_dirs, min_rounds
+from bench.gate.paired_table import render
+from bench.launch import launcher
+from bench.launch.signals import SignalGuard
 
 
 def configure(p: argparse.ArgumentParser) -> None:

@@ -58,9 +58,9 @@ def handle(args: argparse.Namespace) -> int:
     except ImportError as e:
         return _fail(f"needs torch (pip install 'commbench[training]'): {e}")
     from bench.advise.question import AdviceError
-    from bench.records import StoreError
-    from bench.topo.model import TopologyError
-    from bench.topo.profile import ProfileError
+    from bench.costmodel.model import TopologyError
+    from bench.costmodel.profile import ProfileError
+    from bench.store.records import StoreError
     from kernels.registry import UnknownName
 
     out = args.out or Path("runs") / f"{dt.datetime.now():%Y%m%d-%H%M%S}-advise"

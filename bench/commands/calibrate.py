@@ -19,7 +19,7 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from bench.topo.calibrate_cli import calibrate_command
+    from bench.costmodel.calibrate_cli import calibrate_command
 
     return calibrate_command(args, lambda line: print(line, file=sys.stderr))
 

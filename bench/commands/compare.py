@@ -7,7 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from bench import canary
+from bench.collective import canary
 from bench.commands import register
 
 
@@ -36,10 +36,10 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from bench.compare.decide import Rule  # scipy: imported when the command runs, not at start
-    from bench.compare.gate import compare_runs
-    from bench.compare.keys import InputError
-    from bench.compare.table import render
+    from bench.gate.compare import compare_runs
+    from bench.gate.decide import Rule  # scipy: imported when the command runs, not at start
+    from bench.gate.keys import InputError
+    from bench.gate.table import render
 
     if not 0 <= args.threshold < 100 or not 0 < args.alpha < 1 or not 0 < args.run_alpha < 1:
         print("commbench: --threshold must be in [0, 100), --alpha and --run-alpha in (0, 1)",

@@ -117,8 +117,8 @@ def _transports() -> Facts:
 
 def _network() -> Facts:
     """Interfaces and InfiniBand ports with their rates, and the NIC count a topology read from
-    the launch takes (``--topology slurm|here|run:DIR``, see :mod:`bench.topo.launch`)."""
-    from bench.topo.launch import network_facts
+    the launch takes (``--topology slurm|here|run:DIR``, see :mod:`bench.costmodel.launch`)."""
+    from bench.costmodel.launch import network_facts
 
     return network_facts()
 

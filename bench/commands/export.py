@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 
 from bench.commands import register
-from bench.export import FORMATS, ExportError, export
-from bench.records import StoreError
+from bench.store.export import FORMATS, ExportError, export
+from bench.store.records import StoreError
 
 
 def configure(p: argparse.ArgumentParser) -> None:

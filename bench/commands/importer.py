@@ -9,9 +9,9 @@ import sys
 from pathlib import Path
 
 from bench.commands import register
-from bench.importers import IMPORTERS, MODULES, Options, ParseError
-from bench.importers.common import write_import
-from bench.importers.detect import canonical
+from bench.store.importers import IMPORTERS, MODULES, Options, ParseError
+from bench.store.importers.common import write_import
+from bench.store.importers.detect import canonical
 from kernels.collective import names
 
 

@@ -46,11 +46,11 @@ def _fail(message: str) -> int:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from bench.topo.launch import resolve_topology
-    from bench.topo.model import TopologyError
-    from bench.topo.predict import MAX_SCHEDULE_RANKS
-    from bench.topo.profile import ProfileError, load_profile
-    from bench.topo.run import Request, RequestError, all_collectives, parse_sizes, run
+    from bench.costmodel.launch import resolve_topology
+    from bench.costmodel.model import TopologyError
+    from bench.costmodel.predict import MAX_SCHEDULE_RANKS
+    from bench.costmodel.profile import ProfileError, load_profile
+    from bench.costmodel.run import Request, RequestError, all_collectives, parse_sizes, run
     from kernels.registry import UnknownName
 
     out = args.out or Path("runs") / f"{dt.datetime.now():%Y%m%d-%H%M%S}-predict"

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from bench.commands import register
-from bench.records import StoreError, skipping_bad_lines
+from bench.store.records import StoreError, skipping_bad_lines
 
 
 def configure(p: argparse.ArgumentParser) -> None:

@@ -12,15 +12,16 @@ from typing import Any
 
 import psutil
 
-from bench import launcher, meta, resume
+from bench.collective.progress import TTY_ENV
+from bench.collective.scenario import CollectiveScenario, ScenarioError, check_memory, load_scenario
 from bench.commands import register
-from bench.progress import TTY_ENV
-from bench.records import iter_records, read_meta, write_meta
-from bench.resume import RunDirError
-from bench.scenario import CollectiveScenario, ScenarioError, check_memory, load_scenario
-from bench.selflaunch import JobResult, Sweep, say
-from bench.signals import job_interrupt
-from bench.threadlevel import LEVELS as THREAD_LEVELS
+from bench.launch import launcher
+from bench.launch.selflaunch import JobResult, Sweep, say
+from bench.launch.signals import job_interrupt
+from bench.launch.threadlevel import LEVELS as THREAD_LEVELS
+from bench.store import meta, resume
+from bench.store.records import iter_records, read_meta, write_meta
+from bench.store.resume import RunDirError
 from kernels.transports import TRANSPORTS
 
 # Scenario kinds with their own runner (args, scenario, world sizes) -> exit code.
@@ -174,7 +175,7 @@ class CollectiveKind:
     def first(self, world: int) -> int | None:
         if not self.resuming:
             return 0
-        from bench.case import groups
+        from bench.collective.case import groups
 
         for rpn in self.sc.ranks_per_node:  # self-launched: one host, so auto is the world size
             for g in groups(self.sc, world, world if rpn == "auto" else int(rpn)):
@@ -223,14 +224,14 @@ def after_run(run_dir: Path) -> None:
 
 
 def _run_in_job(args: argparse.Namespace, sc: CollectiveScenario, sizes: tuple[int, ...]) -> int:
-    from bench.threadlevel import request
+    from bench.launch.threadlevel import request
 
     request(sc.thread_level)  # before MPI starts: mpi4py would ask for THREAD_MULTIPLE
     worker_of = os.environ.get(launcher.WORKER_ENV)
     stop = None if worker_of else job_interrupt()  # self-launched ranks: the parent handles them
     from mpi4py import MPI
 
-    from bench.runner import RunContext, run_job
+    from bench.collective.runner import RunContext, run_job
 
     comm = MPI.COMM_WORLD
     sizes = tuple(w for w in (sizes or (comm.size,)) if w <= comm.size)

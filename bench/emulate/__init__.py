@@ -2,7 +2,7 @@
 and every message crossing a modelled link class waits what the cost model says that link
 costs beyond the host's own (docs/predict.md, "Emulating a cluster on one host").
 
-- :mod:`bench.emulate.links`: :func:`link_delay` builds a :class:`bench.topo.delay.LinkDelay`
+- :mod:`bench.emulate.links`: :func:`link_delay` builds a :class:`bench.costmodel.delay.LinkDelay`
   from a profile and a topology spec (also for the link probe);
 - :mod:`bench.emulate.steps`: which sends of a schedule wait, and how long (pure);
 - :mod:`bench.emulate.wait`: how a delay is waited (sleep, then a short spin);

@@ -17,17 +17,17 @@ from collections.abc import Sequence
 
 from pydantic import model_validator
 
+from bench.costmodel.model import TopologyError, parse_topology
+from bench.costmodel.profile import Profile, ProfileError, load_profile
 from bench.emulate.job import EMULATORS, EmulatedJob
 from bench.emulate.links import EmulationError, link_delay
 from bench.scenario_base import Frozen
-from bench.topo.model import TopologyError, parse_topology
-from bench.topo.profile import Profile, ProfileError, load_profile
 from kernels.algorithm import get_algorithm
 
 
 class Emulate(Frozen):
     profile: str  # preset name or path (relative to the working directory)
-    topology: str  # bench/topo/model.py spec: NODESxRANKS[:options]
+    topology: str  # bench/costmodel/model.py spec: NODESxRANKS[:options]
 
     @model_validator(mode="after")
     def _usable(self) -> Emulate:

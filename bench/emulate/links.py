@@ -7,7 +7,7 @@ message. A message crossing a modelled class c (``inter``, ``spine``) is delayed
     delay = f × (α_c + bytes / rate) − (α_intra + bytes / β_intra),  at least 0
 
 where ``rate`` is the cost model's bandwidth for the message among the concurrent messages of
-its step (:meth:`bench.topo.net.Net.rates`: the rank's share of the node's NICs, the node's
+its step (:meth:`bench.costmodel.net.Net.rates`: the rank's share of the node's NICs, the node's
 NICs and the leaf uplink, each divided by the flows of the step on it) and f the profile's
 ``slow`` factor for the message (1 unless its node or link is made slow; the largest factor
 that applies). The host then adds its own cost (≈ α_intra + bytes/β_intra), so the message takes
@@ -26,9 +26,9 @@ from typing import Any
 
 import numpy as np
 
-from bench.topo.model import INTRA, Placed, TopologyError, parse_topology
-from bench.topo.net import Net
-from bench.topo.profile import Profile, ProfileError, load_profile
+from bench.costmodel.model import INTRA, Placed, TopologyError, parse_topology
+from bench.costmodel.net import Net
+from bench.costmodel.profile import Profile, ProfileError, load_profile
 
 
 class EmulationError(ValueError):
@@ -37,7 +37,7 @@ class EmulationError(ValueError):
 
 @dataclass(frozen=True)
 class EmulatedLinks:
-    """A :class:`bench.topo.delay.LinkDelay` for a job placed on a modelled cluster."""
+    """A :class:`bench.costmodel.delay.LinkDelay` for a job placed on a modelled cluster."""
 
     net: Net
     factors: dict[tuple[int, int], float]  # (src, dst) -> slow factor, where it is not 1
@@ -51,7 +51,7 @@ class EmulatedLinks:
         return self.net.world
 
     def classes(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
-        """Link class of each message (``bench.topo.model`` INTRA, INTER, SPINE)."""
+        """Link class of each message (``bench.costmodel.model`` INTRA, INTER, SPINE)."""
         return np.asarray(self.net.cls(src, dst))
 
     def delay_s(self, src: int, dst: int, nbytes: int, flows: int = 1) -> float:

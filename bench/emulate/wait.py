@@ -2,7 +2,7 @@
 
 A :class:`Waiter` marks the start of a step and returns once an offset has passed since a
 mark. It reads a monotonic clock to pace sends only; it never measures (the harness owns the
-measuring clock, :mod:`bench.harness`).
+measuring clock, :mod:`bench.collective.harness`).
 
 :class:`SleepWaiter` (what runs) sleeps, because emulated ranks oversubscribe the host's cores:
 a spinning rank would take the core a peer needs to make progress. Linux wakes a sleeper up to

@@ -30,8 +30,8 @@ def main() -> None:
     t0 = time.perf_counter()
     from bench.advise.question import Question
     from bench.advise.shape import Shape, custom_gpt
-    from bench.topo.model import parse_topology
-    from bench.topo.profile import load_profile
+    from bench.costmodel.model import parse_topology
+    from bench.costmodel.profile import load_profile
     from bench.training.analytic import MIXED, parameters
 
     imported = time.perf_counter() - t0

@@ -27,7 +27,7 @@ from pathlib import Path
 import pandas as pd
 
 from bench.perf.subrun import add_out, bench, fresh_dir, load
-from bench.records import iter_records
+from bench.store.records import iter_records
 
 cmd = partial(bench, "advise_accuracy")
 

@@ -26,7 +26,7 @@ import pandas as pd
 import yaml
 
 from bench.perf.subrun import ROOT, add_out, bench, fresh_dir, load
-from bench.records import load_results
+from bench.store.records import load_results
 from bench.units import format_size
 from reports.sections.prediction import pair
 

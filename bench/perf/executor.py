@@ -22,11 +22,11 @@ from typing import Any
 import numpy as np
 from mpi4py import MPI
 
-from bench import data
-from bench.harness import Env, time_plans
+from bench.collective import data
+from bench.collective.harness import Env, time_plans
+from bench.collective.ranks import worst_over_ranks
+from bench.collective.scenario import Timing
 from bench.perf.handring import HandRing, HandRingAllGather, HandRingReduceScatter
-from bench.ranks import worst_over_ranks
-from bench.scenario import Timing
 from bench.units import format_size, parse_size
 from kernels.algorithm import Problem, algorithms_of
 from kernels.collective import resolve

@@ -18,7 +18,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench.memory import rank_bytes
+from bench.collective.memory import rank_bytes
 from bench.units import format_size, parse_size
 from kernels.algorithm import algorithm_names
 from kernels.collective import resolve

@@ -17,11 +17,11 @@ import argparse
 import time
 from collections import Counter
 
-from bench.topo import compiled
-from bench.topo.closed import generated
-from bench.topo.model import parse_topology
-from bench.topo.predict import predict
-from bench.topo.profile import load_profile
+from bench.costmodel import compiled
+from bench.costmodel.closed import generated
+from bench.costmodel.model import parse_topology
+from bench.costmodel.predict import predict
+from bench.costmodel.profile import load_profile
 from kernels import collective as coll
 
 

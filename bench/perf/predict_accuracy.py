@@ -36,7 +36,7 @@ from pathlib import Path
 import pandas as pd
 
 from bench.perf.subrun import add_out, bench, fresh_dir, load
-from bench.records import load_results
+from bench.store.records import load_results
 from bench.units import format_size
 from reports.sections.prediction import pair
 

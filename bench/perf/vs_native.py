@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from bench.records import load_results
+from bench.store.records import load_results
 from bench.units import format_size
 
 

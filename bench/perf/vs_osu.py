@@ -35,8 +35,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.launcher import Mpiexec
-from bench.records import load_results
+from bench.launch.launcher import Mpiexec
+from bench.store.records import load_results
 from bench.units import format_size, parse_size, size_range
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -23,6 +23,7 @@ from typing import Any
 
 from mpi4py import MPI
 
+from bench.costmodel.delay import LinkDelay
 from bench.probe.confirm import Check, Confirm, Plan
 from bench.probe.links import Layout
 from bench.probe.measure import Clock, PairProbe, Samples, Settings, Wait
@@ -30,7 +31,6 @@ from bench.probe.outliers import z_for
 from bench.probe.pin import pinned
 from bench.probe.record import block_record
 from bench.probe.verdict import Retest, retest
-from bench.topo.delay import LinkDelay
 from bench.units import format_size
 
 IDLE_POLL_S = 2e-3  # how often a rank asleep at the barrier looks whether it is over

@@ -3,7 +3,7 @@
 Every rank takes part in every round (or sits it out, odd p); a barrier on the control
 communicator starts each round, so pairs of different rounds never overlap. After a round, the
 lower ranks' samples are gathered on rank 0 (pickled, outside any timed region), which turns
-them into records at once (``sink``, e.g. the run's :class:`bench.records.ResultWriter`) and
+them into records at once (``sink``, e.g. the run's :class:`bench.store.records.ResultWriter`) and
 reports progress. Measurements run on a duplicate of the communicator, so the control traffic
 never meets a probe message. Then, with ``confirm``, the suspects the tournament's records name
 are measured again one pair at a time (:mod:`bench.probe.confirm_job`).
@@ -17,13 +17,13 @@ from typing import Any
 
 from mpi4py import MPI
 
+from bench.costmodel.delay import LinkDelay
 from bench.probe.confirm import Confirm, plan
 from bench.probe.confirm_job import confirm_pass
 from bench.probe.links import Layout, flows
 from bench.probe.measure import Clock, PairProbe, Settings, Wait
 from bench.probe.record import pair_record
 from bench.probe.schedule import peer_in, rounds
-from bench.topo.delay import LinkDelay
 
 Sink = Callable[[dict[str, Any]], object]
 Say = Callable[[str], object]

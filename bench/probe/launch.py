@@ -1,7 +1,7 @@
 """``commbench probe`` and ``kind: probe`` scenarios: self-launch, or the probe inside a job.
 
 Self-launched, one ``mpiexec`` job of the probe's world size goes through the one self-launch
-loop (:mod:`bench.selflaunch`: signals, in-flight marker naming the round, ``meta.json``). Its
+loop (:mod:`bench.launch.selflaunch`: signals, in-flight marker naming the round, ``meta.json``). Its
 ranks run ``python -m bench probe --out RUN`` and read the scenario from the run's
 ``meta.json``, which the parent wrote before launching: one source of truth for every rank.
 Inside the user's own mpiexec/srun job, every rank has the same flags and rank 0 writes the
@@ -21,12 +21,13 @@ from typing import Any
 
 import psutil
 
-from bench import inflight, launcher, resume
+from bench.launch import inflight, launcher
+from bench.launch.selflaunch import JobResult, Sweep, say
 from bench.probe.scenario import ProbeScenario
-from bench.records import ResultWriter, read_meta, write_meta
-from bench.resume import RunDirError
 from bench.scenario_base import ScenarioError
-from bench.selflaunch import JobResult, Sweep, say
+from bench.store import resume
+from bench.store.records import ResultWriter, read_meta, write_meta
+from bench.store.resume import RunDirError
 
 NOT_RESUMED = ("a probe cannot be resumed (it measures the cluster as it is now): run it again "
                "with a new --out")
@@ -125,7 +126,7 @@ def after_probe(run_dir: Path) -> None:
     """The summary (classes, slow nodes and links), then the run directory and report path."""
     from bench.commands.run import after_run
     from bench.probe.summary import summary_lines
-    from bench.records import iter_records
+    from bench.store.records import iter_records
 
     sc = ProbeScenario.model_validate(read_meta(run_dir)["scenario"])
     for line in summary_lines(list(iter_records(run_dir, samples=False)), sc.threshold):
@@ -191,9 +192,9 @@ def _measure(comm: Any, sc: ProbeScenario, setup: Any, run_dir: Path, run_id: st
              progress: bool) -> None:
     from mpi4py import MPI
 
+    from bench.launch.threadlevel import may_abort_from_thread
+    from bench.launch.watchdog import Watchdog
     from bench.probe.job import probe
-    from bench.threadlevel import may_abort_from_thread
-    from bench.watchdog import Watchdog
 
     local = comm.Split_type(MPI.COMM_TYPE_SHARED)
     over = launcher.oversubscribed(local.size)

@@ -2,7 +2,7 @@
 
 Nodes come from the launch: one per host name, or virtual nodes of ``ranks_per_node``
 consecutive ranks (as ``commbench run`` makes them), or an emulated topology spec
-(``bench.topo.model``), which can also put nodes under different leaf switches (class
+(``bench.costmodel.model``), which can also put nodes under different leaf switches (class
 ``spine``). Classes are the cost model's: ``intra`` (same node), ``inter`` (nodes under one
 switch), ``spine`` (nodes under different leaf switches).
 """
@@ -82,7 +82,7 @@ def from_launch(hosts: Sequence[str], ranks_per_node: int | str) -> Layout:
 
 def from_placed(hosts: Sequence[str], node_of: Sequence[int], leaf_of: Sequence[int],
                 spec: str) -> Layout:
-    """Nodes and leaves of an emulated topology (``bench.topo.model.Placed``)."""
+    """Nodes and leaves of an emulated topology (``bench.costmodel.model.Placed``)."""
     leaves = tuple(leaf_of) if len(set(leaf_of)) > 1 else None
     return Layout(tuple(hosts), tuple(node_of), leaves, f"emulated topology {spec}")
 

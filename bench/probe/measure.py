@@ -18,7 +18,7 @@ each sees the same stretch of the machine's time:
   and small windows came out faster than one message's latency.
 
 The window's messages share one send and one receive buffer, as in OSU (contents are not
-checked). With an emulated link (:class:`bench.topo.delay.LinkDelay`) the sender waits
+checked). With an emulated link (:class:`bench.costmodel.delay.LinkDelay`) the sender waits
 ``delay_s(src, dst, nbytes)`` before every message it sends, inside the timed region: the
 emulated link's extra time is part of what is measured. Each pair is priced as if alone on its
 links (``flows=1``): the probe does not know how many NICs a node has, so it cannot say how
@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 from mpi4py import MPI
 
-from bench.topo.delay import LinkDelay
+from bench.costmodel.delay import LinkDelay
 from kernels.transports.mpi import buffer_spec
 
 TAG, ACK_TAG, BW_TAG, SYNC_TAG = 11, 12, 13, 14  # ping-pong, acknowledgement, windows, bi start

@@ -21,7 +21,7 @@ import numpy as np
 
 from bench.probe.links import Layout
 from bench.probe.measure import TIMER, Samples, Settings
-from bench.records import SCHEMA_VERSION
+from bench.store.records import SCHEMA_VERSION
 
 # The measurements of a record: name -> (field prefix, what one sample is)
 MEASUREMENTS = {"latency": "latency_us", "uni": "uni_us", "bi": "bi_us"}

@@ -7,10 +7,10 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from bench.costmodel.delay import LinkDelay
 from bench.probe.links import Layout, from_launch, from_placed
 from bench.probe.measure import Wait
 from bench.probe.scenario import ProbeScenario
-from bench.topo.delay import LinkDelay
 
 
 @dataclass(frozen=True)

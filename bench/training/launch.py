@@ -2,7 +2,7 @@
 of the job we are in (torchrun, or mpiexec/srun).
 
 Self-launch starts ``python -m torch.distributed.run --standalone --nproc-per-node N`` once per
-world size, on loopback only, through the one self-launch loop (:mod:`bench.selflaunch`: signals,
+world size, on loopback only, through the one self-launch loop (:mod:`bench.launch.selflaunch`: signals,
 in-flight marker, meta). When a job fails, the case it was in (from the in-flight marker) gets a
 ``status: failed`` record and a new job goes on at the next case, so one bad case never sinks the
 sweep. A nonzero exit after every case finished is reported as a warning: torch ranks
@@ -16,11 +16,11 @@ import os
 import sys
 from pathlib import Path
 
-from bench.launcher import WORKER_ENV
-from bench.records import ResultWriter, write_meta
-from bench.resume import RESUME_ENV, RunDirError, done_training, plan_run, recorded_sizes
+from bench.launch.launcher import WORKER_ENV
+from bench.launch.selflaunch import JobResult, Sweep, say
 from bench.scenario_base import ScenarioError
-from bench.selflaunch import JobResult, Sweep, say
+from bench.store.records import ResultWriter, write_meta
+from bench.store.resume import RESUME_ENV, RunDirError, done_training, plan_run, recorded_sizes
 from bench.training import record
 from bench.training.runner import BACKEND_ENV, CASE_SKIP_ENV, CASE_START_ENV, JobContext, run_job
 from bench.training.scenario import TrainingScenario
@@ -28,7 +28,7 @@ from bench.training.scenario import TrainingScenario
 
 def handle(args: argparse.Namespace, sc: TrainingScenario, sizes: tuple[int, ...]) -> int:
     """``sizes``: ``--world-sizes`` or else the scenario's (empty: one rank self-launched)."""
-    from bench.launcher import inside_mpi_job
+    from bench.launch.launcher import inside_mpi_job
     from bench.training.distenv import in_torch_job
 
     resume = getattr(args, "resume", None)
@@ -57,7 +57,7 @@ def handle(args: argparse.Namespace, sc: TrainingScenario, sizes: tuple[int, ...
 
 def _mpi_or_none() -> dict[str, str] | None:
     """The MPI behind mpi4py for meta (asked in a child: this parent must not initialise MPI)."""
-    from bench.launcher import LaunchError, probe_library
+    from bench.launch.launcher import LaunchError, probe_library
 
     try:
         return probe_library().as_meta()

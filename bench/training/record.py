@@ -6,8 +6,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.records import SCHEMA_VERSION, iter_records
-from bench.stats import summarize
+from bench.collective.stats import summarize
+from bench.store.records import SCHEMA_VERSION, iter_records
 from bench.training.measure import TIMER, CaseResult, Idle
 from bench.training.scenario import StrategySpec, TrainingScenario
 

@@ -20,10 +20,11 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from bench import inflight
-from bench.launcher import oversubscribed
-from bench.records import ResultWriter
+from bench.launch import inflight
+from bench.launch.launcher import oversubscribed
+from bench.launch.watchdog import Watchdog
 from bench.scenario_base import ScenarioError
+from bench.store.records import ResultWriter
 from bench.training import record
 from bench.training.distenv import init_from_env
 from bench.training.measure import CaseResult, Protocol, run_case
@@ -31,7 +32,6 @@ from bench.training.reference import reference_losses
 from bench.training.scenario import StrategySpec, TrainingScenario, check_case
 from bench.training.strategies import STRATEGIES
 from bench.training.strategy import TrainContext
-from bench.watchdog import Watchdog
 
 CASE_START_ENV = "COMMBENCH_CASE_START"
 CASE_SKIP_ENV = "COMMBENCH_CASE_SKIP"  # indices that have a record already (a resumed run)
@@ -154,7 +154,7 @@ def _skip(ctx: JobContext, world: int) -> set[int]:
         return {int(i) for i in named.split(",") if i}
     if not ctx.resume:
         return set()
-    from bench.resume import done_training
+    from bench.store.resume import done_training
 
     done = done_training(ctx.run_dir)
     return {i for i, (spec, model) in enumerate(ctx.scenario.cases(world))

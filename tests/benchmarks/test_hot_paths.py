@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from pytest_benchmark.fixture import BenchmarkFixture
 
-from bench.records import load_results
+from bench.store.records import load_results
 from kernels.algorithm import Problem, get_algorithm
 from kernels.topology import Topology
 from reports import synthetic

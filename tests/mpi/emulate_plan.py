@@ -12,12 +12,12 @@ import sys
 import numpy as np
 from mpi4py import MPI
 
-from bench import harness
-from bench.case import Group
+from bench.collective import harness
+from bench.collective.case import Group
+from bench.costmodel.profile import Link, Profile
 from bench.emulate.links import link_delay
 from bench.emulate.transport import EmulatedMpi
 from bench.emulate.wait import RecordingWaiter
-from bench.topo.profile import Link, Profile
 from kernels.algorithm import Problem, get_algorithm
 from kernels.ops import OPS
 from kernels.transports.mpi import MpiTransport

@@ -11,8 +11,8 @@ import sys
 
 from mpi4py import MPI
 
-from bench import harness
-from bench.case import Group, runnable
+from bench.collective import harness
+from bench.collective.case import Group, runnable
 from kernels import collective as coll
 from kernels.algorithm import algorithm_names
 from kernels.ops import ITEMSIZE, OPS

@@ -1,0 +1,133 @@
+"""Drift canary: a tiny fixed measurement repeated through a run, so a machine that changes speed
+under the run is noticed instead of silently mixing two machines in one table.
+
+The development VM switches for stretches into a mode where 64 KiB - 4 MiB transfers run 2-4x
+slower (for OSU and commbench alike) while a memory copy stays put; a run taken across such a
+switch, or compared with a baseline taken in the other mode, disagrees with itself. So every job
+measures, on all its ranks, at its start and at its end (with several world sizes: between
+them): ``MPI_Allreduce`` out of place at 1 KiB and at 1 MiB (median of the per-iteration max over
+ranks), a 16 MiB memory copy per rank (GB/s, the slowest rank) and a 256 KiB one (a copy
+the caches hold: 2-3x faster on the development VM; the cost model prices local copies between
+the two, :mod:`bench.costmodel.copybw`). Rank 0 appends each
+reading with its raw samples to ``canary.jsonl`` in the run directory.
+
+:func:`assess` flags a metric whose readings moved beyond their own noise: the medians differ
+by more than ``THRESHOLD`` *and* the samples of the two readings do not overlap in distribution
+(Mann-Whitney U, p < ``ALPHA``). The report and ``commbench compare`` print its verdict.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+CANARY = "canary.jsonl"
+THRESHOLD = 0.20  # a 20 % move of a median...
+ALPHA = 0.01  # ...that the samples' spread cannot explain
+ITERS = 40
+METRICS = {"allreduce_1KiB_us": ("us", "lower"), "allreduce_1MiB_us": ("us", "lower"),
+           "memcpy_GBps": ("GB/s", "higher")}  # judged for drift; the 256 KiB copy only prices
+COPIES = {"memcpy_GBps": (4 << 20, 1), "memcpy_256KiB_GBps": (64 << 10, 16)}  # float32s, per sample
+
+
+def measure(comm: Any, when: str) -> dict[str, Any]:
+    """One reading on every rank of ``comm`` (collective); the record on rank 0, {} elsewhere."""
+    from mpi4py import MPI
+
+    out: dict[str, Any] = {"when": when, "time_unix": time.time(), "world_size": comm.size}
+    clock = time.perf_counter_ns
+    for name, count in (("allreduce_1KiB_us", 256), ("allreduce_1MiB_us", 262144)):
+        send, recv = np.ones(count, np.float32), np.zeros(count, np.float32)
+        mine = []
+        for i in range(ITERS + 3):
+            comm.Barrier()
+            t0 = clock()
+            comm.Allreduce(send, recv, MPI.SUM)
+            if i >= 3:
+                mine.append((clock() - t0) / 1e3)
+        worst = np.empty(ITERS) if comm.rank == 0 else None
+        comm.Reduce(np.asarray(mine), worst, op=MPI.MAX, root=0)
+        out[name] = worst.round(3).tolist() if worst is not None else None
+    for name, (count, reps) in COPIES.items():
+        src, dst = np.ones(count, np.float32), np.empty(count, np.float32)
+        np.copyto(dst, src)  # pages touched, caches warm
+        rates = []
+        for _ in range(12):
+            t0 = clock()
+            for _ in range(reps):
+                np.copyto(dst, src)
+            rates.append(2 * reps * src.nbytes / ((clock() - t0) / 1e9) / 1e9)  # read + write
+        slowest = np.empty(len(rates)) if comm.rank == 0 else None
+        comm.Reduce(np.asarray(rates), slowest, op=MPI.MIN, root=0)
+        out[name] = slowest.round(3).tolist() if slowest is not None else None
+    return out if comm.rank == 0 else {}
+
+
+def append(run_dir: Path, reading: Mapping[str, Any]) -> None:
+    with (run_dir / CANARY).open("a", encoding="utf-8") as f:
+        f.write(json.dumps(reading) + "\n")
+
+
+def read(run_dir: Path) -> list[dict[str, Any]]:
+    """The readings of a run (a line cut short by a crash is skipped)."""
+    path = run_dir / CANARY
+    if not path.exists():
+        return []
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(rec, dict):
+            out.append(rec)
+    return out
+
+
+def moved(a: Sequence[float], b: Sequence[float]) -> bool:
+    """True when the medians of ``a`` and ``b`` differ by more than THRESHOLD and beyond noise."""
+    from scipy.stats import mannwhitneyu
+
+    if len(a) < 3 or len(b) < 3:
+        return False
+    ma, mb = float(np.median(a)), float(np.median(b))
+    if min(ma, mb) <= 0 or max(ma, mb) / min(ma, mb) - 1 <= THRESHOLD:
+        return False
+    return bool(mannwhitneyu(a, b).pvalue < ALPHA)
+
+
+def assess(readings: Iterable[Mapping[str, Any]]) -> list[str]:
+    """One line per metric that moved during the run (first reading against each later one)."""
+    rs = [r for r in readings if isinstance(r, Mapping)]
+    lines = []
+    for name, (unit, _) in METRICS.items():
+        series = [(r.get("when", "?"), r.get(name)) for r in rs if r.get(name)]
+        if len(series) < 2:
+            continue
+        first_when, first = series[0]
+        for when, later in series[1:]:
+            if moved(first, later):
+                lines.append(f"{name}: median {np.median(first):.3g} {unit} at {first_when}, "
+                             f"{np.median(later):.3g} {unit} at {when}")
+                break
+    return lines
+
+
+def disagree(a: Iterable[Mapping[str, Any]], b: Iterable[Mapping[str, Any]]) -> list[str]:
+    """One line per metric on which two runs' canaries disagree (all their readings pooled)."""
+    ra, rb = list(a), list(b)
+    lines = []
+    for name, (unit, _) in METRICS.items():
+        xa = [x for r in ra for x in (r.get(name) or [])]
+        xb = [x for r in rb for x in (r.get(name) or [])]
+        if moved(xa, xb):
+            lines.append(f"{name}: median {np.median(xa):.3g} {unit} vs {np.median(xb):.3g} {unit}")
+    return lines
+
+
+WARNING = ("the machine changed speed during this run: compare within it, not against other runs")

@@ -1,0 +1,94 @@
+"""Cases: one (collective, algorithm, size, dtype, op, transport, world) point of a sweep, in
+size groups.
+
+Algorithms of one size form a :class:`Group` and run back to back, in alternating order across
+repetitions, so their ratios are fair on a noisy machine. A requested size is rounded down to
+whole elements, and to whole blocks of p elements for collectives that divide (all_gather,
+reduce_scatter, alltoall: nccl-tests' rule); a size that rounds to nothing is skipped and sizes
+that round to the same count are measured once — both said in a note, never silently.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from bench.collective.scenario import CollectiveScenario
+from bench.units import format_size
+from kernels.algorithm import VENDOR, VENDOR_INPLACE
+from kernels.collective import Collective, resolve
+from kernels.ops import ITEMSIZE
+from kernels.transports import TRANSPORTS
+
+
+@dataclass(frozen=True, slots=True)
+class Group:
+    collective: str
+    transport: str
+    world_size: int
+    ranks_per_node: int
+    nbytes: int  # count * itemsize: the size the collective reports, after rounding
+    count: int
+    dtype: str
+    op: str
+    algorithms: tuple[str, ...]
+    root: int = 0
+
+    def label(self, algorithm: str | None = None) -> str:
+        alg = algorithm or "/".join(self.algorithms)
+        return (f"{self.collective} {alg} {self.transport} p={self.world_size} "
+                f"rpn={self.ranks_per_node} {self.nbytes}B {self.dtype} {self.op}")
+
+
+def groups(scenario: CollectiveScenario, world: int, ranks_per_node: int,
+           notes: list[str] | None = None) -> Iterator[Group]:
+    """Every group for one world size: per collective, per (transport, dtype, op), small sizes
+    first. Skipped and merged sizes are appended to ``notes`` (one line each)."""
+    for collective in scenario.collectives:
+        spec = resolve(collective)
+        for transport, dtype, op in itertools.product(scenario.transports, scenario.dtypes,
+                                                      scenario.ops_for(collective)):
+            algorithms = runnable(spec, transport, scenario.algorithms_for(collective), notes)
+            if scenario.emulate is not None:  # vendor calls cannot be emulated: left out, noted
+                algorithms, lines = scenario.emulate.schedules_only(spec.name, algorithms)
+                for line in lines:
+                    _note(notes, line)
+                if not algorithms:
+                    continue
+            seen: dict[int, int] = {}
+            for requested in scenario.byte_sizes():
+                count = spec.round_count(requested // ITEMSIZE[dtype], world)
+                if count < 1:
+                    _note(notes, f"{collective} {dtype} p={world}: {format_size(requested)} skipped "
+                                 f"(less than {'p elements' if spec.divides else 'one element'})")
+                    continue
+                if count in seen:
+                    _note(notes, f"{collective} {dtype} p={world}: {format_size(requested)} rounds to "
+                                 f"{count * ITEMSIZE[dtype]} B, measured once with "
+                                 f"{format_size(seen[count])}")
+                    continue
+                seen[count] = requested
+                yield Group(spec.name, transport, world, ranks_per_node, count * ITEMSIZE[dtype],
+                            count, dtype, op, algorithms, scenario.root if spec.rooted else 0)
+
+
+def runnable(spec: Collective, transport: str, algorithms: tuple[str, ...],
+             notes: list[str] | None) -> tuple[str, ...]:
+    """``algorithms`` less the vendor calls ``spec`` does not declare for this transport's family
+    (e.g. no MPI in-place reduce_scatter in NCCL's layout), each left out with a note."""
+    family = TRANSPORTS.get(transport).family
+    calls = {VENDOR: spec.vendor, VENDOR_INPLACE: spec.vendor_inplace}
+    out = []
+    for name in algorithms:
+        if name in calls and family not in calls[name]:
+            _note(notes, f"{spec.name} {name} on {transport}: no {family} vendor call declared "
+                         f"(kernels/collectives/{spec.name}.py); left out")
+            continue
+        out.append(name)
+    return tuple(out)
+
+
+def _note(notes: list[str] | None, line: str) -> None:
+    if notes is not None and line not in notes:
+        notes.append(line)

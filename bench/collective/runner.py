@@ -1,0 +1,177 @@
+"""Runs a scenario's cases inside an MPI job (ours or the user's mpiexec/srun).
+
+Rank 0 writes each record as soon as its group is measured, prints the table rows and shows
+progress; every rank runs the same groups in the same order. In a job of N ranks, each scenario
+world size w <= N runs on the first w ranks (the others wait), so one job can sweep cluster sizes.
+A resumed run (``RunContext.resume``) skips the cases that already have a record: rank 0 reads
+them from ``results.jsonl`` and every rank gets the same set.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import socket
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mpi4py import MPI
+
+from bench.collective import canary, harness, table
+from bench.collective.case import Group, groups
+from bench.collective.progress import Progress
+from bench.collective.scenario import CollectiveScenario
+from bench.launch import inflight
+from bench.launch.launcher import oversubscribed
+from bench.launch.threadlevel import may_abort_from_thread, thread_fields
+from bench.launch.watchdog import Watchdog
+from bench.store.records import ResultWriter
+from bench.store.resume import CaseKey, collective_key, done_collective
+from bench.units import format_size
+from kernels.topology import Topology
+from kernels.transports import TRANSPORTS, TransportUnavailable
+
+INFLIGHT = inflight.INFLIGHT  # the case being measured, for the launcher to name on failure
+
+
+@dataclass(frozen=True)
+class RunContext:
+    run_dir: Path
+    run_id: str
+    scenario: CollectiveScenario
+    world_sizes: tuple[int, ...]  # the sizes this job measures
+    progress: bool = True
+    resume: bool = False  # skip cases that have a record in results.jsonl
+    done_keys: frozenset[CaseKey] = frozenset()
+
+    def done(self, g: Group, algorithm: str) -> bool:
+        """True when ``algorithm`` of group ``g`` has a record already (a resumed run)."""
+        return bool(self.done_keys) and collective_key(
+            g.collective, algorithm, g.transport, g.world_size, g.ranks_per_node, g.nbytes,
+            g.dtype, g.op) in self.done_keys
+
+
+def topology_for(comm: MPI.Comm, rpn: int | str) -> Topology:
+    if rpn == "auto":
+        hosts = comm.allgather(socket.gethostname())
+        topo = Topology.from_hosts(hosts)
+        topo.ranks_per_node  # noqa: B018 - raises when nodes hold different numbers of ranks
+        return topo
+    return Topology.blocks(comm.size, int(rpn))
+
+
+def _oversubscribed(comm: MPI.Comm) -> bool:
+    local = comm.Split_type(MPI.COMM_TYPE_SHARED)
+    try:
+        return oversubscribed(local.size)
+    finally:
+        local.Free()
+
+
+def run_job(ctx: RunContext, out: Any = sys.stdout) -> int:
+    """Run every group this job owns; returns the number of records written (rank 0)."""
+    world = MPI.COMM_WORLD
+    if ctx.resume:
+        keys = done_collective(ctx.run_dir) if world.rank == 0 else None
+        ctx = dataclasses.replace(ctx, done_keys=world.bcast(keys, root=0))
+    # MPI_Abort from the watchdog's thread only where MPI allows it (thread level multiple);
+    # else the rank ends itself and the launcher tears the job down
+    dog = Watchdog(world.rank, world.Abort if may_abort_from_thread() else os._exit)
+    writer = ResultWriter(ctx.run_dir) if world.rank == 0 else None
+    written = 0
+    try:
+        _canary(ctx, world, f"start of job p={world.size}")
+        for w in ctx.world_sizes:
+            sub = world.Split(0 if world.rank < w else MPI.UNDEFINED, world.rank)
+            if sub != MPI.COMM_NULL:
+                written += _run_world(ctx, sub, dog, writer, out)
+                sub.Free()
+            world.Barrier()
+            _canary(ctx, world, f"after world size {w}")
+    finally:
+        dog.close()
+        if writer:
+            writer.close()
+            inflight.clear(ctx.run_dir)
+    return written
+
+
+def _canary(ctx: RunContext, comm: MPI.Comm, when: str) -> None:
+    """A drift-canary reading on every rank of the job (see :mod:`bench.collective.canary`)."""
+    reading = canary.measure(comm, when)
+    if comm.rank == 0:
+        canary.append(ctx.run_dir, reading)
+
+
+def _run_world(ctx: RunContext, comm: MPI.Comm, dog: Watchdog, writer: ResultWriter | None,
+               out: Any) -> int:
+    sc = ctx.scenario
+    over = _oversubscribed(comm)
+    plan: list[tuple[Topology, Group]] = []
+    notes: list[str] = []
+    emu = sc.emulate.job(comm.size) if sc.emulate is not None else None  # its nodes, its links
+    for rpn in sc.ranks_per_node:
+        topo = emu.topology if emu is not None else topology_for(comm, rpn)
+        plan += [(topo, g) for g in groups(sc, comm.size, topo.ranks_per_node, notes)]
+    if comm.rank == 0:
+        for line in notes:
+            print(f"# note: {line}", file=out, flush=True)
+    bar = Progress(len(plan), enabled=ctx.progress and comm.rank == 0)
+    extra = {"run_id": ctx.run_id, "scenario": sc.name, "oversubscribed": over,
+             "hugepages": sc.hugepages, **thread_fields(), **(emu.describe() if emu else {})}
+    written, shown = 0, None
+    try:
+        for transport_name in sc.transports:
+            try:
+                transport = TRANSPORTS.get(transport_name).create(comm, hugepages=sc.hugepages)
+                transport = emu.wrap(transport) if emu is not None else transport
+            except TransportUnavailable as e:
+                if comm.rank == 0:
+                    print(f"# skipped transport {transport_name}: {e}", file=out, flush=True)
+                continue
+            for topo, g in plan:
+                if g.transport != transport_name:
+                    continue
+                head = (g.collective, g.world_size, g.ranks_per_node, g.transport)
+                if comm.rank == 0 and head != shown:
+                    print(table.banner(*head, over, sc.timing.style), file=out, flush=True)
+                    shown = head
+                env = harness.Env(comm, transport, topo, extra)
+                written += _run_group(ctx, env, g, dog, writer, bar, out)
+            transport.close()
+    finally:
+        bar.close()
+    return written
+
+
+def _run_group(ctx: RunContext, env: harness.Env, g: Group, dog: Watchdog,
+               writer: ResultWriter | None, bar: Progress, out: Any) -> int:
+    todo = tuple(a for a in g.algorithms if not ctx.done(g, a))  # resumed: only cases without a record
+    if not todo:
+        bar.advance()
+        return 0
+    g = dataclasses.replace(g, algorithms=todo)
+    label = g.label()
+    if writer:
+        inflight.mark(ctx.run_dir, label, ctx.scenario.case_timeout_s, world_size=g.world_size)
+    bar.start(f"p={g.world_size} {g.collective} {format_size(g.nbytes)} {g.dtype} {g.op} "
+              f"{'/'.join(g.algorithms)}")
+    dog.arm(label, ctx.scenario.case_timeout_s)
+    records = harness.measure(env, g, ctx.scenario.timing, ctx.scenario.check)
+    dog.disarm()
+    bar.advance()
+    for rec in records:
+        assert writer is not None
+        writer.write(rec)
+        table.print_row(rec, out)
+    return len(records)
+
+
+def fail(comm: MPI.Comm, message: str, code: int) -> None:
+    """One line on stderr, then end the whole job (peers would otherwise wait forever)."""
+    sys.stderr.write(f"commbench: rank {comm.rank}: {message}\n")
+    sys.stderr.flush()
+    comm.Abort(code)
+

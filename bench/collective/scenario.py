@@ -1,0 +1,340 @@
+"""Collective scenarios: typed, frozen, validated descriptions of a sweep, loaded from YAML.
+
+Every mistake is caught at load time and reported as one line naming the file and the key. The
+collectives and their algorithms come from the registries (``kernels/collectives``,
+``kernels/algorithms``); nothing here names one.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+from pydantic import (
+    BeforeValidator,
+    Discriminator,
+    Field,
+    Tag,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from bench.emulate.config import Emulate
+from bench.scenario_base import Frozen, PositiveInt, ScenarioError, one_line, read_yaml
+from bench.units import MAX_SIZES, parse_size, size_range
+from kernels import collective as coll
+from kernels.algorithm import algorithm_names
+from kernels.ops import HOST_DTYPE, ITEMSIZE, OPS
+from kernels.registry import UnknownName
+from kernels.transports import TRANSPORTS
+
+__all__ = ["CollectiveScenario", "ScenarioError", "Timing", "load_scenario", "parse_scenario"]
+
+Size = Annotated[int, BeforeValidator(parse_size)]
+ALL = "all"
+
+
+class SizeSweep(Frozen):
+    """nccl-tests' ``-b min -e max -f factor``."""
+
+    min: Size
+    max: Size
+    factor: Annotated[float, Field(gt=1)] = 2.0
+
+    @model_validator(mode="after")
+    def _order(self) -> SizeSweep:
+        if self.max < self.min:
+            raise ValueError(f"max ({self.max} B) is below min ({self.min} B)")
+        n = math.floor(math.log(self.max / self.min) / math.log(self.factor)) + 1
+        if n > MAX_SIZES:
+            raise ValueError(f"factor {self.factor:g} makes {n} sizes from {self.min} B to "
+                             f"{self.max} B; at most {MAX_SIZES} (use a larger factor)")
+        return self
+
+    def expand(self) -> list[int]:
+        return size_range(self.min, self.max, self.factor)
+
+
+OSU_LARGE = 8192  # OSU's LARGE_MESSAGE_SIZE: fewer iterations above it
+OSU_ITERS = {"small": (100, 1000), "large": (10, 100)}  # (warm-up, timed) per OSU's collectives
+
+
+class Timing(Frozen):
+    """How a case is timed. ``style: osu`` reports OSU's statistic (each rank's mean over the
+    timed loop, averaged over ranks) as the headline and, unless ``iters``/``warmup`` are set,
+    takes OSU's iteration counts; the default statistic (median of the per-iteration max over
+    ranks) is recorded either way, and so is OSU's."""
+
+    style: Literal["commbench", "osu"] = "commbench"
+    warmup: Annotated[int, Field(ge=0)] = 3
+    iters: PositiveInt | None = None  # explicit override of the time budget
+    time_budget_ms: Annotated[float, Field(gt=0)] = 100.0  # timed iterations per case, all reps
+    min_iters: PositiveInt = 5
+    max_iters: PositiveInt = 10_000
+    repetitions: PositiveInt = 2  # blocks per case, algorithms alternating order between blocks
+
+    @model_validator(mode="after")
+    def _bounds(self) -> Timing:
+        if self.max_iters < self.min_iters:
+            raise ValueError("max_iters is below min_iters")
+        return self
+
+    def for_size(self, nbytes: int) -> Timing:
+        """The timing of one size: OSU's iteration counts in ``style: osu`` where the scenario
+        does not fix them (one block per algorithm, as OSU runs one loop)."""
+        if self.style != "osu" or "iters" in self.model_fields_set:
+            return self
+        warm, iters = OSU_ITERS["large" if nbytes > OSU_LARGE else "small"]
+        if "warmup" in self.model_fields_set:
+            warm = self.warmup
+        return self.model_copy(update={"iters": iters, "warmup": warm, "repetitions": 1})
+
+
+def _names(kind: str, valid: list[str]) -> Any:
+    def check(values: list[str]) -> list[str]:
+        for v in values:
+            if v not in valid:
+                raise ValueError(f"unknown {kind} {v!r}; valid: {', '.join(valid)}")
+        if len(set(values)) != len(values):
+            raise ValueError(f"{kind} listed twice")
+        return values
+
+    return check
+
+
+def _canonical(name: Any) -> str:
+    if not isinstance(name, str):
+        raise ValueError(f"a collective is a name, got {name!r}")
+    try:
+        return coll.resolve(name).name
+    except UnknownName as e:
+        raise ValueError(str(e)) from None
+
+
+Algorithms = Annotated[
+    Annotated[Literal["all"], Tag("all")]
+    | Annotated[Annotated[list[str], Field(min_length=1)], Tag("list")]
+    | Annotated[dict[str, Literal["all"] | Annotated[list[str], Field(min_length=1)]],
+                Tag("mapping")],
+    Discriminator(lambda v: "all" if isinstance(v, str) else "mapping" if isinstance(v, dict)
+                  else "list"),
+]
+
+
+class CollectiveScenario(Frozen):
+    name: str
+    description: str = ""
+    kind: Literal["collective"] = "collective"
+    collective: str | None = None  # the single-collective form (``allreduce`` still works)
+    collectives: Annotated[list[str], Field(min_length=1)] = Field(default=["all_reduce"])
+    transports: Annotated[list[str], Field(min_length=1)] = Field(default=["mpi"])
+    world_sizes: list[PositiveInt] = Field(default=[])  # empty: the launcher's world size
+    ranks_per_node: Annotated[list[PositiveInt | Literal["auto"]], Field(min_length=1)] = Field(
+        default=["auto"])
+    sizes: Annotated[
+        Annotated[Annotated[list[Size], Field(min_length=1)], Tag("list")]
+        | Annotated[SizeSweep, Tag("sweep")],
+        Discriminator(lambda v: "sweep" if isinstance(v, dict | SizeSweep) else "list"),
+        BeforeValidator(lambda v: [v] if isinstance(v, str | int) else v),
+    ]
+    algorithms: Algorithms = ALL
+    root: Annotated[int, Field(ge=0)] = 0  # of rooted collectives (broadcast, reduce)
+    dtypes: Annotated[list[str], Field(min_length=1)] = Field(default=["float32"])
+    ops: Annotated[list[str], Field(min_length=1)] | None = None  # default [sum]
+    timing: Timing = Timing()
+    hugepages: Annotated[Literal["off", "on", "auto"], BeforeValidator(
+        lambda v: {True: "on", False: "off"}.get(v, v) if isinstance(v, bool) else v)] = "off"
+    # host buffers (mpi): see kernels/transports/hostmem.py; YAML reads a bare off/on as a bool
+    thread_level: Literal["auto", "single", "funneled", "serialized", "multiple"] = "auto"
+    check: bool = True
+    case_timeout_s: Annotated[float, Field(gt=0)] = 300.0
+    emulate: Emulate | None = None  # a modelled cluster on this host (bench/emulate/config.py)
+
+    _tr = field_validator("transports")(_names("transport", TRANSPORTS.names()))
+    _dt = field_validator("dtypes")(_names("dtype", list(HOST_DTYPE)))
+    _op = field_validator("ops")(lambda v: v if v is None else _names("op", list(OPS))(v))
+
+    @field_validator("collectives", mode="before")
+    @classmethod
+    def _collectives(cls, v: Any) -> Any:
+        if v == ALL:
+            return coll.names()
+        if not isinstance(v, list):
+            return v
+        out = [_canonical(x) for x in v]
+        if len(set(out)) != len(out):
+            raise ValueError("a collective listed twice (aliases count as the same collective)")
+        return out
+
+    @field_validator("algorithms", mode="before")
+    @classmethod
+    def _mapping_keys(cls, v: Any) -> Any:
+        if isinstance(v, dict):
+            out = {_canonical(k): names for k, names in v.items()}
+            if len(out) != len(v):
+                raise ValueError("a collective given twice (aliases count as the same collective)")
+            return out
+        return v
+
+    @model_validator(mode="before")
+    @classmethod
+    def _single(cls, raw: Any) -> Any:
+        if isinstance(raw, dict) and raw.get("collective") is not None:
+            if "collectives" in raw:
+                raise ValueError("collective: give either collective or collectives, not both")
+            raw = {**raw, "collectives": [raw["collective"]], "collective": None}
+        return raw
+
+    @field_validator("world_sizes")
+    @classmethod
+    def _unique_worlds(cls, v: list[int]) -> list[int]:
+        if len(set(v)) != len(v):
+            raise ValueError(f"a world size listed twice: {v}")
+        return v
+
+    @model_validator(mode="after")
+    def _consistent(self) -> CollectiveScenario:
+        self._check_algorithms()
+        self._check_ops()
+        if self.emulate is not None:
+            self.emulate.check(self.world_sizes, self.transports,
+                               "ranks_per_node" in self.model_fields_set)
+        for w, rpn in itertools.product(self.world_sizes, self.ranks_per_node):
+            if rpn != "auto" and w % rpn:
+                raise ValueError(f"ranks_per_node: {rpn} does not divide world size {w}")
+        if any(coll.resolve(c).rooted for c in self.collectives):
+            for w in self.world_sizes:
+                if self.root >= w:
+                    raise ValueError(f"root: {self.root} is outside world size {w}")
+        for t, d in itertools.product(self.transports, self.dtypes):
+            if d not in TRANSPORTS.get(t).dtypes:
+                able = [n for n in TRANSPORTS.names() if d in TRANSPORTS.get(n).dtypes]
+                raise ValueError(f"dtypes: {d} is not supported by transport {t}; "
+                                 f"{d} runs on {', '.join(able)}")
+        smallest = min(ITEMSIZE[d] for d in self.dtypes)
+        for n in self.byte_sizes():
+            if n < smallest:
+                raise ValueError(f"sizes: {n} B is smaller than one element of the dtypes")
+        return self
+
+    def _check_algorithms(self) -> None:
+        a = self.algorithms
+        if isinstance(a, dict):
+            for c, names in a.items():
+                if c not in self.collectives:
+                    raise ValueError(f"algorithms: {c} is not one of the scenario's collectives "
+                                     f"({', '.join(self.collectives)})")
+                if names != ALL:
+                    try:
+                        _names(f"{c} algorithm", algorithm_names(c))(names)
+                    except ValueError as e:
+                        raise ValueError(f"algorithms.{c}: {e}") from None
+        elif a != ALL:
+            known = {n for c in self.collectives for n in algorithm_names(c)}
+            for n in a:
+                if n not in known:
+                    valid = ", ".join(f"{c}: {' '.join(algorithm_names(c))}" for c in self.collectives)
+                    raise ValueError(f"algorithms: unknown algorithm {n!r} for "
+                                     f"{', '.join(self.collectives)}; valid: {valid}")
+            if len(set(a)) != len(a):
+                raise ValueError("algorithms: an algorithm listed twice")
+
+    def _check_ops(self) -> None:
+        if self.ops is None:
+            return
+        reducing = [c for c in self.collectives if coll.resolve(c).reduces]
+        if not reducing:
+            raise ValueError(f"ops: {', '.join(self.collectives)} do not reduce (op none); "
+                             f"leave ops out")
+
+    def algorithms_for(self, collective: str) -> tuple[str, ...]:
+        """The algorithms this scenario runs for ``collective`` (native first when listed)."""
+        c = coll.resolve(collective).name
+        a = self.algorithms
+        chosen = a.get(c, ALL) if isinstance(a, dict) else a
+        valid = algorithm_names(c)
+        if chosen == ALL:
+            return tuple(valid)
+        return tuple(n for n in chosen if n in valid)
+
+    def ops_for(self, collective: str) -> tuple[str, ...]:
+        """The ops ``collective`` runs with: the scenario's (default sum), or ``none``."""
+        if not coll.resolve(collective).reduces:
+            return ("none",)
+        return tuple(self.ops or ["sum"])
+
+    def byte_sizes(self) -> list[int]:
+        return self.sizes.expand() if isinstance(self.sizes, SizeSweep) else list(self.sizes)
+
+    def max_bytes_per_rank(self) -> int:
+        """Host memory one rank needs at the largest size, over collectives and dtypes: see
+        :func:`bench.collective.memory.rank_bytes` (workspace, scratch, input, check slices)."""
+        from bench.collective.memory import rank_bytes
+
+        n = max(self.byte_sizes())
+        p = max(self.world_sizes or [2])
+        return max(rank_bytes(coll.resolve(c), n // ITEMSIZE[d], ITEMSIZE[d], p)
+                   for c in self.collectives for d in self.dtypes)
+
+
+if TYPE_CHECKING:
+    from bench.training.scenario import TrainingScenario
+
+    Scenario = CollectiveScenario | TrainingScenario
+
+
+SCENARIO_KINDS: dict[str, str] = {
+    # "module:Class", imported on first use, so one kind never loads another's dependencies
+    "collective": "bench.collective.scenario:CollectiveScenario",
+    "training": "bench.training.scenario:TrainingScenario",
+    "probe": "bench.probe.scenario:ProbeScenario",
+}
+
+
+def scenario_model(kind: str) -> type[Frozen] | None:
+    """The model of scenario ``kind`` (importing it on first use), or None if unknown."""
+    import importlib
+
+    where = SCENARIO_KINDS.get(kind) if isinstance(kind, str) else None
+    if where is None:
+        return None
+    mod, _, cls = where.partition(":")
+    return getattr(importlib.import_module(mod), cls)
+
+
+def load_scenario(path: Path | str) -> Scenario:
+    """Parse and validate a scenario file; raises :class:`ScenarioError` with one line."""
+    path = Path(path)
+    return parse_scenario(read_yaml(path), str(path))
+
+
+def parse_scenario(raw: Any, source: str = "<scenario>") -> Scenario:
+    if not isinstance(raw, dict):
+        raise ScenarioError(f"{source}: a scenario is a mapping of keys, got {type(raw).__name__}")
+    raw = dict(raw)
+    raw.setdefault("name", Path(source).stem)
+    kind = raw.get("kind", "collective")
+    model = scenario_model(kind)
+    if model is None:
+        raise ScenarioError(f"{source}: kind: unknown kind {kind!r}; valid: "
+                            f"{', '.join(SCENARIO_KINDS)}")
+    try:
+        return model.model_validate(raw)  # type: ignore[return-value]
+    except ValidationError as e:
+        raise ScenarioError(f"{source}: {one_line(e)}") from None
+    except RecursionError:
+        raise ScenarioError(f"{source}: nested too deeply") from None
+
+
+def check_memory(scenario: CollectiveScenario, source: str, ranks_on_host: int,
+                 available: int) -> None:
+    """Fail before launching when the largest size cannot fit in this host's free memory."""
+    need = scenario.max_bytes_per_rank() * ranks_on_host
+    if need > available:
+        raise ScenarioError(
+            f"{source}: sizes: {max(scenario.byte_sizes())} B needs about {need / 2**30:.1f} GiB "
+            f"for {ranks_on_host} ranks on this host; {available / 2**30:.1f} GiB is available"
+        )

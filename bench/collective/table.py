@@ -1,0 +1,64 @@
+"""nccl-tests-style text tables of collective records."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, TextIO
+
+STATISTIC = {"commbench": "median over iterations of the max over ranks; p95 of the same",
+             "osu": "OSU's avg: each rank's mean over the loop, averaged over ranks; max: OSU's "
+                    "Max Latency (the slowest rank's mean)"}
+SPREAD = {"commbench": ("p95", "time_us_p95"), "osu": ("max", "time_us_osu_max")}
+
+
+def header(style: str = "commbench") -> str:
+    spread = SPREAD[style][0]
+    return (f"#{'size':>11} {'count':>12} {'type':>8} {'redop':>6} {'algorithm':>17} "
+            f"{'time':>10} {spread:>10} {'algbw':>8} {'busbw':>8} {'#wrong':>7}\n"
+            f"#{'(B)':>11} {'(elements)':>12} {'':>8} {'':>6} {'':>17} "
+            f"{'(us)':>10} {'(us)':>10} {'(GB/s)':>8} {'(GB/s)':>8} {'':>7}")
+
+
+HEADER = header()
+
+
+def banner(collective: str, world: int, ranks_per_node: int, transport: str,
+           oversubscribed: bool, style: str = "commbench") -> str:
+    from bench.collective.metrics import busbw_factor
+    from kernels.collective import resolve
+
+    spec = resolve(collective)
+    note = "  [ranks outnumber cores: oversubscribed, expect noise]" if oversubscribed else ""
+    return (f"# commbench {spec.name}  world_size={world}  ranks_per_node={ranks_per_node}  "
+            f"transport={transport}{note}\n# time = {STATISTIC[style]}; "
+            f"size = {spec.size_is}; busbw = algbw * {busbw_factor(spec.name, world):.4g} "
+            f"(nccl-tests); native runs out of place, the others in place\n{header(style)}")
+
+
+def row(rec: Mapping[str, Any]) -> str:
+    wrong = rec.get("wrong")
+    flag = "  <- WRONG" if wrong else ""
+    return (
+        f" {rec['nbytes']:>11} {rec['count']:>12} {rec['dtype']:>8} {rec['op']:>6} "
+        f"{rec['algorithm']:>17} {_headline(rec):>10.2f} {_spread(rec):>10.2f} "
+        f"{rec['algbw_gbps']:>8.2f} {rec['busbw_gbps']:>8.2f} "
+        f"{'n/a' if wrong is None else wrong:>7}{flag}"
+    )
+
+
+def _spread(rec: Mapping[str, Any]) -> float:
+    key = SPREAD.get(str(rec.get("timing_style") or "commbench"), SPREAD["commbench"])[1]
+    v = rec.get(key)
+    return float(v) if v is not None else float("nan")
+
+
+def _headline(rec: Mapping[str, Any]) -> float:
+    """The time the row's bandwidths come from: OSU's rank-averaged mean in ``style: osu``."""
+    if rec.get("timing_style") == "osu" and rec.get("time_us_osu_avg") is not None:
+        return float(rec["time_us_osu_avg"])
+    return float(rec["time_us_median"])
+
+
+def print_row(rec: Mapping[str, Any], out: TextIO) -> None:
+    out.write(row(rec) + "\n")
+    out.flush()

@@ -1,0 +1,59 @@
+"""This host's local-copy bandwidth, as the runs' drift canary measured it.
+
+Every ``commbench run`` times memory copies per rank at the start, between world sizes and at
+the end (``bench/collective/canary.py``: GB/s of read + write traffic, the slowest rank): 16 MiB, past the
+caches, and 256 KiB, which they hold (2-3x faster on the development VM). Schedules with local
+copies (Bruck's rotations, alltoall's own block, hierarchical gathers) spend that time: the cost
+model prices a copy of n bytes at 2n / the bandwidth at n, interpolated between the two sizes in
+log-log and held flat beyond them (``device.copy_bandwidth_curve`` of the profile; without one,
+``device.memory_bandwidth_bytes_per_s``; without either, copies are free). ``commbench
+calibrate`` takes the median of every reading of its runs at each size.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bench.collective import canary
+
+SIZES = {"memcpy_256KiB_GBps": 256 << 10, "memcpy_GBps": 16 << 20}  # bytes copied per reading
+
+
+@dataclass(frozen=True)
+class CopyBandwidth:
+    bytes_per_s: float  # past the caches (16 MiB)
+    readings: int
+    curve: tuple[tuple[int, float], ...] = ()  # (bytes, B/s) by size, when several were read
+
+    def device(self) -> dict[str, Any]:
+        """The profile's device keys it sets: the memory bandwidth and, read at two sizes or
+        more, the copy-bandwidth curve."""
+        out: dict[str, Any] = {"memory_bandwidth_bytes_per_s": self.bytes_per_s}
+        if self.curve:
+            out["copy_bandwidth_curve"] = [[n, bw] for n, bw in self.curve]
+        return out
+
+    def describe(self) -> str:
+        at = ", ".join(f"{n >> 10} KiB {bw / 1e9:.3g} GB/s" for n, bw in self.curve)
+        return (f"median of {self.readings} drift-canary memcpy readings (np.copyto, read + "
+                f"write, slowest rank): {at or f'{self.bytes_per_s / 1e9:.3g} GB/s'}")
+
+
+def measured(runs: Sequence[Path]) -> CopyBandwidth | None:
+    """The median memcpy bandwidth at each size over every canary reading of ``runs``; None
+    without a 16 MiB reading."""
+    rates: dict[int, list[float]] = {n: [] for n in SIZES.values()}
+    for run in runs:
+        for reading in canary.read(Path(run)):
+            for key, n in SIZES.items():
+                rates[n] += [float(v) for v in (reading.get(key) or [])
+                             if isinstance(v, (int, float)) and v > 0]
+    big = rates[SIZES["memcpy_GBps"]]
+    if not big:
+        return None
+    curve = tuple((n, statistics.median(v) * 1e9) for n, v in sorted(rates.items()) if v)
+    return CopyBandwidth(statistics.median(big) * 1e9, len(big), curve if len(curve) > 1 else ())

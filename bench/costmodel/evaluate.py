@@ -1,0 +1,189 @@
+"""The vectorised evaluation of a compiled schedule (:mod:`bench.costmodel.compiled`): what
+:func:`bench.costmodel.cost.evaluate` computes, with every step's messages as arrays.
+
+:func:`prepare` does what does not depend on the profile (message sizes for each count, link
+classes, posting positions, how many flows share each resource) once; :func:`run` prices a
+prepared schedule for one profile, so a fit re-evaluates the same points cheaply.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from bench.costmodel.compiled import Compiled
+from bench.costmodel.cost import Estimate
+from bench.costmodel.model import INTRA, SPINE, Placed
+from bench.costmodel.net import Net
+
+
+def prefix(n: int | np.ndarray, k: int, positions: np.ndarray,
+           atoms: np.ndarray | None = None) -> np.ndarray:
+    """Real workspace position of symbolic positions: region q = x // k holds n elements, atom
+    i of a region ``split(n, k)[i]`` elements (or ``atoms[i]``). ``n`` may be a column of
+    counts: one row per count."""
+    q, x = np.divmod(positions, k)
+    if atoms is not None:
+        cum = np.concatenate(([0], np.cumsum(atoms)))
+        return q * n + cum[x]
+    base, extra = np.divmod(n, k)
+    return q * n + x * base + np.minimum(x, extra)
+
+
+@dataclass(frozen=True)
+class PStep:
+    s: np.ndarray
+    d: np.ndarray
+    cls: np.ndarray
+    j: np.ndarray  # position among the sender's messages of the step, from 1
+    nbytes: np.ndarray  # (rows, messages)
+    red: np.ndarray  # the receiver reduces
+    flows: tuple[np.ndarray, ...]  # intra, rank out, rank in, node, leaf up, leaf down (per msg)
+    leaf_s: np.ndarray
+    leaf_d: np.ndarray
+    copy: np.ndarray | None  # (rows, p) bytes copied per rank
+    hot: np.ndarray | None  # (rows, messages) bytes the sender wrote earlier in the call
+
+
+@dataclass(frozen=True)
+class Prepared:
+    world: int
+    steps: tuple[PStep, ...]
+    nsteps: int
+    sent: np.ndarray  # (rows,) most bytes any rank sends
+    inter: np.ndarray  # (rows,) most bytes any rank sends across nodes
+
+
+def _flows(s: np.ndarray, d: np.ndarray, cls: np.ndarray, placed: Placed,
+           node: np.ndarray, leaf: np.ndarray) -> tuple[np.ndarray, ...]:
+    """How many of the step's messages share each resource of each message (1 where unused)."""
+    p = placed.world
+    ones = np.ones(s.shape, dtype=np.float64)
+    i, x, sp = cls == INTRA, cls != INTRA, cls == SPINE
+    fin, out_s, in_d, nmax, up, down = (ones.copy() for _ in range(6))
+    if i.any():
+        o, n = np.bincount(s[i], minlength=p), np.bincount(d[i], minlength=p)
+        fin[i] = np.maximum(o[s[i]], n[d[i]])
+    if x.any():
+        o, n = np.bincount(s[x], minlength=p), np.bincount(d[x], minlength=p)
+        out_s[x], in_d[x] = o[s[x]], n[d[x]]
+        nn = placed.num_nodes
+        no, ni = np.bincount(node[s[x]], minlength=nn), np.bincount(node[d[x]], minlength=nn)
+        nmax[x] = np.maximum(no[node[s[x]]], ni[node[d[x]]])
+    if sp.any():
+        nl = placed.num_leaves
+        u, w = np.bincount(leaf[s[sp]], minlength=nl), np.bincount(leaf[d[sp]], minlength=nl)
+        up[sp], down[sp] = u[leaf[s[sp]]], w[leaf[d[sp]]]
+    return fin, out_s, in_d, nmax, up, down
+
+
+def prepare(comp: Compiled, placed: Placed, counts: Sequence[int], itemsize: int,
+            atoms: np.ndarray | None = None, hot: bool = True) -> Prepared:
+    """Everything of ``comp`` at these counts that no profile changes. Messages that are empty
+    for every count are dropped; the counts must agree on which messages are empty. ``hot``:
+    also the hot bytes of each message (only a profile with hot sends needs them)."""
+    p, rows = comp.world, len(counts)
+    n = np.asarray(counts, dtype=np.int64)[:, None]
+    node = np.asarray(placed.node_of, dtype=np.int64)
+    leaf = np.asarray(placed.leaf_of, dtype=np.int64)[node]
+    sent, inter = np.zeros((rows, p)), np.zeros((rows, p))
+    base = np.arange(rows)[:, None] * p
+    steps = []
+    for st in comp.steps:
+        nbytes = ((prefix(n, comp.k, st.hi, atoms) - prefix(n, comp.k, st.lo, atoms))
+                  * itemsize).astype(np.float64)
+        act = nbytes[0] > 0
+        if ((nbytes > 0) != act).any():
+            raise ValueError("counts disagree on which messages are empty")
+        cum = np.cumsum(act)
+        j = (cum - (cum - act)[st.first])[act]
+        s, d, b = st.src[act], st.dst[act], nbytes[:, act]
+        cls = np.where(node[s] == node[d], INTRA, np.where(leaf[s] == leaf[d], 1, SPINE))
+        copy = None
+        if st.copy_rank.size:
+            cb = ((prefix(n, comp.k, st.copy_hi, atoms) - prefix(n, comp.k, st.copy_lo, atoms))
+                  * itemsize).astype(np.float64)
+            copy = _rowsum(base, st.copy_rank, cb, p)
+        hot_bytes = None
+        if hot and st.hot_msg.size:
+            hb = ((prefix(n, comp.k, st.hot_hi, atoms) - prefix(n, comp.k, st.hot_lo, atoms))
+                  * itemsize).astype(np.float64)
+            m = st.src.size
+            hot_bytes = _rowsum(np.arange(rows)[:, None] * m, st.hot_msg, hb, m)[:, act]
+        steps.append(PStep(s, d, cls, j.astype(np.float64), b, st.reduce[act],
+                           _flows(s, d, cls, placed, node, leaf), leaf[s], leaf[d], copy,
+                           hot_bytes))
+        sent += _rowsum(base, s, b, p)
+        x = cls != INTRA
+        inter += _rowsum(base, s[x], b[:, x], p)
+    return Prepared(p, tuple(steps), len(comp.steps), sent.max(axis=1) if p else np.zeros(rows),
+                    inter.max(axis=1) if p else np.zeros(rows))
+
+
+def run(prep: Prepared, net: Net) -> np.ndarray:
+    """The collective's time for each prepared count, priced by ``net``'s profile."""
+    p, rows = prep.world, prep.sent.shape[0]
+    base = np.arange(rows)[:, None] * p
+    ready = np.zeros((rows, p))
+    b0, cap = net.beta[INTRA], net.rank_cap
+    for st in prep.steps:
+        new = ready.copy()
+        if st.s.size:
+            fin, out_s, in_d, nmax, up, down = st.flows
+            r_x = np.minimum(np.minimum(cap[st.s] / out_s, cap[st.d] / in_d), net.node_cap / nmax)
+            if (st.cls == SPINE).any():
+                r_s = np.minimum(net.up_cap[st.leaf_s] / up, net.up_cap[st.leaf_d] / down)
+                r_x = np.where(st.cls == SPINE, np.minimum(r_x, r_s), r_x)
+            rate = np.where(st.cls == INTRA, b0 / fin, r_x)
+            cost = net.o * st.j + net.alpha[st.cls] + st.nbytes / rate
+            if net.hot and st.hot is not None:
+                cost = cost + net.hot * st.hot
+            done = np.maximum(ready[:, st.s], ready[:, st.d]) + cost
+            flat = new.reshape(-1)
+            np.maximum.at(flat, (base + st.s).ravel(), done.ravel())
+            np.maximum.at(flat, (base + st.d).ravel(), done.ravel())
+            if net.gamma and st.red.any():
+                new += net.gamma * _rowsum(base, st.d[st.red], st.nbytes[:, st.red], p)
+        if st.copy is not None and net.copies_cost:
+            new += net.copy_time(st.copy)
+        ready = new
+    return ready.max(axis=1) if p else np.zeros(rows)
+
+
+def _rowsum(base: np.ndarray, idx: np.ndarray, weights: np.ndarray, p: int) -> np.ndarray:
+    """Per row, the sum of ``weights`` landing on each rank of ``idx``."""
+    rows = base.shape[0]
+    return np.bincount((base + idx).ravel(), weights=weights.ravel(),
+                       minlength=rows * p).reshape(rows, p)
+
+
+def evaluate_batch(comp: Compiled, net: Net, counts: Sequence[int], itemsize: int,
+                   atoms: np.ndarray | None = None) -> list[Estimate]:
+    """Predicted times of ``comp`` for several counts: counts whose empty messages agree share
+    one prepared batch."""
+    if atoms is not None and len(counts) != 1:
+        raise ValueError("atoms are per count: evaluate one count at a time")
+    groups: dict[bytes, list[int]] = {}
+    n = np.asarray(counts, dtype=np.int64)[:, None]
+    for i in range(len(counts)):
+        key = b"".join(np.packbits(prefix(n[i], comp.k, st.hi, atoms) > prefix(n[i], comp.k, st.lo,
+                                                                           atoms)).tobytes()
+                       for st in comp.steps)
+        groups.setdefault(key, []).append(i)
+    out: list[Estimate | None] = [None] * len(counts)
+    for idx in groups.values():
+        prep = prepare(comp, net.placed, [counts[i] for i in idx], itemsize, atoms,
+                       hot=bool(net.hot))
+        times = run(prep, net)
+        for r, i in enumerate(idx):
+            out[i] = Estimate(float(times[r]), prep.nsteps, int(prep.sent[r]), int(prep.inter[r]),
+                              "schedule")
+    return [e for e in out if e is not None]
+
+
+def evaluate(comp: Compiled, net: Net, count: int, itemsize: int,
+             atoms: np.ndarray | None = None) -> Estimate:
+    """Predicted time of the compiled schedule with ``count`` real elements."""
+    return evaluate_batch(comp, net, [count], itemsize, atoms)[0]

@@ -1,0 +1,111 @@
+"""What a message costs on a placed job: its link class and the resources it shares.
+
+Resources, per direction (links are full duplex, so sending and receiving never share):
+
+- ``intra``: each rank's port into the node's fabric (NVLink/NVSwitch, PCIe, shared memory),
+  capacity β_intra; a rank's concurrent intra-node messages share it;
+- NICs: a node has K NICs of β_inter (``nics_per_node``); a rank may use K/min(l, K) of them
+  (l ranks on the node: one NIC each when l >= K, several when fewer ranks than NICs) and the
+  node's concurrent inter-node flows share all K (``rank_cap``, ``node_cap``);
+- a leaf's uplink to the spines: (nodes under the leaf) x K x β_spine / oversubscription,
+  shared by the flows that leave (or enter) the leaf.
+
+A message's bandwidth is the least, over the resources it crosses, of capacity / concurrent
+flows on it (the flows of the same step); its cost is ``o * j + α + bytes / bandwidth``, j its
+position among its sender's messages of the step (a sender posts them one after another).
+Cross-leaf (``spine``) messages cross NICs too, so they need the ``inter`` class as well.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from bench.costmodel.model import CLASS_NAMES, INTER, INTRA, SPINE, Placed
+from bench.costmodel.profile import Profile
+
+
+class Net:
+    def __init__(self, placed: Placed, profile: Profile) -> None:
+        self.placed, self.profile = placed, profile
+        self.nics = placed.nics_per_node or profile.nics_per_node
+        used = placed.classes_used()
+        need = [*used, "inter"] if "spine" in used and "inter" not in used else used
+        links = {c: profile.link(c) for c in need}  # ProfileError names a missing class
+        self.alpha = np.array([links[c].alpha if c in links else np.nan for c in CLASS_NAMES])
+        self.beta = np.array([links[c].beta if c in links else np.nan for c in CLASS_NAMES])
+        self.o, self.gamma, self.hot = profile.overhead, profile.gamma, profile.hot
+        bw = profile.copy_bandwidth
+        curve = profile.device.get("copy_bandwidth_curve") or ([[1.0, bw]] if bw else None)
+        self._copy = np.log(np.asarray(curve, dtype=np.float64)).T if curve else None  # log n, bw
+        self.node = np.asarray(placed.node_of, dtype=np.int64)
+        self.leaf = np.asarray(placed.leaf_of, dtype=np.int64)[self.node]
+        sizes = np.asarray(placed.node_sizes, dtype=np.float64)
+        self.node_cap = self.nics * self.beta[INTER]
+        self.rank_cap = (self.node_cap / np.minimum(sizes, self.nics))[self.node]
+        self.up_cap = (np.asarray(placed.leaf_nodes, dtype=np.float64) * self.nics
+                       * self.beta[SPINE] / placed.oversubscription)
+
+    @property
+    def world(self) -> int:
+        return self.placed.world
+
+    def cls(self, a: np.ndarray | int, b: np.ndarray | int) -> np.ndarray:
+        """Link class of messages a -> b (INTRA, INTER, SPINE)."""
+        na, nb = self.node[a], self.node[b]
+        return np.where(na == nb, INTRA, np.where(self.leaf[a] == self.leaf[b], INTER, SPINE))
+
+    def rates(self, src: np.ndarray, dst: np.ndarray, cls: np.ndarray) -> np.ndarray:
+        """Bandwidth of each message of one step (all of them concurrent)."""
+        p, nn, nl = self.world, self.placed.num_nodes, self.placed.num_leaves
+        rate = np.full(src.shape, np.inf)
+        i = cls == INTRA
+        if i.any():
+            out, inn = np.bincount(src[i], minlength=p), np.bincount(dst[i], minlength=p)
+            rate[i] = self.beta[INTRA] / np.maximum(out[src[i]], inn[dst[i]])
+        x = ~i
+        if x.any():
+            s, d = src[x], dst[x]
+            out, inn = np.bincount(s, minlength=p), np.bincount(d, minlength=p)
+            ns, nd = self.node[s], self.node[d]
+            nout, nin = np.bincount(ns, minlength=nn), np.bincount(nd, minlength=nn)
+            r = np.minimum(np.minimum(self.rank_cap[s] / out[s], self.rank_cap[d] / inn[d]),
+                           self.node_cap / np.maximum(nout[ns], nin[nd]))
+            sp = cls[x] == SPINE
+            if sp.any():
+                ls, ld = self.leaf[s[sp]], self.leaf[d[sp]]
+                up, down = np.bincount(ls, minlength=nl), np.bincount(ld, minlength=nl)
+                r[sp] = np.minimum(r[sp], np.minimum(self.up_cap[ls] / up[ls],
+                                                     self.up_cap[ld] / down[ld]))
+            rate[x] = r
+        return rate
+
+    # Scalars for closed forms (equal nodes and uniform leaves: every cap is the same).
+    def c_intra(self, nbytes: float, flows: float = 1, j: int = 1) -> float:
+        """A message inside a node whose ports carry ``flows`` concurrent messages."""
+        return self.o * j + self.alpha[INTRA] + nbytes * flows / self.beta[INTRA]
+
+    def c_cross(self, cls: int, nbytes: float, rank_flows: float = 1, node_flows: float = 1,
+                leaf_flows: float = 1, j: int = 1) -> float:
+        """A message between nodes (INTER or SPINE) with that many concurrent flows on its
+        rank's NIC share, its node's NICs, and (SPINE) its leaf's uplink."""
+        rate = min(self.rank_cap[0] / rank_flows, self.node_cap / node_flows)
+        if cls == SPINE:
+            rate = min(rate, self.up_cap[0] / leaf_flows)
+        return self.o * j + self.alpha[cls] + nbytes / rate
+
+    @property
+    def copies_cost(self) -> bool:
+        return self._copy is not None
+
+    def copy_time(self, nbytes: Any) -> Any:
+        """A local copy reads and writes every byte once, at the bandwidth of the profile's copy
+        curve at that size (log-log between its points, flat beyond; :mod:`bench.costmodel.copybw`),
+        else at the device's memory bandwidth; free without either. Arrays work elementwise."""
+        if self._copy is None:
+            return 0.0 * nbytes
+        n = np.asarray(nbytes, dtype=np.float64)
+        bw = np.exp(np.interp(np.log(np.maximum(n, 1.0)), self._copy[0], self._copy[1]))
+        t = 2.0 * n / bw
+        return float(t) if np.ndim(t) == 0 else t

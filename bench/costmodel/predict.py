@@ -1,0 +1,204 @@
+"""Predictions as records: the cost model's time for every (collective, algorithm, world size,
+size, dtype), written like a measured run so ``report``, ``export`` and ``compare`` read it.
+
+Per case: the closed form when one applies (:mod:`bench.costmodel.closed`), else the schedule
+evaluated by :mod:`bench.costmodel.compiled` when p <= ``max_schedule_ranks``, else the case is
+skipped with the closed form's reason. ``native`` (the vendor collective) has no schedule: it is
+the profile's measured curve (``native``: measured time / the best modelled schedule's, per
+size, from ``commbench calibrate``) times the best modelled schedule here, or skipped.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import bench.costmodel.closed.direct
+import bench.costmodel.closed.generated
+import bench.costmodel.closed.halving
+import bench.costmodel.closed.rings
+import bench.costmodel.shapes  # noqa: F401 - registers the symbolic shapes
+from bench.collective import metrics
+from bench.costmodel.closed import CLOSED, Ctx, Job
+from bench.costmodel.cost import Estimate
+from bench.costmodel.evaluate import evaluate_batch
+from bench.costmodel.model import Placed
+from bench.costmodel.net import Net
+from bench.costmodel.profile import Profile
+from bench.costmodel.scheduled import schedule_job
+from bench.store.records import SCHEMA_VERSION
+from kernels import collective as coll
+from kernels.algorithm import VENDOR, Algorithm, Problem, algorithms_of
+from kernels.ops import ITEMSIZE
+
+MAX_SCHEDULE_RANKS = 256
+
+
+@dataclass(frozen=True)
+class Prediction:
+    collective: str
+    algorithm: str
+    world: int
+    nbytes: int
+    count: int
+    dtype: str
+    estimate: Estimate | None
+    why: str = ""  # why skipped (estimate None)
+
+
+def plan_case(alg: Algorithm, problem: Problem, net: Net,
+              max_schedule_ranks: int = MAX_SCHEDULE_RANKS) -> Estimate | Job | str:
+    """The closed form (or the generated schedule), else the algorithm's schedule compiled
+    (small p), else why neither."""
+    form = CLOSED.get((problem.spec.name, alg.name))
+    why = "no closed form"
+    if form is not None:
+        got = form(Ctx(problem, net))
+        if not isinstance(got, str):
+            return got
+        why = f"closed form does not apply ({got})"
+    if problem.world > max_schedule_ranks:
+        return f"{why}; schedules are evaluated up to p = {max_schedule_ranks} (--max-schedule-ranks)"
+    try:
+        comp, atoms, count = schedule_job(alg, problem)
+    except ValueError as e:  # the algorithm refuses this topology (e.g. uneven nodes)
+        return str(e).splitlines()[0]
+    return Job(comp, atoms, "schedule", count)
+
+
+def estimate_case(alg: Algorithm, problem: Problem, net: Net,
+                  max_schedule_ranks: int = MAX_SCHEDULE_RANKS) -> Estimate | str:
+    got = plan_case(alg, problem, net, max_schedule_ranks)
+    return got.run(problem, net) if isinstance(got, Job) else got
+
+
+def estimate_sizes(alg: Algorithm, problems: Sequence[Problem], net: Net,
+                   max_schedule_ranks: int = MAX_SCHEDULE_RANKS) -> list[Estimate | str]:
+    """:func:`estimate_case` for several sizes: generated and compiled schedules shared by
+    several sizes are evaluated in one batch."""
+    plans = [plan_case(alg, pr, net, max_schedule_ranks) for pr in problems]
+    out: list[Estimate | str] = [g if not isinstance(g, Job) else "" for g in plans]
+    batches: dict[int, list[int]] = {}
+    for i, g in enumerate(plans):
+        if isinstance(g, Job):
+            if g.atoms is None and g.count is None:
+                batches.setdefault(id(g.comp), []).append(i)
+            else:
+                out[i] = g.run(problems[i], net)
+    for idx in batches.values():
+        job = plans[idx[0]]
+        assert isinstance(job, Job)
+        got = evaluate_batch(job.comp, net, [problems[i].count for i in idx],
+                             problems[idx[0]].itemsize)
+        for i, e in zip(idx, got):
+            out[i] = Estimate(e.time_s, e.steps, e.bytes_sent_max, e.bytes_inter_max, job.method)
+    return out
+
+
+def native_ratio(profile: Profile, collective: str, name: str, nbytes: int,
+                 world: int | None = None, statistic: str = "median") -> float | None:
+    """Measured vendor time over the best modelled schedule's at this size (log-interpolated
+    in size, held flat outside the measured range), or None without a curve. With ``world``,
+    the curve measured at the world size nearest to it (in ratio) where the profile has several.
+    ``statistic``: ``median`` (a call's typical time) or ``mean`` (its expected time, for sums of
+    calls; the median curve where the profile has no mean one)."""
+    curve = (profile.native.get(collective) or {}).get(name)
+    by_world = (curve or {}).get("by_world_size") or {}
+    if world is not None and by_world:
+        near = min(by_world, key=lambda w: (abs(math.log(int(w) / world)), -int(w)))
+        curve = by_world[near]
+    key = "mean_points" if statistic == "mean" and (curve or {}).get("mean_points") else "points"
+    pts = sorted((float(a), float(b)) for a, b in (curve or {}).get(key, []))
+    if not pts:
+        return None
+    x = math.log(nbytes)
+    xs = [math.log(a) for a, _ in pts]
+    if x <= xs[0]:
+        return pts[0][1]
+    if x >= xs[-1]:
+        return pts[-1][1]
+    for (x0, (_, y0)), (x1, (_, y1)) in zip(zip(xs, pts), zip(xs[1:], pts[1:])):
+        if x0 <= x <= x1:
+            return y0 + (y1 - y0) * (x - x0) / (x1 - x0) if x1 > x0 else y0
+    return pts[-1][1]
+
+
+def predict(profile: Profile, placed: Placed, collective: str, sizes: Sequence[int],
+            dtype: str, algorithms: Sequence[str] | None = None,
+            max_schedule_ranks: int = MAX_SCHEDULE_RANKS) -> Iterator[Prediction]:
+    """Predictions for one collective at one world size, per size then algorithm."""
+    spec, p = coll.resolve(collective), placed.world
+    net = Net(placed, profile)
+    algs = [a for a in algorithms_of(spec.name) if algorithms is None or a.name in algorithms]
+    problems, seen = [], set()
+    for nbytes in sizes:
+        count = spec.round_count(nbytes // ITEMSIZE[dtype], p)
+        if count >= 1 and count not in seen:
+            seen.add(count)
+            problems.append(Problem(placed.topology, count, ITEMSIZE[dtype], spec.name, 0))
+    vendor = any(a.is_vendor for a in algs)  # its reference: every schedule of the collective
+    got = {a.name: estimate_sizes(a, problems, net, max_schedule_ranks)
+           for a in algorithms_of(spec.name) if not a.is_vendor and (vendor or a in algs)}
+    for i, problem in enumerate(problems):
+        here = {name: res[i] for name, res in got.items()}
+        real = problem.nbytes
+        for a in algs:
+            e = (here[a.name] if not a.is_vendor else
+                 _native(profile, a.name, real, here, problem))
+            yield Prediction(spec.name, a.name, p, real, problem.count, dtype,
+                             e if isinstance(e, Estimate) else None,
+                             "" if isinstance(e, Estimate) else e)
+
+
+def _native(profile: Profile, name: str, nbytes: int, got: dict[str, Estimate | str],
+            problem: Problem) -> Estimate | str:
+    """The vendor call: its measured curve (ratio to the best schedule) times the best of
+    ``got``, every schedule of the collective modelled here."""
+    collective = problem.spec.name
+    ratio = native_ratio(profile, collective, name, nbytes, problem.world)
+    if ratio is None:
+        return ("vendor call: the profile has no measured curve for it (calibrate on runs that "
+                "measured it)")
+    best = _best(got)
+    if best is None:
+        return "vendor call: no schedule of the collective could be modelled here to scale its curve"
+    return Estimate(best.time_s * ratio, None, None, None,
+                    f"{name} curve ({ratio:.3g} x the best modelled schedule)")
+
+
+def _best(got: dict[str, Estimate | str]) -> Estimate | None:
+    ok = [e for e in got.values() if isinstance(e, Estimate)]
+    return min(ok, key=lambda e: e.time_s) if ok else None
+
+
+def record(pred: Prediction, placed: Placed, profile: Profile, transport: str,
+           extra: dict[str, Any]) -> dict[str, Any]:
+    """A collective record in the harness's schema, marked ``predicted``."""
+    assert pred.estimate is not None
+    spec, est = coll.resolve(pred.collective), pred.estimate
+    t_us = est.time_s * 1e6
+    rpn = placed.node_sizes[0] if placed.equal_nodes else None
+    return {
+        "schema_version": SCHEMA_VERSION, "kind": "collective", "status": "ok",
+        "collective": spec.name, "algorithm": pred.algorithm, "transport": transport,
+        "world_size": pred.world, "ranks_per_node": rpn, "nodes": placed.num_nodes,
+        "nbytes": pred.nbytes, "count": pred.count, "dtype": pred.dtype,
+        "op": "sum" if spec.reduces else "none", "root": 0 if spec.rooted else None,
+        "in_place": pred.algorithm != VENDOR, "iters": None, "warmup": None, "repetitions": None,
+        "time_us_min": t_us, "time_us_median": t_us, "time_us_mean": t_us, "time_us_p5": t_us,
+        "time_us_p95": t_us, "time_us_max": t_us, "time_us_stdev": 0.0,
+        "algbw_gbps": metrics.algbw_gbps(pred.nbytes, est.time_s),
+        "busbw_gbps": metrics.busbw_gbps(spec.name, pred.world, pred.nbytes, est.time_s),
+        "wrong": None, "tolerance": None, "bytes_sent_max": est.bytes_sent_max,
+        "bytes_sent_inter_max": est.bytes_inter_max, "steps": est.steps,
+        "timer": f"predicted by the cost model ({est.method}), profile {profile.name}",
+        "samples_us": [t_us], "samples_are_summaries": True, "time_unix": time.time(),
+        "oversubscribed": False, "predicted": True, "profile": profile.provenance(),
+        "prediction": {"method": est.method, "topology": placed.cluster.spec,
+                       "placement": placed.cluster.placement, "job": placed.describe()},
+        **extra,
+    }
+

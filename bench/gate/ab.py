@@ -1,0 +1,265 @@
+"""Paired A/B runs between two git revisions (``commbench ab``): worktrees of BASE and HEAD in a
+temporary directory, then the scenario run alternately by each, round after round.
+
+Each run is a full ``commbench run`` of that worktree's code (``python -m bench`` with
+``PYTHONPATH`` set to the worktree, in this environment). Within a round the order alternates
+(BASE, HEAD, then HEAD, BASE in the next round), so a machine that drifts one way over the job
+favours neither side. A run's records are appended to its side's run directory tagged with
+``round`` (:data:`bench.gate.paired.ROUND`); its own directory stays under ``rounds/``.
+
+SIGINT, SIGTERM and SIGHUP (Ctrl-C, a CI timeout or cancel) are passed on to the run in flight,
+which ends its job as ``commbench run`` does; whatever of it is left after a grace period is
+killed (every process carrying the run's token, :func:`bench.launch.signals.end_job`). The sides'
+``meta.json`` then say ``interrupted``, and the worktrees are removed on the way out
+(:class:`AbInterrupted`; exit 128 + signal).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bench.gate.matched import mismatched, speed
+from bench.gate.paired import ROUND
+from bench.launch.signals import STOP_SIGNALS, SignalGuard, end_job
+from bench.store.records import META, RESULTS, StoreError, read_meta, write_meta
+
+SIDES = ("base", "head")
+PACKAGES = ("bench", "kernels", "reports")
+_MPI_MARKERS = ("PMI_", "PMIX_", "OMPI_", "HYDRA_", "MPI_LOCALRANKID", "COMMBENCH_WORKER")
+AB_JOB_ENV = "COMMBENCH_AB_RUN"  # a fresh token per run, in the environment of all its processes
+GRACE_S = 30.0  # how long a run has to end its job after the signal is passed on
+
+
+class AbError(Exception):
+    """A/B runs that cannot start or go on; one line, exit 2."""
+
+
+class AbInterrupted(Exception):
+    """A signal ended the A/B runs; ``where``: the run it stopped ('' before any)."""
+
+    def __init__(self, signum: int, where: str = "") -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+        self.where = where
+
+    @property
+    def name(self) -> str:
+        return signal.Signals(self.signum).name
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum
+
+
+@dataclass
+class Side:
+    name: str  # "base" or "head"
+    rev: str  # as the user gave it
+    sha: str
+    tree: Path  # its worktree
+    out: Path  # its run directory (rounds appended)
+    env: dict[str, str] = field(default_factory=dict)  # extra environment of its runs
+    path: tuple[Path, ...] = ()  # extra PYTHONPATH entries after the worktree
+    seconds: list[float] = field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        return f"{self.name.upper()} {self.sha[:10]}"
+
+
+def git(repo: Path, *args: str) -> str:
+    res = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True)
+    if res.returncode != 0:
+        msg = (res.stderr.strip().splitlines() or ["failed"])[-1]
+        raise AbError(f"git {' '.join(args)}: {msg}")
+    return res.stdout.strip()
+
+
+def resolve(repo: Path, rev: str) -> str:
+    try:
+        return git(repo, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}")
+    except AbError:
+        raise AbError(f"{rev!r} is not a commit of {repo}") from None
+
+
+@contextmanager
+def worktrees(repo: Path, shas: Mapping[str, str]) -> Iterator[dict[str, Path]]:
+    """A detached worktree per side in a temporary directory, removed (with git's record of it)
+    whatever happens."""
+    tmp = Path(tempfile.mkdtemp(prefix="commbench-ab-"))
+    made: list[Path] = []
+    try:
+        for name, sha in shas.items():
+            git(repo, "worktree", "add", "--detach", "--quiet", str(tmp / name), sha)
+            made.append(tmp / name)
+        yield {name: tmp / name for name in shas}
+    finally:
+        for wt in made:
+            subprocess.run(["git", "-C", str(repo), "worktree", "remove", "--force", str(wt)],
+                           capture_output=True)
+        shutil.rmtree(tmp, ignore_errors=True)
+        subprocess.run(["git", "-C", str(repo), "worktree", "prune"], capture_output=True)
+
+
+def side_env(side: Side) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(_MPI_MARKERS)}
+    env["PYTHONPATH"] = os.pathsep.join(str(p) for p in (side.tree, *side.path))
+    env["PYTHONUNBUFFERED"] = "1"
+    env.update(side.env)
+    return env
+
+
+def check_origin(side: Side) -> None:
+    """The side's interpreter imports commbench from its worktree, not from this checkout."""
+    code = "import importlib,sys;print('\\n'.join(importlib.import_module(p).__file__ for p in sys.argv[1:]))"
+    res = subprocess.run([sys.executable, "-c", code, *PACKAGES], capture_output=True, text=True,
+                         env=side_env(side), cwd=side.tree)
+    if res.returncode != 0:
+        raise AbError(f"{side.label}: cannot import commbench from its worktree: "
+                      f"{(res.stderr.strip().splitlines() or ['?'])[-1]}")
+    for pkg, where in zip(PACKAGES, res.stdout.split()):
+        if not Path(where).resolve().is_relative_to(side.tree.resolve()):
+            raise AbError(f"{side.label}: {pkg} is imported from {where}, not from its worktree")
+
+
+def run_once(side: Side, scenario: Path, rnd: int, rounds_dir: Path,
+             guard: SignalGuard | None = None) -> float:
+    """One full ``commbench run`` of the side's code; its records appended to the side's run
+    directory with their round. Seconds it took. A signal the guard sees is passed on to the
+    run, which is waited for (killed after :data:`GRACE_S`): :class:`AbInterrupted`."""
+    out = rounds_dir / f"{side.name}-{rnd}"
+    log = rounds_dir / f"{side.name}-{rnd}.log"
+    token = uuid.uuid4().hex
+    t0 = time.monotonic()
+    with log.open("w") as fh:
+        # a session of its own: the terminal's Ctrl-C reaches ab alone, which passes it on
+        proc = subprocess.Popen([sys.executable, "-m", "bench", "run", str(scenario), "--out",
+                                 str(out), "--no-progress"], stdout=fh, stderr=subprocess.STDOUT,
+                                env={**side_env(side), AB_JOB_ENV: token}, cwd=side.tree,
+                                start_new_session=True)
+        try:
+            rc = _wait(proc, token, guard)
+        except BaseException:  # the run must not outlive ab, whatever goes wrong here
+            end_job(proc, token, AB_JOB_ENV)
+            raise
+    seconds = time.monotonic() - t0
+    where = f"round {rnd}, {side.label}"
+    if guard is not None and guard.signum is not None:
+        raise AbInterrupted(guard.signum, where)
+    if rc - 128 in STOP_SIGNALS:  # the run itself was interrupted (signalled directly)
+        raise AbInterrupted(rc - 128, where)
+    if not (out / RESULTS).is_file():
+        raise AbError(f"{side.label} round {rnd}: commbench run exited {rc} with no records "
+                      f"(see {log})")
+    if not append(out, side, rnd, seconds, rc):
+        raise AbError(f"{side.label} round {rnd}: commbench run exited {rc} with no records "
+                      f"(see {log})")
+    return seconds
+
+
+def _wait(proc: subprocess.Popen[bytes], token: str, guard: SignalGuard | None) -> int:
+    """The run's exit code; on a signal, the run's once it has ended its job (or was killed)."""
+    while True:
+        if guard is not None and guard.signum is not None:
+            proc.send_signal(guard.signum)  # it ends its job, marks its run, exits 128 + n
+            with suppress(subprocess.TimeoutExpired):
+                proc.wait(GRACE_S)
+            return end_job(proc, token, AB_JOB_ENV)[0]  # and nothing of it is left
+        try:
+            return proc.wait(0.2)
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def mark_interrupted(out: Path, exc: AbInterrupted) -> list[str]:
+    """Each side's run directory under ``out`` that has a ``meta.json``: ``status:
+    interrupted``, with the signal and the run it stopped; the sides marked."""
+    marked = []
+    for name in SIDES:
+        if not (out / name / META).is_file():
+            continue
+        try:
+            meta = read_meta(out / name)
+        except StoreError:
+            continue
+        reason = f"interrupted by {exc.name}" + (f" during {exc.where}" if exc.where else "")
+        meta.update(status="interrupted", signal=exc.name, reason=reason,
+                    finished=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"))
+        write_meta(out / name, meta)
+        marked.append(name)
+    return marked
+
+
+def append(run: Path, side: Side, rnd: int, seconds: float, rc: int) -> int:
+    """The run's records appended to the side's, tagged with the round; how many."""
+    side.out.mkdir(parents=True, exist_ok=True)
+    n = 0
+    with (side.out / RESULTS).open("a") as dst:
+        for line in (run / RESULTS).read_text().splitlines():
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # a line cut short by a crash: the run's own loader skips it too
+            rec[ROUND] = rnd
+            dst.write(json.dumps(rec) + "\n")
+            n += 1
+    if n == 0:
+        return 0
+    try:
+        meta = read_meta(side.out) if (side.out / META).is_file() else read_meta(run)
+    except StoreError as e:
+        raise AbError(str(e)) from None
+    ab = meta.setdefault("ab", {"side": side.name, "revision": side.rev, "commit": side.sha,
+                                "env": side.env, "rounds": []})
+    ab["rounds"].append({ROUND: rnd, "seconds": round(seconds, 3), "returncode": rc,
+                         "run": str(run)})
+    meta["run_id"] = side.name
+    meta["status"] = "ok" if all(r["returncode"] == 0 for r in ab["rounds"]) else "failed"
+    meta["finished"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    write_meta(side.out, meta)
+    return n
+
+
+def run_rounds(sides: Sequence[Side], scenario: Path, rounds: int, rounds_dir: Path,
+               say: Callable[[str], None], guard: SignalGuard | None = None,
+               extra: int = 0) -> list[int]:
+    """``rounds`` rounds of one run per side; the order rotates by one side per round (two sides:
+    BASE, HEAD, then HEAD, BASE), so drift over the job favours no side. With two sides and
+    ``extra`` > 0, a round whose two runs' drift canaries disagree (:mod:`bench.gate.matched`)
+    is set aside and another run, up to ``extra`` more, until ``rounds`` rounds match. The rounds
+    set aside."""
+    rounds_dir.mkdir(parents=True, exist_ok=True)
+    for side in sides:
+        check_origin(side)
+    aside: list[int] = []
+    rnd = 0
+    while rnd - len(aside) < rounds and rnd < rounds + min(extra, len(aside)):
+        rnd += 1
+        k = (rnd - 1) % len(sides)
+        for side in [*sides[k:], *sides[:k]]:
+            if guard is not None and guard.signum is not None:
+                raise AbInterrupted(guard.signum, f"round {rnd}, before {side.label}")
+            s = run_once(side, scenario, rnd, rounds_dir, guard)
+            side.seconds.append(s)
+            say(f"# ab: round {rnd}/{rounds + len(aside)} {side.label}: {s:.1f} s")
+        if extra and len(sides) == 2:
+            speeds = [{rnd: v} if (v := speed(rounds_dir / f"{x.name}-{rnd}")) else {}
+                      for x in sides]
+            for m in mismatched(*speeds):
+                aside.append(rnd)
+                say(f"# ab: {m.describe()}: the machine changed speed between the two runs; "
+                    "round set aside" + (", one more run" if len(aside) <= extra else ""))
+    return aside

@@ -1,0 +1,163 @@
+"""Compare a current run against one or several baseline runs: one :class:`Row` per key, and a
+verdict. Several baselines pool their samples and tell the run-to-run noise (:mod:`noise`).
+
+Failing outcomes (exit 1): a key slower beyond noise and threshold, a deterministic field
+(``bytes_sent_max``, ``wrong``) that changed, a case that passed in the baseline and failed now.
+Reported but passing: faster keys, keys only in one run, cases that failed in both.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from bench.gate.decide import Decision, Rule, decide
+from bench.gate.keys import DETERMINISTIC, KEY, Case, InputError, Key, load_cases, pooled
+from bench.gate.noise import Noise, estimate, floor_of
+from bench.gate.reference import REFERENCE, relative
+
+FAILING = frozenset({"slower", "changed", "failed"})
+# Outcomes of keys whose timing does not gate (unless Rule.strict): the vendor reference itself
+# (not the code under test) and oversubscribed cases (stalls, not code, move their numbers).
+DEMOTED = {"reference": {"slower": "reference slower", "faster": "reference faster"},
+           "oversubscribed": {"slower": "noisy slower", "faster": "noisy faster"}}
+
+
+@dataclass(frozen=True)
+class Row:
+    key: Key
+    kind: str
+    outcome: str  # slower | faster | same | untested | changed | failed | fixed | both failed
+    # | only in baseline | only in current
+    decision: Decision | None = None
+    detail: str = ""
+    base_median: float = math.nan
+    cur_median: float = math.nan
+
+    @property
+    def failing(self) -> bool:
+        return self.outcome in FAILING
+
+
+@dataclass(frozen=True)
+class GateResult:
+    baselines: tuple[Path, ...]
+    current: Path
+    rule: Rule
+    rows: list[Row] = field(default_factory=list)
+
+    @property
+    def baseline(self) -> str:
+        return ", ".join(map(str, self.baselines))
+
+    @property
+    def failures(self) -> list[Row]:
+        return [r for r in self.rows if r.failing]
+
+    def count(self, outcome: str) -> int:
+        return sum(1 for r in self.rows if r.outcome == outcome)
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.failures else 0
+
+
+def _exact(base: Case, cur: Case) -> str:
+    """The deterministic fields that differ, as 'field a -> b'; '' when equal."""
+    changes = []
+    for f in DETERMINISTIC:
+        a, b = base.exact.get(f), cur.exact.get(f)
+        if a is not None and b is not None and a != b:
+            changes.append(f"{f} {_one(a)} -> {_one(b)}")
+    return "; ".join(changes)
+
+
+def _one(values: set[object]) -> str:
+    return str(next(iter(values))) if len(values) == 1 else "{" + ", ".join(map(str, values)) + "}"
+
+
+@dataclass(frozen=True)
+class Side:
+    """One side of a comparison: one or several runs of a scenario, their cases pooled."""
+
+    runs: tuple[Mapping[Key, Case], ...]
+    cases: Mapping[Key, Case]
+
+    @classmethod
+    def of(cls, runs: Sequence[Mapping[Key, Case]]) -> Side:
+        return cls(tuple(runs), pooled(runs))
+
+    def relative(self, key: Key) -> np.ndarray | None:
+        """The key's samples relative to native, run by run (each against its own native)."""
+        parts = [relative(r[key], r) for r in self.runs if key in r]
+        if not parts or any(p is None for p in parts):
+            return None
+        return np.concatenate(parts)  # type: ignore[arg-type]
+
+
+def compare_case(key: Key, base_side: Side, cur_side: Side, rule: Rule,
+                 noise: Mapping[Key, Noise] | None = None) -> Row:
+    base, cur = base_side.cases[key], cur_side.cases[key]
+    if base.ok and not cur.ok:
+        return Row(cur.key, cur.kind, "failed", detail="status " + ",".join(sorted(set(cur.statuses))))
+    if not base.ok:
+        return Row(cur.key, cur.kind, "fixed" if cur.ok else "both failed")
+    changed = _exact(base, cur)
+    b, c = base.array(), cur.array()
+    meds = (_median(b), _median(c))
+    rel_b, rel_c = ((base_side.relative(key), cur_side.relative(key)) if rule.reference
+                    else (None, None))
+    relative_to = rel_b is not None and rel_c is not None
+    if relative_to:
+        b, c = rel_b, rel_c  # type: ignore[assignment]
+    d = decide(b, c, rule, summaries=base.summaries or cur.summaries,
+               blocks=(base.blocks, cur.blocks), abs_diff=meds[1] - meds[0],
+               floor=floor_of(key, noise or {}))
+    if changed:
+        return Row(cur.key, cur.kind, "changed", d, changed, *meds)
+    outcome, detail = d.verdict, f"relative to {REFERENCE}" if relative_to else ""
+    if not rule.strict and outcome in ("slower", "faster"):
+        if rule.reference and cur.key[KEY.index("algorithm")] == REFERENCE:
+            outcome = DEMOTED["reference"][outcome]
+        elif base.oversubscribed or cur.oversubscribed:
+            outcome = DEMOTED["oversubscribed"][outcome]
+    return Row(cur.key, cur.kind, outcome, d, detail, *meds)
+
+
+def _median(a: np.ndarray) -> float:
+    return float(np.median(a)) if a.size else math.nan
+
+
+def compare_cases(base: Side, cur: Side, rule: Rule) -> list[Row]:
+    noise = estimate(base.runs, rule)
+    rows = [compare_case(k, base, cur, rule, noise) for k in base.cases if k in cur.cases]
+    rows += [Row(k, c.kind, "only in baseline") for k, c in base.cases.items() if k not in cur.cases]
+    rows += [Row(k, c.kind, "only in current") for k, c in cur.cases.items() if k not in base.cases]
+    return rows
+
+
+def compare_runs(baseline: Path | Sequence[Path], current: Path,
+                 rule: Rule | None = None) -> GateResult:
+    """``baseline``: one run, or several runs of the same scenario (their run-to-run noise then
+    widens what counts as slower). Raises :class:`InputError` (one line) for runs that cannot be
+    compared."""
+    rule = rule or Rule()
+    paths = [Path(baseline)] if isinstance(baseline, (str, Path)) else [Path(b) for b in baseline]
+    loaded = [load_cases(p) for p in paths]
+    cur_meta, cur = load_cases(current)
+    for p, (meta, _) in zip(paths, loaded):
+        if meta.get("schema_version") != cur_meta.get("schema_version"):
+            raise InputError(f"schema mismatch: {p} has schema_version "
+                             f"{meta.get('schema_version')}, {current} has "
+                             f"{cur_meta.get('schema_version')}")
+    base = Side.of([c for _, c in loaded])
+    if not set(base.cases) & set(cur):
+        raise InputError(f"no common keys between {', '.join(map(str, paths))} "
+                         f"({len(base.cases)} keys) and {current} ({len(cur)} keys): "
+                         "not runs of the same scenario?")
+    return GateResult(tuple(paths), Path(current), rule,
+                      compare_cases(base, Side.of([cur]), rule))

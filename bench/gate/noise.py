@@ -1,0 +1,95 @@
+"""Run-to-run noise, estimated from several baseline runs of the same scenario.
+
+One run's samples show the noise *within* the run; they cannot show that the next run, an hour
+later on the same machine, is 1.4x slower at every algorithm of one size (seen on the shared
+2-core development VM). Given k >= 2 baseline runs, the gate measures that noise and refuses to
+call a key slower unless the current run is out of what the baselines themselves did:
+
+* for each key, the log of each baseline run's median (in the mode being gated: raw, or relative
+  to ``native``);
+* keys of one *group* (the same case but for algorithm / strategy: same world size, size, dtype,
+  op, transport, ...) share the machine's state, so their within-key variances pool into one
+  estimate ``sigma`` with ``sum(runs - 1)`` degrees of freedom: with 3 runs and 6 algorithms,
+  12 degrees of freedom instead of 2 per key;
+* a new run differs from the mean of k runs by ``sigma * sqrt(1 + 1/k)`` (one standard
+  deviation), so the effect a current run must exceed is
+  ``floor = exp(t(1 - run_alpha, dof) * sigma * sqrt(1 + 1/k)) - 1``, Student's t because
+  ``sigma`` is itself estimated.
+
+The floor joins the threshold and the block drift in :func:`bench.gate.decide.decide`: the
+interval of the ratio must clear the largest of the three.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from bench.gate.decide import Rule
+from bench.gate.keys import KEY, Case, Key
+from bench.gate.reference import relative
+
+_FREE = tuple(KEY.index(f) for f in ("algorithm", "strategy"))
+
+
+@dataclass(frozen=True)
+class Noise:
+    """Between-run noise of one group: log-scale ``sigma`` with ``dof`` degrees of freedom, and
+    the ``floor`` effect that a current run compared with ``runs`` baselines must exceed."""
+
+    sigma: float
+    dof: int
+    runs: int
+    floor: float
+
+
+def group_of(key: Key) -> Key:
+    """The key with algorithm and strategy blanked: cases measured under the same conditions."""
+    return tuple(None if i in _FREE else v for i, v in enumerate(key))
+
+
+def run_median(case: Case, run: Mapping[Key, Case], rule: Rule) -> float | None:
+    """The case's median in the gated mode (relative to native with ``rule.reference``)."""
+    if not case.ok or not case.samples:
+        return None
+    values = relative(case, run) if rule.reference else None
+    if rule.reference and values is None and case.kind == "collective":
+        return None  # native itself, or no native beside it: not gated relative, no noise
+    med = float(np.median(values if values is not None else case.array()))
+    return med if med > 0 and math.isfinite(med) else None
+
+
+def estimate(runs: Sequence[Mapping[Key, Case]], rule: Rule) -> dict[Key, Noise]:
+    """Noise per group from ``runs`` (the baselines). Empty with fewer than two runs: one run
+    cannot show run-to-run noise, and the gate then relies on threshold and drift alone."""
+    from scipy import stats  # imported on use: the CLI starts without scipy
+    if len(runs) < 2:
+        return {}
+    keys = set().union(*(r.keys() for r in runs))
+    ss: dict[Key, float] = {}
+    dof: dict[Key, int] = {}
+    nruns: dict[Key, list[int]] = {}
+    for k in keys:
+        meds = [m for r in runs if k in r and (m := run_median(r[k], r, rule)) is not None]
+        if len(meds) < 2:
+            continue
+        logs = np.log(meds)
+        g = group_of(k)
+        ss[g] = ss.get(g, 0.0) + float(((logs - logs.mean()) ** 2).sum())
+        dof[g] = dof.get(g, 0) + len(meds) - 1
+        nruns.setdefault(g, []).append(len(meds))
+    out = {}
+    for g, d in dof.items():
+        sigma = math.sqrt(ss[g] / d)
+        k = min(nruns[g])
+        t = float(stats.t.ppf(1 - rule.run_alpha, d))
+        out[g] = Noise(sigma, d, k, math.expm1(t * sigma * math.sqrt(1 + 1 / k)))
+    return out
+
+
+def floor_of(key: Key, noise: Mapping[Key, Noise]) -> float:
+    n = noise.get(group_of(key))
+    return n.floor if n else 0.0

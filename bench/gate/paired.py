@@ -1,0 +1,231 @@
+"""Paired A/B statistics: BASE and HEAD run alternately, round after round, and each key is decided
+on the per-round ratio HEAD/BASE of its medians.
+
+A shared machine moves every run's medians by tens of percent from one minute to the next (other
+jobs, frequency, cache). Two runs of one round ran a few seconds apart, so what the machine did
+is nearly the same in both and cancels in their ratio; slow drift across rounds cancels too. Per
+key, with ``d_r = log(median(HEAD_r) / median(BASE_r))`` over the rounds r:
+
+* an exact one-sided Wilcoxon signed-rank test on the ``d_r`` (distribution-free: heavy tails,
+  a wild round, the VM's slow mode in one run do not break its false-alarm rate): the key is
+  *paired slower* when the test rejects "log ratio <= log(1 + threshold)" at ``alpha`` (default
+  0.05: the stated false-alarm rate per key; n rounds can reach ``2^-n`` at best, so 5 rounds for
+  0.05, 7 for 0.01). Equivalently the one-sided lower bound of the ratio (the ``c``-th largest
+  Walsh average ``(d_i + d_j) / 2``, ``c`` the critical count) exceeds ``1 + threshold``. The
+  ratio shown is the Hodges-Lehmann estimate (median of the Walsh averages) and the effect a key
+  can detect is ``need = (1 + threshold) * exp(estimate - bound) - 1``. A paired t test was tried
+  first: one burst in one round of five (the shared VM has them) inflated its spread and hid a
+  1.3x slowdown; pooling the spread over the algorithms measured beside a key made it worse;
+* the existing within-run tests must agree: :func:`bench.gate.decide.decide` (Mann-Whitney U
+  and the bootstrap interval of the median ratio) on all rounds' samples, each round's divided by
+  the geometric mean of its two medians (so the rounds' drift does not swamp them).
+
+*Slower* (exit 1) needs both; *faster* is the mirror image. With ``Rule.reference`` every median
+and sample is first divided, block by block, by ``native`` measured beside it in the same run
+(:mod:`bench.gate.reference`): a machine that changed speed *between* the two runs of a round
+cancels too, at the price of missing a slowdown of everything (native included). Failed cases,
+changed exact fields (``bytes_sent_max``, ``wrong``) and oversubscribed keys are handled as
+:mod:`bench.gate.compare` handles them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+
+from bench.gate.compare import DEMOTED, GateResult, Row, Side
+from bench.gate.decide import Decision, Rule, decide
+from bench.gate.keys import DETERMINISTIC, KEY, Case, InputError, Key, cases, load_cases
+from bench.gate.matched import mismatched, round_speeds
+from bench.gate.reference import REFERENCE, relative
+from bench.store.records import iter_records
+
+ROUND = "round"  # the field `commbench ab` tags each record with
+PAIRED_ALPHA = 0.05  # default false-alarm rate per key of the paired test
+Round = tuple[Mapping[Key, Case], Mapping[Key, Case]]  # (BASE, HEAD) cases of one round
+_ALG = KEY.index("algorithm")
+
+
+@dataclass(frozen=True)
+class Paired:
+    """One key's paired statistics over ``n`` rounds (log ratios ``d``)."""
+
+    n: int
+    center: float  # Hodges-Lehmann estimate of the log ratio: median of the Walsh averages
+    low: float  # one-sided lower confidence bound of the ratio (level alpha)
+    high: float  # one-sided upper bound
+    p_slower: float  # exact signed-rank p-value of "ratio > 1"
+    p_faster: float
+    need: float  # observed effect that is flagged: the key's detectable slowdown
+
+    @property
+    def ratio(self) -> float:
+        return math.exp(self.center)
+
+
+def values(key: Key, run: Mapping[Key, Case], relative_to: bool = False) -> np.ndarray | None:
+    """The key's samples in one run (relative to native beside them with ``relative_to``, where
+    there is a native), or None when it did not pass there."""
+    case = run.get(key)
+    if case is None or not case.ok or not case.samples:
+        return None
+    rel = relative(case, run) if relative_to else None
+    return rel if rel is not None else case.array()
+
+
+def round_median(key: Key, run: Mapping[Key, Case], relative_to: bool = False) -> float | None:
+    v = values(key, run, relative_to)
+    med = float(np.median(v)) if v is not None and v.size else math.nan
+    return med if med > 0 and math.isfinite(med) else None
+
+
+def log_ratios(rounds: Sequence[Round], key: Key, relative_to: bool = False) -> np.ndarray:
+    """``log(median HEAD / median BASE)`` of ``key`` in each round where both sides measured it."""
+    out = []
+    for base, head in rounds:
+        b, h = round_median(key, base, relative_to), round_median(key, head, relative_to)
+        if b is not None and h is not None:
+            out.append(math.log(h / b))
+    return np.asarray(out, dtype=float)
+
+
+def signed_rank_null(n: int) -> np.ndarray:
+    """P(T+ = t), t = 0 .. n(n+1)/2: the signed-rank statistic when each round's sign is a coin."""
+    counts = np.zeros(n * (n + 1) // 2 + 1)
+    counts[0] = 1.0
+    for r in range(1, n + 1):
+        counts = counts + np.concatenate([np.zeros(r), counts[:-r]])
+    return counts / 2.0**n
+
+
+def min_rounds(alpha: float) -> int:
+    """Fewest rounds whose smallest attainable p-value (all rounds one way: 2^-n) is <= alpha."""
+    return max(2, math.ceil(math.log2(1 / alpha) - 1e-12))
+
+
+def paired(d: np.ndarray, rule: Rule, alpha: float = 0.05) -> Paired | None:
+    """Exact one-sided Wilcoxon signed-rank statistics of the key's per-round log ratios; None
+    when its rounds are too few to reach ``alpha``. The lower bound is the largest ``delta`` the
+    test would still reject "log ratio <= delta" for: the ``c``-th largest Walsh average, ``c``
+    the test's critical count."""
+    n = d.size
+    if n < min_rounds(alpha):
+        return None
+    null = signed_rank_null(n)
+    tail = np.cumsum(null[::-1])[::-1]  # tail[t] = P(T+ >= t)
+    crit = int(np.argmax(tail <= alpha))  # the smallest t with P(T+ >= t) <= alpha
+    walsh = np.sort([(d[i] + d[j]) / 2 for i in range(n) for j in range(i, n)])
+    low, high = float(walsh[walsh.size - crit]), float(walsh[crit - 1])
+    center = float(np.median(walsh))
+    t_obs = int((walsh > 0).sum())  # = the sum of the positive rounds' ranks
+    return Paired(n, center, math.exp(low), math.exp(high), float(tail[t_obs]),
+                  float(null[: t_obs + 1].sum()), (1 + rule.threshold) * math.exp(center - low) - 1)
+
+
+def combine(within: Decision, pr: Paired | None, rule: Rule, alpha: float) -> Decision:
+    """Slower (faster) only when the paired bound and the within-run tests agree."""
+    if pr is None:
+        return replace(within, verdict="untested",
+                       method=f"too few rounds for the paired test at {alpha:g} "
+                              f"(it needs {min_rounds(alpha)})")
+    slow = pr.low > 1 + rule.threshold and within.verdict == "slower"
+    fast = pr.high < 1 / (1 + rule.threshold) and within.verdict == "faster"
+    verdict = "slower" if slow else "faster" if fast else "same"
+    return Decision(verdict, pr.ratio, pr.low, pr.high, pr.p_slower, pr.p_faster,
+                    max(pr.need, within.needed),
+                    f"paired signed-rank over {pr.n} rounds (level {alpha:g}) + "
+                    f"within-run {within.verdict} ({within.method})")
+
+
+def normalized(rounds: Sequence[Round], key: Key,
+               relative_to: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Both sides' samples of ``key``, each round's divided by the geometric mean of that round's
+    two medians: the within-run spread stays, the round-to-round drift goes."""
+    parts: tuple[list[np.ndarray], list[np.ndarray]] = ([], [])
+    for base, head in rounds:
+        b, h = values(key, base, relative_to), values(key, head, relative_to)
+        mb, mh = round_median(key, base, relative_to), round_median(key, head, relative_to)
+        if b is not None and h is not None and mb is not None and mh is not None:
+            g = math.sqrt(mb * mh)
+            parts[0].append(b / g)
+            parts[1].append(h / g)
+    return (np.concatenate(parts[0]) if parts[0] else np.array([]),
+            np.concatenate(parts[1]) if parts[1] else np.array([]))
+
+
+def settled(b: Case, h: Case) -> Row | None:
+    """Outcomes that are not timing questions: failures, fixes, changed exact fields."""
+    if b.ok and not h.ok:
+        return Row(h.key, h.kind, "failed", detail="status " + ",".join(sorted(set(h.statuses))))
+    if not b.ok:
+        return Row(h.key, h.kind, "fixed" if h.ok else "both failed")
+    changes = [f"{f} {sorted(b.exact[f])} -> {sorted(h.exact[f])}" for f in DETERMINISTIC
+               if f in b.exact and f in h.exact and b.exact[f] != h.exact[f]]
+    return Row(h.key, h.kind, "changed", detail="; ".join(changes)) if changes else None
+
+
+def decide_key(key: Key, rounds: Sequence[Round], base: Side, head: Side, rule: Rule,
+               alpha: float = 0.05) -> Row:
+    b, h = base.cases[key], head.cases[key]
+    meds = (float(np.median(b.array())), float(np.median(h.array())))
+    done = settled(b, h)
+    if done is not None:
+        return replace(done, base_median=meds[0], cur_median=meds[1])
+    rel = rule.reference
+    pr = paired(log_ratios(rounds, key, rel), rule, alpha)
+    if pr is not None and (pr.low > 1 + rule.threshold or pr.high < 1 / (1 + rule.threshold)):
+        within = decide(*normalized(rounds, key, rel), rule, summaries=b.summaries or h.summaries,
+                        abs_diff=meds[1] - meds[0])
+    else:  # the paired bound already says "same": the within-run tests could not change that
+        within = Decision("same", math.nan, math.nan, math.nan, math.nan, math.nan, rule.threshold,
+                          "not run")
+    d = combine(within, pr, rule, alpha)
+    outcome = d.verdict
+    if not rule.strict and outcome in ("slower", "faster"):
+        if rel and key[_ALG] == REFERENCE:
+            outcome = DEMOTED["reference"][outcome]
+        elif b.oversubscribed or h.oversubscribed:
+            outcome = DEMOTED["oversubscribed"][outcome]
+    return Row(key, h.kind, outcome, d, "relative to native" if rel else "", *meds)
+
+
+def decide_rounds(rounds: Sequence[Round], rule: Rule, base_dir: Path = Path("BASE"),
+                  head_dir: Path = Path("HEAD"), alpha: float = PAIRED_ALPHA) -> GateResult:
+    """Every key of the rounds decided (see the module docstring); ``alpha``: the paired test's
+    false-alarm rate per key (``rule.alpha`` is the within-run U test's)."""
+    if not rounds:
+        raise InputError("no rounds to compare")
+    base, head = Side.of([b for b, _ in rounds]), Side.of([h for _, h in rounds])
+    rows = [decide_key(k, rounds, base, head, rule, alpha) for k in base.cases if k in head.cases]
+    rows += [Row(k, c.kind, "only in baseline") for k, c in base.cases.items() if k not in head.cases]
+    rows += [Row(k, c.kind, "only in current") for k, c in head.cases.items() if k not in base.cases]
+    return GateResult((base_dir,), head_dir, rule, rows)
+
+
+def load_rounds(run_dir: Path) -> dict[int, dict[Key, Case]]:
+    """A side's cases per round (records without a round tag are round 0)."""
+    load_cases(run_dir)  # the usual one-line errors: missing, schema, empty
+    by_round: dict[int, list[dict[str, object]]] = {}
+    for rec in iter_records(run_dir):
+        by_round.setdefault(int(rec.get(ROUND) or 0), []).append(rec)
+    return {r: cases(recs) for r, recs in sorted(by_round.items())}
+
+
+def compare_dirs(base_dir: Path, head_dir: Path, rule: Rule,
+                 alpha: float = 0.05) -> GateResult:
+    """Pair the rounds two side directories have in common whose runs saw the same machine
+    (:mod:`bench.gate.matched`) and decide every key."""
+    base, head = load_rounds(base_dir), load_rounds(head_dir)
+    common = sorted(set(base) & set(head))
+    if not common:
+        raise InputError(f"{base_dir} and {head_dir} have no round in common")
+    off = {m.round for m in mismatched(round_speeds(base_dir), round_speeds(head_dir))}
+    kept = [r for r in common if r not in off]
+    if not kept:
+        raise InputError(f"{base_dir} and {head_dir}: in every round the machine changed speed "
+                         "between the two runs (drift canary); no round can be compared")
+    return decide_rounds([(base[r], head[r]) for r in kept], rule, base_dir, head_dir, alpha)

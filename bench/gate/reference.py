@@ -1,0 +1,38 @@
+"""Samples relative to the vendor collective measured beside them.
+
+The harness times the algorithms of one case in repetition blocks, taking turns, so block k of
+``ring`` and block k of ``native`` saw the same state of the machine. Dividing each block of an
+algorithm's samples by the median of the vendor's same block cancels what the machine did to
+both (another job, frequency changes), and keeps what the algorithm's code did. This is the
+DESIGN's "measure as ratios within one run" applied to the gate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from bench.gate.keys import KEY, Case, Key
+
+REFERENCE = "native"
+_ALG = KEY.index("algorithm")
+
+
+def reference_key(key: Key) -> Key:
+    return (*key[:_ALG], REFERENCE, *key[_ALG + 1:])
+
+
+def relative(case: Case, cases: Mapping[Key, Case]) -> np.ndarray | None:
+    """``case``'s samples divided block by block by the reference's block medians; ``None`` when
+    the case is the reference itself, or no usable reference was measured beside it."""
+    if case.kind != "collective" or case.key[_ALG] == REFERENCE:
+        return None
+    ref = cases.get(reference_key(case.key))
+    if ref is None or not ref.ok or not ref.samples or not case.samples:
+        return None
+    mine, theirs = case.array(), ref.array()
+    blocks = case.blocks if case.blocks == ref.blocks and mine.size >= case.blocks else 1
+    parts = [m / float(np.median(r))
+             for m, r in zip(np.array_split(mine, blocks), np.array_split(theirs, blocks))]
+    return np.concatenate(parts)

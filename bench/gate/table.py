@@ -1,0 +1,87 @@
+"""The gate's verdict as a text table: failing keys first, then faster ones, then a summary."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from bench.gate.compare import GateResult, Row
+from bench.gate.keys import KEY, SAMPLES, describe
+
+ORDER = ("failed", "changed", "slower", "faster", "reference slower", "reference faster",
+         "noisy slower", "noisy faster", "fixed", "both failed", "untested", "only in baseline",
+         "only in current", "same")
+SHOWN = frozenset(ORDER[:11])
+
+
+def _f(v: float, fmt: str = ".4g") -> str:
+    return "" if v is None or not math.isfinite(v) else format(v, fmt)
+
+
+def line(r: Row) -> str:
+    d = r.decision
+    unit = SAMPLES.get(r.kind, ("", "µs"))[1]
+    ci = f"[{_f(d.low, '.3f')}, {_f(d.high, '.3f')}]" if d and math.isfinite(d.low) else ""
+    need = f"{d.needed:+.0%}" if d and math.isfinite(d.needed) else ""
+    return (f"{r.outcome.upper():<17} {_f(r.base_median):>10} {_f(r.cur_median):>10} {unit:<2} "
+            f"{_f(d.ratio, '.3f') if d else '':>7} {ci:<17} {need:>5} "
+            f"{_f(d.p_slower, '.1e') if d else '':>8} "
+            f"{describe(r.key)}{'  (' + r.detail + ')' if r.detail else ''}")
+
+
+def render(res: GateResult, everything: bool = False) -> str:
+    rule = res.rule
+    k = len(res.baselines)
+    source = (f"# noise floor: spread of the {k} baseline runs' medians (pooled per case group, "
+              f"Student-t bound at {rule.run_alpha:g})" if k > 1 else
+              "# one baseline run: run-to-run noise unknown (give two or more baselines to measure it)")
+    head = (f"# commbench compare  baseline={res.baseline}  current={res.current}\n"
+            f"# slower = U test p<{rule.alpha} (one-sided) and the {rule.confidence:.0%} bootstrap "
+            f"interval of median(current)/median(baseline) above 1+need, need = max("
+            f"{rule.threshold:.0%}, block drift{', noise floor' if k > 1 else ''})\n{source}\n"
+            f"{'# outcome':<17} {'baseline':>10} {'current':>10} {'':<2} {'ratio':>7} "
+            f"{'interval':<17} {'need':>5} {'p(slower)':>8} key")
+    rank = {o: i for i, o in enumerate(ORDER)}
+    rows = sorted((r for r in res.rows if everything or r.outcome in SHOWN),
+                  key=lambda r: (rank.get(r.outcome, len(ORDER)), -(r.decision.ratio
+                                 if r.decision and math.isfinite(r.decision.ratio) else 0)))
+    shift = machine_shift(res)
+    counts = ", ".join(f"{res.count(o)} {o}" for o in ORDER if res.count(o))
+    verdict = (f"FAIL: {len(res.failures)} of {len(res.rows)} keys regressed"
+               if res.failures else f"PASS: no regression in {len(res.rows)} keys")
+    return "\n".join([head, *(line(r) for r in rows), f"# {counts}", *shift, *blind(res), verdict])
+
+
+def blind(res: GateResult) -> list[str]:
+    """A note per world size where noise (drift or the baselines' spread) raised the effect a
+    key must show above the threshold: slowdowns below it are invisible there, not absent."""
+    by_world: dict[object, list[float]] = {}
+    for r in res.rows:
+        if r.decision and math.isfinite(r.decision.needed):
+            by_world.setdefault(r.key[KEY.index("world_size")], []).append(r.decision.needed)
+    out = []
+    for w, needs in sorted(by_world.items(), key=lambda kv: str(kv[0])):
+        wide = [n for n in needs if n > res.rule.threshold + 1e-12]
+        if wide:
+            out.append(f"# note: at world_size={w}, {len(wide)} of {len(needs)} keys need more than "
+                       f"{res.rule.threshold:.0%} (median +{float(np.median(wide)):.0%}, largest "
+                       f"+{max(wide):.0%}): smaller slowdowns there are within this machine's noise")
+    return out
+
+
+def machine_shift(res: GateResult) -> list[str]:
+    """A note per world size whose keys moved together (median raw ratio beyond 1.5x either
+    way): then the machine, not one algorithm, changed between the runs."""
+    by_world: dict[object, list[float]] = {}
+    for r in res.rows:
+        if r.base_median > 0 and math.isfinite(r.cur_median):
+            by_world.setdefault(r.key[KEY.index("world_size")], []).append(
+                r.cur_median / r.base_median)
+    out = []
+    for w, ratios in sorted(by_world.items(), key=lambda kv: str(kv[0])):
+        med = float(np.median(ratios))
+        if len(ratios) >= 4 and not 1 / 1.5 < med < 1.5:
+            out.append(f"# note: at world_size={w} the median key is {med:.2f}x the baseline: "
+                       "the machine was busier or different in one run; rerun, or use --relative")
+    return out

@@ -1,0 +1,259 @@
+"""The one self-launch loop: collective (mpiexec) and training (torchrun) sweeps alike.
+
+One job per world size (more when a kind resumes after a failed case). The parent owns
+``meta.json`` and rewrites it after every job; ranks append records to ``results.jsonl``. A job
+that fails is named by the case in the in-flight marker. SIGINT, SIGTERM and SIGHUP end the job
+in flight with every process it started (:mod:`bench.launch.signals`), record the run as interrupted
+and exit 128 + signal. After every job, the MPI shared-memory files that its killed ranks
+(interrupted, or torn down after one died or hung) could not unlink are removed
+(:mod:`bench.launch.shmclean`). Records with ``status: "wrong"`` make the run fail after all cases ran.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import os
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import psutil
+
+from bench.launch import inflight, shmclean
+from bench.launch.signals import JOB_ENV, SignalGuard, end_job, end_leftovers, tree
+from bench.launch.watchdog import TIMEOUT_EXIT
+from bench.store.records import iter_records, write_meta
+
+
+def say(line: str, out: Any = None) -> None:
+    """Print one line; a closed terminal (SIGHUP) must not turn into a traceback."""
+    with contextlib.suppress(OSError, ValueError):
+        print(line, file=out or sys.stderr, flush=True)
+
+
+@dataclass(frozen=True)
+class JobResult:
+    world_size: int
+    returncode: int
+    seconds: float
+    inflight: dict[str, Any] | None  # the marker the job left: the case it was in
+    first_case: int = 0
+    signal: str | None = None  # set when a signal to the parent ended the job
+    strays: int = 0  # processes left after the launcher exited (killed by us)
+    ended: float = 0.0  # time.time() when the job was over
+    shm_removed: int = 0  # /dev/shm files its killed ranks left, removed by us
+    stuck: tuple[int, ...] = ()  # pids of its processes that could not be ended (in the kernel)
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0 and self.signal is None
+
+    @property
+    def case(self) -> str | None:
+        return self.inflight.get("case") if self.inflight else None
+
+    @property
+    def reason(self) -> str | None:
+        m = self.inflight or {}
+        if self.signal is None and "timeout_s" in m and (
+                self.returncode == TIMEOUT_EXIT or self.ended - m.get("since", self.ended) >= m["timeout_s"]):
+            # said here too: the abort can end the job before the aborting rank's line is out, and
+            # the launcher's exit code may be a killed rank's rather than the watchdog's 124
+            return f"exceeded case_timeout_s={m['timeout_s']:g} (a rank hung or died)"
+        return None
+
+    def as_meta(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"world_size": self.world_size, "returncode": self.returncode,
+                               "seconds": round(self.seconds, 3), "failed_case": self.case,
+                               "reason": self.reason}
+        if self.first_case:
+            out["first_case"] = self.first_case
+        if self.signal:
+            out.update(signal=self.signal, failed_case=None, interrupted_case=self.case)
+        if self.strays:
+            out["strays_killed"] = self.strays
+        if self.shm_removed:
+            out["shm_removed"] = self.shm_removed
+        if self.stuck:
+            out["stuck_pids"] = list(self.stuck)
+        return out
+
+
+def run_job(cmd: list[str], env: dict[str, str], run_dir: Path, world: int, guard: SignalGuard,
+            first_case: int = 0) -> JobResult:
+    """Run one job to its end, or end it with all its processes when the guard sees a signal.
+    The job is over only when every process of it is gone (:func:`bench.launch.signals.end_leftovers`:
+    a rank its launcher left stopped or still dying is killed and waited for). The job's
+    processes and the ``/dev/shm`` files they hold are noted as its first case begins (ranks
+    past ``MPI_Init``) and again as later cases begin (at most once a second), and when they
+    are stopped to be killed; those files are removed afterwards if they are still there and no
+    process uses them: ranks that were killed (by us, or by their launcher after one died or
+    hung) never unlinked them."""
+    token = uuid.uuid4().hex
+    before = shmclean.snapshot()
+    t0 = time.monotonic()
+    proc = subprocess.Popen(cmd, env={**env, JOB_ENV: token, "PYTHONUNBUFFERED": "1"},
+                            start_new_session=True)
+    rc: int | None = None
+    held: set[shmclean.Entry] = set()
+    known: dict[int, psutil.Process] = {}
+    marker, seen, last = run_dir / inflight.INFLIGHT, 0.0, 0.0
+    try:
+        while rc is None:
+            if guard.signum is not None:
+                rc, stopped = end_job(proc, token)
+                held |= stopped
+                break
+            mtime = _mtime(marker)
+            if mtime != seen and (not seen or time.monotonic() - last >= 1.0):  # a case began
+                procs = tree(proc.pid)
+                known.update((p.pid, p) for p in procs)
+                held |= shmclean.held_by(p.pid for p in procs)
+                seen, last = mtime, time.monotonic()
+            try:
+                rc = proc.wait(0.2 if seen else 0.02)  # quick until it has seen case 0 begin
+            except subprocess.TimeoutExpired:
+                continue
+    except BaseException:  # whatever goes wrong here, the job must not outlive its launcher
+        shmclean.remove_orphans(held | end_job(proc, token)[1], before)
+        end_leftovers(token, known.values(), grace_s=0)
+        raise
+    strays, left, stuck = end_leftovers(token, known.values())
+    removed = shmclean.remove_orphans(held | left, before)
+    return JobResult(world, rc, time.monotonic() - t0, inflight.take(run_dir), first_case,
+                     guard.name, strays, time.time(), len(removed),
+                     tuple(p.pid for p in stuck))
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+class Kind(Protocol):
+    """What a scenario kind adds to the loop."""
+
+    launcher: str  # meta.json's description of how ranks are started
+
+    def first(self, world: int) -> int | None:
+        """The first case index to run at ``world`` (None: every case has a record)."""
+
+    def command(self, world: int, start: int) -> tuple[list[str], dict[str, str]]:
+        """The job's command line and environment."""
+
+    def after_failure(self, sweep: Sweep, job: JobResult) -> int | None:
+        """Called for a failed job: the case index to go on from, or None for the next world
+        size; :meth:`Sweep.stop` ends the sweep."""
+
+
+@dataclass
+class Sweep:
+    run_dir: Path
+    info: dict[str, Any]  # meta.json, rewritten after every job
+    failures: int = 0
+    stopped: bool = False
+    # how an interrupted run's line names the case and says what to do next ({run}: run_dir)
+    during: str = "case '{}'"
+    next_step: str = "(finish with --resume {run})"
+
+    def stop(self) -> None:
+        self.stopped = True
+
+    def save(self, **fields: Any) -> None:
+        self.info.update(fields)
+        write_meta(self.run_dir, self.info)
+
+    def run(self, kind: Kind, sizes: tuple[int, ...], lock: int,
+            after: Callable[[Path], None] | None = None) -> int:
+        """Every world size in turn; returns the exit code (0, 1, or 128 + signal). ``lock``:
+        the run directory's lock (:meth:`bench.store.resume.RunPlan.lock`), released at the end."""
+        try:
+            with SignalGuard() as guard:
+                last = self._loop(kind, sizes, guard)
+                if guard.signum is not None:
+                    return self._interrupted(guard, last)
+                code = self._finish()
+        except Exception as e:  # a bug: meta.json still says how the run ended
+            self.save(status="failed", reason=f"{type(e).__name__}: {e}", finished=_now())
+            raise
+        finally:
+            os.close(lock)
+        if after:
+            after(self.run_dir)
+        return code
+
+    def _loop(self, kind: Kind, sizes: tuple[int, ...], guard: SignalGuard) -> JobResult | None:
+        self.info.setdefault("jobs", [])
+        self.info.setdefault("warnings", [])
+        self.save(launcher=kind.launcher, status="running")
+        last = None
+        for w in sizes:
+            start = kind.first(w)
+            while start is not None and guard.signum is None and not self.stopped:
+                cmd, env = kind.command(w, start)
+                last = run_job(cmd, env, self.run_dir, w, guard, start)
+                self.info["jobs"].append(last.as_meta())
+                self.save()
+                if last.strays and last.signal is None:
+                    self.warn(f"world size {w}: killed {last.strays} processes left by the launcher")
+                if last.stuck:
+                    self.warn(f"world size {w}: processes {', '.join(map(str, last.stuck))} of the "
+                              "job could not be killed (stuck in the kernel); their /dev/shm "
+                              "files are left")
+                if last.ok or last.signal is not None:
+                    break
+                start = kind.after_failure(self, last)
+            if guard.signum is not None or self.stopped:
+                break
+        return last
+
+    def warn(self, msg: str) -> None:
+        self.info["warnings"].append(msg)
+        say(f"commbench: warning: {msg}")
+
+    def _interrupted(self, guard: SignalGuard, last: JobResult | None) -> int:
+        case = last.case if last and last.signal else None
+        kept = count_records(self.run_dir)
+        self.save(status="interrupted", signal=guard.name, interrupted_case=case,
+                  reason=f"interrupted by {guard.name}", finished=_now())
+        where = f" during {self.during.format(case)}" if case else ""
+        say(f"commbench: interrupted by {guard.name}{where}; {kept} records kept in {self.run_dir} "
+            + self.next_step.format(run=self.run_dir))
+        return guard.exit_code
+
+    def _finish(self) -> int:
+        wrong = sum(1 for r in _records(self.run_dir) if r.get("status") == "wrong")
+        reasons = []
+        if self.failures:
+            reasons.append(f"{self.failures} job{'s' if self.failures > 1 else ''} failed")
+        if wrong:
+            reasons.append(f"{wrong} case{'s' if wrong > 1 else ''} wrong (elements differ from "
+                           "the exact expected values)")
+        status = "failed" if reasons else "ok"
+        for stale in ("signal", "interrupted_case"):  # from an interrupted run now resumed
+            self.info.pop(stale, None)
+        self.save(status=status, reason="; ".join(reasons) or None, finished=_now())
+        say(f"# {count_records(self.run_dir)} records in {self.run_dir / 'results.jsonl'}")
+        if wrong:
+            say(f"commbench: {reasons[-1]}: the run failed")
+        return 1 if reasons else 0
+
+
+def _records(run_dir: Path) -> Iterator[dict[str, Any]]:
+    return iter_records(run_dir, samples=False, on_bad=lambda *_: None)
+
+
+def count_records(run_dir: Path) -> int:
+    return sum(1 for _ in _records(run_dir))
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat()

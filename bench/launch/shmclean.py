@@ -1,0 +1,107 @@
+"""Shared-memory files that a killed job leaves in ``/dev/shm``.
+
+MPI libraries keep their intra-node segments there (MPICH ``mpich_shm_*``, Open MPI
+``sm_segment.*``) and unlink them in ``MPI_Finalize``. A rank killed before that leaves them
+behind: a self-launched run ended by SIGINT, SIGTERM or SIGHUP SIGKILLs its ranks and launcher
+(:func:`bench.launch.signals.end_job`), and a launcher whose rank died or hung kills the others. Each
+can be tens of MB, and a stale MPICH segment can make a later ``MPI_Init`` fail (docs/gate.md,
+Slurm).
+
+The self-launcher lists ``/dev/shm`` before a job starts (:func:`snapshot`) and notes the files
+there that the job's processes map or hold open (:func:`held_by`): once as the first case begins
+(the ranks are past ``MPI_Init``), and again while they are stopped before it kills them. After
+the job it removes each of those files that is still there, was not there before the job,
+belongs to this user, is a regular file, and that no live process maps or holds open
+(:func:`remove_orphans`). Files of other jobs, of other users, and files that existed before
+the job are never touched.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+SHM = Path("/dev/shm")
+Entry = tuple[str, int]  # (path, inode) of a file in SHM
+_DELETED = " (deleted)"
+
+
+def snapshot(shm: Path = SHM) -> frozenset[Entry]:
+    """The files in ``shm`` now, with their inodes (empty when there is no such directory)."""
+    out: set[Entry] = set()
+    with contextlib.suppress(OSError), os.scandir(shm) as it:
+        for e in it:
+            with contextlib.suppress(OSError):
+                out.add((e.path, e.inode()))
+    return frozenset(out)
+
+
+def _maps(pid: int, prefix: str) -> Iterator[Entry]:
+    try:
+        text = Path(f"/proc/{pid}/maps").read_text()
+    except (OSError, ValueError):
+        return
+    for line in text.splitlines():
+        parts = line.split(maxsplit=5)  # address perms offset dev inode path
+        if len(parts) == 6 and parts[5].startswith(prefix) and not parts[5].endswith(_DELETED):
+            yield parts[5], int(parts[4])
+
+
+def _fds(pid: int, prefix: str) -> Iterator[Entry]:
+    fd_dir = f"/proc/{pid}/fd"
+    try:
+        fds = os.listdir(fd_dir)
+    except OSError:
+        return
+    for fd in fds:
+        try:
+            target = os.readlink(f"{fd_dir}/{fd}")
+            if target.startswith(prefix) and not target.endswith(_DELETED):
+                yield target, os.stat(f"{fd_dir}/{fd}").st_ino
+        except OSError:
+            continue
+
+
+def held_by(pids: Iterable[int], shm: Path = SHM) -> set[Entry]:
+    """The files in ``shm`` that the processes ``pids`` map or hold open."""
+    prefix = f"{shm}/"
+    out: set[Entry] = set()
+    for pid in pids:
+        out.update(_maps(pid, prefix))
+        out.update(_fds(pid, prefix))
+    return out
+
+
+def in_use(shm: Path = SHM) -> set[str]:
+    """Paths in ``shm`` that some live process maps or holds open (those it may read)."""
+    pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
+    return {path for path, _ in held_by(pids, shm)}
+
+
+def _ours(path: str, inode: int) -> bool:
+    """Still there, the same file, this user's, and a regular file."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False  # gone already (its ranks finalized after all)
+    return st.st_ino == inode and st.st_uid == os.geteuid() and stat.S_ISREG(st.st_mode)
+
+
+def remove_orphans(held: Iterable[Entry], before: frozenset[Entry], shm: Path = SHM) -> list[str]:
+    """Remove the files of ``held`` that are new since ``before``, still there, this user's,
+    regular, and used by no live process; the paths removed."""
+    new = sorted(e for e in set(held) if e not in before and _ours(*e))
+    if not new:
+        return []
+    busy = in_use(shm)
+    removed = []
+    for path, inode in new:
+        if path in busy or not _ours(path, inode):
+            continue
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+            removed.append(path)
+    return removed

@@ -1,0 +1,1 @@
+"""The results store: records, meta.json, run directories and resume, export, importers."""
