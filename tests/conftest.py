@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -77,29 +79,25 @@ case_timeout_s: 120
 @pytest.fixture(scope="session")
 def training_records(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
     """Records of :data:`TRAINING_SCENARIO` and :data:`PS_SCENARIO`, run for real (needs torch;
-    only tests marked ``training`` use it)."""
+    only tests marked ``training`` use it). Under xdist (``make test`` runs 2 workers, a file
+    each at a time) the first worker that needs it runs it and the other reads its records."""
     pytest.importorskip("torch", reason="training needs torch")
     from bench.store.records import iter_records
 
-    d = tmp_path_factory.mktemp("training")
-    out: list[dict[str, Any]] = []
-    for name, text in (("main", TRAINING_SCENARIO), ("ps", PS_SCENARIO)):
-        (d / f"{name}.yaml").write_text(text)
-        proc = subprocess.run([sys.executable, "-m", "bench", "run", str(d / f"{name}.yaml"),
-                               "--out", str(d / name), "--no-progress"], capture_output=True,
-                              text=True, timeout=900, env=clean_env(), cwd=ROOT)
-        assert proc.returncode == 0, proc.stderr[-4000:]
-        out += list(iter_records(d / name))
-    return out
-
-
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Under ``pytest -n 2 --dist loadgroup`` (``make test``) the tests of one file run on one
-    worker, in order (their module fixtures are made once; ab's worktrees and the Slurm cluster
-    are not shared), and every test of the shared training run on one worker, so that it is
-    launched once per session."""
-    for item in items:
-        if item.get_closest_marker("xdist_group") is None:
-            shared = "training_records" in getattr(item, "fixturenames", ())
-            item.add_marker(pytest.mark.xdist_group("training-records" if shared else item.path.name))
+    shared = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = shared.parent  # the session's directory, above each worker's own
+    d = shared / "training-records"
+    with open(shared / "training-records.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # the other worker waits here for the records
+        if not (d / "done").exists():
+            d.mkdir(exist_ok=True)
+            for name, text in (("main", TRAINING_SCENARIO), ("ps", PS_SCENARIO)):
+                shutil.rmtree(d / name, ignore_errors=True)
+                (d / f"{name}.yaml").write_text(text)
+                proc = subprocess.run([sys.executable, "-m", "bench", "run", str(d / f"{name}.yaml"),
+                                       "--out", str(d / name), "--no-progress"], capture_output=True,
+                                      text=True, timeout=900, env=clean_env(), cwd=ROOT)
+                assert proc.returncode == 0, proc.stderr[-4000:]
+            (d / "done").write_text("")
+    return [*iter_records(d / "main"), *iter_records(d / "ps")]

@@ -12,15 +12,23 @@ from typing import Any
 
 import psutil
 
+from bench.collective import flags
 from bench.collective.progress import TTY_ENV
-from bench.collective.scenario import CollectiveScenario, ScenarioError, check_memory, load_scenario
+from bench.collective.scenario import (
+    CollectiveScenario,
+    ScenarioError,
+    check_memory,
+    load_scenario,
+    parse_scenario,
+)
 from bench.commands import register
 from bench.launch import launcher
 from bench.launch.selflaunch import JobResult, Sweep, say
 from bench.launch.signals import job_interrupt
 from bench.launch.threadlevel import LEVELS as THREAD_LEVELS
+from bench.scenario_base import read_yaml
 from bench.store import meta, resume
-from bench.store.records import iter_records, read_meta, write_meta
+from bench.store.records import StoreError, iter_records, read_meta, write_meta
 from bench.store.resume import RunDirError
 from kernels.transports import TRANSPORTS
 
@@ -30,7 +38,9 @@ KIND_RUNNERS: dict[str, str] = {"training": "bench.training.launch:handle",
 
 
 def configure(p: argparse.ArgumentParser) -> None:
-    p.add_argument("scenario", type=Path, help="scenario YAML file (e.g. scenarios/quick.yaml)")
+    p.add_argument("scenario", type=Path, nargs="?", default=None,
+                   help="scenario YAML file (e.g. scenarios/quick.yaml); optional with the axis "
+                        "flags below, or with --resume (the run directory keeps its scenario)")
     p.add_argument("--out", type=Path, default=None,
                    help="run directory, new or empty (default: runs/<time>-<scenario name>)")
     p.add_argument("--resume", type=Path, default=None, metavar="RUN_DIR",
@@ -43,6 +53,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--timing-style", choices=("commbench", "osu"), default=None,
                    help="headline statistic, overriding the scenario's timing.style (osu: each "
                         "rank's mean over the loop, averaged over ranks)")
+    flags.add_flags(p)
 
 
 # Command-line settings that override a collective scenario's keys (and travel to the ranks).
@@ -70,9 +81,35 @@ def override_args(args: argparse.Namespace) -> list[str]:
     return out
 
 
+def scenario_of(args: argparse.Namespace) -> Any:
+    """The scenario to run: the file, the axis flags over it (or alone), or with ``--resume``
+    and no file the run directory's own. ``args.scenario`` ends up naming where it came from."""
+    if args.scenario is None and args.resume is not None and not flags.given(args):
+        try:
+            dump = read_meta(args.resume)["scenario"]
+        except (StoreError, OSError, KeyError, TypeError) as e:
+            raise ScenarioError(f"--resume {args.resume}: no scenario recorded there ({e})") from None
+        sc = parse_scenario(dump, f"{args.resume}/meta.json")
+        args.scenario = flags.write_yaml(sc, args.resume)  # the file its ranks are given
+        return sc
+    if args.scenario is None and not flags.given(args):
+        raise ScenarioError("give a scenario file, axis flags (-c all_reduce -b 8 -e 1M ...), or "
+                            "--resume RUN_DIR")
+    if not flags.given(args):
+        return load_scenario(args.scenario)
+    raw = read_yaml(args.scenario) if args.scenario is not None else None
+    if raw is not None and not isinstance(raw, dict):
+        raise ScenarioError(f"{args.scenario}: a scenario is a mapping of keys")
+    source = str(args.scenario) if args.scenario is not None else "command line"
+    sc = flags.scenario_from(raw, args, source)
+    if args.scenario is None:
+        args.scenario = Path("command-line")
+    return sc
+
+
 def handle(args: argparse.Namespace) -> int:
     try:
-        sc = with_overrides(load_scenario(args.scenario), args)
+        sc = with_overrides(scenario_of(args), args)
         sizes = world_sizes_arg(args)
     except ScenarioError as e:
         print(f"commbench: {e}", file=sys.stderr)
@@ -154,6 +191,7 @@ def _self_launch(args: argparse.Namespace, sc: CollectiveScenario, given: tuple[
         return 2
     info = plan.open(sc, args.scenario, sizes, mpi.as_meta())
     info["mpiexec"] = {"path": mpiexec.path, "kind": mpiexec.kind, "version": mpiexec.version}
+    kind.scenario_file = flags.write_yaml(sc, plan.run_dir)  # what the ranks read; reruns the cases
     return Sweep(plan.run_dir, info).run(kind, sizes, lock, after=after_run)
 
 
@@ -161,6 +199,7 @@ class CollectiveKind:
     """One mpiexec per world size; a failed job ends the sweep."""
 
     mpiexec: launcher.Mpiexec | None = None
+    scenario_file: Path | None = None  # the run directory's scenario.yaml, once written
 
     def __init__(self, args: argparse.Namespace, sc: CollectiveScenario, run_dir: Path,
                  resuming: bool) -> None:
@@ -188,8 +227,9 @@ class CollectiveKind:
 
     def command(self, world: int, start: int) -> tuple[list[str], dict[str, str]]:
         assert self.mpiexec is not None
+        assert self.scenario_file is not None
         cmd = [*self.mpiexec.command(world), sys.executable, "-m", "bench", "run",
-               str(self.args.scenario), "--out", str(self.run_dir), "--world-sizes", str(world)]
+               str(self.scenario_file), "--out", str(self.run_dir), "--world-sizes", str(world)]
         if self.args.no_progress:
             cmd.append("--no-progress")
         cmd += override_args(self.args)
@@ -252,6 +292,8 @@ def _run_in_job(args: argparse.Namespace, sc: CollectiveScenario, sizes: tuple[i
             run_dir, info = plan.run_dir, plan.open(sc, args.scenario, sizes)
         except RunDirError as e:
             error = str(e)
+        except Exception as e:  # said on every rank below: the others wait in the bcast
+            error = f"{type(e).__name__}: {e}"
     error = comm.bcast(error, root=0)
     if error is not None:
         if comm.rank == 0:
@@ -267,6 +309,7 @@ def _run_in_job(args: argparse.Namespace, sc: CollectiveScenario, sizes: tuple[i
             info.update(launcher="user's MPI job", hosts=sorted(set(hosts or [])),
                         world_size=comm.size, status="running")
             write_meta(run_dir, info)
+            flags.write_yaml(sc, run_dir)
             if stop is not None:
                 stop.run_dir = run_dir  # a time limit or cancel still leaves an interrupted run
     resuming = args.resume is not None or os.environ.get(resume.RESUME_ENV) == "1"

@@ -1,0 +1,133 @@
+"""A collective sweep spelled on the command line as nccl-tests and OSU spell it.
+
+``commbench run -c all_reduce,all_gather -b 8 -e 1G -f 2 -n 2,4 -d float32 -o sum -a ring,native``
+is the scenario those flags name: each flag sets one key of :class:`CollectiveScenario` (the
+table below, the one place the spelling is stated), given on its own or over a scenario file's
+keys. The scenario model validates the result, so a bad value is refused in one line naming the
+flag. The equivalent YAML is written into the run directory (``scenario.yaml``), so
+``commbench run runs/<id>/scenario.yaml`` repeats exactly the same cases.
+
+nccl-tests spells iterations ``-n`` and warm-up ``-w``; OSU ``-i`` and ``-x``. commbench's ``-n``
+is the world sizes (nccl-tests' ``-g``/ranks, one process per rank here), so iterations are
+``-i/--iters`` as OSU spells them, and warm-up both ``-w`` and ``-x``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from bench.collective.scenario import ScenarioError, parse_scenario
+
+
+def _list(text: str) -> list[str]:
+    return [x.strip() for x in text.split(",") if x.strip()]
+
+
+def _ints(text: str) -> list[Any]:
+    out: list[Any] = []
+    for x in _list(text):
+        try:
+            out.append(int(x))
+        except ValueError:
+            out.append(x)  # the model refuses it, naming the key
+    return out
+
+
+def _number(text: str) -> Any:
+    try:
+        return float(text) if any(c in text for c in ".eE") else int(text)
+    except ValueError:
+        return text
+
+
+def _flag(text: str) -> Any:
+    return {"0": False, "1": True}.get(text.strip(), text)
+
+
+def _algorithms(text: str) -> Any:
+    return "all" if text.strip() == "all" else _list(text)
+
+
+@dataclass(frozen=True)
+class Flag:
+    names: tuple[str, ...]
+    key: tuple[str, ...]  # the scenario key it sets (nested: ("sizes", "min"))
+    parse: Callable[[str], Any]
+    help: str
+
+
+FLAGS: tuple[Flag, ...] = (
+    Flag(("-c", "--collectives"), ("collectives",), _list, "collectives, comma-separated"),
+    Flag(("-b", "--minbytes"), ("sizes", "min"), str, "smallest size (8, 1K, 64KiB)"),
+    Flag(("-e", "--maxbytes"), ("sizes", "max"), str, "largest size (1M, 1GiB)"),
+    Flag(("-f", "--stepfactor"), ("sizes", "factor"), _number, "size multiplier (default 2)"),
+    Flag(("-n", "--nranks"), ("world_sizes",), _ints, "world sizes, comma-separated"),
+    Flag(("-d", "--datatype"), ("dtypes",), _list, "dtypes, comma-separated (float32, bf16, ...)"),
+    Flag(("-o", "--op"), ("ops",), _list, "reduction ops, comma-separated (sum, max, ...)"),
+    Flag(("-a", "--algorithms"), ("algorithms",), _algorithms,
+         "algorithms, comma-separated, or all (native: the vendor call)"),
+    Flag(("-t", "--transports"), ("transports",), _list, "transports, comma-separated (mpi, torch)"),
+    Flag(("-w", "-x", "--warmup"), ("timing", "warmup"), _number, "warm-up iterations per case"),
+    Flag(("-i", "--iters"), ("timing", "iters"), _number,
+         "timed iterations per case (default: a time budget)"),
+    Flag(("--check",), ("check",), _flag, "1: check every element after timing (default), 0: not"),
+    Flag(("--name",), ("name",), str, "the run's scenario name (default: cli)"),
+)
+
+
+def dest(flag: Flag) -> str:
+    return "axis_" + "_".join(flag.key)
+
+
+def add_flags(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("axes as nccl-tests and OSU spell them (a scenario without a file, "
+                             "or over the file's keys)")
+    for f in FLAGS:
+        g.add_argument(*f.names, dest=dest(f), default=None, metavar="X", help=f.help)
+
+
+def given(args: argparse.Namespace) -> list[Flag]:
+    return [f for f in FLAGS if getattr(args, dest(f), None) is not None]
+
+
+def scenario_from(raw: dict[str, Any] | None, args: argparse.Namespace, source: str) -> Any:
+    """The scenario ``raw`` (a file's mapping, or ``None``: the defaults) with the flags given."""
+    out: dict[str, Any] = dict(raw or {"name": "cli"})
+    if raw is not None and out.get("kind", "collective") != "collective" and given(args):
+        raise ScenarioError(f"{given(args)[0].names[-1]}: the axis flags set a collective "
+                            f"scenario's keys; {source} is of kind {out['kind']!r}")
+    for f in given(args):
+        text = getattr(args, dest(f))
+        node = out
+        for k in f.key[:-1]:
+            node[k] = dict(node[k]) if isinstance(node.get(k), dict) else {}
+            node = node[k]
+        node[f.key[-1]] = f.parse(text)
+    sizes = out.get("sizes")
+    if isinstance(sizes, dict) and "max" in sizes and "min" not in sizes:
+        sizes["min"] = sizes["max"]
+    if isinstance(sizes, dict) and "min" in sizes and "max" not in sizes:
+        sizes["max"] = sizes["min"]
+    try:
+        return parse_scenario(out, source)
+    except ScenarioError as e:
+        names = ", ".join(f.names[-1] for f in given(args))
+        raise ScenarioError(f"{e} (from {names})" if names else str(e)) from None
+
+
+SCENARIO_FILE = "scenario.yaml"  # in every collective run directory
+
+
+def write_yaml(sc: Any, run_dir: Path) -> Path:
+    """``sc`` as the run directory's scenario file: loaded, it is ``sc`` again (the same cases;
+    its ranks read it)."""
+    path = run_dir / SCENARIO_FILE
+    dump = {"kind": sc.kind, **sc.model_dump(mode="json", exclude_defaults=True)}
+    path.write_text(yaml.safe_dump(dump, sort_keys=False))
+    return path
