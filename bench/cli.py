@@ -6,6 +6,8 @@ import argparse
 import os
 import sys
 
+from bench.argtypes import OneLineParser
+
 # Every module of bench/commands registers its subcommand: a new command is a new file there.
 COMMAND_PACKAGE = "bench.commands"
 
@@ -19,7 +21,7 @@ def build_parser() -> argparse.ArgumentParser:
     from kernels.collective import discover
 
     discover(COMMAND_PACKAGE)
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="commbench",
         description="Communication benchmarks for distributed deep learning.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")

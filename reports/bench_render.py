@@ -8,7 +8,6 @@ samples each), then renders its report and prints the time of each stage. The bu
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import os
 import resource
@@ -18,6 +17,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from bench.argtypes import OneLineParser, positive_int
 from reports import synthetic
 from reports.data import load_runs
 from reports.render import render_html
@@ -35,8 +35,8 @@ def _cpu() -> float:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--records", type=int, default=100_000)
+    p = OneLineParser(description=__doc__.splitlines()[0])
+    p.add_argument("--records", type=positive_int, default=100_000)
     p.add_argument("--run", type=Path, default=None,
                    help="an existing run to render instead of generating one")
     args = p.parse_args(argv)

@@ -101,3 +101,11 @@ def training_records(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str,
                 assert proc.returncode == 0, proc.stderr[-4000:]
             (d / "done").write_text("")
     return [*iter_records(d / "main"), *iter_records(d / "ps")]
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Files with slow or training tests first, each file's tests in their order: ``make test``
+    hands whole files to 2 xdist workers in this order (``--dist loadfile``), so the long ones
+    start early instead of leaving one worker alone at the end."""
+    heavy = {i.path for i in items if i.get_closest_marker("slow") or i.get_closest_marker("training")}
+    items.sort(key=lambda i: i.path not in heavy)

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.advise.compute import Measured
-from bench.advise.custom import parse_count, relative_gap
+from bench.advise.custom import check_params, parse_count, relative_gap
 from bench.advise.question import AdviceError, Question, device_key
 from bench.advise.records import record, write_run
 from bench.advise.search import Ranked
@@ -31,16 +31,9 @@ from bench.training.analytic import PRECISIONS
 Say = Callable[[str], None]
 
 
-def _worlds(text: str | None, default: list[int]) -> list[int]:
-    if not text:
-        return default
-    try:
-        out = [int(w) for w in text.split(",") if w.strip()]
-    except ValueError:
-        raise AdviceError(f"--world-sizes {text!r}: expected integers") from None
-    if not out or min(out) < 1:
-        raise AdviceError("--world-sizes: need world sizes >= 1")
-    return out
+def _worlds(given: list[int] | None, default: list[int]) -> list[int]:
+    """``--world-sizes`` (checked where parsed), else ``default``."""
+    return list(given) if given else default
 
 
 def _shape(args: argparse.Namespace, say: Say) -> Shape:
@@ -53,11 +46,14 @@ def _shape(args: argparse.Namespace, say: Say) -> Shape:
     if missing:
         raise AdviceError(f"--params needs the model's shape: --{', --'.join(missing)} "
                           f"(communication depends on layers, width and heads)")
-    asked = parse_count(args.params)
     shape = shape_of(custom_gpt(args.layers, args.hidden, args.heads, args.seq or 2048,
                                 args.vocab))
+    try:
+        check_params(args.params, shape.total)
+    except ValueError as e:
+        raise AdviceError(str(e)) from None
     say(f"# {shape.name}: {shape.total / 1e9:.2f}B parameters from the shape (--params "
-        f"{args.params}: {relative_gap(asked, shape.total):.0%} apart; the shape decides)")
+        f"{args.params}: {relative_gap(parse_count(args.params), shape.total):.0%} apart)")
     return shape
 
 

@@ -34,6 +34,21 @@ def flat_params(total: int, tensors: int = FLAT_TENSORS) -> list[Param]:
     return [Param(f"pieces.{i}.weight", (base + (i < extra),), i) for i in range(n)]
 
 
+PARAMS_TOLERANCE = 0.10  # --params and the shape's own count may differ by this much (vocab, biases)
+
+
+def check_params(text: str, built: int) -> None:
+    """``--params`` must name about the model the shape builds: a count far from it is a
+    contradiction between two flags, refused (ValueError, one line) rather than footnoted."""
+    asked = parse_count(text)
+    gap = relative_gap(asked, built)
+    if gap > PARAMS_TOLERANCE:
+        raise ValueError(f"--params {text}: the shape (--layers --hidden --heads) gives "
+                         f"{built / 1e9:.3g}B parameters, {gap:.0%} apart (at most "
+                         f"{PARAMS_TOLERANCE:.0%}); give --params {built / 1e9:.3g}B or fix the "
+                         "shape")
+
+
 def relative_gap(asked: int, built: int) -> float:
     return abs(built - asked) / asked if asked else math.inf
 

@@ -16,6 +16,7 @@ import sys
 import time
 from pathlib import Path
 
+from bench.argtypes import nonneg_float, nonneg_int, percent, positive_int, probability
 from bench.commands import register
 from bench.gate.ab import AbError, AbInterrupted, Side, git, mark_interrupted, resolve, run_rounds, worktrees
 from bench.gate.abdeps import mismatch
@@ -32,7 +33,11 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("base", help="baseline revision (branch, tag, commit)")
     p.add_argument("head", help="revision under test")
     p.add_argument("scenario", type=Path, help="scenario YAML file, run by both (e.g. scenarios/ci.yaml)")
-    p.add_argument("--rounds", type=int, default=5,
+    p.add_argument("--reruns", type=nonneg_int, default=None, metavar="N",
+                   help="rounds run again, at most, when the machine changed speed between a "
+                        "round's two runs (default: as many as --rounds; 0: none, such rounds are "
+                        "only set aside)")
+    p.add_argument("--rounds", type=positive_int, default=5,
                    help="matched runs per side, alternating (default 5); a round whose two runs' "
                         "drift canaries disagree is set aside and run again, up to as many again")
     p.add_argument("--out", type=Path, default=None, metavar="DIR",
@@ -40,16 +45,16 @@ def configure(p: argparse.ArgumentParser) -> None:
                         "and rounds/ (default: runs/<time>-ab-<scenario>)")
     p.add_argument("--html", type=Path, default=None, metavar="FILE",
                    help="also write an HTML report of both sides with the verdict on top")
-    p.add_argument("--threshold", type=float, default=5.0, metavar="PCT",
+    p.add_argument("--threshold", type=percent, default=5.0, metavar="PCT",
                    help="minimum slowdown that counts, in percent (default 5)")
-    p.add_argument("--alpha", type=float, default=PAIRED_ALPHA,
+    p.add_argument("--alpha", type=probability, default=PAIRED_ALPHA,
                    help="false-alarm rate per key of the paired signed-rank test (default 0.05; "
                         "n rounds reach 2^-n at best: 5 rounds for 0.05, 7 for 0.01)")
     p.add_argument("--relative", action="store_true",
                    help="decide each algorithm on its time relative to native measured beside it "
                         "(also cancels a machine that changed speed between the two runs of a "
                         "round; blind to a slowdown of everything)")
-    p.add_argument("--min-abs", type=float, default=1.0, metavar="US",
+    p.add_argument("--min-abs", type=nonneg_float, default=1.0, metavar="US",
                    help="smallest difference of medians that counts, in µs (default 1)")
     p.add_argument("--strict", action="store_true", help="also fail on oversubscribed cases")
     p.add_argument("--all", action="store_true", help="list every key, not only changed ones")
@@ -129,7 +134,7 @@ def _run_sides(args: argparse.Namespace, repo: Path, shas: dict[str, str], scena
                 _say(f"# ab: {args.rounds} rounds of {args.scenario}, BASE {args.base} "
                      f"({shas['base'][:10]}) vs HEAD {args.head} ({shas['head'][:10]}), into {out}")
                 run_rounds(sides, scenario, args.rounds, out / "rounds", _say, guard,
-                           extra=args.rounds)
+                           extra=args.rounds if args.reruns is None else args.reruns)
         except AbError:
             if guard.signum is not None:  # a git or check the signal killed too
                 raise AbInterrupted(guard.signum) from None

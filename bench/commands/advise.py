@@ -13,36 +13,38 @@ import datetime as dt
 import sys
 from pathlib import Path
 
+from bench.argtypes import int_list, params, positive_float, positive_int
 from bench.commands import register
 
 
 def configure(p: argparse.ArgumentParser) -> None:
     what = p.add_mutually_exclusive_group(required=True)
     what.add_argument("--model", help="a reference model (commbench list models: gpt-6.7b, ...)")
-    what.add_argument("--params", help="a GPT by parameter count, with --layers --hidden --heads")
+    what.add_argument("--params", type=params,
+                      help="a GPT by parameter count, with --layers --hidden --heads")
     what.add_argument("--from", dest="from_run", type=Path,
                       help="a training run: predicted vs measured for its strategies, compute "
                            "from its world-size-1 steps")
-    p.add_argument("--layers", type=int, help="with --params: transformer blocks")
-    p.add_argument("--hidden", type=int, help="with --params: model width")
-    p.add_argument("--heads", type=int, help="with --params: attention heads")
-    p.add_argument("--vocab", type=int, default=50304, help="with --params: vocabulary (50304)")
+    p.add_argument("--layers", type=positive_int, help="with --params: transformer blocks")
+    p.add_argument("--hidden", type=positive_int, help="with --params: model width")
+    p.add_argument("--heads", type=positive_int, help="with --params: attention heads")
+    p.add_argument("--vocab", type=positive_int, default=50304, help="with --params: vocabulary (50304)")
     p.add_argument("--profile", required=True, help="cost-model profile: preset name or YAML; "
                    "needs device.memory_bytes (and device.flops_per_s without --from)")
     p.add_argument("--topology", default=None,
                    help="NODESxRANKS (64x8) etc., as for predict (default with --from: one node "
                         "of the run's largest world size)")
-    p.add_argument("--world-sizes", default=None,
+    p.add_argument("--world-sizes", type=int_list, default=None,
                    help="comma-separated (default: the topology's ranks; with --from: the run's)")
-    p.add_argument("--batch", type=int, default=None,
+    p.add_argument("--batch", type=positive_int, default=None,
                    help="global batch in samples (default 1024; with --from: the run's batch "
                         "per replica x the world size)")
-    p.add_argument("--seq", type=int, default=None, help="sequence length of a GPT (default: "
+    p.add_argument("--seq", type=positive_int, default=None, help="sequence length of a GPT (default: "
                    "the model's; 2048 with --params)")
     p.add_argument("--precision", choices=("mixed", "fp32"), default=None,
                    help="mixed: 2-byte params/grads, K=12 (default); fp32 (default with --from)")
-    p.add_argument("--bucket-mb", type=float, default=25.0, help="DDP bucket cap in MiB (25)")
-    p.add_argument("--top", type=int, default=10, help="rows printed per world size (10)")
+    p.add_argument("--bucket-mb", type=positive_float, default=25.0, help="DDP bucket cap in MiB (25)")
+    p.add_argument("--top", type=positive_int, default=10, help="rows printed per world size (10)")
     p.add_argument("--out", type=Path, default=None,
                    help="run directory to write (default: runs/<time>-advise)")
 

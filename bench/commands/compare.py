@@ -7,6 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from bench.argtypes import nonneg_float, percent, probability
 from bench.collective import canary
 from bench.commands import register
 
@@ -16,19 +17,19 @@ def configure(p: argparse.ArgumentParser) -> None:
                    help="baseline run directory; give two or more runs of the baseline code to "
                         "have the gate measure and allow for run-to-run noise")
     p.add_argument("current", type=Path, help="current run directory")
-    p.add_argument("--threshold", type=float, default=5.0, metavar="PCT",
+    p.add_argument("--threshold", type=percent, default=5.0, metavar="PCT",
                    help="minimum slowdown that counts, in percent (default 5)")
-    p.add_argument("--alpha", type=float, default=0.01,
+    p.add_argument("--alpha", type=probability, default=0.01,
                    help="one-sided significance level of the U test (default 0.01)")
     p.add_argument("--relative", action="store_true",
                    help="decide each algorithm on its time relative to native measured beside it "
                         "(robust on shared machines; blind to a slowdown of everything)")
-    p.add_argument("--run-alpha", type=float, default=0.001, metavar="A",
+    p.add_argument("--run-alpha", type=probability, default=0.001, metavar="A",
                    help="with several baselines: one-sided level of the run-to-run noise floor "
                         "(default 0.001)")
     p.add_argument("--strict", action="store_true",
                    help="also fail on oversubscribed cases (and on native with --relative)")
-    p.add_argument("--min-abs", type=float, default=1.0, metavar="US",
+    p.add_argument("--min-abs", type=nonneg_float, default=1.0, metavar="US",
                    help="smallest difference of medians that counts, in µs (default 1)")
     p.add_argument("--html", type=Path, default=None, metavar="FILE",
                    help="also write an HTML report of both runs with the verdict on top")

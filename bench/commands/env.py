@@ -21,6 +21,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
+from bench.argtypes import OneLineParser
 from bench.commands import register
 
 Facts = dict[str, Any]
@@ -165,7 +166,7 @@ register("env", "the GPU/MPI stack: GPUs, driver, CUDA, NCCL, CuPy, MPI (CUDA-aw
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m bench.commands.env",
+    p = OneLineParser(prog="python -m bench.commands.env",
                                 description="commbench env without the rest of the CLI")
     configure(p)
     return handle(p.parse_args(argv))

@@ -8,6 +8,7 @@ import importlib
 import sys
 from pathlib import Path
 
+from bench.argtypes import positive_int
 from bench.commands import register
 from bench.store.importers import IMPORTERS, MODULES, Options, ParseError
 from bench.store.importers.common import write_import
@@ -26,10 +27,10 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", type=Path, help="the tool's output (text, or nccl-tests -J JSON)")
     p.add_argument("--out", type=Path, default=None,
                    help="run directory to create (default: runs/<time>-<tool>)")
-    p.add_argument("--world-size", type=int, default=None,
+    p.add_argument("--world-size", type=positive_int, default=None,
                    help="ranks that ran (required for OSU, which does not print it; for "
                         "nccl-tests it overrides the '# Rank' lines)")
-    p.add_argument("--ranks-per-node", type=int, default=None,
+    p.add_argument("--ranks-per-node", type=positive_int, default=None,
                    help="ranks per node (default: from the output, else all on one node)")
     p.add_argument("--collective", default=None, metavar="NAME",
                    help="the collective FILE measured, overriding what the log says (its "

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from bench.argtypes import int_list, params, positive_int
 from bench.commands import register
 
 DEFAULT_STRATEGIES = "ddp,zero1,zero2,zero3,tensor,pipeline:1f1b,hybrid:8"
@@ -14,22 +15,22 @@ UNITS = {"GiB": 2**30, "GB": 10**9}
 
 def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", default="gpt-1.3b", help="reference model name (default gpt-1.3b)")
-    p.add_argument("--params", default=None,
+    p.add_argument("--params", type=params, default=None,
                    help="a model by parameter count (7.5B): with --layers --hidden --heads a GPT of "
                         "that shape, else Ψ parameters for model states only (ZeRO's accounting)")
-    p.add_argument("--layers", type=int, default=None, help="with --params: transformer blocks")
-    p.add_argument("--hidden", type=int, default=None, help="with --params: model width")
-    p.add_argument("--heads", type=int, default=None, help="with --params: attention heads")
+    p.add_argument("--layers", type=positive_int, default=None, help="with --params: transformer blocks")
+    p.add_argument("--hidden", type=positive_int, default=None, help="with --params: model width")
+    p.add_argument("--heads", type=positive_int, default=None, help="with --params: attention heads")
     p.add_argument("--units", choices=tuple(UNITS), default="GiB",
                    help="GiB (2^30 bytes, default) or GB (1e9, the ZeRO paper's)")
-    p.add_argument("--world-sizes", default="8,64,512", help="comma-separated world sizes")
+    p.add_argument("--world-sizes", type=int_list, default="8,64,512", help="comma-separated world sizes")
     p.add_argument("--strategies", default=DEFAULT_STRATEGIES,
                    help=f"comma-separated strategies as in scenarios (default {DEFAULT_STRATEGIES})")
     p.add_argument("--precision", choices=("mixed", "fp32"), default="mixed",
                    help="mixed: 2-byte params/grads, K=12 (ZeRO paper); fp32: what CPU tests train")
-    p.add_argument("--batch-size", type=int, default=8,
+    p.add_argument("--batch-size", type=positive_int, default=8,
                    help="samples per data-parallel replica, for activations (default 8)")
-    p.add_argument("--microbatches", type=int, default=8, help="pipeline microbatches (default 8)")
+    p.add_argument("--microbatches", type=positive_int, default=8, help="pipeline microbatches (default 8)")
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -43,7 +44,7 @@ def handle(args: argparse.Namespace) -> int:
         return 2
     try:
         model, ps = _model(args, MODELS.get)
-        sizes = [int(x) for x in args.world_sizes.split(",")]
+        sizes = args.world_sizes
         specs = []
         for s in args.strategies.split(","):
             raw = _from_string(s)
@@ -56,6 +57,14 @@ def handle(args: argparse.Namespace) -> int:
     prec, unit = PRECISIONS[args.precision], UNITS[args.units]
     ps = ps if ps is not None else parameters(model)
     total = sum(_numel(p.shape) for p in ps)
+    if args.params and args.layers is not None:  # a GPT of that shape: the two must agree
+        from bench.advise.custom import check_params
+
+        try:
+            check_params(args.params, total)
+        except ValueError as e:
+            print(f"commbench: {e}", file=sys.stderr)
+            return 2
     print(f"# {model.name}: {total / 1e9:.3f}B parameters; per-rank {args.units}, rank 0, {prec.name} "
           f"precision (params {prec.param_bytes} B, grads {prec.grad_bytes} B, optimizer "
           f"K={prec.optim_per_param} B per parameter); batch {args.batch_size} per replica")

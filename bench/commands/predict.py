@@ -9,6 +9,7 @@ import datetime as dt
 import sys
 from pathlib import Path
 
+from bench.argtypes import int_list, positive_int
 from bench.commands import register
 
 
@@ -21,7 +22,7 @@ def configure(p: argparse.ArgumentParser) -> None:
                         "leaf=N, oversub=R, nics=K, block|cyclic (64x8:leaf=16:oversub=2); or "
                         "from the launch: slurm (this job's allocation), run:DIR (a measured "
                         "run's nodes), here (this host)")
-    p.add_argument("--world-sizes", default=None,
+    p.add_argument("--world-sizes", type=int_list, default=None,
                    help="comma-separated world sizes, each on the topology's first ranks "
                         "(default: the whole topology)")
     p.add_argument("--collectives", default="all", help="comma-separated (default all)")
@@ -33,7 +34,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--transport", default="model",
                    help="the records' transport field (default 'model'; name a measured run's "
                         "transport to line predictions up with it in compare)")
-    p.add_argument("--max-schedule-ranks", type=int, default=None,
+    p.add_argument("--max-schedule-ranks", type=positive_int, default=None,
                    help="evaluate schedules (where no closed form applies) up to this many "
                         "ranks (default 256)")
     p.add_argument("--out", type=Path, default=None,
@@ -47,9 +48,8 @@ def _fail(message: str) -> int:
 
 def handle(args: argparse.Namespace) -> int:
     from bench.costmodel.launch import resolve_topology
-    from bench.costmodel.model import TopologyError
     from bench.costmodel.predict import MAX_SCHEDULE_RANKS
-    from bench.costmodel.profile import ProfileError, load_profile
+    from bench.costmodel.profile import load_profile
     from bench.costmodel.run import Request, RequestError, all_collectives, parse_sizes, run
     from kernels.registry import UnknownName
 
@@ -59,8 +59,7 @@ def handle(args: argparse.Namespace) -> int:
     try:
         profile = load_profile(args.profile)
         cluster = resolve_topology(args.topology)
-        worlds = (tuple(int(w) for w in args.world_sizes.split(",") if w.strip())
-                  if args.world_sizes else (cluster.world,))
+        worlds = tuple(args.world_sizes) if args.world_sizes else (cluster.world,)
         algs = (tuple(a.strip() for a in args.algorithms.split(",") if a.strip())
                 if args.algorithms else None)
         limit = args.max_schedule_ranks if args.max_schedule_ranks is not None else MAX_SCHEDULE_RANKS
@@ -71,9 +70,7 @@ def handle(args: argparse.Namespace) -> int:
                       tuple(d.strip() for d in args.dtypes.split(",") if d.strip()),
                       args.transport, limit)
         n, skipped = run(req, out, lambda line: print(line, file=sys.stderr))
-    except ValueError as e:  # ProfileError, TopologyError, RequestError, int() of a bad list
-        if not isinstance(e, (ProfileError, TopologyError, RequestError)):
-            e = RequestError(f"--world-sizes {args.world_sizes!r}: expected integers")
+    except ValueError as e:  # ProfileError, TopologyError, RequestError, a bad size or dtype
         return _fail(str(e).splitlines()[0])
     except UnknownName as e:
         return _fail(str(e))

@@ -11,39 +11,40 @@ import argparse
 import sys
 from pathlib import Path
 
+from bench.argtypes import nonneg_int, positive_float, positive_int
 from bench.commands import register
 
 
 def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, default=None,
                    help="run directory, new or empty (default: runs/<time>-probe)")
-    p.add_argument("-n", "--world-size", type=int, default=None,
+    p.add_argument("-n", "--world-size", type=positive_int, default=None,
                    help="ranks to launch, at least 2 (default: one per core, at least 2)")
     p.add_argument("--ranks-per-node", default="auto",
                    help="virtual nodes of this many consecutive ranks (default auto: by host name)")
     p.add_argument("--sizes", default="8B,4MiB",
                    help="comma-separated message sizes, each at least 1 B (default %(default)s: "
                         "latency at the smallest, bandwidth at the largest)")
-    p.add_argument("--threshold", type=float, default=0.25,
+    p.add_argument("--threshold", type=positive_float, default=0.25,
                    help="relative excess over its class median that flags a link or node, when "
                         "the excess is also beyond z times its noise and the spread between "
                         "links: z = Phi^-1(1 - 0.05 / tests), so that the run's chance of any "
                         "false flag is 5%% (Bonferroni over its tests; z grows with ranks and "
                         "sizes, 3.84 for 16 ranks at 2 sizes); a flagged suspect is named only "
                         "when slow again re-measured alone (default %(default)s)")
-    p.add_argument("--repeats", type=int, default=10,
+    p.add_argument("--repeats", type=positive_int, default=10,
                    help="samples per pair, size and measurement, at least 3 (default %(default)s)")
-    p.add_argument("--window", type=int, default=16,
+    p.add_argument("--window", type=positive_int, default=16,
                    help="messages per bandwidth sample (default %(default)s)")
-    p.add_argument("--warmup", type=int, default=1,
+    p.add_argument("--warmup", type=nonneg_int, default=1,
                    help="untimed turns before the samples (default %(default)s)")
-    p.add_argument("--confirm-max", type=int, default=16, metavar="K",
+    p.add_argument("--confirm-max", type=nonneg_int, default=16, metavar="K",
                    help="re-measure at most K suspects of the tournament, one pair at a time "
                         "against a reference pair of their class (0: no confirmation; default 16)")
-    p.add_argument("--confirm-blocks", type=int, default=3,
+    p.add_argument("--confirm-blocks", type=positive_int, default=3,
                    help="suspect blocks per confirmation, the reference measured before, between "
                         "and after them (default 3)")
-    p.add_argument("--confirm-repeats", type=int, default=5,
+    p.add_argument("--confirm-repeats", type=positive_int, default=5,
                    help="samples per confirmation block, size and measurement (default 5)")
     p.add_argument("--emulate", default=None, metavar="PROFILE",
                    help="emulate a cluster on this host: a profile (preset or file) pricing its "

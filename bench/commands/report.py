@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from bench.argtypes import nonneg_int, positive_int
 from bench.commands import register
 from bench.store.records import StoreError, skipping_bad_lines
 
@@ -16,9 +17,9 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("-o", "--output", type=Path, default=None,
                    help="HTML file (default: RUN/report.html for one run; for several, "
                         "report-A+B+....html beside the first run)")
-    p.add_argument("--max-rows", type=int, default=2000,
+    p.add_argument("--max-rows", type=positive_int, default=2000,
                    help="table rows written inline (default 2000)")
-    p.add_argument("--max-figures", type=int, default=3,
+    p.add_argument("--max-figures", type=nonneg_int, default=3,
                    help="figure panels per section (default 3)")
     p.add_argument("--strict", action="store_true",
                    help="refuse a run whose results.jsonl has a bad line (default: skip it, say so)")

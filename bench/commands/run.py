@@ -12,6 +12,7 @@ from typing import Any
 
 import psutil
 
+from bench.argtypes import int_list
 from bench.collective import flags
 from bench.collective.progress import TTY_ENV
 from bench.collective.scenario import (
@@ -45,7 +46,7 @@ def configure(p: argparse.ArgumentParser) -> None:
                    help="run directory, new or empty (default: runs/<time>-<scenario name>)")
     p.add_argument("--resume", type=Path, default=None, metavar="RUN_DIR",
                    help="finish the cases of RUN_DIR that have no record (same scenario)")
-    p.add_argument("--world-sizes", default=None,
+    p.add_argument("--world-sizes", type=int_list, default=None,
                    help="comma-separated world sizes, overriding the scenario's")
     p.add_argument("--no-progress", action="store_true", help="no progress output")
     p.add_argument("--thread-level", choices=THREAD_LEVELS, default=None,
@@ -124,18 +125,8 @@ def handle(args: argparse.Namespace) -> int:
 
 
 def world_sizes_arg(args: argparse.Namespace) -> tuple[int, ...]:
-    """``--world-sizes`` as integers (``()`` when not given)."""
-    if not args.world_sizes:
-        return ()
-    try:
-        out = tuple(int(x) for x in args.world_sizes.split(","))
-    except ValueError:
-        raise ScenarioError(f"--world-sizes: not a list of integers: {args.world_sizes!r}") from None
-    if any(w < 1 for w in out):
-        raise ScenarioError("--world-sizes: world sizes must be >= 1")
-    if len(set(out)) != len(out):
-        raise ScenarioError(f"--world-sizes: {args.world_sizes}: a world size given twice")
-    return out
+    """``--world-sizes`` (checked where parsed: positive, none twice), ``()`` when not given."""
+    return tuple(args.world_sizes or ())
 
 
 def check_sizes(sc: CollectiveScenario, sizes: tuple[int, ...], where: str) -> None:

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bench.argtypes import OneLineParser, percent, positive_int, probability
 from bench.gate.ab import AbError, Side, git, resolve, run_rounds, worktrees
 from bench.gate.decide import Rule
 from bench.gate.keys import KEY, InputError, Key
@@ -115,17 +116,17 @@ def table(out: Path, names: Sequence[str], k: int, limit: int, min_bytes: int,
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m bench.gate.paired_sensitivity", description=__doc__,
+    p = OneLineParser(prog="python -m bench.gate.paired_sensitivity", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--scenario", type=Path, default=Path("scenarios/ci.yaml"))
     p.add_argument("--rev", default="HEAD", help="the commit every side runs (default HEAD)")
     p.add_argument("--factors", default="1.05,1.1,1.15,1.2,1.3")
-    p.add_argument("--rounds-total", type=int, default=8, help="rounds run (default 8)")
-    p.add_argument("--rounds", type=int, default=5, help="rounds per simulated ab job (default 5)")
-    p.add_argument("--max-trials", type=int, default=28)
-    p.add_argument("--min-bytes", type=int, default=65536)
-    p.add_argument("--threshold", type=float, default=5.0, metavar="PCT")
-    p.add_argument("--alpha", type=float, default=0.05, help="the paired test's level")
+    p.add_argument("--rounds-total", type=positive_int, default=8, help="rounds run (default 8)")
+    p.add_argument("--rounds", type=positive_int, default=5, help="rounds per simulated ab job (default 5)")
+    p.add_argument("--max-trials", type=positive_int, default=28)
+    p.add_argument("--min-bytes", type=positive_int, default=65536)
+    p.add_argument("--threshold", type=percent, default=5.0, metavar="PCT")
+    p.add_argument("--alpha", type=probability, default=0.05, help="the paired test's level")
     p.add_argument("--out", type=Path, default=Path("runs/paired-sensitivity"))
     p.add_argument("--reuse", action="store_true", help="analyse the rounds already in --out")
     args = p.parse_args(argv)

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bench.argtypes import OneLineParser, percent, positive_int
 from bench.gate.compare import Side, compare_case
 from bench.gate.decide import Rule
 from bench.gate.keys import KEY, Case, InputError, Key, load_cases
@@ -66,14 +67,14 @@ def trials(n: int, k: int, limit: int) -> list[tuple[tuple[int, ...], int]]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m bench.gate.sensitivity", description=__doc__,
+    p = OneLineParser(prog="python -m bench.gate.sensitivity", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("runs", type=Path, nargs="+", help="runs of the same scenario and code")
-    p.add_argument("--baselines", type=int, default=1, metavar="K",
+    p.add_argument("--baselines", type=positive_int, default=1, metavar="K",
                    help="baseline runs per trial (several runs given; default 1)")
-    p.add_argument("--max-trials", type=int, default=12)
+    p.add_argument("--max-trials", type=positive_int, default=12)
     p.add_argument("--factors", default="1.05,1.1,1.2,1.3")
-    p.add_argument("--threshold", type=float, default=5.0, metavar="PCT")
+    p.add_argument("--threshold", type=percent, default=5.0, metavar="PCT")
     p.add_argument("--relative", action="store_true")
     args = p.parse_args(argv)
     try:

@@ -10,21 +10,22 @@ wall time per repeat.
 
 from __future__ import annotations
 
-import argparse
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from bench.argtypes import OneLineParser, positive_int
+
 CLI = ["advise", "--params", "70B", "--layers", "80", "--hidden", "8192", "--heads", "64",
        "--profile", "h100-ib400", "--topology", "128x8"]
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--world", type=int, default=1024)
+    ap = OneLineParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=positive_int, default=3)
+    ap.add_argument("--world", type=positive_int, default=1024)
     ap.add_argument("--no-cli", action="store_true", help="leave out the end-to-end command")
     args = ap.parse_args()
     t0 = time.perf_counter()

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from bench.argtypes import OneLineParser, positive_int
 from bench.perf.subrun import add_out, bench, fresh_dir, load
 from bench.store.records import iter_records
 
@@ -58,9 +59,9 @@ def summary(df: pd.DataFrame, label: str) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m bench.perf.advise_accuracy", description=__doc__,
+    ap = OneLineParser(prog="python -m bench.perf.advise_accuracy", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--repeats", type=positive_int, default=2)
     add_out(ap, "advise-accuracy")
     args = ap.parse_args(argv)
     out = fresh_dir("advise_accuracy", args.out)

@@ -25,6 +25,7 @@ from typing import Any
 import pandas as pd
 import yaml
 
+from bench.argtypes import OneLineParser
 from bench.perf.subrun import ROOT, add_out, bench, fresh_dir, load
 from bench.store.records import load_results
 from bench.units import format_size
@@ -41,7 +42,7 @@ def write(path: Path, sc: dict[str, Any]) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m bench.perf.emulated_accuracy", description=__doc__,
+    ap = OneLineParser(prog="python -m bench.perf.emulated_accuracy", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--scenario", type=Path, default=ROOT / "scenarios" / "emulated.yaml")
     add_out(ap, "emulated-accuracy")

@@ -15,13 +15,13 @@ native's (target >= 1.0 at >= 1 MiB for all_gather, reduce_scatter and broadcast
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 from mpi4py import MPI
 
+from bench.argtypes import OneLineParser, positive_float, positive_int
 from bench.collective import data
 from bench.collective.harness import Env, time_plans
 from bench.collective.ranks import worst_over_ranks
@@ -44,11 +44,11 @@ HAND: dict[str, Callable[[Any, np.ndarray, np.ndarray], Plan]] = {
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = OneLineParser(description=__doc__.splitlines()[0])
     ap.add_argument("--collective", default="all_reduce")
     ap.add_argument("--sizes", default="1KiB,4KiB,64KiB,256KiB,1MiB,4MiB,16MiB")
-    ap.add_argument("--budget-ms", type=float, default=400.0)
-    ap.add_argument("--repetitions", type=int, default=8)
+    ap.add_argument("--budget-ms", type=positive_float, default=400.0)
+    ap.add_argument("--repetitions", type=positive_int, default=8)
     args = ap.parse_args()
     spec = resolve(args.collective)
     comm = MPI.COMM_WORLD

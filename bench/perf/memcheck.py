@@ -11,13 +11,13 @@ rank (the larger of the two ranks) and their ratio. Needs about 4x the largest s
 
 from __future__ import annotations
 
-import argparse
 import re
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
+from bench.argtypes import OneLineParser
 from bench.collective.memory import rank_bytes
 from bench.units import format_size, parse_size
 from kernels.algorithm import algorithm_names
@@ -49,7 +49,7 @@ def peak_per_rank(coll: str, size: int, dtype: str, tmp: Path) -> int:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = OneLineParser(description=__doc__.splitlines()[0])
     ap.add_argument("--collectives", default="all_reduce,all_gather")
     ap.add_argument("--dtypes", default="float32,float16")
     ap.add_argument("--sizes", default="256MiB,1GiB")

@@ -13,10 +13,10 @@ Target: <= 1 s cold at 4096 ranks on 2 cores.
 
 from __future__ import annotations
 
-import argparse
 import time
 from collections import Counter
 
+from bench.argtypes import OneLineParser, int_list, positive_int
 from bench.costmodel import compiled
 from bench.costmodel.closed import generated
 from bench.costmodel.model import parse_topology
@@ -44,18 +44,18 @@ def once(profile: str, topology: str, world: int,
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--world-sizes", default="4096,32768")
+    ap = OneLineParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--world-sizes", type=int_list, default="4096,32768")
     ap.add_argument("--profile", default="h100-ib400")
     ap.add_argument("--topology", default="64x8")
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--repeat", type=positive_int, default=3)
     args = ap.parse_args()
     sizes = [8 << i for i in range(30)]
     coll.load()
     print(f"# {len(coll.names())} collectives, all their algorithms, 30 sizes 8B..4GiB float32, "
           f"profile {args.profile}, topology {args.topology}")
     print(f"{'ranks':>7} {'cold s':>8} {'cold cpu':>9} {'warm s':>8}  cases by method")
-    for w in (int(x) for x in args.world_sizes.split(",")):
+    for w in args.world_sizes:
         cold, cpu, warm = [], [], []
         how: Counter[str] = Counter()
         for _ in range(max(1, args.repeat)):

@@ -35,6 +35,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from bench.argtypes import OneLineParser, positive_int
 from bench.perf.subrun import add_out, bench, fresh_dir, load
 from bench.store.records import load_results
 from bench.units import format_size
@@ -122,9 +123,9 @@ def summary(df: pd.DataFrame, label: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m bench.perf.predict_accuracy", description=__doc__,
+    ap = OneLineParser(prog="python -m bench.perf.predict_accuracy", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rounds", type=positive_int, default=3)
     add_out(ap, "predict-accuracy")
     args = ap.parse_args(argv)
     out = fresh_dir("predict_accuracy", args.out)

@@ -15,7 +15,6 @@ Prints the median step time of each and commbench's ratio to both (target <= 1.0
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import time
 
@@ -23,6 +22,7 @@ import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 
+from bench.argtypes import OneLineParser, positive_int
 from bench.models import model_spec
 from bench.training.distenv import init_from_env
 from bench.training.measure import Protocol, run_case
@@ -76,11 +76,11 @@ def free_running(bare: BareDDP, model: object, steps: int, batch_size: int, worl
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = OneLineParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="gpt-tiny")
-    ap.add_argument("--steps", type=int, default=40)
-    ap.add_argument("--blocks", type=int, default=6)
-    ap.add_argument("--batch-size", type=int, default=8)
+    ap.add_argument("--steps", type=positive_int, default=40)
+    ap.add_argument("--blocks", type=positive_int, default=6)
+    ap.add_argument("--batch-size", type=positive_int, default=8)
     args = ap.parse_args()
     device, backend = init_from_env("gloo", 600)
     rank, world = dist.get_rank(), dist.get_world_size()

@@ -11,16 +11,23 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from bench.store.records import load_results
+from bench.argtypes import OneLineParser
+from bench.store.records import StoreError, load_results
 from bench.units import format_size
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = argv if argv is not None else sys.argv[1:]
-    if len(args) != 1:
-        print(__doc__)
+    ap = OneLineParser(prog="python -m bench.perf.vs_native", description=__doc__.splitlines()[0])
+    ap.add_argument("run", type=Path, help="a run directory")
+    args = ap.parse_args(argv)
+    try:
+        df = load_results(args.run)
+    except (StoreError, OSError) as e:
+        print(f"commbench: vs_native: {e}", file=sys.stderr)
         return 2
-    df = load_results(Path(args[0]))
+    if df.empty:
+        print(f"commbench: vs_native: {args.run}: no records", file=sys.stderr)
+        return 2
     df = df[(df["kind"] == "collective") & (df["status"] == "ok") & (df["world_size"] > 1)]
     for (p, dtype, op), g in df.groupby(["world_size", "dtype", "op"]):
         t = g.pivot_table(index="nbytes", columns="algorithm", values="time_us_median")

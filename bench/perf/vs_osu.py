@@ -23,7 +23,6 @@ avg: the statistic); the OSU ratio is the product osu-mode ratio x iters x stat.
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import subprocess
@@ -35,9 +34,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench.argtypes import OneLineParser, positive_float, positive_int, size_span
 from bench.launch.launcher import Mpiexec
 from bench.store.records import load_results
-from bench.units import format_size, parse_size, size_range
+from bench.units import format_size, size_range
 
 ROOT = Path(__file__).resolve().parents[2]
 MAIN = "c/mpi/collective/blocking/osu_allreduce.c"
@@ -145,15 +145,16 @@ def load() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m bench.perf.vs_osu", description=__doc__.split("\n")[0])
+    ap = OneLineParser(prog="python -m bench.perf.vs_osu", description=__doc__.split("\n")[0])
     ap.add_argument("--osu-src", type=Path, required=True, help="OSU source tree or git repository")
     ap.add_argument("--mpi", choices=("mpich", "openmpi"), default="mpich")
-    ap.add_argument("--sizes", default="4B..16MiB", help="MIN..MAX, powers of two (default 4B..16MiB)")
-    ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--budget-min", type=float, default=9.0,
+    ap.add_argument("--sizes", type=size_span, default="4B..16MiB",
+                    help="MIN..MAX, powers of two (default 4B..16MiB)")
+    ap.add_argument("--rounds", type=positive_int, default=5)
+    ap.add_argument("--budget-min", type=positive_float, default=9.0,
                     help="start no round that would end past this many minutes (default 9)")
     args = ap.parse_args(argv)
-    lo, hi = (parse_size(s) for s in args.sizes.split(".."))
+    lo, hi = args.sizes
     found = find_mpi(args.mpi)
     if isinstance(found, str):
         print(f"vs_osu: {found}", file=sys.stderr)

@@ -1,0 +1,152 @@
+"""Command-line values, checked where they are parsed: every flag of every command (and of
+commbench's own benchmark scripts) takes one of these types, so zero, negative, NaN, infinite,
+huge and malformed numbers, sizes and lists are refused by argparse in one line (the flag, the
+value, what is allowed) with exit 2, and a value the user gave is never replaced by a default.
+
+:class:`OneLineParser` is the parser class every command line uses: argparse's error (usage
+lines, then the message) becomes one line, ``commbench: <command>: argument --x: ...``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import re
+import sys
+from collections.abc import Callable
+from typing import Any, NoReturn
+
+from bench.units import parse_size
+
+MAX_INT = 1 << 40  # larger counts are typos (a world of 2^40 ranks, 2^40 iterations)
+MAX_LIST = 4096  # entries one comma-separated list may hold
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, but its errors are one line on stderr and exit 2."""
+
+    def error(self, message: str) -> NoReturn:
+        sys.stderr.write(f"commbench: {self.prog.removeprefix('commbench ')}: {message}\n")
+        sys.exit(2)
+
+
+def _typed(name: str, example: str, fn: Callable[[str], Any]) -> Callable[[str], Any]:
+    """``fn`` with argparse's name for messages and a valid ``example`` (the fuzz test's base)."""
+    fn.__name__ = name
+    fn.example = example  # type: ignore[attr-defined]
+    return fn
+
+
+def _number(text: str, what: str) -> float:
+    try:
+        x = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number ({what})") from None
+    if not math.isfinite(x):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number ({what})")
+    return x
+
+
+def _integer(text: str, lo: int, what: str) -> int:
+    if not re.fullmatch(r"\s*[-+]?\d+\s*", text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number ({what})")
+    n = int(text)
+    if n < lo:
+        raise argparse.ArgumentTypeError(f"{text!r}: {what}")
+    if n > MAX_INT:
+        raise argparse.ArgumentTypeError(f"{text!r}: too large (at most 2^40)")
+    return n
+
+
+def ranged_float(lo: float, hi: float, lo_open: bool = False, hi_open: bool = False,
+                 example: str = "1") -> Callable[[str], float]:
+    """A finite number in [lo, hi] (open ends where said)."""
+    what = (f"a number {'>' if lo_open else '>='} {lo:g}" if hi == math.inf else
+            f"a number in {'(' if lo_open else '['}{lo:g}, {hi:g}{')' if hi_open else ']'}")
+
+    def parse(text: str) -> float:
+        x = _number(text, what)
+        if x < lo or x > hi or (lo_open and x == lo) or (hi_open and x == hi):
+            raise argparse.ArgumentTypeError(f"{text!r}: {what}")
+        return x
+
+    return _typed("number", example, parse)
+
+
+positive_int = _typed("positive integer", "2", lambda t: _integer(t, 1, "a whole number >= 1"))
+nonneg_int = _typed("integer", "0", lambda t: _integer(t, 0, "a whole number >= 0"))
+positive_float = ranged_float(0, math.inf, lo_open=True)
+nonneg_float = ranged_float(0, math.inf, example="0")
+probability = ranged_float(0, 1, lo_open=True, hi_open=True, example="0.05")
+percent = ranged_float(0, 100, hi_open=True, example="5")
+
+
+def _size(text: str) -> int:
+    try:
+        n = parse_size(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    if n > MAX_INT:
+        raise argparse.ArgumentTypeError(f"{text!r}: sizes up to {MAX_INT} bytes (1 TiB)")
+    return n
+
+
+size = _typed("size", "64KiB", _size)
+
+
+def _list_of(item: Callable[[str], Any], name: str, example: str, unique: bool = True
+             ) -> Callable[[str], list[Any]]:
+    def parse(text: str) -> list[Any]:
+        parts = [p.strip() for p in text.split(",")]
+        if not text.strip() or any(not p for p in parts):
+            raise argparse.ArgumentTypeError(f"{text!r}: a comma-separated list of {name}, "
+                                             "none empty")
+        if len(parts) > MAX_LIST:
+            raise argparse.ArgumentTypeError(f"{len(parts)} entries: at most {MAX_LIST}")
+        out = [item(p) for p in parts]
+        if unique and len(set(out)) != len(out):
+            raise argparse.ArgumentTypeError(f"{text!r}: an entry given twice")
+        return out
+
+    return _typed(f"list of {name}", example, parse)
+
+
+int_list = _list_of(positive_int, "positive whole numbers", "2,4")
+size_list = _list_of(size, "sizes (8B, 64KiB, 1MiB)", "8B,64KiB")
+name_list = _list_of(str, "names", "ring")
+
+_SCALE = {"": 1.0, "K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12}
+
+
+def _count(text: str) -> float:
+    m = re.fullmatch(r"\s*(\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)\s*([KMBGT]?)\s*", text)
+    if not m:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a count (7.5B, 1.3e9, 350M)")
+    n = float(m.group(1)) * _SCALE[m.group(2)]
+    if not math.isfinite(n) or n < 1 or n > 1e15:
+        raise argparse.ArgumentTypeError(f"{text!r}: a count from 1 to 1e15")
+    return n
+
+
+count = _typed("count", "7B", _count)
+
+
+def _span(text: str) -> tuple[int, int]:
+    parts = text.split("..")
+    if len(parts) != 2:
+        raise argparse.ArgumentTypeError(f"{text!r}: MIN..MAX, two sizes (4B..16MiB)")
+    lo, hi = (_size(p) for p in parts)
+    if lo > hi:
+        raise argparse.ArgumentTypeError(f"{text!r}: MIN is above MAX")
+    return lo, hi
+
+
+size_span = _typed("size range", "4B..1MiB", _span)
+
+
+def _count_text(text: str) -> str:
+    _count(text.upper() if text[-1:].isalpha() else text)
+    return text
+
+
+params = _typed("count", "7B", _count_text)  # the text, checked: its readers parse it themselves
