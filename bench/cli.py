@@ -40,7 +40,10 @@ def main(argv: list[str] | None = None) -> int:
     # own MPI job takes SIGTERM/SIGHUP in a thread of its own, so a time limit still leaves an
     # interrupted run (bench/launch/signals.py).
     arm_if_rank_of_users_job(sys.argv if argv is None else ["commbench", *argv], os.environ)
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as e:  # --help (0), or a bad flag said in one line (2)
+        return int(e.code or 0)
     try:
         return int(args._handler(args))
     except UsageError as e:
