@@ -89,6 +89,7 @@ def test_pipeline_bubble(p: int, m: int, v: int, fraction: float) -> None:
     assert math.isclose(st.bubble / (st.compute + st.bubble), fraction)
 
 
+@pytest.mark.slow  # make test only: the paper's whole figure
 def test_zero_paper_figure_1(tmp_path: Path) -> None:
     """7.5B parameters, 64 ranks, K = 12: 120, 31.4, 16.6 and 1.9 GB, the paper's formulas."""
     psi, n, k = 7.5e9, 64, 12

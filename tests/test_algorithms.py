@@ -47,6 +47,7 @@ def _roots(p: int, spec: coll.Collective) -> list[int]:
     return sorted({0, p - 1, p // 2}) if spec.rooted else [0]
 
 
+@pytest.mark.slow  # the fast tier checks worlds 1-9 with every count, node shape and root
 @pytest.mark.parametrize("alg", SCHEDULED, ids=IDS)
 def test_every_world_size_to_64(alg: Algorithm) -> None:
     spec = coll.resolve(alg.collective)

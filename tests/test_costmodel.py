@@ -143,6 +143,7 @@ def _closed(c: str, a: str, pr: Problem, net: Net) -> Estimate | str:
     return got.run(pr, net) if isinstance(got, Job) else got
 
 
+@pytest.mark.slow  # make test only: every closed form against its schedule
 @pytest.mark.parametrize(("c", "a"), sorted(CLOSED))
 def test_closed_form_equals_schedule_model(c: str, a: str) -> None:
     """Also with hot sends priced: a form that does not price them declines such a profile."""

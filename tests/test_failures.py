@@ -36,7 +36,7 @@ def _start(tmp_path: Path, name: str, timeout: float) -> tuple[subprocess.Popen[
     scen.write_text(SCENARIO.format(name=name, timeout=timeout))
     run_dir = tmp_path / "run"
     proc = subprocess.Popen([sys.executable, "-m", "bench", "run", str(scen), "--out", str(run_dir),
-                             "--no-progress"], cwd=ROOT, env=clean_env(), text=True,
+                             "--no-progress", "--no-report"], cwd=ROOT, env=clean_env(), text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     return proc, run_dir
 
@@ -184,6 +184,7 @@ def test_wrong_results_fail_the_run_after_every_case(tmp_path: Path) -> None:
     assert res.stdout.strip().splitlines()[-1] == str(out / "report.html")  # still the last line
 
 
+@pytest.mark.slow  # make test only: the self-launched case runs in the fast tier
 def test_wrong_results_fail_a_users_mpiexec_job(tmp_path: Path) -> None:
     from tests.conftest import mpiexec
 
@@ -199,6 +200,7 @@ def test_wrong_results_fail_a_users_mpiexec_job(tmp_path: Path) -> None:
     assert res.stdout.strip().splitlines()[-1] == str(out / "report.html")
 
 
+@pytest.mark.slow  # make test only: a full run, then the report on a damaged copy
 def test_report_skips_a_corrupt_line_and_names_it(tmp_path: Path) -> None:
     from tests.conftest import commbench
 

@@ -50,7 +50,7 @@ def test_run_skips_device_transports_and_runs_the_host_one(tmp_path) -> None:
     sc.write_text("transports: [nccl, mpi, mpi-cupy, cuda-ipc]\nworld_sizes: [2]\n"
                   "sizes: [64B]\nalgorithms: [native, ring]\n"
                   "timing: {warmup: 1, iters: 3, repetitions: 1}\n")
-    res = commbench("run", str(sc), "--out", str(tmp_path / "run"), "--no-progress")
+    res = commbench("run", str(sc), "--out", str(tmp_path / "run"), "--no-progress", "--no-report")
     assert res.returncode == 0, res.stderr[-2000:]
     for name in ("nccl", "mpi-cupy", "cuda-ipc"):
         assert f"# skipped transport {name}: {why}\n" in res.stdout

@@ -52,7 +52,7 @@ def one_line(res: subprocess.CompletedProcess[str]) -> str:
 def finished(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     d = tmp_path_factory.mktemp("finished")
     sc = scenario(d)
-    res = commbench("run", str(sc), "--out", str(d / "run"), "--no-progress")
+    res = commbench("run", str(sc), "--out", str(d / "run"), "--no-progress", "--no-report")
     assert res.returncode == 0, res.stderr
     assert len(keys(d / "run")) == ALL
     return sc, d / "run"
@@ -122,20 +122,21 @@ def test_out_that_holds_something_is_refused(tmp_path: Path, finished: tuple[Pat
 def test_scenario_name_never_nests_run_directories(tmp_path: Path) -> None:
     sc = scenario(tmp_path, name="../team/a b", **{"world_sizes: [1, 2]": "world_sizes: [1]",
                                                    "[native, ring, tree]": "[native]"})
-    res = commbench("run", str(sc), "--no-progress", cwd=tmp_path)
+    res = commbench("run", str(sc), "--no-progress", "--no-report", cwd=tmp_path)
     assert res.returncode == 0, res.stderr
     made = [p for p in (tmp_path / "runs").iterdir()]
     assert len(made) == 1 and made[0].name.endswith("-team_a_b"), made
     assert (made[0] / "results.jsonl").is_file()
 
 
+@pytest.mark.slow  # make test only: resuming the missing cases runs in the fast tier
 def test_interrupted_run_resumed_to_one_coherent_run(tmp_path: Path) -> None:
     sc = scenario(tmp_path, **{"sizes: [8B, 1KiB, 64KiB]": "sizes: {min: 8B, max: 16MiB}",
                                "world_sizes: [1, 2]": "world_sizes: [2]"})
     run = tmp_path / "run"
     with (tmp_path / "err.txt").open("w") as err:
         proc = subprocess.Popen([sys.executable, "-m", "bench", "run", str(sc), "--out", str(run),
-                                 "--no-progress"], cwd=ROOT, env=clean_env(), text=True,
+                                 "--no-progress", "--no-report"], cwd=ROOT, env=clean_env(), text=True,
                                 stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
     results = run / "results.jsonl"
     deadline = time.monotonic() + 120
@@ -145,7 +146,7 @@ def test_interrupted_run_resumed_to_one_coherent_run(tmp_path: Path) -> None:
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(60) == 128 + signal.SIGTERM
     cut = len(keys(run))
-    res = commbench("run", str(sc), "--resume", str(run), "--no-progress")
+    res = commbench("run", str(sc), "--resume", str(run), "--no-progress", "--no-report")
     assert res.returncode == 0, res.stderr
     got = keys(run)
     assert len(got) == len(set(got)) == 22 * 3 and cut < len(got)  # 8 B .. 16 MiB x 3 algorithms
@@ -154,6 +155,7 @@ def test_interrupted_run_resumed_to_one_coherent_run(tmp_path: Path) -> None:
     assert [j.get("signal") for j in meta["jobs"]] == ["SIGTERM", None]
 
 
+@pytest.mark.slow  # make test only: the self-launched resume runs in the fast tier
 def test_resume_inside_a_users_mpiexec(tmp_path: Path, finished: tuple[Path, Path]) -> None:
     sc, full = finished
     run = tmp_path / "run"
@@ -162,7 +164,7 @@ def test_resume_inside_a_users_mpiexec(tmp_path: Path, finished: tuple[Path, Pat
     (run / "results.jsonl").write_text("".join(lines[:10]))
     (run / "meta.json").write_text((full / "meta.json").read_text())
     cmd = [mpiexec(), "-n", "2", "-launcher", "fork", "-hosts", "localhost", sys.executable, "-m",
-           "bench", "run", str(sc), "--resume", str(run), "--no-progress"]
+           "bench", "run", str(sc), "--resume", str(run), "--no-progress", "--no-report"]
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=240, env=clean_env(), cwd=ROOT)
     assert res.returncode == 0, res.stderr
     got = keys(run)

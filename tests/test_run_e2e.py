@@ -58,7 +58,8 @@ def test_inside_a_users_mpiexec(tmp_path: Path) -> None:
     (tmp_path / "s.yaml").write_text(SCENARIO.replace("world_sizes: [1, 3]", "world_sizes: [2, 4]"))
     out = tmp_path / "job"
     cmd = [mpiexec(), "-n", "2", "-launcher", "fork", "-hosts", "localhost", sys.executable, "-m",
-           "bench", "run", str(tmp_path / "s.yaml"), "--out", str(out), "--no-progress"]
+           "bench", "run", str(tmp_path / "s.yaml"), "--out", str(out), "--no-progress",
+           "--no-report"]
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=240, env=clean_env(), cwd=ROOT)
     assert res.returncode == 0, res.stderr
     df = load_results(out)

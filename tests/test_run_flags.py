@@ -76,12 +76,15 @@ def test_a_flag_run_leaves_a_scenario_that_reruns_it_and_resumes_without_one(tmp
     assert res.returncode == 0, res.stderr[-2000:]
     assert res.stdout.strip().splitlines()[-1].endswith("report.html")
     assert len(_keys(first)) == 2 * 2 * 2  # 2 collectives x 2 algorithms x 8 B, 64 KiB
-    res = commbench("run", str(first / "scenario.yaml"), "--out", str(second), "--no-progress")
+    res = commbench("run", str(first / "scenario.yaml"), "--out", str(second), "--no-progress",
+                    "--no-report")
     assert res.returncode == 0, res.stderr[-2000:]
+    assert res.stdout.strip().splitlines()[-1] == str(second)  # --no-report: the run dir is last
+    assert not (second / "report.html").exists()
     assert _keys(second) == _keys(first)
     # the last two cases lost: --resume alone (no scenario argument) runs exactly them again
     lines = (first / "results.jsonl").read_text().splitlines(keepends=True)
     (first / "results.jsonl").write_text("".join(lines[:-2]))
-    res = commbench("run", "--resume", str(first), "--no-progress")
+    res = commbench("run", "--resume", str(first), "--no-progress", "--no-report")
     assert res.returncode == 0, res.stderr[-2000:]
     assert _keys(first) == _keys(second)

@@ -140,7 +140,9 @@ def check_interrupted(proc: subprocess.Popen[str], err: str, run_dir: Path, sig:
     return meta
 
 
-@pytest.mark.parametrize("sig", SIGNALS, ids=lambda s: signal.Signals(s).name)
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM,
+                                 pytest.param(signal.SIGHUP, marks=pytest.mark.slow)],
+                         ids=lambda s: signal.Signals(s).name)
 def test_signal_ends_mpiexec_and_every_rank(tmp_path: Path, sig: int) -> None:
     proc, run_dir = start(tmp_path, COLLECTIVE)
     results = run_dir / "results.jsonl"

@@ -40,7 +40,7 @@ timing: {warmup: 1, iters: 2, repetitions: 1}
 @pytest.mark.mpi
 @pytest.mark.parametrize(("extra", "env", "want"), [
     ("", {}, "funneled" if (os.cpu_count() or 1) >= 2 else "multiple"),
-    ("thread_level: single\n", {}, "single"),
+    pytest.param("thread_level: single\n", {}, "single", marks=pytest.mark.slow),
     ("thread_level: single\n", {"MPI4PY_RC_THREAD_LEVEL": "serialized"}, "serialized"),
 ])
 def test_requested_and_provided_are_recorded(tmp_path: Path, extra: str, env: dict[str, str],
@@ -49,7 +49,7 @@ def test_requested_and_provided_are_recorded(tmp_path: Path, extra: str, env: di
     sc.write_text(SCENARIO + extra)
     out = tmp_path / "run"
     cmd = [mpiexec(), "-n", "2", "-launcher", "fork", "-hosts", "localhost", sys.executable, "-m",
-           "bench", "run", str(sc), "--out", str(out), "--no-progress"]
+           "bench", "run", str(sc), "--out", str(out), "--no-progress", "--no-report"]
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=240, cwd=ROOT,
                          env={**clean_env(), **env})
     assert res.returncode == 0, res.stderr[-2000:]
@@ -66,8 +66,8 @@ def test_command_line_overrides_reach_the_ranks(tmp_path: Path) -> None:
     sc = tmp_path / "s.yaml"
     sc.write_text(SCENARIO)
     out = tmp_path / "run"
-    res = commbench("run", str(sc), "--out", str(out), "--no-progress", "--thread-level", "single",
-                    "--timing-style", "osu")
+    res = commbench("run", str(sc), "--out", str(out), "--no-progress", "--no-report",
+                    "--thread-level", "single", "--timing-style", "osu")
     assert res.returncode == 0, res.stderr[-2000:]
     assert "OSU's avg" in res.stdout  # the table says which statistic it shows
     df = load_results(out)

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import functools
 import importlib
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +51,9 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--world-sizes", type=int_list, default=None,
                    help="comma-separated world sizes, overriding the scenario's")
     p.add_argument("--no-progress", action="store_true", help="no progress output")
+    p.add_argument("--no-report", action="store_true",
+                   help="measure only: the last line is the run directory "
+                        "(`commbench report RUN` writes the report later, anywhere)")
     p.add_argument("--thread-level", choices=THREAD_LEVELS, default=None,
                    help="MPI thread level to request, overriding the scenario's thread_level")
     p.add_argument("--timing-style", choices=("commbench", "osu"), default=None,
@@ -183,7 +188,7 @@ def _self_launch(args: argparse.Namespace, sc: CollectiveScenario, given: tuple[
     info = plan.open(sc, args.scenario, sizes, mpi.as_meta())
     info["mpiexec"] = {"path": mpiexec.path, "kind": mpiexec.kind, "version": mpiexec.version}
     kind.scenario_file = flags.write_yaml(sc, plan.run_dir)  # what the ranks read; reruns the cases
-    return Sweep(plan.run_dir, info).run(kind, sizes, lock, after=after_run)
+    return Sweep(plan.run_dir, info).run(kind, sizes, lock, after=finisher(args))
 
 
 class CollectiveKind:
@@ -241,9 +246,16 @@ class CollectiveKind:
         return None
 
 
-def after_run(run_dir: Path) -> None:
+def finisher(args: argparse.Namespace) -> Callable[[Path], None]:
+    """What ends a run of ``args``: the run directory, then its report unless ``--no-report``."""
+    return functools.partial(after_run, report=not getattr(args, "no_report", False))
+
+
+def after_run(run_dir: Path, report: bool = True) -> None:
     """Print the run directory, then write the report and print its path (the last line)."""
     say(str(run_dir), sys.stdout)
+    if not report:
+        return
     try:
         from reports.render import render_run
     except ImportError:  # a checkout without the reporter still measures
@@ -315,7 +327,7 @@ def _run_in_job(args: argparse.Namespace, sc: CollectiveScenario, sizes: tuple[i
         comm.Abort(1)
     if worker_of or comm.rank != 0:
         return 0
-    return _finish_users_job(run_dir)
+    return _finish_users_job(run_dir, finisher(args))
 
 
 def _check_host_memory(comm: Any, sc: CollectiveScenario, source: Path) -> str | None:
@@ -333,7 +345,7 @@ def _check_host_memory(comm: Any, sc: CollectiveScenario, source: Path) -> str |
     return errors[0] if errors else None
 
 
-def _finish_users_job(run_dir: Path) -> int:
+def _finish_users_job(run_dir: Path, after: Callable[[Path], None]) -> int:
     """Rank 0 of the user's job: status (failed when some case is wrong), then the report."""
     wrong = sum(1 for r in iter_records(run_dir, samples=False) if r.get("status") == "wrong")
     reason = f"{wrong} case{'s' if wrong > 1 else ''} wrong" if wrong else None
@@ -343,7 +355,7 @@ def _finish_users_job(run_dir: Path) -> int:
     write_meta(run_dir, info)
     if reason:
         say(f"commbench: {reason} (elements differ from the exact expected values): the run failed")
-    after_run(run_dir)
+    after(run_dir)
     return 1 if wrong else 0
 
 

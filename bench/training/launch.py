@@ -49,10 +49,10 @@ def handle(args: argparse.Namespace, sc: TrainingScenario, sizes: tuple[int, ...
     if plan.resuming and all(kind.first(w) is None for w in sizes):
         say(f"commbench: nothing to resume: every case of {plan.run_dir} has a record")
         return 0
-    from bench.commands.run import after_run
+    from bench.commands.run import finisher
 
     info = plan.open(sc, args.scenario, sizes, _mpi_or_none())
-    return Sweep(plan.run_dir, info).run(kind, sizes, lock, after=after_run)
+    return Sweep(plan.run_dir, info).run(kind, sizes, lock, after=finisher(args))
 
 
 def _mpi_or_none() -> dict[str, str] | None:
