@@ -9,13 +9,12 @@ SCENARIO ?= scenarios/quick.yaml
 
 # CuPy imports without a GPU: the tests check the device code's CuPy API and skip reasons with it
 # (best effort: without it those tests skip and say why).
-# One resolve for commbench and torch. Bytecode is compiled at install (pip's default): where
-# PYTHONDONTWRITEBYTECODE is set (as here), nothing would write it later and every import of
-# torch would compile it from source again.
+# One resolve for commbench and torch (for CPU: the training strategies' tests; GPU users install
+# their own). Bytecode is compiled at install (pip's default): where PYTHONDONTWRITEBYTECODE is set
+# (as here), nothing would write it later and every import of torch would compile it from source.
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	# torch for CPU: the training strategies' tests; GPU users install their own torch
 	$(PY) -m pip install -q -e '.[test]' torch==2.13.0
 	$(PY) -m pip install -q 'cupy-cuda12x>=13' || \
 	  echo "# cupy-cuda12x not installed: the CuPy API test will skip"

@@ -248,7 +248,7 @@ class CollectiveKind:
 
 def finisher(args: argparse.Namespace) -> Callable[[Path], None]:
     """What ends a run of ``args``: the run directory, then its report unless ``--no-report``."""
-    return functools.partial(after_run, report=not getattr(args, "no_report", False))
+    return functools.partial(after_run, report=not args.no_report)
 
 
 def after_run(run_dir: Path, report: bool = True) -> None:
