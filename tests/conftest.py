@@ -96,8 +96,9 @@ def training_records(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str,
                 shutil.rmtree(d / name, ignore_errors=True)
                 (d / f"{name}.yaml").write_text(text)
                 proc = subprocess.run([sys.executable, "-m", "bench", "run", str(d / f"{name}.yaml"),
-                                       "--out", str(d / name), "--no-progress"], capture_output=True,
-                                      text=True, timeout=900, env=clean_env(), cwd=ROOT)
+                                       "--out", str(d / name), "--no-progress", "--no-report"],
+                                      capture_output=True, text=True, timeout=900, env=clean_env(),
+                                      cwd=ROOT)
                 assert proc.returncode == 0, proc.stderr[-4000:]
             (d / "done").write_text("")
     return [*iter_records(d / "main"), *iter_records(d / "ps")]

@@ -189,12 +189,13 @@ def test_training_resume_runs_only_the_missing_case(tmp_path: Path) -> None:
     pytest.importorskip("torch", reason="training needs torch (pip install torch==2.13.0)")
     (tmp_path / "t.yaml").write_text(TRAINING)
     run = tmp_path / "run"
-    res = commbench("run", str(tmp_path / "t.yaml"), "--out", str(run), "--no-progress")
+    res = commbench("run", str(tmp_path / "t.yaml"), "--out", str(run), "--no-progress", "--no-report")
     assert res.returncode == 0, res.stderr
     lines = (run / "results.jsonl").read_text().splitlines(keepends=True)
     assert [json.loads(x)["strategy"] for x in lines] == ["ddp", "zero1"]
     (run / "results.jsonl").write_text(lines[1])  # ddp's record lost: only ddp runs again
-    res = commbench("run", str(tmp_path / "t.yaml"), "--resume", str(run), "--no-progress")
+    res = commbench("run", str(tmp_path / "t.yaml"), "--resume", str(run), "--no-progress",
+                    "--no-report")
     assert res.returncode == 0, res.stderr
     recs = [json.loads(x) for x in (run / "results.jsonl").read_text().splitlines()]
     assert [r["strategy"] for r in recs] == ["zero1", "ddp"]

@@ -74,16 +74,16 @@ def test_idle_is_waits_plus_the_wait_for_the_slowest_rank() -> None:
 
 
 def test_the_wait_hook_is_restored_and_counts_only_real_waits() -> None:
-    original = pipeline.schedules._wait_batch_p2p
+    original = pipeline.torch_schedules()._wait_batch_p2p
     clock = WaitClock()
     with timed_waits(clock):
-        assert pipeline.schedules._wait_batch_p2p is not original
-        pipeline.schedules._wait_batch_p2p([])
-    assert pipeline.schedules._wait_batch_p2p is original
+        assert pipeline.torch_schedules()._wait_batch_p2p is not original
+        pipeline.torch_schedules()._wait_batch_p2p([])
+    assert pipeline.torch_schedules()._wait_batch_p2p is original
     assert clock.take()[1] == 0 and clock.take() == (0, 0)
     with pytest.raises(RuntimeError), timed_waits(clock):
         raise RuntimeError("a failed step")
-    assert pipeline.schedules._wait_batch_p2p is original
+    assert pipeline.torch_schedules()._wait_batch_p2p is original
 
 
 @pytest.fixture(scope="module")

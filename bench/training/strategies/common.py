@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import functools
+from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
-from torch.distributed.device_mesh import DeviceMesh, init_device_mesh
 
 from bench.models.base import Batch
 from bench.training.strategy import TrainContext, Trainer, loss_step
+
+if TYPE_CHECKING:
+    from torch.distributed.device_mesh import DeviceMesh
 
 
 @functools.cache
@@ -18,6 +21,8 @@ def job_mesh(device_type: str, shape: tuple[int, ...], names: tuple[str, ...] | 
     """A device mesh over the job's ranks, made once per job and shared by its cases: a mesh
     makes process groups (NCCL communicators; on a GPU host even a 1-D CPU mesh over a gloo
     default group makes a new group), and a case's groups would otherwise outlive it."""
+    from torch.distributed.device_mesh import init_device_mesh
+
     return init_device_mesh(device_type, shape, mesh_dim_names=names)
 
 

@@ -7,13 +7,15 @@ unsharded from forward to the end of backward (one all-gather per step). Both sh
 
 from __future__ import annotations
 
-from torch.distributed.fsdp import fully_shard
-
 from bench.training.strategies.common import ModelTrainer, job_mesh
 from bench.training.strategy import TrainContext, Trainer, strategy
 
 
 def _build(ctx: TrainContext, reshard: bool) -> Trainer:
+    # imported here, not at the top: torch.distributed's FSDP costs ~1-2 s per process, paid
+    # only by the jobs that run this strategy (every launcher and rank imports the registry)
+    from torch.distributed.fsdp import fully_shard
+
     model = ctx.build_model().to(ctx.device)
     # the mesh names our device: fully_shard's default mesh is on torch's accelerator (CUDA
     # whenever a GPU exists), which would move a gloo/CPU run's parameters onto the GPU

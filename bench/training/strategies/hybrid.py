@@ -4,8 +4,6 @@ groups over the data dimension. Ranks ``g*t .. g*t+t-1`` form replica ``g``."""
 
 from __future__ import annotations
 
-from torch.distributed.fsdp import fully_shard
-
 from bench.training.strategies.common import ModelTrainer, job_mesh
 from bench.training.strategies.tensor import apply_plan
 from bench.training.strategy import TrainContext, Trainer, strategy
@@ -14,6 +12,10 @@ from bench.training.strategy import TrainContext, Trainer, strategy
 @strategy("hybrid")
 def build(ctx: TrainContext) -> Trainer:
     """2-D data x tensor parallel: TP within groups of tensor_degree ranks, FSDP2 across them."""
+    # imported here, not at the top: torch.distributed's FSDP costs ~1-2 s per process, paid
+    # only by the jobs that run this strategy (every launcher and rank imports the registry)
+    from torch.distributed.fsdp import fully_shard
+
     t = ctx.spec.tensor_degree
     mesh = job_mesh(ctx.device.type, (ctx.world // t, t), ("dp", "tp"))
     model = ctx.build_model().to(ctx.device)

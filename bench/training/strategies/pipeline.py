@@ -37,26 +37,31 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
-from torch.distributed.pipelining import (
-    PipelineStage,
-    Schedule1F1B,
-    ScheduleGPipe,
-    ScheduleInterleaved1F1B,
-    schedules,
-)
 
 from bench.models.base import Batch
 from bench.training.stages import local_stages, stage_pieces
 from bench.training.strategy import TrainContext, Trainer, strategy
 
-SCHEDULES = {"gpipe": ScheduleGPipe, "1f1b": Schedule1F1B}
+if TYPE_CHECKING:
+    from torch.distributed.pipelining import ScheduleInterleaved1F1B
+
+SINGLE_STAGE = {"gpipe": "ScheduleGPipe", "1f1b": "Schedule1F1B"}  # one stage per rank
 FORWARD, BACKWARD = "F", "B"
 COST = {FORWARD: 1, BACKWARD: 2}  # backward = two forwards (1 or 3 give the same fractions)
 Action = tuple[str, int, int]  # (F or B, stage, microbatch)
+
+
+def torch_schedules() -> ModuleType:
+    """``torch.distributed.pipelining.schedules``, imported when a pipeline is built or its
+    bubble computed: the package costs ~2 s per process, which jobs without one never pay."""
+    from torch.distributed.pipelining import schedules
+
+    return schedules
 
 
 @dataclass
@@ -77,6 +82,7 @@ class WaitClock:
 @contextlib.contextmanager
 def timed_waits(clock: WaitClock) -> Iterator[None]:
     """Time every ``_wait_batch_p2p`` the schedules call inside the block into ``clock``."""
+    schedules = torch_schedules()
     original: Callable[[list[Any]], None] = schedules._wait_batch_p2p
     now = time.perf_counter_ns
 
@@ -115,8 +121,8 @@ def single_stage_order(schedule: str, stage: int, stages: int, m: int) -> list[A
 def interleaved_orders(schedule: ScheduleInterleaved1F1B) -> list[list[Action]]:
     """Each rank's forwards and backwards from torch's own ``pipeline_order`` (what its runtime
     executes, idle slots and communication actions left out)."""
-    kinds = {schedules._ComputationType.FORWARD: FORWARD,
-             schedules._ComputationType.FULL_BACKWARD: BACKWARD}
+    computation = torch_schedules()._ComputationType
+    kinds = {computation.FORWARD: FORWARD, computation.FULL_BACKWARD: BACKWARD}
     return [[(kinds[a.computation_type], a.stage_index, int(a.microbatch_index or 0))
              for a in schedule.pipeline_order[r] if a is not None and a.computation_type in kinds]
             for r in range(len(schedule.pipeline_order))]
@@ -156,7 +162,7 @@ def bubble_fraction(schedule: str, ranks: int, microbatches: int, stages_per_ran
     """The schedule's bubble fraction on ``ranks`` stages (GPipe and 1F1B: the order each of
     them runs; interleaved: torch's ``pipeline_order``, built without a process group)."""
     n = ranks * stages_per_rank
-    if schedule in SCHEDULES:
+    if schedule in SINGLE_STAGE:
         orders = [single_stage_order(schedule, s, n, microbatches) for s in range(n)]
     else:
         orders = interleaved_orders(_interleaved_plan(ranks, microbatches, stages_per_rank))
@@ -166,7 +172,7 @@ def bubble_fraction(schedule: str, ranks: int, microbatches: int, stages_per_ran
 def _interleaved_plan(ranks: int, m: int, v: int) -> ScheduleInterleaved1F1B:
     """torch's interleaved schedule object with only what its ``pipeline_order`` needs (its
     ``__init__`` wants live stages); the same computation as its constructor."""
-    plan = object.__new__(ScheduleInterleaved1F1B)
+    plan = object.__new__(torch_schedules().ScheduleInterleaved1F1B)
     plan.pp_group_size, plan.n_local_stages, plan._n_microbatches = ranks, v, m
     plan.number_of_rounds = max(1, m // ranks)
     plan.microbatches_per_round = m // plan.number_of_rounds
@@ -184,14 +190,18 @@ class PipelineTrainer(Trainer):
         self.stage_ids = local_stages(spec, ctx.rank, ctx.world)
         self.mods = [nn.Sequential(*(full.pieces[i] for i in pieces[s])).to(ctx.device)
                      for s in self.stage_ids]
+        from torch.distributed.pipelining import PipelineStage
+
+        schedules = torch_schedules()
         stages = [PipelineStage(m, s, n, ctx.device) for m, s in zip(self.mods, self.stage_ids)]
         self.amp = ctx.amp
         loss = functools.partial(self.amp.loss, ctx.model.loss)  # fp32 loss, scaled for fp16
         if spec.schedule == "interleaved":
-            self.schedule = ScheduleInterleaved1F1B(stages, spec.microbatches, loss_fn=loss)
+            self.schedule = schedules.ScheduleInterleaved1F1B(stages, spec.microbatches, loss_fn=loss)
             orders = interleaved_orders(self.schedule)
         else:
-            self.schedule = SCHEDULES[spec.schedule](stages[0], spec.microbatches, loss_fn=loss)
+            make = getattr(schedules, SINGLE_STAGE[spec.schedule])
+            self.schedule = make(stages[0], spec.microbatches, loss_fn=loss)
             orders = [single_stage_order(spec.schedule, s, n, spec.microbatches)
                       for s in range(n)]
         self.bubble = float(replay(orders, n))  # the order this job runs

@@ -3,7 +3,6 @@ parameters, greedily by size; each owner broadcasts its updated parameters after
 
 from __future__ import annotations
 
-from torch.distributed.optim import ZeroRedundancyOptimizer
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 from bench.training.strategies.common import ModelTrainer
@@ -13,7 +12,10 @@ from bench.training.strategy import TrainContext, Trainer, strategy
 @strategy("zero1")
 def build(ctx: TrainContext) -> Trainer:
     """ZeRO-1: optimizer state sharded across data-parallel ranks (ZeroRedundancyOptimizer)."""
+    # imported here, not at the top: torch.distributed.optim (it pulls FSDP and DTensor) costs
+    # ~1-2 s per process, paid only by zero1 jobs (every launcher and rank imports the registry)
     import torch
+    from torch.distributed.optim import ZeroRedundancyOptimizer
 
     model = ctx.build_model().to(ctx.device)
     ids = [ctx.device.index] if ctx.device.type == "cuda" else None
