@@ -75,7 +75,7 @@ def test_env_reports_the_gpu_stack_as_json() -> None:
     assert res.returncode == 0, res.stderr[-2000:]
     facts = json.loads(res.stdout)
     assert list(facts) == ["python", "mpi", "driver", "cupy", "nccl", "torch", "transports",
-                           "network"]
+                           "network", "listening"]
     assert isinstance(facts["mpi"]["cuda_aware"], bool) and facts["mpi"]["cuda_aware_how"]
     assert set(facts["transports"]) == set(DEVICE_TRANSPORTS)
     cupy, why = probe_cupy()

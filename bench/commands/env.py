@@ -124,9 +124,36 @@ def _network() -> Facts:
     return network_facts()
 
 
+def _listening() -> Facts:
+    """Where a run would listen: a self-launched one-host job on loopback only (the settings of
+    its MPI family, :mod:`bench.launch.loopback`), a job under the user's own launcher where
+    that launcher says; and this host's interfaces."""
+    from bench.launch import launcher, loopback
+
+    mpi = launcher.probe_library()
+    try:
+        how = " ".join(launcher.find_mpiexec(mpi).command(2)[:1])
+    except launcher.LaunchError as e:
+        how = f"cannot self-launch: {e}"
+    out: Facts = {}
+    for label, family in (("collective and probe runs", mpi.family), ("training runs", "torch")):
+        fam = loopback.FAMILIES.get(family)
+        if fam is None:
+            out[label] = f"not confined: no loopback settings known for {family!r}"
+            continue
+        out[label] = f"loopback: {fam.why}"
+        out[f"{label}: left open"] = fam.left_open or "nothing"
+        out[f"{label}: settings"] = [f"{k}={v}" for k, v in fam.env.items()]
+    out["collective launcher"] = how
+    out["override"] = loopback.OVERRIDE
+    out["interfaces"] = [f"{name}: {', '.join(addrs) or 'no address'}"
+                         for name, addrs in loopback.interfaces().items()]
+    return out
+
+
 PROBES: dict[str, Callable[[], Facts]] = {
     "python": _python, "mpi": _mpi, "driver": _driver, "cupy": _cupy, "nccl": _nccl,
-    "torch": _torch, "transports": _transports, "network": _network,
+    "torch": _torch, "transports": _transports, "network": _network, "listening": _listening,
 }
 
 

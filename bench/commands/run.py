@@ -25,7 +25,7 @@ from bench.collective.scenario import (
     parse_scenario,
 )
 from bench.commands import register
-from bench.launch import launcher
+from bench.launch import launcher, loopback
 from bench.launch.selflaunch import JobResult, Sweep, say
 from bench.launch.signals import job_interrupt
 from bench.launch.threadlevel import LEVELS as THREAD_LEVELS
@@ -205,7 +205,11 @@ class CollectiveKind:
     @property
     def launcher(self) -> str:
         m = self.mpiexec
-        return f"commbench ({m.path}, {m.version}; this host only)" if m else "commbench"
+        return f"commbench ({m.command(1)[0]}, {m.version}; this host only)" if m else "commbench"
+
+    @property
+    def family(self) -> str:
+        return self.mpiexec.family if self.mpiexec else "unknown"
 
     def first(self, world: int) -> int | None:
         if not self.resuming:
@@ -308,9 +312,11 @@ def _run_in_job(args: argparse.Namespace, sc: CollectiveScenario, sizes: tuple[i
         run_dir = comm.bcast(run_dir, root=0)
         run_id = run_dir.name
         hosts = comm.gather(os.uname().nodename, root=0)
+        doors = comm.gather([str(s) for s in loopback.of_this_rank()], root=0)
         if comm.rank == 0 and info is not None:
             info.update(launcher="user's MPI job", hosts=sorted(set(hosts or [])),
-                        world_size=comm.size, status="running")
+                        world_size=comm.size, status="running",
+                        listening=loopback.by_host(hosts or [], doors or []))
             write_meta(run_dir, info)
             flags.write_yaml(sc, run_dir)
             if stop is not None:

@@ -6,12 +6,18 @@ interpreter, then on ``PATH`` (``COMMBENCH_MPIEXEC`` overrides), and asked for `
 one that belongs to another MPI is refused. Each launcher family gets its own command line for
 "N ranks on this host only":
 
-- MPICH and its derivatives (Intel MPI, MVAPICH): Hydra, ``-launcher fork -hosts localhost``;
+- MPICH and its derivatives (Intel MPI, MVAPICH): Hydra, ``-launcher fork -hosts localhost``
+  (not MPICH's ``mpiexec.gforker``, which has no control port: it exits 0 when a rank is
+  killed, so a dead rank would pass for a finished job);
 - Open MPI: ``--host localhost:N --oversubscribe --bind-to none`` (``--allow-run-as-root`` as root).
+
+What each family needs so that the job listens on loopback only is in
+:mod:`bench.launch.loopback`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -114,6 +120,7 @@ class Mpiexec:
     path: str
     kind: str  # hydra | openmpi
     version: str  # the first line of its --version
+    family: str = "unknown"  # the MPI library's family (bench.launch.loopback settings)
 
     def command(self, world: int) -> list[str]:
         """mpiexec and its options for ``world`` ranks on this host only."""
@@ -159,7 +166,7 @@ def find_mpiexec(mpi: MpiInfo) -> Mpiexec:
     seen = [_describe(c) for c in cands]
     for m in seen:
         if want is None or m.kind == want:
-            return m
+            return dataclasses.replace(m, family=mpi.family)
     m = seen[0]
     theirs = {"hydra": "MPICH-family (Hydra)", "openmpi": "Open MPI"}.get(m.kind, "an unknown MPI")
     raise LaunchError(f"{m.path} is {theirs}'s mpiexec but mpi4py uses {FAMILY_NAMES[mpi.family]} "

@@ -25,7 +25,7 @@ from typing import Any, Protocol
 
 import psutil
 
-from bench.launch import inflight, shmclean
+from bench.launch import inflight, loopback, shmclean
 from bench.launch.signals import JOB_ENV, SignalGuard, end_job, end_leftovers, tree
 from bench.launch.watchdog import TIMEOUT_EXIT
 from bench.store.records import iter_records, write_meta
@@ -49,6 +49,7 @@ class JobResult:
     ended: float = 0.0  # time.time() when the job was over
     shm_removed: int = 0  # /dev/shm files its killed ranks left, removed by us
     stuck: tuple[int, ...] = ()  # pids of its processes that could not be ended (in the kernel)
+    listening: tuple[loopback.Listener, ...] = ()  # its listening sockets, seen as cases began
 
     @property
     def ok(self) -> bool:
@@ -82,6 +83,8 @@ class JobResult:
             out["shm_removed"] = self.shm_removed
         if self.stuck:
             out["stuck_pids"] = list(self.stuck)
+        if self.listening:
+            out["listening"] = [str(s) for s in self.listening]
         return out
 
 
@@ -103,6 +106,7 @@ def run_job(cmd: list[str], env: dict[str, str], run_dir: Path, world: int, guar
     rc: int | None = None
     held: set[shmclean.Entry] = set()
     known: dict[int, psutil.Process] = {}
+    listening: set[loopback.Listener] = set()
     marker, seen, last = run_dir / inflight.INFLIGHT, 0.0, 0.0
     try:
         while rc is None:
@@ -115,6 +119,7 @@ def run_job(cmd: list[str], env: dict[str, str], run_dir: Path, world: int, guar
                 procs = tree(proc.pid)
                 known.update((p.pid, p) for p in procs)
                 held |= shmclean.held_by(p.pid for p in procs)
+                listening.update(loopback.listening(p.pid for p in procs))
                 seen, last = mtime, time.monotonic()
             try:
                 rc = proc.wait(0.2 if seen else 0.02)  # quick until it has seen case 0 begin
@@ -128,7 +133,7 @@ def run_job(cmd: list[str], env: dict[str, str], run_dir: Path, world: int, guar
     removed = shmclean.remove_orphans(held | left, before)
     return JobResult(world, rc, time.monotonic() - t0, inflight.take(run_dir), first_case,
                      guard.name, strays, time.time(), len(removed),
-                     tuple(p.pid for p in stuck))
+                     tuple(p.pid for p in stuck), tuple(sorted(listening)))
 
 
 def _mtime(path: Path) -> float:
@@ -142,6 +147,7 @@ class Kind(Protocol):
     """What a scenario kind adds to the loop."""
 
     launcher: str  # meta.json's description of how ranks are started
+    family: str  # whose loopback settings its jobs get (a key of bench.launch.loopback.FAMILIES)
 
     def first(self, world: int) -> int | None:
         """The first case index to run at ``world`` (None: every case has a record)."""
@@ -199,11 +205,16 @@ class Sweep:
             start = kind.first(w)
             while start is not None and guard.signum is None and not self.stopped:
                 cmd, env = kind.command(w, start)
-                last = run_job(cmd, env, self.run_dir, w, guard, start)
+                confined = loopback.confine(env, kind.family)  # one host: listen on loopback only
+                self.info["listen"] = confined.as_meta()
+                last = run_job(cmd, confined.env, self.run_dir, w, guard, start)
                 self.info["jobs"].append(last.as_meta())
                 self.save()
                 if last.strays and last.signal is None:
                     self.warn(f"world size {w}: killed {last.strays} processes left by the launcher")
+                if wide := loopback.unexpected(last.listening, kind.family):
+                    self.warn(f"world size {w}: the job listened beyond loopback, where its "
+                              f"settings should have kept it: {', '.join(map(str, wide))}")
                 if last.stuck:
                     self.warn(f"world size {w}: processes {', '.join(map(str, last.stuck))} of the "
                               "job could not be killed (stuck in the kernel); their /dev/shm "

@@ -26,10 +26,11 @@ from mpi4py import MPI
 from bench.costmodel.delay import LinkDelay
 from bench.probe.confirm import Check, Confirm, Plan
 from bench.probe.links import Layout
-from bench.probe.measure import Clock, PairProbe, Samples, Settings, Wait
+from bench.probe.measure import PairProbe
 from bench.probe.outliers import z_for
 from bench.probe.pin import pinned
 from bench.probe.record import block_record
+from bench.probe.settings import Clock, Samples, Settings, Wait
 from bench.probe.verdict import Retest, retest
 from bench.units import format_size
 

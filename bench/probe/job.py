@@ -21,9 +21,10 @@ from bench.costmodel.delay import LinkDelay
 from bench.probe.confirm import Confirm, plan
 from bench.probe.confirm_job import confirm_pass
 from bench.probe.links import Layout, flows
-from bench.probe.measure import Clock, PairProbe, Settings, Wait
+from bench.probe.measure import PairProbe
 from bench.probe.record import pair_record
 from bench.probe.schedule import peer_in, rounds
+from bench.probe.settings import Clock, Settings, Wait
 
 Sink = Callable[[dict[str, Any]], object]
 Say = Callable[[str], object]

@@ -31,48 +31,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 from mpi4py import MPI
 
 from bench.costmodel.delay import LinkDelay
+from bench.probe.settings import Clock, Samples, Settings, Wait
 from kernels.transports.mpi import buffer_spec
 
 TAG, ACK_TAG, BW_TAG, SYNC_TAG = 11, 12, 13, 14  # ping-pong, acknowledgement, windows, bi start
 ACK_BYTES = 4  # osu_bw's acknowledgement (and the bi handshake's ready and go)
-TIMER = ("time.perf_counter_ns on the lower rank of each pair; latency: half a ping-pong round "
-         "trip; uni: a window of messages one way plus a 4-byte ack (osu_bw); bi: a window each "
-         "way at once (osu_bibw), from a ready/go handshake before each window: the clock "
-         "starts before either window is posted")
-
-
-@dataclass(frozen=True)
-class Settings:
-    sizes: tuple[int, ...]
-    repeats: int = 10  # timed samples per measurement, pair and size
-    window: int = 16  # messages per bandwidth sample (osu_bw uses 64)
-    warmup: int = 1  # untimed turns before the samples
-
-    def __post_init__(self) -> None:
-        if not self.sizes or min(self.sizes) < 1:
-            raise ValueError("sizes: at least one size of at least 1 byte")
-        if self.repeats < 3 or self.window < 1 or self.warmup < 0:
-            raise ValueError("repeats >= 3, window >= 1 and warmup >= 0")
-
-
-@dataclass(frozen=True)
-class Samples:
-    """What the lower rank of a pair measured at one size (µs per sample)."""
-
-    nbytes: int
-    latency_us: tuple[float, ...]  # half round trips
-    uni_us: tuple[float, ...]  # window times, one way
-    bi_us: tuple[float, ...]  # window times, both ways
-
-
-Wait = Callable[[float], object]
-Clock = Callable[[], int]  # nanoseconds
 
 
 class PairProbe:

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from bench.probe.links import Layout
-from bench.probe.measure import TIMER, Samples, Settings
+from bench.probe.settings import TIMER, Samples, Settings
 from bench.store.records import SCHEMA_VERSION
 
 # The measurements of a record: name -> (field prefix, what one sample is)

@@ -10,7 +10,7 @@ from pydantic import BeforeValidator, Field, model_validator
 
 from bench.emulate.config import Emulate
 from bench.probe.confirm import Confirm
-from bench.probe.measure import Settings
+from bench.probe.settings import Settings
 from bench.scenario_base import Frozen, PositiveInt
 from bench.units import parse_size
 

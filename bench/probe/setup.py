@@ -9,8 +9,8 @@ from dataclasses import dataclass
 
 from bench.costmodel.delay import LinkDelay
 from bench.probe.links import Layout, from_launch, from_placed
-from bench.probe.measure import Wait
 from bench.probe.scenario import ProbeScenario
+from bench.probe.settings import Wait
 
 
 @dataclass(frozen=True)

@@ -101,6 +101,7 @@ class TrainingKind:
     """torchrun per world size; after a failed case, a new job goes on at the next one."""
 
     launcher = "commbench (torch.distributed.run --standalone, loopback)"
+    family = "torch"
 
     def __init__(self, args: argparse.Namespace, sc: TrainingScenario, run_dir: Path,
                  backend: str, resuming: bool) -> None:
@@ -129,8 +130,7 @@ class TrainingKind:
         skip = [i for i in range(start, len(self.sc.cases(world))) if i not in todo]
         env = dict(os.environ, **{WORKER_ENV: run_dir.name, CASE_START_ENV: str(start),
                                   CASE_SKIP_ENV: ",".join(map(str, skip)),
-                                  BACKEND_ENV: self.backend, "MASTER_ADDR": "127.0.0.1",
-                                  "GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1",
+                                  BACKEND_ENV: self.backend, "OMP_NUM_THREADS": "1",
                                   "TORCHELASTIC_ERROR_FILE": str(run_dir / "torch-error.json")})
         if self.resuming:
             env[RESUME_ENV] = "1"

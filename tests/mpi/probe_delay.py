@@ -17,7 +17,7 @@ from bench.probe.confirm import Confirm
 from bench.probe.findings import findings
 from bench.probe.job import probe
 from bench.probe.links import from_launch
-from bench.probe.measure import Settings
+from bench.probe.settings import Settings
 from bench.probe.verdict import decide
 
 SLOW_NODE, DELAY = 1, 0.5  # every message to or from node 1 waits 0.5 s (recorded, not slept)

@@ -16,7 +16,8 @@ from typing import Any
 
 from mpi4py import MPI
 
-from bench.probe.measure import ACK_TAG, SYNC_TAG, TAG, PairProbe, Settings
+from bench.probe.measure import ACK_TAG, SYNC_TAG, TAG, PairProbe
+from bench.probe.settings import Settings
 
 TAGS = {TAG: "pingpong", ACK_TAG: "ack", SYNC_TAG: "sync"}
 Event = tuple[str, ...]
