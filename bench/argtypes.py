@@ -14,12 +14,14 @@ import math
 import re
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, NoReturn
 
 from bench.units import parse_size
 
 MAX_INT = 1 << 40  # larger counts are typos (a world of 2^40 ranks, 2^40 iterations)
 MAX_LIST = 4096  # entries one comma-separated list may hold
+MAX_WORLD = 1 << 20  # ranks in one job: the largest training clusters hold ~10^5 accelerators
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -112,6 +114,18 @@ def _list_of(item: Callable[[str], Any], name: str, example: str, unique: bool =
 
 
 int_list = _list_of(positive_int, "positive whole numbers", "2,4")
+
+
+def _world(text: str) -> int:
+    what = "a world size from 1 to 2^20 ranks"
+    n = _integer(text, 1, what)
+    if n > MAX_WORLD:
+        raise argparse.ArgumentTypeError(f"{text!r}: {what}")
+    return n
+
+
+world_size = _typed("world size", "8", _world)
+world_list = _list_of(world_size, "world sizes (1 to 2^20 ranks)", "2,4")
 size_list = _list_of(size, "sizes (8B, 64KiB, 1MiB)", "8B,64KiB")
 name_list = _list_of(str, "names", "ring")
 
@@ -150,3 +164,30 @@ def _count_text(text: str) -> str:
 
 
 params = _typed("count", "7B", _count_text)  # the text, checked: its readers parse it themselves
+
+
+def _path(text: str) -> Path:
+    if not text.strip():
+        raise argparse.ArgumentTypeError(f"{text!r}: a blank path")
+    if "\x00" in text:
+        raise argparse.ArgumentTypeError(f"{text!r}: a path cannot hold a NUL byte")
+    return Path(text)
+
+
+def _out_file(text: str) -> Path:
+    p = _path(text)
+    if p.is_dir() or text.endswith("/") or p.name in ("", ".", ".."):
+        raise argparse.ArgumentTypeError(f"{text!r} is a directory; name a file to write")
+    return p
+
+
+def _out_dir(text: str) -> Path:
+    p = _path(text)
+    if p.exists() and not p.is_dir():
+        raise argparse.ArgumentTypeError(f"{text!r} is a file; name a directory to write")
+    return p
+
+
+in_path = _typed("path", "x", _path)  # a file or directory to read
+out_file = _typed("file", "out.txt", _out_file)  # a file to write (not a directory)
+out_dir = _typed("directory", "out", _out_dir)  # a directory to write (not a file)

@@ -27,7 +27,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMANDS.names():
         cmd = COMMANDS.get(name)
-        p = sub.add_parser(name, help=cmd.help, description=cmd.help)
+        p = sub.add_parser(name, help=cmd.help, description=cmd.help,
+                           epilog=cmd.example_for_help())
         cmd.configure(p)
         p.set_defaults(_handler=cmd.handler)
     return parser

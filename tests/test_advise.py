@@ -8,6 +8,8 @@ import math
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 pytest.importorskip("torch", reason="advise builds models on the meta device")
 
@@ -187,3 +189,18 @@ def test_knobs_change_compute_and_memory_not_communication() -> None:
     assert set(ps.step.comm) == {"send:server", "recv:server"} and ps.step.bubble == 0
     assert ps.memory.per_rank.activations == analytic_acts(
         shape.model, StrategySpec(name="ps", servers=2), 8, 8, FP32)
+
+
+@settings(max_examples=300, deadline=None)
+@given(sizes=st.lists(st.integers(0, 1 << 20), max_size=40), n=st.integers(1, 64))
+def test_greedy_owners_is_largest_first_to_the_least_loaded_lowest_bin(sizes: list[int], n: int
+                                                                        ) -> None:
+    """The heap-based assignment equals its definition, one scan per parameter (what
+    ZeroRedundancyOptimizer does), on any sizes and bin counts."""
+    from bench.training.analytic import greedy_owners
+
+    loads, want = [0] * n, [0] * len(sizes)
+    for i in sorted(range(len(sizes)), key=lambda i: -sizes[i]):
+        want[i] = loads.index(min(loads))
+        loads[want[i]] += sizes[i]
+    assert greedy_owners(sizes, n) == want

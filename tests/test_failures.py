@@ -236,9 +236,9 @@ timing: {{warmup: 1, iters: 2, repetitions: 1}}
 @pytest.mark.parametrize("sizes, rpn, args, message", [
     ("[2]", 2, ["--world-sizes", "3"], "--world-sizes: ranks_per_node 2 does not divide world size 3"),
     ("[2]", 1, ["--world-sizes", "2,2"], "run: argument --world-sizes: '2,2': an entry given twice"),
-    ("[2]", 1, ["--world-sizes", "0"], "run: argument --world-sizes: '0': a whole number >= 1"),
+    ("[2]", 1, ["--world-sizes", "0"], "run: argument --world-sizes: '0': a world size from 1 to 2^20 ranks"),
     ("[2]", 1, ["--world-sizes", "2,x"],
-     "run: argument --world-sizes: 'x' is not a whole number (a whole number >= 1)"),
+     "run: argument --world-sizes: 'x' is not a whole number (a world size from 1 to 2^20 ranks)"),
     ("[]", psutil.cpu_count() + 1, [],
      "{scenario}: world_sizes (empty: the default world size): ranks_per_node "
      f"{psutil.cpu_count() + 1} "

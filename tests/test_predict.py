@@ -82,7 +82,7 @@ def test_native_from_a_calibrated_curve(tmp_path: Path) -> None:
     (["--profile", "nope"], "unknown profile 'nope'"),
     (["--topology", "4y4"], "topology '4y4'"),
     (["--world-sizes", "2,x"], "--world-sizes"),
-    (["--world-sizes", "0"], "a whole number >= 1"),
+    (["--world-sizes", "0"], "a world size from 1 to 2^20 ranks"),
     (["--algorithms", "bogus"], "unknown algorithm 'bogus'"),
     (["--collectives", "allfoo"], "unknown collective"),
     (["--sizes", "1KiB..8b"], "--sizes"),

@@ -260,7 +260,7 @@ def test_probe_help_states_the_rule_and_defaults(capsys: pytest.CaptureFixture[s
 
 
 @pytest.mark.parametrize(("argv", "line"), [
-    (["-n", "0"], "argument -n/--world-size: '0': a whole number >= 1"),
+    (["-n", "0"], "argument -n/--world-size: '0': a world size from 1 to 2^20 ranks"),
     (["-n", "1"], "world_size: a probe needs at least 2 ranks (one pair), got 1"),
     (["--sizes", "0B"], "sizes.0: a size must be at least 1 B, got '0B'"),
     (["--sizes", "8B,0"], "sizes.1: a size must be at least 1 B, got '0'"),

@@ -16,7 +16,16 @@ import sys
 import time
 from pathlib import Path
 
-from bench.argtypes import nonneg_float, nonneg_int, percent, positive_int, probability
+from bench.argtypes import (
+    in_path,
+    nonneg_float,
+    nonneg_int,
+    out_dir,
+    out_file,
+    percent,
+    positive_int,
+    probability,
+)
 from bench.commands import register
 from bench.gate.ab import AbError, AbInterrupted, Side, git, mark_interrupted, resolve, run_rounds, worktrees
 from bench.gate.abdeps import mismatch
@@ -32,7 +41,7 @@ from bench.launch.signals import SignalGuard
 def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("base", help="baseline revision (branch, tag, commit)")
     p.add_argument("head", help="revision under test")
-    p.add_argument("scenario", type=Path, help="scenario YAML file, run by both (e.g. scenarios/ci.yaml)")
+    p.add_argument("scenario", type=in_path, help="scenario YAML file, run by both (e.g. scenarios/ci.yaml)")
     p.add_argument("--reruns", type=nonneg_int, default=None, metavar="N",
                    help="rounds run again, at most, when the machine changed speed between a "
                         "round's two runs (default: as many as --rounds; 0: none, such rounds are "
@@ -40,10 +49,10 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rounds", type=positive_int, default=5,
                    help="matched runs per side, alternating (default 5); a round whose two runs' "
                         "drift canaries disagree is set aside and run again, up to as many again")
-    p.add_argument("--out", type=Path, default=None, metavar="DIR",
+    p.add_argument("--out", type=out_dir, default=None, metavar="DIR",
                    help="new directory for base/, head/ (one run directory per side, rounds appended) "
                         "and rounds/ (default: runs/<time>-ab-<scenario>)")
-    p.add_argument("--html", type=Path, default=None, metavar="FILE",
+    p.add_argument("--html", type=out_file, default=None, metavar="FILE",
                    help="also write an HTML report of both sides with the verdict on top")
     p.add_argument("--threshold", type=percent, default=5.0, metavar="PCT",
                    help="minimum slowdown that counts, in percent (default 5)")
@@ -154,4 +163,5 @@ def _interrupted(e: AbInterrupted, out: Path) -> int:
 
 
 register("ab", "paired A/B gate: run a scenario alternately at two git revisions; exit 1 on a "
-         "regression", configure, handle)
+         "regression", configure, handle,
+         example="main HEAD scenarios/quick.yaml")

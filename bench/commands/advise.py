@@ -13,7 +13,7 @@ import datetime as dt
 import sys
 from pathlib import Path
 
-from bench.argtypes import int_list, params, positive_float, positive_int
+from bench.argtypes import in_path, out_dir, params, positive_float, positive_int, world_list
 from bench.commands import register
 
 
@@ -22,7 +22,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     what.add_argument("--model", help="a reference model (commbench list models: gpt-6.7b, ...)")
     what.add_argument("--params", type=params,
                       help="a GPT by parameter count, with --layers --hidden --heads")
-    what.add_argument("--from", dest="from_run", type=Path,
+    what.add_argument("--from", dest="from_run", type=in_path,
                       help="a training run: predicted vs measured for its strategies, compute "
                            "from its world-size-1 steps")
     p.add_argument("--layers", type=positive_int, help="with --params: transformer blocks")
@@ -34,7 +34,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--topology", default=None,
                    help="NODESxRANKS (64x8) etc., as for predict (default with --from: one node "
                         "of the run's largest world size)")
-    p.add_argument("--world-sizes", type=int_list, default=None,
+    p.add_argument("--world-sizes", type=world_list, default=None,
                    help="comma-separated (default: the topology's ranks; with --from: the run's)")
     p.add_argument("--batch", type=positive_int, default=None,
                    help="global batch in samples (default 1024; with --from: the run's batch "
@@ -45,7 +45,7 @@ def configure(p: argparse.ArgumentParser) -> None:
                    help="mixed: 2-byte params/grads, K=12 (default); fp32 (default with --from)")
     p.add_argument("--bucket-mb", type=positive_float, default=25.0, help="DDP bucket cap in MiB (25)")
     p.add_argument("--top", type=positive_int, default=10, help="rows printed per world size (10)")
-    p.add_argument("--out", type=Path, default=None,
+    p.add_argument("--out", type=out_dir, default=None,
                    help="run directory to write (default: runs/<time>-advise)")
 
 
@@ -81,4 +81,5 @@ def handle(args: argparse.Namespace) -> int:
 
 
 register("advise", "which training strategy is fastest and fits, predicted at any scale",
-         configure, handle)
+         configure, handle,
+         example="--model gpt-6.7b --profile h100-ib400 --topology 2x8", offline=True)

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
+from bench.argtypes import in_path, out_file
 from bench.commands import register
 
 
 def configure(p: argparse.ArgumentParser) -> None:
-    p.add_argument("runs", type=Path, nargs="+", help="measured run directories")
-    p.add_argument("-o", "--output", type=Path, required=True, help="profile YAML to write")
+    p.add_argument("runs", type=in_path, nargs="+", help="measured run directories")
+    p.add_argument("-o", "--output", type=out_file, required=True, help="profile YAML to write")
     p.add_argument("--base", default=None,
                    help="profile (preset or file) for what the runs cannot tell: link classes "
                         "they never crossed, device figures")
@@ -25,4 +25,5 @@ def handle(args: argparse.Namespace) -> int:
 
 
 register("calibrate", "fit a cost-model profile (alpha, beta, gamma, o, hot sends) to measured runs",
-         configure, handle)
+         configure, handle,
+         example="{measured} --output profile.yaml", offline=True)

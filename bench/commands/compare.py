@@ -7,16 +7,16 @@ import argparse
 import sys
 from pathlib import Path
 
-from bench.argtypes import nonneg_float, percent, probability
+from bench.argtypes import in_path, nonneg_float, out_file, percent, probability
 from bench.collective import canary
 from bench.commands import register
 
 
 def configure(p: argparse.ArgumentParser) -> None:
-    p.add_argument("baseline", type=Path, nargs="+",
+    p.add_argument("baseline", type=in_path, nargs="+",
                    help="baseline run directory; give two or more runs of the baseline code to "
                         "have the gate measure and allow for run-to-run noise")
-    p.add_argument("current", type=Path, help="current run directory")
+    p.add_argument("current", type=in_path, help="current run directory")
     p.add_argument("--threshold", type=percent, default=5.0, metavar="PCT",
                    help="minimum slowdown that counts, in percent (default 5)")
     p.add_argument("--alpha", type=probability, default=0.01,
@@ -31,7 +31,7 @@ def configure(p: argparse.ArgumentParser) -> None:
                    help="also fail on oversubscribed cases (and on native with --relative)")
     p.add_argument("--min-abs", type=nonneg_float, default=1.0, metavar="US",
                    help="smallest difference of medians that counts, in µs (default 1)")
-    p.add_argument("--html", type=Path, default=None, metavar="FILE",
+    p.add_argument("--html", type=out_file, default=None, metavar="FILE",
                    help="also write an HTML report of both runs with the verdict on top")
     p.add_argument("--all", action="store_true", help="list every key, not only changed ones")
 
@@ -79,4 +79,5 @@ def canary_notes(baselines: list[Path], current: Path) -> list[str]:
     return out
 
 
-register("compare", "compare a run against baseline run(s); exit 1 on a regression", configure, handle)
+register("compare", "compare a run against baseline run(s); exit 1 on a regression", configure,
+         handle, example="{run} {run}", offline=True, results=(0, 1))

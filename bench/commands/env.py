@@ -189,7 +189,8 @@ def handle(args: argparse.Namespace) -> int:
 
 
 register("env", "the GPU/MPI stack: GPUs, driver, CUDA, NCCL, CuPy, MPI (CUDA-aware?)",
-         configure, handle)
+         configure, handle,
+         example="--json")
 
 
 def main(argv: list[str] | None = None) -> int:

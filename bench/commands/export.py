@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
+from bench.argtypes import in_path, out_file
 from bench.commands import register
 from bench.store.export import FORMATS, ExportError, export
 from bench.store.records import StoreError
 
 
 def configure(p: argparse.ArgumentParser) -> None:
-    p.add_argument("run", type=Path, help="run directory")
+    p.add_argument("run", type=in_path, help="run directory")
     p.add_argument("--format", required=True, choices=FORMATS.names(), help="output format")
-    p.add_argument("-o", "--output", type=Path, default=None,
+    p.add_argument("-o", "--output", type=out_file, default=None,
                    help="output file (default: RUN/export.<suffix>)")
 
 
@@ -33,4 +33,5 @@ def handle(args: argparse.Namespace) -> int:
     return 0
 
 
-register("export", "export a run as pytest-benchmark JSON, CSV or Parquet", configure, handle)
+register("export", "export a run as pytest-benchmark JSON, CSV or Parquet", configure, handle,
+         example="{run} --format csv --output run.csv", offline=True)

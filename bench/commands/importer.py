@@ -8,7 +8,7 @@ import importlib
 import sys
 from pathlib import Path
 
-from bench.argtypes import positive_int
+from bench.argtypes import in_path, out_dir, positive_int, world_size
 from bench.commands import register
 from bench.store.importers import IMPORTERS, MODULES, Options, ParseError
 from bench.store.importers.common import write_import
@@ -24,10 +24,10 @@ def _names() -> list[str]:
 
 def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("tool", choices=_names(), help="the tool that wrote FILE")
-    p.add_argument("file", type=Path, help="the tool's output (text, or nccl-tests -J JSON)")
-    p.add_argument("--out", type=Path, default=None,
+    p.add_argument("file", type=in_path, help="the tool's output (text, or nccl-tests -J JSON)")
+    p.add_argument("--out", type=out_dir, default=None,
                    help="run directory to create (default: runs/<time>-<tool>)")
-    p.add_argument("--world-size", type=positive_int, default=None,
+    p.add_argument("--world-size", type=world_size, default=None,
                    help="ranks that ran (required for OSU, which does not print it; for "
                         "nccl-tests it overrides the '# Rank' lines)")
     p.add_argument("--ranks-per-node", type=positive_int, default=None,
@@ -76,4 +76,5 @@ def handle(args: argparse.Namespace) -> int:
     return 0
 
 
-register("import", "turn nccl-tests or OSU output into a commbench run", configure, handle)
+register("import", "turn nccl-tests or OSU output into a commbench run", configure, handle,
+         example="nccl-tests {log} --out imported", offline=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from bench.argtypes import in_path
 from bench.commands import register
 from kernels import collective as coll
 from kernels.algorithm import algorithms_of
@@ -18,7 +19,7 @@ SCENARIO_DIR = Path(__file__).resolve().parents[2] / "scenarios"
 
 
 def configure(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--scenarios", type=Path, default=SCENARIO_DIR,
+    p.add_argument("--scenarios", type=in_path, default=SCENARIO_DIR,
                    help="folder of scenario files to list (default: the shipped ones)")
     p.add_argument("--markdown", action="store_true",
                    help="print the collectives and algorithms as the Markdown tables of the docs")
@@ -71,4 +72,5 @@ def _description(path: Path) -> str:
         and raw.get("description") else ""
 
 
-register("list", "list collectives, algorithms, transports and scenarios", configure, handle)
+register("list", "list collectives, algorithms, transports and scenarios", configure, handle,
+         example="", offline=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from bench.argtypes import int_list, params, positive_int
+from bench.argtypes import params, positive_int, world_list
 from bench.commands import register
 
 DEFAULT_STRATEGIES = "ddp,zero1,zero2,zero3,tensor,pipeline:1f1b,hybrid:8"
@@ -23,7 +23,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--heads", type=positive_int, default=None, help="with --params: attention heads")
     p.add_argument("--units", choices=tuple(UNITS), default="GiB",
                    help="GiB (2^30 bytes, default) or GB (1e9, the ZeRO paper's)")
-    p.add_argument("--world-sizes", type=int_list, default="8,64,512", help="comma-separated world sizes")
+    p.add_argument("--world-sizes", type=world_list, default="8,64,512", help="comma-separated world sizes")
     p.add_argument("--strategies", default=DEFAULT_STRATEGIES,
                    help=f"comma-separated strategies as in scenarios (default {DEFAULT_STRATEGIES})")
     p.add_argument("--precision", choices=("mixed", "fp32"), default="mixed",
@@ -37,7 +37,9 @@ def handle(args: argparse.Namespace) -> int:
     try:
         from bench.models import MODELS
         from bench.training.analytic import PRECISIONS, parameters, predict
+        from bench.training.rules import RULES
         from bench.training.scenario import StrategySpec, _from_string, check_case
+        from kernels.registry import UnknownName
     except ImportError as e:
         print(f"commbench: memory needs torch (pip install 'commbench[training]'): {e}",
               file=sys.stderr)
@@ -51,8 +53,9 @@ def handle(args: argparse.Namespace) -> int:
             if raw["name"] == "pipeline":
                 raw["microbatches"] = args.microbatches
             specs.append(StrategySpec.model_validate(raw))
-    except (KeyError, ValueError) as e:
-        print(f"commbench: {str(e).splitlines()[0]}", file=sys.stderr)
+            RULES.get(raw["name"])  # an unknown name: one line now, not a traceback later
+    except (KeyError, ValueError, UnknownName) as e:
+        print(f"commbench: memory: {str(e).splitlines()[0]}", file=sys.stderr)
         return 2
     prec, unit = PRECISIONS[args.precision], UNITS[args.units]
     ps = ps if ps is not None else parameters(model)
@@ -122,4 +125,5 @@ def _numel(shape: tuple[int, ...]) -> int:
     return n
 
 
-register("memory", "analytic per-rank memory of each training strategy (no run)", configure, handle)
+register("memory", "analytic per-rank memory of each training strategy (no run)", configure, handle,
+         example="--params 7.5B --world-sizes 8", offline=True)

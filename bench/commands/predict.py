@@ -9,7 +9,7 @@ import datetime as dt
 import sys
 from pathlib import Path
 
-from bench.argtypes import int_list, positive_int
+from bench.argtypes import out_dir, positive_int, world_list
 from bench.commands import register
 
 
@@ -22,7 +22,7 @@ def configure(p: argparse.ArgumentParser) -> None:
                         "leaf=N, oversub=R, nics=K, block|cyclic (64x8:leaf=16:oversub=2); or "
                         "from the launch: slurm (this job's allocation), run:DIR (a measured "
                         "run's nodes), here (this host)")
-    p.add_argument("--world-sizes", type=int_list, default=None,
+    p.add_argument("--world-sizes", type=world_list, default=None,
                    help="comma-separated world sizes, each on the topology's first ranks "
                         "(default: the whole topology)")
     p.add_argument("--collectives", default="all", help="comma-separated (default all)")
@@ -37,7 +37,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-schedule-ranks", type=positive_int, default=None,
                    help="evaluate schedules (where no closed form applies) up to this many "
                         "ranks (default 256)")
-    p.add_argument("--out", type=Path, default=None,
+    p.add_argument("--out", type=out_dir, default=None,
                    help="run directory to create (default: runs/<time>-predict)")
 
 
@@ -83,4 +83,6 @@ def handle(args: argparse.Namespace) -> int:
 
 
 register("predict", "predict collective times on a cluster you don't have (cost model)",
-         configure, handle)
+         configure, handle,
+         example="--profile h100-ib400 --topology 2x8 --collectives all_reduce --sizes 8GiB",
+         offline=True)

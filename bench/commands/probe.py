@@ -9,16 +9,15 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
-from bench.argtypes import nonneg_int, positive_float, positive_int
+from bench.argtypes import nonneg_int, out_dir, positive_float, positive_int, world_size
 from bench.commands import register
 
 
 def configure(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--out", type=Path, default=None,
+    p.add_argument("--out", type=out_dir, default=None,
                    help="run directory, new or empty (default: runs/<time>-probe)")
-    p.add_argument("-n", "--world-size", type=positive_int, default=None,
+    p.add_argument("-n", "--world-size", type=world_size, default=None,
                    help="ranks to launch, at least 2 (default: one per core, at least 2)")
     p.add_argument("--ranks-per-node", default="auto",
                    help="virtual nodes of this many consecutive ranks (default auto: by host name)")
@@ -100,4 +99,5 @@ def handle(args: argparse.Namespace) -> int:
 
 
 register("probe", "latency and bandwidth between every pair of ranks; slow links and nodes "
-                  "named by host", configure, handle)
+                  "named by host", configure, handle,
+         example="--world-size 4")

@@ -6,15 +6,15 @@ import argparse
 import sys
 from pathlib import Path
 
-from bench.argtypes import nonneg_int, positive_int
+from bench.argtypes import in_path, nonneg_int, out_file, positive_int
 from bench.commands import register
 from bench.store.records import StoreError, skipping_bad_lines
 
 
 def configure(p: argparse.ArgumentParser) -> None:
-    p.add_argument("runs", type=Path, nargs="+", help="run directories (the first is the baseline "
+    p.add_argument("runs", type=in_path, nargs="+", help="run directories (the first is the baseline "
                                                       "of the comparison table)")
-    p.add_argument("-o", "--output", type=Path, default=None,
+    p.add_argument("-o", "--output", type=out_file, default=None,
                    help="HTML file (default: RUN/report.html for one run; for several, "
                         "report-A+B+....html beside the first run)")
     p.add_argument("--max-rows", type=positive_int, default=2000,
@@ -61,4 +61,5 @@ def handle(args: argparse.Namespace) -> int:
     return 0
 
 
-register("report", "write an HTML report of one or more runs", configure, handle)
+register("report", "write an HTML report of one or more runs", configure, handle,
+         example="{run} --output report.html", offline=True)

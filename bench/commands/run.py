@@ -14,7 +14,7 @@ from typing import Any
 
 import psutil
 
-from bench.argtypes import int_list
+from bench.argtypes import in_path, out_dir, world_list
 from bench.collective import flags
 from bench.collective.progress import TTY_ENV
 from bench.collective.scenario import (
@@ -41,14 +41,14 @@ KIND_RUNNERS: dict[str, str] = {"training": "bench.training.launch:handle",
 
 
 def configure(p: argparse.ArgumentParser) -> None:
-    p.add_argument("scenario", type=Path, nargs="?", default=None,
+    p.add_argument("scenario", type=in_path, nargs="?", default=None,
                    help="scenario YAML file (e.g. scenarios/quick.yaml); optional with the axis "
                         "flags below, or with --resume (the run directory keeps its scenario)")
-    p.add_argument("--out", type=Path, default=None,
+    p.add_argument("--out", type=out_dir, default=None,
                    help="run directory, new or empty (default: runs/<time>-<scenario name>)")
-    p.add_argument("--resume", type=Path, default=None, metavar="RUN_DIR",
+    p.add_argument("--resume", type=in_path, default=None, metavar="RUN_DIR",
                    help="finish the cases of RUN_DIR that have no record (same scenario)")
-    p.add_argument("--world-sizes", type=int_list, default=None,
+    p.add_argument("--world-sizes", type=world_list, default=None,
                    help="comma-separated world sizes, overriding the scenario's")
     p.add_argument("--no-progress", action="store_true", help="no progress output")
     p.add_argument("--no-report", action="store_true",
@@ -365,4 +365,5 @@ def _finish_users_job(run_dir: Path, after: Callable[[Path], None]) -> int:
     return 1 if wrong else 0
 
 
-register("run", "run a scenario (self-launched, or inside an MPI job)", configure, handle)
+register("run", "run a scenario (self-launched, or inside an MPI job)", configure, handle,
+         example="scenarios/quick.yaml")

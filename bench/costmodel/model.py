@@ -67,8 +67,8 @@ class Cluster:
         if world < 1:
             raise TopologyError(f"world size must be >= 1, got {world}")
         sizes = list(self.node_sizes)
-        while sum(sizes) < world:
-            sizes.append(max(self.node_sizes))
+        big = max(sizes)
+        sizes += [big] * max(0, -(-(world - sum(sizes)) // big))  # nodes like its largest
         node_of_phys = _assign(sizes, self.placement)[:world]
         used = list(dict.fromkeys(node_of_phys))  # physical nodes by first rank
         renum = {n: i for i, n in enumerate(used)}

@@ -39,6 +39,7 @@ With backward ~ 2 forwards, a step's compute grows by the factor ``1 + recompute
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -100,11 +101,11 @@ class Estimate:
 def greedy_owners(sizes: list[int], n: int) -> list[int]:
     """Owner of each size among ``n`` bins: largest first (stable) to the least-loaded bin,
     lowest index on ties (ZeroRedundancyOptimizer's assignment; the ps shards)."""
-    loads = [0] * n
-    owners = [0] * len(sizes)
+    loads = [(0, b) for b in range(min(n, len(sizes)))]  # (load, bin): the heap's least is
+    owners = [0] * len(sizes)                                # the least load, lowest bin on ties
     for i in sorted(range(len(sizes)), key=lambda i: -sizes[i]):
-        owners[i] = loads.index(min(loads))
-        loads[owners[i]] += sizes[i]
+        load, owners[i] = heapq.heappop(loads)
+        heapq.heappush(loads, (load + sizes[i], owners[i]))
     return owners
 
 
