@@ -49,7 +49,7 @@ class JobResult:
     ended: float = 0.0  # time.time() when the job was over
     shm_removed: int = 0  # /dev/shm files its killed ranks left, removed by us
     stuck: tuple[int, ...] = ()  # pids of its processes that could not be ended (in the kernel)
-    listening: tuple[loopback.Listener, ...] = ()  # its listening sockets, seen as cases began
+    listening: tuple[loopback.Listener, ...] = ()  # its listening sockets, seen as its first case began
 
     @property
     def ok(self) -> bool:
@@ -119,7 +119,8 @@ def run_job(cmd: list[str], env: dict[str, str], run_dir: Path, world: int, guar
                 procs = tree(proc.pid)
                 known.update((p.pid, p) for p in procs)
                 held |= shmclean.held_by(p.pid for p in procs)
-                listening.update(loopback.listening(p.pid for p in procs))
+                if not seen:  # once, as the first case begins: the job listens from MPI_Init
+                    listening.update(loopback.listening(p.pid for p in procs))
                 seen, last = mtime, time.monotonic()
             try:
                 rc = proc.wait(0.2 if seen else 0.02)  # quick until it has seen case 0 begin
