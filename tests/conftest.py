@@ -105,20 +105,8 @@ def training_records(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str,
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Files in the order ``make test`` hands them, whole, to its 2 xdist workers (``--dist
-    loadfile``), longest first so that no long one is left running alone at the end: the first
-    file that reads the shared training run (it starts that run at once), then the other files
-    with slow or training tests, then the other readers of the shared run (it is done by then;
-    earlier they would wait for it), then the rest. Each file's tests keep their order."""
-    shared = {i.path for i in items if "training_records" in getattr(i, "fixturenames", ())}
-    first = next((i.path for i in items if i.path in shared), None)
+    """Files with slow or training tests first, each file's tests in their order: ``make test``
+    hands whole files to 2 xdist workers in this order (``--dist loadfile``), so the long ones
+    start early instead of leaving one worker alone at the end."""
     heavy = {i.path for i in items if i.get_closest_marker("slow") or i.get_closest_marker("training")}
-
-    def rank(item: pytest.Item) -> int:
-        if item.path == first:
-            return 0
-        if item.path in shared:
-            return 2
-        return 1 if item.path in heavy else 3
-
-    items.sort(key=rank)
+    items.sort(key=lambda i: i.path not in heavy)
