@@ -104,6 +104,7 @@ def test_a_self_launched_mpich_jobs_ranks_listen_on_loopback_only(tmp_path: Path
     assert any(s.startswith("127.") and "(python," in s for s in recorded), recorded  # the job's own
 
 
+@pytest.mark.slow  # make test runs it; make test-fast keeps the MPICH job's case
 def test_open_mpi_ranks_listen_nowhere(ompi_python: Path, tmp_path: Path) -> None:  # noqa: F811
     """Open MPI's ranks open no listener at all (no TCP BTL on one host); prterun's port, which
     PRRTE always binds to every interface, is the one door left, and the run names it."""
@@ -117,6 +118,7 @@ def test_open_mpi_ranks_listen_nowhere(ompi_python: Path, tmp_path: Path) -> Non
     assert not [w for w in meta["warnings"] if "beyond loopback" in w]
 
 
+@pytest.mark.slow  # make test runs it; make test-fast keeps the MPICH job's case
 def test_a_probes_ranks_listen_on_loopback_only(tmp_path: Path) -> None:
     out = tmp_path / "probe"
     _, seen, ranks = _watch([sys.executable, "-m", "bench", "probe", "-n", "4", "--sizes",
@@ -142,6 +144,7 @@ def test_a_training_jobs_ranks_listen_on_loopback_only(tmp_path: Path) -> None:
     assert "TCPStore" in meta["listen"]["left_open"]
 
 
+@pytest.mark.slow  # make test runs it; make test-fast keeps the MPICH job's case
 def test_a_users_own_launcher_is_recorded_not_changed(tmp_path: Path) -> None:
     """Hydra, started by the user, listens on every interface: commbench leaves it, the watch
     sees it (so the watch can fail), and the run's meta names it."""
