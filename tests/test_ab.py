@@ -134,18 +134,21 @@ def test_ab_runs_both_sides_in_rounds(tmp_path: Path) -> None:
 
 
 def _an_injected_slowdown_is_caught_on_its_keys_only(base: Path, tmp_path: Path) -> None:
-    """ab's decision on rounds whose effect is known exactly: HEAD is BASE's own recorded rounds
-    with every ring sample 1.3x (every other key identical), so ring's two keys and nothing else
-    are slower. How small an effect real runs reveal is the sensitivity benchmark's figure."""
-    head = tmp_path / "injected-head"
-    head.mkdir()
-    (head / "meta.json").write_text((base / "meta.json").read_text())
-    with (head / "results.jsonl").open("wb") as fh:
-        for rec in iter_records(base):
-            if rec["algorithm"] == "ring":
-                rec["samples_us"] = [1.3 * x for x in rec["samples_us"]]
-            fh.write(orjson.dumps(rec) + b"\n")
-    res = compare_dirs(base, head, Rule(), alpha=0.25)
+    """ab's decision on rounds whose effect is known exactly: BASE's recorded rounds (their keys,
+    rounds and meta) with each record's samples replaced by a fixed pattern around its median
+    (so no drift or noise of the VM is left in them), and HEAD the same with every ring sample
+    1.3x: ring's two keys and nothing else are slower. How small an effect real runs reveal is
+    the sensitivity benchmark's figure."""
+    flat, head = tmp_path / "flat-base", tmp_path / "injected-head"
+    for d, factor in ((flat, 1.0), (head, 1.3)):
+        d.mkdir()
+        (d / "meta.json").write_text((base / "meta.json").read_text())
+        with (d / "results.jsonl").open("wb") as fh:
+            for rec in iter_records(base):
+                m = rec["time_us_median"] * (factor if rec["algorithm"] == "ring" else 1.0)
+                rec["samples_us"] = [m * (1 + 0.001 * (i % 7 - 3)) for i in range(len(rec["samples_us"]))]
+                fh.write(orjson.dumps(rec) + b"\n")
+    res = compare_dirs(flat, head, Rule(), alpha=0.25)
     slower = sorted(r.key for r in res.rows if r.outcome == "slower")
     assert [k[KEY.index("algorithm")] for k in slower] == ["ring", "ring"], res.rows
     assert all(r.outcome != "slower" or abs(r.decision.ratio - 1.3) < 1e-9 for r in res.rows)
