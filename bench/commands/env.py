@@ -132,7 +132,7 @@ def _listening() -> Facts:
 
     mpi = launcher.probe_library()
     try:
-        how = " ".join(launcher.find_mpiexec(mpi).command(2)[:1])
+        how = launcher.find_mpiexec(mpi).path
     except launcher.LaunchError as e:
         how = f"cannot self-launch: {e}"
     out: Facts = {}

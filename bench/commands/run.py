@@ -205,7 +205,7 @@ class CollectiveKind:
     @property
     def launcher(self) -> str:
         m = self.mpiexec
-        return f"commbench ({m.command(1)[0]}, {m.version}; this host only)" if m else "commbench"
+        return f"commbench ({m.path}, {m.version}; this host only)" if m else "commbench"
 
     @property
     def family(self) -> str:

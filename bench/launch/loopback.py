@@ -193,7 +193,7 @@ def interfaces() -> dict[str, list[str]]:
 
 
 # the processes between a rank and the user's shell that belong to the launch
-LAUNCHER_NAMES = ("mpiexec", "mpirun", "mpiexec.hydra", "mpiexec.gforker", "hydra_pmi_proxy",
+LAUNCHER_NAMES = ("mpiexec", "mpirun", "mpiexec.hydra", "hydra_pmi_proxy",
                   "prterun", "prted", "orted", "srun", "slurmstepd", "torchrun", "pmi_proxy")
 
 

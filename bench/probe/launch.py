@@ -100,7 +100,7 @@ class ProbeKind:
 
     @property
     def launcher(self) -> str:
-        return f"commbench ({self.mpiexec.command(1)[0]}, {self.mpiexec.version}; this host only)"
+        return f"commbench ({self.mpiexec.path}, {self.mpiexec.version}; this host only)"
 
     @property
     def family(self) -> str:
