@@ -181,7 +181,8 @@ def test_a_signal_ends_the_run_in_flight_and_removes_the_worktrees(tmp_path: Pat
     env = {**clean_env(), TAG: tag}
     with (tmp_path / "err.txt").open("w") as err:
         proc = subprocess.Popen([sys.executable, "-m", "bench", "ab", "HEAD", "HEAD", str(sc),
-                                 "--rounds", "2", "--alpha", "0.25", "--out", str(out)], cwd=ROOT,
+                                 "--rounds", "2", "--reruns", "0", "--alpha", "0.25", "--out",
+                                 str(out)], cwd=ROOT,
                                 env=env, stdout=subprocess.DEVNULL, stderr=err,
                                 start_new_session=True)
     head1 = out / "rounds" / "head-1" / "results.jsonl"

@@ -1,7 +1,7 @@
 """The communication model against what training counts, exactly: every strategy of the
 session's shared training run (tests/conftest.py: scenarios/training.yaml's strategies, every
 ddp hook, DDP / zero1 with buckets small enough to split the model, ps:1) on gpt-tiny and mlp
-at 2 and 4 ranks, and ps:1 and ps:2 at 3 ranks, run for real under torch's launcher.
+at 4 ranks, and ps:1 and ps:2 at 3 ranks, run for real under torch's launcher.
 Bytes on every rank and calls on rank 0 (what records carry) must equal
 :mod:`bench.advise.comm`'s calls, counted as training counts them."""
 
@@ -47,7 +47,7 @@ def predicted(rec: dict[str, Any], rank: int, via_layout: bool) -> Any:
 @pytest.mark.training
 @pytest.mark.timeout(600)
 def test_every_strategy_sends_what_the_model_says(records: list[dict[str, Any]]) -> None:
-    assert len(records) == 2 * 2 * 18 + 2 * 2 and all(r["status"] == "ok" for r in records)
+    assert len(records) == 2 * 18 + 2 * 2 and all(r["status"] == "ok" for r in records)
     checked = 0
     for r in records:
         for rank in range(r["world_size"]):
@@ -58,7 +58,7 @@ def test_every_strategy_sends_what_the_model_says(records: list[dict[str, Any]])
                 if rank == 0:
                     assert got.calls == r["comm_calls_by_type"], (r["strategy"], r["model"])
             checked += 1
-    assert checked == 2 * 18 * (2 + 4) + 2 * 2 * 3
+    assert checked == 2 * 18 * 4 + 2 * 2 * 3
 
 
 @pytest.mark.training
@@ -91,4 +91,4 @@ def test_small_buckets_split_ddp_into_several_all_reduces(records: list[dict[str
     assert sizes[:2] == [6240, 5344] and len(sizes) == 13 and sum(sizes) == 80896
     small = [r for r in records if r["strategy_options"]["bucket_mb"] == 0.02
              and r["model"] == "gpt-tiny"]
-    assert len(small) == 2 and all(r["comm_calls_by_type"]["all_reduce"] == 13 for r in small)
+    assert len(small) == 1 and all(r["comm_calls_by_type"]["all_reduce"] == 13 for r in small)

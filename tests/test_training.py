@@ -1,4 +1,4 @@
-"""Training strategies for real: every strategy on gpt-tiny and mlp at 2 and 4 ranks under
+"""Training strategies for real: every strategy on gpt-tiny and mlp at 4 ranks (ps at 3) under
 torch's launcher (the session's shared run, tests/conftest.py, also read by
 tests/test_advise_comm.py), checked
 against the single-process reference, the analytic memory model and the bytes each strategy must
@@ -38,7 +38,7 @@ def _spec(rec: dict[str, Any]) -> Any:
 @pytest.mark.training
 @pytest.mark.timeout(900)  # the shared fixture's launches run inside the first test using it
 def test_every_case_ran(records: list[dict[str, Any]]) -> None:
-    assert len(records) == 2 * 2 * 18 + 2 * 2  # 18 strategies at 2 and 4 ranks, ps at 3
+    assert len(records) == 2 * 18 + 2 * 2  # 18 strategies x 2 models at 4 ranks, ps at 3
     assert all(r["status"] == "ok" for r in records), [r for r in records if r["status"] != "ok"]
     for r in records:
         assert r["schema_version"] == 1 and r["kind"] == "training"
@@ -149,18 +149,19 @@ def test_comm_bytes_are_what_the_strategy_must_send(records: list[dict[str, Any]
 
 @pytest.mark.training
 def test_failed_case_is_recorded_and_the_sweep_goes_on(tmp_path: Path) -> None:
-    # no world sizes in the file: validated at run time, where tensor x 3 ranks cannot shard
-    # gpt-tiny's 4 heads; the job ends, the case is recorded failed, the next case runs.
+    # no world sizes in the file: validated at run time, where hybrid's 3-rank tensor groups
+    # cannot tile 2 ranks; the job ends, the case is recorded failed, the next case runs.
     (tmp_path / "sc.yaml").write_text(
-        "kind: training\nmodels: [gpt-tiny]\nstrategies: [tensor, ddp]\nsteps: 1\nwarmup: 1\n"
+        "kind: training\nmodels: [mlp]\nstrategies: [hybrid:3, ddp]\nsteps: 1\nwarmup: 1\n"
         "backend: gloo\n")
     proc = subprocess.run([sys.executable, "-m", "bench", "run", str(tmp_path / "sc.yaml"),
-                           "--out", str(tmp_path / "run"), "--world-sizes", "3", "--no-progress"],
+                           "--out", str(tmp_path / "run"), "--world-sizes", "2", "--no-progress",
+                           "--no-report"],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 1
-    assert "does not divide the 4 attention heads" in proc.stderr
+    assert "tensor_degree 3 does not divide the world size" in proc.stderr
     recs = load_results(tmp_path / "run").to_dict("records")
-    assert [(r["strategy"], r["status"]) for r in recs] == [("tensor", "failed"), ("ddp", "ok")]
+    assert [(r["strategy"], r["status"]) for r in recs] == [("hybrid[tp=3]", "failed"), ("ddp", "ok")]
 
 
 @pytest.mark.parametrize(("body", "message"), [
