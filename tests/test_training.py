@@ -160,6 +160,8 @@ def test_failed_case_is_recorded_and_the_sweep_goes_on(tmp_path: Path) -> None:
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 1
     assert "tensor_degree 3 does not divide the world size" in proc.stderr
+    # each rank's one line and the launcher's, not torchrun's traceback and per-rank report
+    assert "Traceback" not in proc.stderr and "ChildFailedError" not in proc.stderr, proc.stderr
     recs = load_results(tmp_path / "run").to_dict("records")
     assert [(r["strategy"], r["status"]) for r in recs] == [("hybrid[tp=3]", "failed"), ("ddp", "ok")]
 

@@ -1,7 +1,8 @@
 """``commbench run`` for training scenarios: self-launch with torch's launcher, or run the cases
 of the job we are in (torchrun, or mpiexec/srun).
 
-Self-launch starts ``python -m torch.distributed.run --standalone --nproc-per-node N`` once per
+Self-launch starts ``python -m torch.distributed.run --standalone --nproc-per-node N`` (through
+:mod:`bench.training.torchrun`, which leaves out torch's traceback when a rank fails) once per
 world size, on loopback only, through the one self-launch loop (:mod:`bench.launch.selflaunch`: signals,
 in-flight marker, meta). When a job fails, the case it was in (from the in-flight marker) gets a
 ``status: failed`` record and a new job goes on at the next case, so one bad case never sinks the
@@ -121,7 +122,7 @@ class TrainingKind:
 
     def command(self, world: int, start: int) -> tuple[list[str], dict[str, str]]:
         run_dir = self.run_dir
-        cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone",
+        cmd = [sys.executable, "-m", "bench.training.torchrun", "--standalone",
                f"--nproc-per-node={world}", "-m", "bench", "run", str(self.args.scenario),
                "--out", str(run_dir), "--world-sizes", str(world)]
         if self.args.no_progress:
