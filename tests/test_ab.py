@@ -113,6 +113,8 @@ def test_ab_runs_both_sides_in_rounds(tmp_path: Path) -> None:
     for side in ("base", "head"):
         recs = list(iter_records(out / side))
         assert sorted({r[ROUND] for r in recs}) == list(range(1, n + 1)) and len(recs) == n * 6
+    # the rounds' runs render no report of their own (this revision's run has --no-report)
+    assert sorted(p.name for p in (out / "rounds").glob("*/report.html")) == []
     assert "commbench-ab-" not in subprocess.run(["git", "-C", str(ROOT), "worktree", "list"],
                                                  capture_output=True, text=True).stdout
     aside = mismatched(round_speeds(out / "base"), round_speeds(out / "head"))

@@ -74,6 +74,7 @@ class Side:
     env: dict[str, str] = field(default_factory=dict)  # extra environment of its runs
     path: tuple[Path, ...] = ()  # extra PYTHONPATH entries after the worktree
     seconds: list[float] = field(default_factory=list)
+    run_flags: tuple[str, ...] = ()  # what its ``commbench run`` is given beyond the scenario's
 
     @property
     def label(self) -> str:
@@ -135,6 +136,15 @@ def check_origin(side: Side) -> None:
             raise AbError(f"{side.label}: {pkg} is imported from {where}, not from its worktree")
 
 
+def quiet_flags(side: Side) -> tuple[str, ...]:
+    """``--no-report`` where the side's ``commbench run`` has it (older revisions render a report
+    after every run): ab renders its own, and a round's report costs seconds of CPU that
+    nothing reads."""
+    res = subprocess.run([sys.executable, "-m", "bench", "run", "--help"], capture_output=True,
+                         text=True, env=side_env(side), cwd=side.tree)
+    return ("--no-report",) if res.returncode == 0 and "--no-report" in res.stdout else ()
+
+
 def run_once(side: Side, scenario: Path, rnd: int, rounds_dir: Path,
              guard: SignalGuard | None = None) -> float:
     """One full ``commbench run`` of the side's code; its records appended to the side's run
@@ -147,7 +157,8 @@ def run_once(side: Side, scenario: Path, rnd: int, rounds_dir: Path,
     with log.open("w") as fh:
         # a session of its own: the terminal's Ctrl-C reaches ab alone, which passes it on
         proc = subprocess.Popen([sys.executable, "-m", "bench", "run", str(scenario), "--out",
-                                 str(out), "--no-progress"], stdout=fh, stderr=subprocess.STDOUT,
+                                 str(out), "--no-progress", *side.run_flags], stdout=fh,
+                                stderr=subprocess.STDOUT,
                                 env={**side_env(side), AB_JOB_ENV: token}, cwd=side.tree,
                                 start_new_session=True)
         try:
@@ -244,6 +255,7 @@ def run_rounds(sides: Sequence[Side], scenario: Path, rounds: int, rounds_dir: P
     rounds_dir.mkdir(parents=True, exist_ok=True)
     for side in sides:
         check_origin(side)
+        side.run_flags = quiet_flags(side)
     aside: list[int] = []
     rnd = 0
     while rnd - len(aside) < rounds and rnd < rounds + min(extra, len(aside)):
