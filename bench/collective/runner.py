@@ -94,7 +94,8 @@ def run_job(ctx: RunContext, out: Any = sys.stdout) -> int:
         dog.close()
         if writer:
             writer.close()
-            inflight.clear(ctx.run_dir)
+    if writer:  # a clean end only: a case that raised (a peer died) stays named for the launcher
+        inflight.clear(ctx.run_dir)
     return written
 
 
