@@ -11,8 +11,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+# Property tests draw the same examples on every run and hold no example to a clock: a pass/fail
+# test must not depend on chance or on the machine's speed (a random draw that finds a slow
+# input, then shrinks it for minutes, is neither). Exploring new inputs is a fuzzing session's job:
+# HYPOTHESIS_PROFILE=explore draws at random and keeps a database.
+settings.register_profile("suite", derandomize=True, database=None, deadline=None)
+settings.register_profile("explore", deadline=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "suite"))
 
 
 def mpiexec() -> str:
@@ -22,13 +32,30 @@ def mpiexec() -> str:
     return str(cand)
 
 
-def clean_env() -> dict[str, str]:
-    """The environment without MPI markers, so child commbench processes self-launch."""
-    drop = ("PMI_", "PMIX_", "OMPI_", "MPI_LOCALRANKID", "COMMBENCH_WORKER", "HYDRA_")
+# Two test workers run jobs side by side on a 2-core machine, so a 2-rank job that fits the cores
+# by itself shares them with the other worker's ranks. At commbench's default thread level
+# (``funneled`` while a job's ranks fit the cores, bench/launch/threadlevel.py) MPICH's waiting
+# ranks spin without yielding, and oversubscribed they starve each other for whole scheduler
+# slices (a 1 MiB all_reduce at p = 3 on 2 cores: seconds per call instead of milliseconds). So
+# the suite's jobs ask for ``multiple`` (MPICH then yields while it waits), as a user may; the
+# tests of the default level itself and of the watchdog's funneled path use default_env().
+THREAD_LEVEL = {"MPI4PY_RC_THREAD_LEVEL": "multiple"}
+
+
+def default_env() -> dict[str, str]:
+    """The environment without MPI markers (child commbench processes self-launch), the thread
+    level left to commbench."""
+    drop = ("PMI_", "PMIX_", "OMPI_", "MPI_LOCALRANKID", "COMMBENCH_WORKER", "HYDRA_",
+            *THREAD_LEVEL)
     env = {k: v for k, v in os.environ.items() if not k.startswith(drop)}
     env["PYTHONPATH"] = str(ROOT)
     env["PYTHONUNBUFFERED"] = "1"
     return env
+
+
+def clean_env() -> dict[str, str]:
+    """:func:`default_env` with the suite's thread level (see :data:`THREAD_LEVEL`)."""
+    return {**default_env(), **THREAD_LEVEL}
 
 
 def run_mpi(n: int, script: Path, *args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:

@@ -17,7 +17,7 @@ import pytest
 
 from bench.launch.shmclean import held_by
 from bench.store.records import iter_records, load_results, read_meta
-from tests.conftest import ROOT, clean_env
+from tests.conftest import ROOT, clean_env, default_env
 
 pytestmark = pytest.mark.mpi
 
@@ -36,7 +36,7 @@ def _start(tmp_path: Path, name: str, timeout: float) -> tuple[subprocess.Popen[
     scen.write_text(SCENARIO.format(name=name, timeout=timeout))
     run_dir = tmp_path / "run"
     proc = subprocess.Popen([sys.executable, "-m", "bench", "run", str(scen), "--out", str(run_dir),
-                             "--no-progress", "--no-report"], cwd=ROOT, env=clean_env(), text=True,
+                             "--no-progress", "--no-report"], cwd=ROOT, env=default_env(), text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     return proc, run_dir
 

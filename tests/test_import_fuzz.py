@@ -1,9 +1,10 @@
-"""Fuzzing both importers: any input gives records or one :class:`ParseError` line, fast.
+"""Fuzzing both importers: any input gives records or one :class:`ParseError` line.
 
 Inputs: random text, binary bytes (decoded as the command reads files), lines of the tools' own
 words in random order, and the fixture corpus mutated (lines cut, doubled, moved, truncated;
-tokens replaced by hostile ones: huge, non-finite, non-ASCII digits). Never a traceback, never a
-hang: each example has a deadline, the file a timeout. ``max_examples`` keeps it near 15 s.
+tokens replaced by hostile ones: huge, non-finite, non-ASCII digits). Never a traceback; a hang is
+caught by the file's timeout (a fail-safe, not a measure: no example is held to a clock, see
+tests/conftest.py).
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ import contextlib
 import functools
 import io
 import math
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +40,7 @@ TOKENS = ["0", "-1", "8", "1024", "4096", "12.51", "0.00", "1e+06", "float", "ha
           "Size", "Avg", "Latency(us)", "Iterations", "Validation", "Pass", "Fail", "...", "```",
           "#", "Collective test starting:", "all_gather_perf", "osu_allgather", "NCCL version",
           "nThread", "in-place", "out-of-place", "0:", "[1,0]<stdout>:", "\x00", "\t", "{", "}"]
-FUZZ = settings(max_examples=150, deadline=timedelta(seconds=2), database=None,
+FUZZ = settings(max_examples=150,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 pytestmark = pytest.mark.timeout(120)
 
@@ -132,7 +132,7 @@ def test_mutated_osu_fixtures(text: str, opts: Options) -> None:
     check(osu.parse, text, opts)
 
 
-@settings(FUZZ, max_examples=30, deadline=None)  # its first call imports every command
+@settings(FUZZ, max_examples=30)
 @given(tool=st.sampled_from(["nccl-tests", "osu"]),
        text=mutated(NCCL_TEXTS + OSU_TEXTS) | st.binary(max_size=500).map(lambda b: b.decode("latin-1")),
        extra=st.sampled_from([(), ("--world-size", "4"), ("--collective", "allgather")]))

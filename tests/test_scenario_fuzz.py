@@ -59,7 +59,7 @@ def test_any_mapping_is_a_scenario_or_one_line(raw: dict[str, Any]) -> None:
         assert str(e).startswith("fuzz.yaml:")
 
 
-@settings(max_examples=200, deadline=2000)
+@settings(max_examples=200)
 @given(st.binary(max_size=300))
 def test_any_file_is_a_scenario_or_one_line(tmp_path_factory: pytest.TempPathFactory,
                                             content: bytes) -> None:

@@ -13,7 +13,7 @@ import pytest
 
 from bench.launch.threadlevel import choose, local_ranks
 from bench.store.records import load_results
-from tests.conftest import ROOT, clean_env, mpiexec
+from tests.conftest import ROOT, default_env, mpiexec
 
 
 def test_auto_follows_oversubscription() -> None:
@@ -51,7 +51,7 @@ def test_requested_and_provided_are_recorded(tmp_path: Path, extra: str, env: di
     cmd = [mpiexec(), "-n", "2", "-launcher", "fork", "-hosts", "localhost", sys.executable, "-m",
            "bench", "run", str(sc), "--out", str(out), "--no-progress", "--no-report"]
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=240, cwd=ROOT,
-                         env={**clean_env(), **env})
+                         env={**default_env(), **env})
     assert res.returncode == 0, res.stderr[-2000:]
     df = load_results(out)
     assert set(df["mpi_thread_requested"]) == {want}
@@ -61,13 +61,13 @@ def test_requested_and_provided_are_recorded(tmp_path: Path, extra: str, env: di
 
 @pytest.mark.mpi
 def test_command_line_overrides_reach_the_ranks(tmp_path: Path) -> None:
-    from tests.conftest import commbench
-
     sc = tmp_path / "s.yaml"
     sc.write_text(SCENARIO)
     out = tmp_path / "run"
-    res = commbench("run", str(sc), "--out", str(out), "--no-progress", "--no-report",
-                    "--thread-level", "single", "--timing-style", "osu")
+    res = subprocess.run([sys.executable, "-m", "bench", "run", str(sc), "--out", str(out),
+                          "--no-progress", "--no-report", "--thread-level", "single",
+                          "--timing-style", "osu"], capture_output=True, text=True, timeout=240,
+                         cwd=ROOT, env=default_env())
     assert res.returncode == 0, res.stderr[-2000:]
     assert "OSU's avg" in res.stdout  # the table says which statistic it shows
     df = load_results(out)
