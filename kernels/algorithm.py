@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from kernels import collective as coll
 from kernels.chunks import split
@@ -17,6 +18,10 @@ from kernels.collective import Collective, Layout
 from kernels.registry import Registry, UnknownName
 from kernels.schedule import Range, Schedule, StepBuilder
 from kernels.topology import Topology
+
+if TYPE_CHECKING:
+    from kernels.closed import ClosedForm
+    from kernels.compiled import Shape
 
 VENDOR = "native"
 VENDOR_INPLACE = "native_inplace"
@@ -93,6 +98,8 @@ class Algorithm:
     doc: str = ""
     sent: SentFn | None = None  # the docstring's closed form for elements sent per rank (tested)
     in_place: bool = True  # vendor calls: on the in-place layout (native_inplace) or not (native)
+    shape: Shape | None = None  # its symbolic build for the cost model (kernels.compiled)
+    closed: ClosedForm | None = None  # its cost without schedules, at scale (kernels.closed)
 
     @property
     def is_vendor(self) -> bool:
@@ -121,16 +128,19 @@ class Algorithm:
 ALGORITHMS: Registry[Algorithm] = Registry("algorithm")  # keyed "collective/name"
 
 
-def algorithm(name: str, collective: str = "all_reduce",
-              sent: SentFn | None = None) -> Callable[[BuildFn], BuildFn]:
+def algorithm(name: str, collective: str = "all_reduce", sent: SentFn | None = None,
+              shape: Shape | None = None,
+              closed: ClosedForm | None = None) -> Callable[[BuildFn], BuildFn]:
     """Register ``fn`` as algorithm ``name`` of ``collective``; its docstring's first line is the
     summary, the rest states steps and bytes sent per rank. ``sent`` is that closed form as code
-    (elements rank r sends); the tests hold it equal to the counted schedule."""
+    (elements rank r sends); the tests hold it equal to the counted schedule. ``shape`` and
+    ``closed``: how the cost model builds it symbolically and prices it at scale (both optional,
+    both tested equal to the evaluator on the real schedules)."""
 
     def deco(fn: BuildFn) -> BuildFn:
         doc = (fn.__doc__ or name).strip()
-        ALGORITHMS.add(f"{collective}/{name}",
-                       Algorithm(name, collective, fn, doc.splitlines()[0], doc, sent))
+        ALGORITHMS.add(f"{collective}/{name}", Algorithm(name, collective, fn, doc.splitlines()[0],
+                                                         doc, sent, shape=shape, closed=closed))
         return fn
 
     return deco

@@ -1,6 +1,7 @@
-"""The cost model: hand-computed times, its event-driven semantics, the vectorised and symbolic
-evaluations against the plain reference, and every closed form against the schedule-evaluated
-model (p <= 128; flat, two-level and three-level topologies). Exact quantities only."""
+"""The cost model: hand-computed times, its event-driven semantics, the evaluator (on real and
+symbolic schedules) against the plain reference (tests/helpers/costref.py), and every closed
+form an algorithm declares against the evaluator (p <= 128; flat, two-level and three-level
+topologies). Exact quantities only."""
 
 from __future__ import annotations
 
@@ -9,17 +10,17 @@ from dataclasses import replace
 
 import pytest
 
-from bench.costmodel import cost
-from bench.costmodel.closed import CLOSED, Ctx, Job
-from bench.costmodel.cost import Estimate
+from bench.costmodel.evaluate import schedule_estimate
 from bench.costmodel.model import Cluster, TopologyError, parse_topology
 from bench.costmodel.net import Net
-from bench.costmodel.predict import estimate_case  # noqa: F401 - registers every closed form
+from bench.costmodel.predict import Job, plan_case
 from bench.costmodel.profile import Link, Profile, ProfileError, load_profile, presets
-from bench.costmodel.scheduled import schedule_estimate
 from kernels import collective as coll
-from kernels.algorithm import Problem, algorithms_of, get_algorithm
+from kernels.algorithm import Algorithm, Problem, algorithms_of, get_algorithm
+from kernels.closed import Ctx, Estimate
+from kernels.compiled import Compiled
 from kernels.schedule import Range, StepBuilder
+from tests.helpers import costref as cost
 
 # o = 0.5 us, alpha 1 us / 5 us, beta 1 GB/s / 0.1 GB/s, gamma 0.1 ns per byte, one NIC.
 PROF = Profile("t", "", "test", {"intra": Link(1e-6, 1e9), "inter": Link(5e-6, 1e8),
@@ -138,51 +139,67 @@ TOPOLOGIES = [("1x16", 16), ("4x4", 16), ("16x1", 16), ("2x8", 16), ("8x2:leaf=2
               ("16x8", 128), ("32x4:leaf=8:oversub=2", 128)]
 
 
-def _closed(c: str, a: str, pr: Problem, net: Net) -> Estimate | str:
-    got = CLOSED[(c, a)](Ctx(pr, net))
-    return got.run(pr, net) if isinstance(got, Job) else got
+def _with_closed_form() -> list[Algorithm]:
+    """Every registered algorithm that declares a closed form (discovered: no list)."""
+    return [a for c in coll.names() for a in algorithms_of(c) if a.closed is not None]
+
+
+def _closed(alg: Algorithm, pr: Problem, net: Net) -> Estimate | str:
+    assert alg.closed is not None
+    got = alg.closed(Ctx(pr, net))
+    return Job(got).run(pr, net) if isinstance(got, Compiled) else got
 
 
 @pytest.mark.slow  # make test only: every closed form against its schedule
-@pytest.mark.parametrize(("c", "a"), sorted(CLOSED))
-def test_closed_form_equals_schedule_model(c: str, a: str) -> None:
-    """Also with hot sends priced: a form that does not price them declines such a profile."""
+@pytest.mark.parametrize("key", [f"{a.collective}/{a.name}" for a in _with_closed_form()])
+def test_closed_form_equals_schedule_model(key: str) -> None:
+    c, a = key.split("/")
     alg, spec = get_algorithm(c, a), coll.resolve(c)
-    applied = {0.0: 0, 1e-11: 0}
-    declined = set()
-    for hot in applied:
-        for topo, p in TOPOLOGIES:
-            net = _net(topo, p, replace(load_profile("pcie-100gbe"), hot=hot))
-            for n in ((1 << 14, 1 << 21) if p > 32 else (1, 7, 1000, 1 << 16, 1 << 21)):
-                count = spec.round_count(n * p if spec.divides else n, p)
-                pr = Problem(net.placed.topology, count, 4, c, 0)
-                got = _closed(c, a, pr, net)
-                if isinstance(got, str):
-                    declined.add((hot, "hot sends" in got))
-                    continue
-                applied[hot] += 1
-                ref = schedule_estimate(alg, pr, net)
-                assert got.time_s == pytest.approx(ref.time_s, rel=1e-9), (hot, topo, n)
-                assert (got.bytes_sent_max, got.bytes_inter_max, got.steps) == (
-                    ref.bytes_sent_max, ref.bytes_inter_max, ref.steps), (hot, topo, n)
-    assert applied[0.0] >= 10  # the closed form covers flat and multi-level cases, not only p = 1
-    assert applied[1e-11] >= 10 or (1e-11, True) in declined
+    applied = 0
+    for topo, p in TOPOLOGIES:
+        net = _net(topo, p, load_profile("pcie-100gbe"))
+        for n in ((1 << 14, 1 << 21) if p > 32 else (1, 7, 1000, 1 << 16, 1 << 21)):
+            count = spec.round_count(n * p if spec.divides else n, p)
+            pr = Problem(net.placed.topology, count, 4, c, 0)
+            got = _closed(alg, pr, net)
+            if isinstance(got, str):
+                continue
+            applied += 1
+            ref = schedule_estimate(alg, pr, net)
+            assert got.time_s == pytest.approx(ref.time_s, rel=1e-9), (topo, n)
+            assert (got.bytes_sent_max, got.bytes_inter_max, got.steps) == (
+                ref.bytes_sent_max, ref.bytes_inter_max, ref.steps), (topo, n)
+    assert applied >= 10  # the closed form covers flat and multi-level cases, not only p = 1
 
 
 def test_closed_forms_cover_the_common_case_at_scale() -> None:
-    """At 4096 ranks on 512 nodes of 8, every algorithm prices a power-of-two size directly,
-    with hot sends priced too."""
-    for hot in (0.0, 1e-11):
-        _cover(_net("512x8", 4096, replace(load_profile("h100-ib400"), hot=hot)))
+    """At 4096 ranks on 512 nodes of 8, every algorithm's closed form prices a power-of-two
+    size directly, and every algorithm of the suite declares one."""
+    net = _net("512x8", 4096, load_profile("h100-ib400"))
+    algs = _with_closed_form()
+    assert {(a.collective, a.name) for a in algs} == {
+        (a.collective, a.name) for c in coll.names() for a in algorithms_of(c)
+        if not a.is_vendor and a.build.__module__.startswith("kernels.algorithms.")}
+    for alg in algs:
+        pr = Problem(net.placed.topology, 1 << 22, 4, alg.collective, 0)
+        got = _closed(alg, pr, net)
+        assert not isinstance(got, str), (alg.collective, alg.name, got)
+        assert math.isfinite(got.time_s) and got.time_s > 0
 
 
-def _cover(net: Net) -> None:
-    for (c, a), form in CLOSED.items():
-        pr = Problem(net.placed.topology, 1 << 22, 4, c, 0)
-        got = form(Ctx(pr, net))
-        assert not isinstance(got, str), (c, a, got)
-        e = got.run(pr, net) if isinstance(got, Job) else got
-        assert math.isfinite(e.time_s) and e.time_s > 0
+def test_hot_sends_are_priced_by_the_evaluator_alone() -> None:
+    """A profile with hot sends skips the closed forms: small p goes to the evaluator, which
+    prices them; at 4096 ranks the case says why it is not predicted."""
+    alg = get_algorithm("all_reduce", "ring")
+    small = _net("1x4", prof=HOT)
+    pr = Problem(small.placed.topology, 4000, 4, "all_reduce", 0)
+    job = plan_case(alg, pr, small)
+    assert isinstance(job, Job) and job.method == "schedule"
+    assert job.run(pr, small).time_s == pytest.approx(cost.evaluate(
+        alg.schedules(pr), small, 4).time_s, rel=1e-12)
+    big = _net("512x8", 4096, replace(load_profile("h100-ib400"), hot=1e-11))
+    why = plan_case(alg, Problem(big.placed.topology, 1 << 22, 4, "all_reduce", 0), big)
+    assert isinstance(why, str) and "hot sends" in why and "p = 256" in why
 
 
 # --- topology and profiles -------------------------------------------------------------------

@@ -33,10 +33,9 @@ import numpy as np
 
 from bench.advise.calls import Call
 from bench.advise.layout import Layout
-from bench.costmodel.cost import Estimate
 from bench.costmodel.model import Cluster, Placed
 from bench.costmodel.net import Net
-from bench.costmodel.predict import estimate_case, native_ratio
+from bench.costmodel.predict import Estimate, estimate_case, native_ratio
 from bench.costmodel.profile import Link, Profile
 from kernels import collective as coll
 from kernels.algorithm import VENDOR, Problem, algorithms_of

@@ -7,7 +7,7 @@ schedule, compiled once, is evaluated by the cost model for trial parameters, an
 errors (model - measured) / measured of the median times. A weak pull (1e-3 per e-fold) toward
 the start (the base profile, or a probe's α and β) keeps directions the runs cannot see at the
 start's values; a class never crossed is not fitted at all and the profile says so. h (seconds
-per sent byte its sender wrote earlier in the call, :mod:`bench.costmodel.cost`) is fitted when some
+per sent byte its sender wrote earlier in the call, :mod:`bench.costmodel.evaluate`) is fitted when some
 measured algorithm sends such bytes (rings, trees, halving-doubling after their first step)
 and some point tells it from γ (a reduction without hot sends, or hot sends without one).
 
@@ -30,13 +30,12 @@ from typing import Any
 import numpy as np
 from scipy.optimize import least_squares
 
-from bench.costmodel.compiled import Compiled
-from bench.costmodel.evaluate import Prepared, evaluate, prepare, run
+from bench.costmodel.evaluate import Prepared, evaluate, prepare, run, schedule_job
 from bench.costmodel.model import Cluster, Placed
 from bench.costmodel.net import Net
 from bench.costmodel.profile import Link, Profile
-from bench.costmodel.scheduled import schedule_job
 from kernels.algorithm import Problem, get_algorithm
+from kernels.compiled import Compiled
 from kernels.ops import ITEMSIZE
 from kernels.registry import UnknownName
 

@@ -1,22 +1,43 @@
-"""The vectorised evaluation of a compiled schedule (:mod:`bench.costmodel.compiled`): what
-:func:`bench.costmodel.cost.evaluate` computes, with every step's messages as arrays.
+"""The cost model's one evaluator: the time of a schedule compiled to arrays
+(:mod:`kernels.compiled`), vectorised over the ranks of each step and over message sizes.
+
+Event-driven, never a barrier per step: every rank has a ready time (0 at the start). In each
+step a message from s to d completes at ``max(ready[s], ready[d]) + o*j + α + bytes/bw + h*hot``
+(the receiver must have posted its receive, the sender must have its data; j its position among
+its sender's messages of the step; bandwidth shared as :mod:`bench.costmodel.net` says, among
+the messages of the same step). A rank's step ends when all its messages of the step completed
+(it waits for what it receives and for its sends to land, as the executor's waitall does; never
+for ranks it does not exchange with), plus γ x the bytes it reduces and the time of its local
+copies. Idle ranks keep their ready time. The collective's time is the latest rank's end: what
+the harness measures (max over ranks).
+
+Hot sends: ``hot`` is the bytes of a message its sender wrote earlier in the same call
+(received, reduced into or copied to in an earlier step); on a shared-memory host those bytes
+sit dirty in the sender's cache and cost more to move than clean ones. h
+(``hot_send_s_per_byte``) is 0 in the shipped profiles; ``commbench calibrate`` fits it where
+the runs can tell it from γ. Only this evaluator prices it (closed forms decline a profile
+with h > 0).
 
 :func:`prepare` does what does not depend on the profile (message sizes for each count, link
 classes, posting positions, how many flows share each resource) once; :func:`run` prices a
 prepared schedule for one profile, so a fit re-evaluates the same points cheaply.
+:func:`schedule_job` compiles an algorithm once per symbolic shape (its ``shape``, declared
+beside its ``build``), else from its real schedule.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
-from bench.costmodel.compiled import Compiled
-from bench.costmodel.cost import Estimate
 from bench.costmodel.model import INTRA, SPINE, Placed
 from bench.costmodel.net import Net
+from kernels.algorithm import Algorithm, Problem
+from kernels.closed import Estimate
+from kernels.compiled import Compiled, compile_schedules
 
 
 def prefix(n: int | np.ndarray, k: int, positions: np.ndarray,
@@ -187,3 +208,29 @@ def evaluate(comp: Compiled, net: Net, count: int, itemsize: int,
              atoms: np.ndarray | None = None) -> Estimate:
     """Predicted time of the compiled schedule with ``count`` real elements."""
     return evaluate_batch(comp, net, [count], itemsize, atoms)[0]
+
+
+@lru_cache(maxsize=512)
+def compiled(alg: Algorithm, problem: Problem, k: int) -> Compiled:
+    """``alg``'s schedules for ``problem``, compiled with k atoms per workspace region (cached:
+    symbolic shapes recur for every size)."""
+    return compile_schedules(alg.schedules(problem), k)
+
+
+def schedule_job(alg: Algorithm, problem: Problem) -> tuple[Compiled, np.ndarray | None, int]:
+    """``alg``'s compiled schedule for ``problem``, its atoms (None: ``split(count, K)``) and
+    the count to evaluate it with: built symbolically once per shape when the algorithm
+    declares one, else from the real schedule (one atom per workspace element)."""
+    sym = alg.shape
+    if sym is None:
+        return compiled(alg, problem, problem.space), None, problem.space
+    shape = Problem(problem.topology, sym.count(problem), sym.itemsize(problem),
+                    problem.collective, problem.root)
+    atoms = sym.atoms(problem, problem.count) if sym.atoms else None
+    return compiled(alg, shape, shape.count), atoms, problem.count
+
+
+def schedule_estimate(alg: Algorithm, problem: Problem, net: Net) -> Estimate:
+    """Evaluate ``alg`` on ``problem`` (see :func:`schedule_job`)."""
+    comp, atoms, count = schedule_job(alg, problem)
+    return evaluate(comp, net, count, problem.itemsize, atoms)

@@ -20,11 +20,12 @@ import math
 from dataclasses import dataclass
 from functools import cached_property
 
+from kernels.closed import CLASS_NAMES, INTER, INTRA, SPINE
 from kernels.topology import Topology
 
 PLACEMENTS = ("block", "cyclic")
-INTRA, INTER, SPINE = 0, 1, 2
-CLASS_NAMES = ("intra", "inter", "spine")
+__all__ = ["CLASS_NAMES", "INTER", "INTRA", "SPINE", "Cluster", "Placed", "TopologyError",
+           "parse_topology"]
 
 
 class TopologyError(ValueError):

@@ -81,20 +81,6 @@ class Net:
             rate[x] = r
         return rate
 
-    # Scalars for closed forms (equal nodes and uniform leaves: every cap is the same).
-    def c_intra(self, nbytes: float, flows: float = 1, j: int = 1) -> float:
-        """A message inside a node whose ports carry ``flows`` concurrent messages."""
-        return self.o * j + self.alpha[INTRA] + nbytes * flows / self.beta[INTRA]
-
-    def c_cross(self, cls: int, nbytes: float, rank_flows: float = 1, node_flows: float = 1,
-                leaf_flows: float = 1, j: int = 1) -> float:
-        """A message between nodes (INTER or SPINE) with that many concurrent flows on its
-        rank's NIC share, its node's NICs, and (SPINE) its leaf's uplink."""
-        rate = min(self.rank_cap[0] / rank_flows, self.node_cap / node_flows)
-        if cls == SPINE:
-            rate = min(rate, self.up_cap[0] / leaf_flows)
-        return self.o * j + self.alpha[cls] + nbytes / rate
-
     @property
     def copies_cost(self) -> bool:
         return self._copy is not None

@@ -1,11 +1,13 @@
 """Predictions as records: the cost model's time for every (collective, algorithm, world size,
 size, dtype), written like a measured run so ``report``, ``export`` and ``compare`` read it.
 
-Per case: the closed form when one applies (:mod:`bench.costmodel.closed`), else the schedule
-evaluated by :mod:`bench.costmodel.compiled` when p <= ``max_schedule_ranks``, else the case is
-skipped with the closed form's reason. ``native`` (the vendor collective) has no schedule: it is
-the profile's measured curve (``native``: measured time / the best modelled schedule's, per
-size, from ``commbench calibrate``) times the best modelled schedule here, or skipped.
+Per case: the algorithm's closed form when it declares one and it applies
+(:mod:`kernels.closed`; a generated schedule goes to the evaluator), else its schedule evaluated
+by :mod:`bench.costmodel.evaluate` when p <= ``max_schedule_ranks``, else the case is skipped
+with the closed form's reason. Closed forms price no hot sends: with a profile that does, every
+case goes to the evaluator. ``native`` (the vendor collective) has no schedule: it is the
+profile's measured curve (``native``: measured time / the best modelled schedule's, per size,
+from ``commbench calibrate``) times the best modelled schedule here, or skipped.
 """
 
 from __future__ import annotations
@@ -16,25 +18,37 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import bench.costmodel.closed.direct
-import bench.costmodel.closed.generated
-import bench.costmodel.closed.halving
-import bench.costmodel.closed.rings
-import bench.costmodel.shapes  # noqa: F401 - registers the symbolic shapes
+import numpy as np
+
 from bench.collective import metrics
-from bench.costmodel.closed import CLOSED, Ctx, Job
-from bench.costmodel.cost import Estimate
-from bench.costmodel.evaluate import evaluate_batch
+from bench.costmodel.evaluate import evaluate, evaluate_batch, schedule_job
 from bench.costmodel.model import Placed
 from bench.costmodel.net import Net
 from bench.costmodel.profile import Profile
-from bench.costmodel.scheduled import schedule_job
 from bench.store.records import SCHEMA_VERSION
 from kernels import collective as coll
 from kernels.algorithm import VENDOR, Algorithm, Problem, algorithms_of
+from kernels.closed import Ctx, Estimate
+from kernels.compiled import Compiled
 from kernels.ops import ITEMSIZE
 
+__all__ = ["Estimate", "Prediction", "estimate_case", "native_ratio", "predict", "record"]
 MAX_SCHEDULE_RANKS = 256
+
+
+@dataclass(frozen=True)
+class Job:
+    """A compiled schedule to evaluate: the predictor evaluates the sizes that share one in a
+    single batch."""
+
+    comp: Compiled
+    atoms: np.ndarray | None = None
+    method: str = "generated"
+    count: int | None = None  # the count to evaluate with (default: the problem's)
+
+    def run(self, problem: Problem, net: Net) -> Estimate:
+        e = evaluate(self.comp, net, self.count or problem.count, problem.itemsize, self.atoms)
+        return Estimate(e.time_s, e.steps, e.bytes_sent_max, e.bytes_inter_max, self.method)
 
 
 @dataclass(frozen=True)
@@ -51,12 +65,15 @@ class Prediction:
 
 def plan_case(alg: Algorithm, problem: Problem, net: Net,
               max_schedule_ranks: int = MAX_SCHEDULE_RANKS) -> Estimate | Job | str:
-    """The closed form (or the generated schedule), else the algorithm's schedule compiled
+    """The closed form (or the schedule it generates), else the algorithm's schedule compiled
     (small p), else why neither."""
-    form = CLOSED.get((problem.spec.name, alg.name))
     why = "no closed form"
-    if form is not None:
-        got = form(Ctx(problem, net))
+    if alg.closed is not None and net.hot:
+        why = "closed forms price no hot sends (the profile's hot_send_s_per_byte)"
+    elif alg.closed is not None:
+        got = alg.closed(Ctx(problem, net))
+        if isinstance(got, Compiled):
+            return Job(got)
         if not isinstance(got, str):
             return got
         why = f"closed form does not apply ({got})"

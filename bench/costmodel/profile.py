@@ -5,7 +5,7 @@ under one leaf switch; ``spine``: between leaves), the latency α (``alpha_s``, 
 bandwidth β (``beta_bytes_per_s``, per direction, full duplex); γ (``gamma_s_per_byte``, seconds
 per reduced byte), the per-message software overhead o (``overhead_s``), the extra cost of
 sending bytes the sender wrote earlier in the same call (``hot_send_s_per_byte``, default 0:
-:mod:`bench.costmodel.cost`), NICs per node, the
+:mod:`bench.costmodel.evaluate`), NICs per node, the
 device's memory and throughput (for strategy advice; ``memory_bandwidth_bytes_per_s`` also
 prices local copies) and where the figures come from (``source``). ``commbench calibrate`` adds
 ``fitted`` (runs, residuals) and ``native`` (measured vendor curves). Presets ship as

@@ -8,17 +8,17 @@ measured curve) x 30 sizes (8 B .. 4 GiB, float32) on ``--topology`` (default 64
 timed cold (caches of generated schedules cleared: what one ``predict`` call pays; wall and
 this process's CPU seconds, which other load on a shared machine disturbs less) and warm; the
 best of ``--repeat``. Also how many cases each method priced and how many were skipped.
-Target: <= 1 s cold at 4096 ranks on 2 cores.
+Target: <= 1 s cold at 4096 ranks.
 """
 
 from __future__ import annotations
 
+import sys
 import time
 from collections import Counter
 
 from bench.argtypes import OneLineParser, int_list, positive_int
-from bench.costmodel import compiled
-from bench.costmodel.closed import generated
+from bench.costmodel import evaluate
 from bench.costmodel.model import parse_topology
 from bench.costmodel.predict import predict
 from bench.costmodel.profile import load_profile
@@ -26,8 +26,14 @@ from kernels import collective as coll
 
 
 def _clear() -> None:
-    for fn in (generated._tree, generated._bruck, generated._sendrecv_comp, compiled.compiled):
-        fn.cache_clear()
+    """Empty the compiled-schedule cache and every cache of the algorithm files (the schedules
+    their closed forms generate)."""
+    evaluate.compiled.cache_clear()
+    for name, mod in list(sys.modules.items()):
+        if name.startswith("kernels.algorithms."):
+            for fn in vars(mod).values():
+                if callable(getattr(fn, "cache_clear", None)):
+                    fn.cache_clear()
 
 
 def once(profile: str, topology: str, world: int,

@@ -2,12 +2,43 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+
+import numpy as np
+
 from kernels.algorithm import Problem, algorithm
+from kernels.closed import Ctx, Estimate
+from kernels.compiled import BLOCKS, Compiled, messages
 from kernels.phases import move_runs, node_order
 from kernels.schedule import StepBuilder
 
 
-@algorithm("bruck", "all_gather", sent=lambda pr, r: (pr.world - 1) * pr.block)
+@lru_cache(maxsize=32)
+def _generated(p: int) -> Compiled:
+    """Bruck's messages with ranks numbered node by node: member i sends members i..i+t-1's
+    blocks (t = min(d, p-d)) to i-d; a run that wraps past p is two messages, the low first
+    (as move_runs merges them)."""
+    i = np.arange(p)
+    steps, d = [], 1
+    while d < p:
+        t = min(d, p - d)
+        wrap = i + t > p
+        w = i[wrap]
+        src = np.concatenate((i, w))
+        lo = np.concatenate((np.where(wrap, 0, i), w))
+        hi = np.concatenate((np.where(wrap, i + t - p, i + t), np.full(len(w), p)))
+        steps.append(messages(src, (src - d) % p, lo, hi, np.zeros(len(src)),
+                              np.concatenate((np.zeros(p), np.ones(len(w))))))
+        d *= 2
+    return Compiled(p, p, tuple(steps))
+
+
+def _closed(x: Ctx) -> Estimate | Compiled | str:
+    """Bruck's messages, generated per step (evaluated exactly)."""
+    return x.need(equal=False, contiguous=True) or _generated(x.p)
+
+
+@algorithm("bruck", "all_gather", shape=BLOCKS, closed=_closed, sent=lambda pr, r: (pr.world - 1) * pr.block)
 def bruck(problem: Problem, b: StepBuilder) -> None:
     """Member i sends what it holds to member i-d and receives from member i+d, d = 1, 2, 4, ...
 

@@ -3,11 +3,39 @@
 from __future__ import annotations
 
 from kernels.algorithm import Problem, algorithm
+from kernels.closed import INTER, SPINE, Ctx, Estimate, estimate
+from kernels.compiled import BLOCKS
 from kernels.phases import node_order
 from kernels.schedule import StepBuilder
 
 
-@algorithm("direct", "all_gather", sent=lambda pr, r: (pr.world - 1) * pr.block)
+def one_step(x: Ctx, b: float) -> float:
+    """Every rank sends one message of ``b`` bytes to every other rank, in offset order: the
+    dearest message is the last one posted (o (p-1)) of the dearest class present, every class
+    sharing its resources with all the step's flows of that class."""
+    p, l = x.p, x.l  # noqa: E741
+    used = x.net.placed.classes_used()
+    out = p - l
+    costs = [x.intra(b, l - 1, j=p - 1)] if "intra" in used else []
+    if "inter" in used:
+        costs.append(x.cross(INTER, b, out, l * out, j=p - 1))
+    if "spine" in used:
+        costs.append(x.cross(SPINE, b, out, l * out, x.l * x.L * (p - x.l * x.L), j=p - 1))
+    return max(costs, default=0.0)
+
+
+def _closed(x: Ctx) -> Estimate | str:
+    """One step: max over link classes of o (p-1) + α + B x (flows sharing the class's
+    resources) / capacity."""
+    why = x.need(leaves="uniform")
+    if why:
+        return why
+    if x.p == 1:
+        return estimate(0.0, 0, 0, 0)
+    return estimate(one_step(x, x.b), 1, (x.p - 1) * x.b, (x.p - x.l) * x.b)
+
+
+@algorithm("direct", "all_gather", shape=BLOCKS, closed=_closed, sent=lambda pr, r: (pr.world - 1) * pr.block)
 def direct(problem: Problem, b: StepBuilder) -> None:
     """One step: member i sends its block to members i+1, i+2, ..., i+p-1 (mod p), in that order.
 

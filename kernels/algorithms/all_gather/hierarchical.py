@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from kernels import rings
 from kernels.algorithm import Problem, algorithm
+from kernels.closed import Ctx, Estimate, estimate
+from kernels.compiled import BLOCKS
 from kernels.phases import held, holders, move_runs, node_to_node
 from kernels.schedule import StepBuilder
 
@@ -15,7 +17,20 @@ def _sent(problem: Problem, rank: int) -> int:
     return (lk * held(t, rank) + (i - after) // lk) * problem.block  # (i-l')//l = -ceil((l'-i)/l)
 
 
-@algorithm("hierarchical", "all_gather", sent=_sent)
+def _closed(x: Ctx) -> Estimate | str:
+    """(N-1) C_x(B) over the node ring, then one step in which each rank posts N(l-1) messages of
+    one block (its N blocks to each of l-1 peers): o N(l-1) + α_intra + N(l-1) B / β_intra."""
+    why = x.need(contiguous=True, leaves="uniform")
+    if why:
+        return why
+    l, nn, b = x.l, x.N, x.b  # noqa: E741
+    m = nn * (l - 1)
+    cx = float(x.edge_costs(b, l).max()) if nn > 1 else 0.0
+    t = (nn - 1) * cx + (x.intra(b, m, j=m) if l > 1 else 0.0)
+    return estimate(t, nn - 1 + (l > 1), (nn - 1) * b + m * b, (nn - 1) * b)
+
+
+@algorithm("hierarchical", "all_gather", sent=_sent, shape=BLOCKS, closed=_closed)
 def hierarchical(problem: Problem, b: StepBuilder) -> None:
     """Nodes pass blocks around a ring of nodes, then each rank shares its blocks in its node.
 

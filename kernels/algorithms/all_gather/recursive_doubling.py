@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from kernels.algorithm import Problem, algorithm
+from kernels.closed import Ctx, Estimate, estimate
+from kernels.compiled import BLOCKS
 from kernels.phases import Fold, move_runs, node_order
 from kernels.schedule import Range, StepBuilder
 
@@ -16,7 +18,22 @@ def _sent(problem: Problem, rank: int) -> int:
     return (held + (problem.world - 1 if v < f.rem else 0)) * problem.block
 
 
-@algorithm("recursive_doubling", "all_gather", sent=_sent)
+def recursive(x: Ctx, reduce: bool) -> Estimate | str:
+    """Power-of-two p, log2 p steps: sum over d = 1..p/2 of C(d, d B) (doubling), or over
+    d = p/2..1 of (C(d, d B) + γ d B) (halving, ``reduce``); the blocks of an aligned group
+    travel as one message."""
+    why = x.need(pow2_p=True, leaves="pow2", contiguous=True)
+    if why:
+        return why
+    t, inter = x.halving(x.b, reduce=reduce, down=reduce)
+    return estimate(t, x.p.bit_length() - 1, (x.p - 1) * x.b, inter)
+
+
+def _closed(x: Ctx) -> Estimate | str:
+    return recursive(x, reduce=False)
+
+
+@algorithm("recursive_doubling", "all_gather", sent=_sent, shape=BLOCKS, closed=_closed)
 def recursive_doubling(problem: Problem, b: StepBuilder) -> None:
     """log2(p') steps that double what each rank holds; a non-power of two folds extra ranks in.
 

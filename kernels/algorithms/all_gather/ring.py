@@ -4,10 +4,17 @@ from __future__ import annotations
 
 from kernels import rings
 from kernels.algorithm import Problem, algorithm
+from kernels.closed import Ctx, Estimate
+from kernels.compiled import BLOCKS
 from kernels.schedule import StepBuilder
 
 
-@algorithm("ring", "all_gather", sent=lambda pr, r: (pr.world - 1) * pr.block)
+def _closed(x: Ctx) -> Estimate | str:
+    """p-1 steps of one block at the pace of the dearest hop: (p-1) C_max."""
+    return x.ring_pass(reduce=False)
+
+
+@algorithm("ring", "all_gather", shape=BLOCKS, closed=_closed, sent=lambda pr, r: (pr.world - 1) * pr.block)
 def ring(problem: Problem, b: StepBuilder) -> None:
     """p-1 steps; in step s member i forwards block (i-s) mod p to member i+1.
 

@@ -4,11 +4,25 @@ from __future__ import annotations
 
 from kernels.algorithm import Problem, algorithm
 from kernels.chunks import split
+from kernels.closed import Ctx, Estimate, estimate
+from kernels.compiled import POW2_BLOCKS
 from kernels.phases import halve, span
 from kernels.schedule import Range, StepBuilder
 
 
-@algorithm("halving_doubling")
+def _closed(x: Ctx) -> Estimate | str:
+    """Power-of-two p: sum over d = p/2..1 of (C(d, d n/p) + γ d n/p), then over d = 1..p/2 of
+    C(d, d n/p) (every rank of a step pays the same: :meth:`Ctx.by_distance`)."""
+    why = x.need(pow2_p=True, leaves="pow2", divides=x.p)
+    if why:
+        return why
+    t1, i1 = x.halving(x.b, reduce=True, down=True)
+    t2, i2 = x.halving(x.b, reduce=False, down=False)
+    lg = x.p.bit_length() - 1
+    return estimate(t1 + t2, 2 * lg, 2 * (x.p - 1) * x.b, i1 + i2)
+
+
+@algorithm("halving_doubling", shape=POW2_BLOCKS, closed=_closed)
 def halving_doubling(problem: Problem, b: StepBuilder) -> None:
     """Recursive halving reduce-scatter then recursive doubling all-gather, for any p.
 

@@ -2,13 +2,40 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from kernels import rings
 from kernels.algorithm import Problem, algorithm
 from kernels.chunks import split, subsplit
+from kernels.closed import Ctx, Estimate, estimate
+from kernels.compiled import Shape
 from kernels.schedule import StepBuilder
 
 
-@algorithm("hierarchical")
+def _atoms(pr: Problem, n: int) -> np.ndarray:
+    """Real elements per atom of the symbolic build: split(n, l) into local chunks, each split
+    into N pieces."""
+    l = pr.topology.ranks_per_node  # noqa: E741
+    return np.concatenate([[c.size for c in split(ch.size, pr.world // l)] for ch in split(n, l)])
+
+
+def _closed(x: Ctx) -> Estimate | str:
+    """(l-1)(C_in(n/l) + γ n/l) + (N-1)(C_x(n/p) + γ n/p) + (N-1) C_x(n/p) + (l-1) C_in(n/l),
+    C_x the dearest node hop with all l ranks of a node crossing it at once."""
+    why = x.need(leaves="uniform", divides=x.p)
+    if why:
+        return why
+    l, nn, bx = x.l, x.N, x.b  # noqa: E741
+    bl = x.n // l * x.e
+    cin = x.intra(bl) if l > 1 else 0.0
+    cx = float(x.edge_costs(bx, l).max()) if nn > 1 else 0.0
+    t = (l - 1) * (2 * cin + x.gamma * bl) + (nn - 1) * (2 * cx + x.gamma * bx)
+    return estimate(t, 2 * (l - 1) + 2 * (nn - 1), 2 * (l - 1) * bl + 2 * (nn - 1) * bx,
+                    2 * (nn - 1) * bx)
+
+
+@algorithm("hierarchical", shape=Shape(count=lambda pr: pr.world, atoms=_atoms),
+           closed=_closed)
 def hierarchical(problem: Problem, b: StepBuilder) -> None:
     """Ring reduce-scatter in each node, ring allreduce across nodes, ring all-gather in each node.
 

@@ -5,10 +5,23 @@ from __future__ import annotations
 from kernels import rings
 from kernels.algorithm import Problem, algorithm
 from kernels.chunks import split
+from kernels.closed import Ctx, Estimate, estimate
+from kernels.compiled import BLOCKS
 from kernels.schedule import StepBuilder
 
 
-@algorithm("ring")
+def _closed(x: Ctx) -> Estimate | str:
+    """2(p-1) steps of B = n/p elements, every step at the pace of the ring's dearest hop (the
+    ranks on both sides of it pay it every step): (p-1)(C_max + γB) + (p-1) C_max."""
+    why = x.need(equal=False, divides=x.p)
+    if why:
+        return why
+    cmax = x.ring_max(x.b)
+    t = (x.p - 1) * (2 * cmax + x.gamma * x.b)
+    return estimate(t, 2 * (x.p - 1), 2 * (x.p - 1) * x.b, 2 * (x.p - 1) * x.b * (x.N > 1))
+
+
+@algorithm("ring", shape=BLOCKS, closed=_closed)
 def ring(problem: Problem, b: StepBuilder) -> None:
     """Reduce-scatter ring then all-gather ring over p chunks: 2(p-1) steps.
 

@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+
+import numpy as np
+
 from kernels.algorithm import Problem, algorithm
 from kernels.chunks import split
+from kernels.closed import Ctx, Estimate
+from kernels.compiled import Compiled, messages, pipelined
 from kernels.schedule import StepBuilder
 
 # Pipelining trades steps for overlap: k chunks take about k + 2*depth steps instead of
@@ -18,7 +24,54 @@ def num_chunks(count: int, itemsize: int) -> int:
     return max(1, min(MAX_CHUNKS, by_bytes, count))
 
 
-@algorithm("tree")
+@lru_cache(maxsize=32)
+def _generated(order: tuple[int, ...], k: int) -> Compiled:
+    """The loop of :func:`tree` over arrays: heap order over ``order``, k chunks; per step the
+    up-sends (a right sibling waits when its left sibling sends the same chunk), then the
+    down-sends to children whose next chunk the parent has final."""
+    p, rank = len(order), np.asarray(order, dtype=np.int64)
+    v = np.arange(p)
+    parent = (v - 1) // 2
+    nch = (2 * v + 1 < p).astype(np.int64) + (2 * v + 2 < p)
+    got = np.zeros((p, k), dtype=np.int64)
+    sent_up, final = np.zeros(p, dtype=np.int64), np.zeros(p, dtype=np.int64)
+    steps, guard = [], 4 * (k + 2 * p) + 8
+    u = v[1:]
+    while final.min() < k:
+        guard -= 1
+        if guard < 0:
+            raise RuntimeError("tree generator did not converge")
+        c = sent_up
+        ok = (v >= 1) & (c < k)
+        ok[ok] &= got[v[ok], c[ok]] == nch[ok]
+        right = (v % 2 == 0) & (v >= 2)
+        blocked = np.zeros(p, dtype=bool)
+        blocked[right] = ok[v[right] - 1] & (c[v[right] - 1] == c[right])
+        up = np.flatnonzero(ok & ~blocked)
+        down = u[final[u] < final[parent[u]]]
+        cu, cd = c[up], final[down]
+        lo = np.concatenate((cu, cd))
+        steps.append(messages(
+            np.concatenate((rank[up], rank[parent[down]])),
+            np.concatenate((rank[parent[up]], rank[down])), lo, lo + 1,
+            np.concatenate((np.ones(len(up)), np.zeros(len(down)))),
+            np.concatenate((np.zeros(len(up)), 1 + (down + 1) % 2))))
+        np.add.at(got, (parent[up], cu), 1)
+        sent_up[up] += 1
+        final[down] += 1
+        while final[0] < k and got[0, final[0]] == nch[0]:
+            final[0] += 1
+    return Compiled(p, k, tuple(steps))
+
+
+def _closed(x: Ctx) -> Estimate | Compiled | str:
+    """The pipelined tree's messages, generated step by step (evaluated exactly)."""
+    if x.p == 1:
+        return Estimate(0.0, 0, 0, 0, "generated")
+    return _generated(x.order, num_chunks(x.n, x.e))
+
+
+@algorithm("tree", shape=pipelined(num_chunks, CHUNK_BYTES), closed=_closed)
 def tree(problem: Problem, b: StepBuilder) -> None:
     """Binary tree (heap order over ranks, node by node) reduce, then broadcast, pipelined.
 

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from kernels.algorithm import Problem, algorithm
+from kernels.closed import Ctx, Estimate, estimate
+from kernels.compiled import BLOCKS
 from kernels.schedule import Range, StepBuilder
 
 
@@ -23,7 +27,28 @@ def _copy_blocks(b: StepBuilder, rank: int, pairs: list[tuple[int, int]], c: int
         b.copy(rank, Range(s, s + size), Range(t, t + size), step=st)
 
 
-@algorithm("bruck", "alltoall",
+def _closed(x: Ctx) -> Estimate | str:
+    """A local step copying p + m_1 blocks, then per d = 1, 2, 4, ... < p a shift by d of the
+    m_d slots with bit d set with copies unpacking them, and a local step packing the next m_2d
+    (2 ceil(log2 p) steps; every rank does the same)."""
+    why = x.need(contiguous=True, leaves="one")
+    if why:
+        return why
+    p, b = x.p, x.b
+    ds = np.array([1 << i for i in range((p - 1).bit_length())], dtype=np.int64)
+    j = np.arange(p)
+    m = np.array([int(((j & d) != 0).sum()) for d in ds], dtype=np.int64)
+    t = x.net.copy_time((p + (m[0] if len(m) else 0)) * b)
+    inter = 0.0
+    if len(ds):
+        costs, crosses = x.shift_costs(ds, m * float(b))
+        t += float(costs.sum()) + sum(x.net.copy_time((a + c) * b)
+                                      for a, c in zip(m, np.append(m[1:], 0)))
+        inter = float((crosses * m[:, None]).sum(axis=0).max()) * b
+    return estimate(t, max(1, 2 * len(ds)), int(m.sum()) * b, inter)
+
+
+@algorithm("bruck", "alltoall", shape=BLOCKS, closed=_closed,
            sent=lambda pr, r: pr.block * sum(j.bit_count() for j in range(pr.world)))
 def bruck(problem: Problem, b: StepBuilder) -> None:
     """Bruck: ceil(log2 p) packed messages per rank, at distances 1, 2, 4, ...

@@ -3,10 +3,23 @@
 from __future__ import annotations
 
 from kernels.algorithm import Problem, algorithm
+from kernels.algorithms.all_gather.direct import one_step
+from kernels.closed import Ctx, Estimate, estimate
+from kernels.compiled import BLOCKS
 from kernels.schedule import StepBuilder
 
 
-@algorithm("direct", "alltoall", sent=lambda pr, r: (pr.world - 1) * pr.block)
+def _closed(x: Ctx) -> Estimate | str:
+    """As direct all_gather (send j is to rank j, so the last is at position p-1), plus the
+    local copy of the rank's own block."""
+    why = x.need(contiguous=True, leaves="uniform")
+    if why:
+        return why
+    t = one_step(x, x.b) + x.net.copy_time(x.b)
+    return estimate(t, 1, (x.p - 1) * x.b, (x.p - x.l) * x.b)
+
+
+@algorithm("direct", "alltoall", shape=BLOCKS, closed=_closed, sent=lambda pr, r: (pr.world - 1) * pr.block)
 def direct(problem: Problem, b: StepBuilder) -> None:
     """Everything at once: every rank sends every other rank its block in one step.
 

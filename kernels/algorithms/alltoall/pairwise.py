@@ -3,10 +3,21 @@
 from __future__ import annotations
 
 from kernels.algorithm import Problem, algorithm
+from kernels.closed import Ctx, Estimate, estimate
+from kernels.compiled import BLOCKS
 from kernels.schedule import StepBuilder
 
 
-@algorithm("pairwise", "alltoall", sent=lambda pr, r: (pr.world - 1) * pr.block)
+def _closed(x: Ctx) -> Estimate | str:
+    """p-1 shift steps of one block (offsets 1..p-1), plus the first step's local copy."""
+    why = x.need(contiguous=True, leaves="one")
+    if why:
+        return why
+    total, inter = x.one_block_shifts()
+    return estimate(total + x.net.copy_time(x.b), max(x.p - 1, 1), (x.p - 1) * x.b, inter)
+
+
+@algorithm("pairwise", "alltoall", shape=BLOCKS, closed=_closed, sent=lambda pr, r: (pr.world - 1) * pr.block)
 def pairwise(problem: Problem, b: StepBuilder) -> None:
     """Pairwise exchange: in step k rank r sends to r+k and receives from r-k.
 

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from kernels.algorithm import Problem, algorithm
+from kernels.closed import Ctx, Estimate, estimate
+from kernels.compiled import WHOLE
 from kernels.phases import node_order
 from kernels.schedule import Range, StepBuilder
 
@@ -21,7 +25,27 @@ def children(v: int, p: int) -> int:
                if (v == 0 or (1 << k) < (v & -v)) and v + (1 << k) < p)
 
 
-@algorithm("binomial", "broadcast",
+def _closed(x: Ctx) -> Estimate | str:
+    """Rank u's data passes, from the largest d down to lowbit(u), through the holder h_d (u's
+    bits above d), which spends step d on a send iff h_d + d < p: u is ready at the sum of
+    C(d, n) over those steps; T is the latest u."""
+    why = x.need(root0=True, pow2_l=True, leaves="pow2")
+    if why:
+        return why
+    nb = x.n * x.e
+    bits = [1 << i for i in range((x.p - 1).bit_length())]
+    u = np.arange(x.p)
+    low = np.where(u == 0, 1, u & -u)
+    ready = np.zeros(x.p)
+    crossing = 0
+    for d in bits:
+        c, crosses = x.tree_step(d, nb)
+        crossing += crosses
+        ready += np.where((d >= low) & ((u & ~(2 * d - 1)) + d < x.p), c, 0.0)
+    return estimate(float(ready.max()), len(bits), len(bits) * nb, crossing * nb)
+
+
+@algorithm("binomial", "broadcast", shape=WHOLE, closed=_closed,
            sent=lambda pr, r: pr.count * children(rooted_order(pr).index(r), pr.world))
 def binomial(problem: Problem, b: StepBuilder) -> None:
     """Binomial tree from the root: the ranks holding the data double each step.

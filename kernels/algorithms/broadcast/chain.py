@@ -5,6 +5,8 @@ from __future__ import annotations
 from kernels.algorithm import Problem, algorithm
 from kernels.algorithms.broadcast.binomial import rooted_order
 from kernels.chunks import split
+from kernels.closed import Ctx, Estimate, estimate
+from kernels.compiled import pipelined
 from kernels.schedule import StepBuilder
 
 # A chain is p-1 hops deep, so it needs many chunks to fill (time ~ (k + p - 2) chunk-times);
@@ -23,7 +25,25 @@ def _sent(problem: Problem, rank: int) -> int:
     return 0 if rank == last else problem.count
 
 
-@algorithm("chain", "broadcast", sent=_sent)
+def _closed(x: Ctx) -> Estimate | str:
+    """k chunks down the chain of ranks in node order over hops of costs c_i: sum c_i + (k-1)
+    max c_i (the critical path rides the first chunk to the dearest hop, waits there for the
+    k-1 others, then rides the last chunk to the end)."""
+    k = num_chunks(x.n, x.e)
+    why = x.need(equal=False, divides=k, root0=True)
+    if why:
+        return why
+    if x.p == 1:
+        return estimate(0.0, 0, 0, 0)
+    b = x.n // k * x.e
+    edges = list(x.edge_costs(b, 1, wrap=False))
+    hops = edges + [x.intra(b)] * (x.p - 1 - len(edges))
+    t = sum(hops) + (k - 1) * max(hops)
+    return estimate(t, k + x.p - 2, x.n * x.e, x.n * x.e * (x.N > 1))
+
+
+@algorithm("chain", "broadcast", sent=_sent, shape=pipelined(num_chunks, CHUNK_BYTES),
+           closed=_closed)
 def chain(problem: Problem, b: StepBuilder) -> None:
     """Pipelined chain: chunks flow down the ranks from the root, one hop per step.
 

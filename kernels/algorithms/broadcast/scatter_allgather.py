@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from kernels import rings
 from kernels.algorithm import Problem, algorithm
 from kernels.algorithms.broadcast.binomial import rooted_order
 from kernels.chunks import split
+from kernels.closed import INTER, Ctx, Estimate, estimate
+from kernels.compiled import BLOCKS
 from kernels.schedule import Range, StepBuilder
 
 
@@ -22,7 +26,35 @@ def _sent(problem: Problem, rank: int) -> int:
     return _span(chunks, v, top).size - chunks[v].size + n - chunks[(v + 1) % p].size
 
 
-@algorithm("scatter_allgather", "broadcast", sent=_sent)
+def _closed(x: Ctx) -> Estimate | str:
+    """Binomial scatter (rank v ready at t_v: the hops of its bits, then its own sends), then
+    p-1 ring steps: max over v of (t_v - δ_v (C_hi - C_lo)) + (p-1) C_hi, δ_v the hops from v
+    to the nearest end of a dearest ring hop (ring hops of two costs: one leaf)."""
+    why = x.need(root0=True, pow2_l=True, pow2_p=True, leaves="one", divides=x.p)
+    if why:
+        return why
+    p, l, b = x.p, x.l, x.b  # noqa: E741
+    if p == 1:
+        return estimate(0.0, 0, 0, 0)
+    bits = [1 << i for i in range(p.bit_length() - 1)]
+    v = np.arange(p)
+    low = np.where(v == 0, p, v & -v)
+    ready, sc_inter = np.zeros(p), np.zeros(p)
+    for d in bits:  # arrival at v: the hops of its bits; then v sends at every d < lowbit(v)
+        c, crosses = x.tree_step(d, d * b)
+        ready += np.where(v & d, c, 0.0) + np.where(d < low, c, 0.0)
+        sc_inter += np.where((d < low) & crosses, d * b, 0.0)
+    costs = [c for c in (x.intra(b) if l > 1 else None, x.cross(INTER, b) if x.N > 1 else None)
+             if c is not None]
+    hi, lo = max(costs), min(costs)
+    a = v % l
+    delta = np.minimum(a, l - 1 - a) if len(costs) == 2 and hi > costs[0] else np.zeros(p)
+    t = float((ready - delta * (hi - lo)).max()) + (p - 1) * hi
+    ring_inter = np.where((a == l - 1) & (x.N > 1), (p - 1) * b, 0.0)
+    return estimate(t, len(bits) + p - 1, 2 * (x.n * x.e - b), float((sc_inter + ring_inter).max()))
+
+
+@algorithm("scatter_allgather", "broadcast", sent=_sent, shape=BLOCKS, closed=_closed)
 def scatter_allgather(problem: Problem, b: StepBuilder) -> None:
     """Van de Geijn: binomial scatter of p chunks, then a ring all_gather of them.
 

@@ -4,10 +4,24 @@ from __future__ import annotations
 
 from kernels.algorithm import Problem, algorithm
 from kernels.algorithms.broadcast.binomial import rooted_order
+from kernels.closed import Ctx, Estimate, estimate
+from kernels.compiled import WHOLE
 from kernels.schedule import Range, StepBuilder
 
 
-@algorithm("binomial", "reduce", sent=lambda pr, r: 0 if r == pr.root else pr.count)
+def _closed(x: Ctx) -> Estimate | str:
+    """The root receives at every step d = 1, 2, ... < p: sum of (C(d, n) + γ n)."""
+    why = x.need(root0=True, pow2_l=True, leaves="pow2")
+    if why:
+        return why
+    nb = x.n * x.e
+    steps = [x.tree_step(1 << i, nb) for i in range((x.p - 1).bit_length())]
+    t = sum(c + x.gamma * nb for c, _ in steps)
+    return estimate(t, len(steps), nb * (x.p > 1), nb * any(cr for _, cr in steps))
+
+
+@algorithm("binomial", "reduce", shape=WHOLE, closed=_closed,
+           sent=lambda pr, r: 0 if r == pr.root else pr.count)
 def binomial(problem: Problem, b: StepBuilder) -> None:
     """Binomial tree to the root: subtrees' sums travel distance 1, 2, 4, ...
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from kernels.algorithm import Problem, algorithm
 from kernels.algorithms.broadcast.binomial import rooted_order
 from kernels.chunks import split
+from kernels.closed import Ctx, Estimate, estimate
+from kernels.compiled import POW2_BLOCKS
 from kernels.phases import halve, span
 from kernels.schedule import Range, StepBuilder
 
@@ -21,7 +23,22 @@ def _sent(problem: Problem, rank: int) -> int:
     return n - blocks[v].size + gather
 
 
-@algorithm("rabenseifner", "reduce", sent=_sent)
+def _closed(x: Ctx) -> Estimate | str:
+    """Recursive halving (as halving_doubling's first half), then a binomial gather in which
+    the root receives at every d = 1..p/2 the d blocks of its partner: sum of C(d, d n/p)."""
+    why = x.need(root0=True, pow2_l=True, pow2_p=True, leaves="pow2", divides=x.p)
+    if why:
+        return why
+    b = x.b
+    t, inter = x.halving(b, reduce=True, down=True)
+    t += sum(x.tree_step(1 << i, (1 << i) * b)[0] for i in range(x.p.bit_length() - 1))
+    half = x.p // 2
+    last = half * b if half >= x.l and x.p > 1 else 0.0
+    sent = (x.p - 1) * b + (half * b if x.p > 1 else 0)
+    return estimate(t, 2 * (x.p.bit_length() - 1), sent, inter + last)
+
+
+@algorithm("rabenseifner", "reduce", sent=_sent, shape=POW2_BLOCKS, closed=_closed)
 def rabenseifner(problem: Problem, b: StepBuilder) -> None:
     """Fold to a power of two, recursive-halving reduce_scatter, binomial gather: any p.
 

@@ -3,11 +3,23 @@
 from __future__ import annotations
 
 from kernels.algorithm import Problem, algorithm
+from kernels.closed import Ctx, Estimate, estimate
+from kernels.compiled import BLOCKS
 from kernels.phases import node_order
 from kernels.schedule import StepBuilder
 
 
-@algorithm("direct", "reduce_scatter", sent=lambda pr, r: (pr.world - 1) * pr.block)
+def _closed(x: Ctx) -> Estimate | str:
+    """p-1 shift steps (in node order) of one block, reduced: sum of (C_k + γB)."""
+    why = x.need(leaves="one")
+    if why:
+        return why
+    total, inter = x.one_block_shifts()
+    return estimate(total + (x.p - 1) * x.gamma * x.b, x.p - 1, (x.p - 1) * x.b, inter)
+
+
+@algorithm("direct", "reduce_scatter", shape=BLOCKS, closed=_closed,
+           sent=lambda pr, r: (pr.world - 1) * pr.block)
 def direct(problem: Problem, b: StepBuilder) -> None:
     """p-1 steps; in step s member i sends block i+s (mod p) to member i+s, which reduces it in.
 

@@ -4,11 +4,27 @@ from __future__ import annotations
 
 from kernels import rings
 from kernels.algorithm import Problem, algorithm
+from kernels.closed import Ctx, Estimate, estimate
+from kernels.compiled import BLOCKS
 from kernels.phases import holders, move_runs, node_to_node
 from kernels.schedule import StepBuilder
 
 
-@algorithm("hierarchical", "reduce_scatter", sent=lambda pr, r: (pr.world - 1) * pr.block)
+def _closed(x: Ctx) -> Estimate | str:
+    """(l-1) steps in which each rank sends a peer the N blocks it holds for it (N messages):
+    o N + α_intra + N B / β_intra + γ N B each; then (N-1)(C_x(B) + γB) over the node ring."""
+    why = x.need(contiguous=True, leaves="uniform")
+    if why:
+        return why
+    l, nn, b = x.l, x.N, x.b  # noqa: E741
+    cx = float(x.edge_costs(b, l).max()) if nn > 1 else 0.0
+    cin = x.intra(b, nn, j=nn) + x.gamma * nn * b if l > 1 else 0.0
+    t = (l - 1) * cin + (nn - 1) * (cx + x.gamma * b)
+    return estimate(t, l - 1 + nn - 1, (x.p - 1) * b, (nn - 1) * b)
+
+
+@algorithm("hierarchical", "reduce_scatter", shape=BLOCKS, closed=_closed,
+           sent=lambda pr, r: (pr.world - 1) * pr.block)
 def hierarchical(problem: Problem, b: StepBuilder) -> None:
     """Each node reduces every block onto one of its ranks, then nodes reduce around a ring.
 

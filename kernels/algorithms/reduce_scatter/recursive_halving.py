@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from kernels.algorithm import Problem, algorithm
+from kernels.algorithms.all_gather.recursive_doubling import recursive
+from kernels.closed import Ctx, Estimate
+from kernels.compiled import BLOCKS
 from kernels.phases import Fold, move_runs, node_order
 from kernels.schedule import Range, StepBuilder
 
@@ -16,7 +19,11 @@ def _sent(problem: Problem, rank: int) -> int:
     return (given + (v < f.rem)) * problem.block
 
 
-@algorithm("recursive_halving", "reduce_scatter", sent=_sent)
+def _closed(x: Ctx) -> Estimate | str:
+    return recursive(x, reduce=True)  # halving: the same steps as doubling's, reversed, reduced
+
+
+@algorithm("recursive_halving", "reduce_scatter", sent=_sent, shape=BLOCKS, closed=_closed)
 def recursive_halving(problem: Problem, b: StepBuilder) -> None:
     """log2(p') steps that halve what each rank reduces; a non-power of two folds extra ranks in.
 

@@ -4,11 +4,19 @@ from __future__ import annotations
 
 from kernels import rings
 from kernels.algorithm import Problem, algorithm
+from kernels.closed import Ctx, Estimate
+from kernels.compiled import BLOCKS
 from kernels.phases import node_order
 from kernels.schedule import StepBuilder
 
 
-@algorithm("ring", "reduce_scatter", sent=lambda pr, r: (pr.world - 1) * pr.block)
+def _closed(x: Ctx) -> Estimate | str:
+    """p-1 steps of one block, reduced: (p-1)(C_max + γB)."""
+    return x.ring_pass(reduce=True)
+
+
+@algorithm("ring", "reduce_scatter", shape=BLOCKS, closed=_closed,
+           sent=lambda pr, r: (pr.world - 1) * pr.block)
 def ring(problem: Problem, b: StepBuilder) -> None:
     """p-1 steps; in step s member i sends its partial sum of block (i-1-s) mod p to member i+1.
 

@@ -3,10 +3,19 @@
 from __future__ import annotations
 
 from kernels.algorithm import Problem, algorithm
+from kernels.algorithms.sendrecv.ring import generated
+from kernels.closed import Ctx, Estimate
+from kernels.compiled import WHOLE, Compiled
 from kernels.schedule import Range, StepBuilder
 
 
-@algorithm("pairs", "sendrecv", sent=lambda pr, r: pr.count if pr.world > 1 else 0)
+def _closed(x: Ctx) -> Estimate | Compiled | str:
+    """Even ranks send first, odd ranks second; with odd p, rank p-1 last, alone."""
+    return generated(x, pairs=True)
+
+
+@algorithm("pairs", "sendrecv", shape=WHOLE, closed=_closed,
+           sent=lambda pr, r: pr.count if pr.world > 1 else 0)
 def pairs(problem: Problem, b: StepBuilder) -> None:
     """The ring shift one direction at a time per link (unidirectional bandwidth): 2 or 3 steps.
 

@@ -1,40 +1,16 @@
-"""The cost model evaluated on schedules: the reference, in plain Python (what tests trust).
-
-Event-driven, never a barrier per step: every rank has a ready time (0 at the start). In each
-step a message from s to d completes at ``max(ready[s], ready[d]) + o*j + α + bytes/bw`` (the
-receiver must have posted its receive, the sender must have its data; bandwidth shared as
-:mod:`bench.costmodel.net` says, among the messages of the same step). A rank's step ends when all
-its messages of the step completed (it waits for what it receives and for its sends to land,
-as the executor's waitall does; it never waits for ranks it does not exchange with), plus
-γ x the bytes it reduces and the time of its local copies. Idle ranks keep their ready time.
-The collective's time is the latest rank's end: what the harness measures (max over ranks).
-
-Hot sends: a message also pays ``hot`` per byte of it that its sender wrote earlier in the same
-call (received, reduced into or copied to in an earlier step). On a shared-memory host those
-bytes sit dirty in the sender's cache and must move core to core; when the two cores do not
-share a cache this costs several times a clean byte (measured on the development VM: 512 KiB
-sent right after being rewritten took 5.7x as long as the same bytes sent clean). 0 in the
-presets; ``commbench calibrate`` fits it where the runs can see it.
-"""
+"""The cost model of :mod:`bench.costmodel.evaluate`, evaluated on every rank's real schedule
+in plain Python, message by message: the tests' oracle for the product's one evaluator (the
+semantics are stated there). Slow and obviously right, so nothing in the product uses it."""
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
 
-from bench.costmodel.model import INTRA, SPINE
 from bench.costmodel.net import Net
+from kernels.closed import INTRA, SPINE, Estimate
+from kernels.compiled import add
 from kernels.schedule import Schedule
-
-
-@dataclass(frozen=True)
-class Estimate:
-    time_s: float
-    steps: int | None
-    bytes_sent_max: int | None
-    bytes_inter_max: int | None
-    method: str  # "closed form", "schedule", "native curve"
 
 
 def evaluate(schedules: Sequence[Schedule], net: Net, itemsize: int) -> Estimate:
@@ -79,17 +55,6 @@ def evaluate(schedules: Sequence[Schedule], net: Net, itemsize: int) -> Estimate
 def overlap(spans: list[tuple[int, int]], lo: int, hi: int) -> int:
     """Elements of [lo, hi) inside the sorted disjoint ``spans``."""
     return sum(max(0, min(hi, b) - max(lo, a)) for a, b in spans if a < hi and b > lo)
-
-
-def add(spans: list[tuple[int, int]], lo: int, hi: int) -> None:
-    """Merge [lo, hi) into the sorted disjoint ``spans`` in place."""
-    if hi <= lo:
-        return
-    keep = [(a, b) for a, b in spans if b < lo or a > hi]
-    for a, b in spans:
-        if not (b < lo or a > hi):
-            lo, hi = min(lo, a), max(hi, b)
-    spans[:] = sorted([*keep, (lo, hi)])
 
 
 def _rates(net: Net, msgs: list[tuple[int, int, int, int]]) -> list[float]:

@@ -1,40 +1,52 @@
-"""The cost model of :mod:`bench.costmodel.cost`, vectorised over the ranks of each step, on a
-schedule compiled once per shape and re-sized per message size.
+"""Schedules compiled to arrays: every step's messages as numpy columns, for the cost model's
+evaluator (``bench.costmodel.evaluate``), which prices them at any size.
 
 Most algorithms cut the buffer with ``split(count, K)`` for a K that does not depend on the
 count (p blocks, p' blocks, k pipeline chunks, the whole buffer): built on a symbolic count of K
 elements, every range of the schedule is a run of atoms, and the real schedule for n elements
 is the same with atom i holding ``split(n, K)[i]`` elements (atoms that become empty drop their
-messages, as the builder drops zero-length transfers). :data:`SYMBOLIC` says K per algorithm;
-tests hold the re-sized evaluation equal to :func:`bench.costmodel.cost.evaluate` on the real
-schedule. Algorithms not listed are compiled from their real schedule, per size.
+messages, as the builder drops zero-length transfers). An algorithm declares that K as its
+:class:`Shape` beside its ``build``; the tests hold the re-sized evaluation equal to the plain
+evaluation of the real schedule. An algorithm without one is compiled from its real schedule.
+
+Hot bytes: per message, the pieces its sender wrote earlier in the same call (received, reduced
+into or copied to in an earlier step); the evaluator prices them when a profile says so.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from bench.costmodel.cost import add
-from kernels.algorithm import Algorithm, Problem
 from kernels.schedule import Schedule
+
+if TYPE_CHECKING:
+    from kernels.algorithm import Problem
 
 
 @dataclass(frozen=True)
-class Sym:
-    """How to build an algorithm's schedule symbolically: K (count), the itemsize the builder
-    must see (pipelined algorithms size their chunks in bytes), and the real elements per atom
-    when they are not ``split(n, K)``."""
+class Shape:
+    """How to build an algorithm's schedule symbolically: K (the count), the itemsize the
+    builder must see (pipelined algorithms size their chunks in bytes), and the real elements
+    per atom when they are not ``split(n, K)``."""
 
     count: Callable[[Problem], int]
     itemsize: Callable[[Problem], int] = lambda pr: 1
     atoms: Callable[[Problem, int], np.ndarray] | None = None  # real elements per atom
 
 
-SYMBOLIC: dict[tuple[str, str], Sym] = {}
+WHOLE = Shape(count=lambda pr: 1)  # every range is the whole buffer
+BLOCKS = Shape(count=lambda pr: pr.world)  # ranges are runs of the p blocks
+POW2_BLOCKS = Shape(count=lambda pr: 1 << (pr.world.bit_length() - 1))  # p' = 2^floor(log2 p)
+
+
+def pipelined(chunks: Callable[[int, int], int], chunk_bytes: int) -> Shape:
+    """k chunks of a pipelined algorithm (``chunks(count, itemsize)``), each ``chunk_bytes``
+    as its builder sees them."""
+    return Shape(count=lambda pr: chunks(pr.count, pr.itemsize), itemsize=lambda pr: chunk_bytes)
 
 
 @dataclass(frozen=True)
@@ -60,11 +72,38 @@ class Compiled:
     steps: tuple[CStep, ...]
 
 
+_NONE = np.zeros(0, dtype=np.int64)
+
+
+def messages(src: np.ndarray, dst: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+             red: np.ndarray, slot: np.ndarray) -> CStep:
+    """One step of messages generated with numpy (a closed form's own generator), grouped by
+    sender in posting order (``slot`` orders a sender's); no copies, no hot bytes recorded."""
+    idx = np.lexsort((slot, src))
+    src, dst, lo, hi, red = src[idx], dst[idx], lo[idx], hi[idx], red[idx]
+    starts = np.searchsorted(src, src, side="left")
+    return CStep(src, dst, lo, hi, red.astype(bool), starts, _NONE, _NONE, _NONE, _NONE, _NONE,
+                 _NONE)
+
+
+def add(spans: list[tuple[int, int]], lo: int, hi: int) -> None:
+    """Merge [lo, hi) into the sorted disjoint ``spans`` in place."""
+    if hi <= lo:
+        return
+    keep = [(a, b) for a, b in spans if b < lo or a > hi]
+    for a, b in spans:
+        if not (b < lo or a > hi):
+            lo, hi = min(lo, a), max(hi, b)
+    spans[:] = sorted([*keep, (lo, hi)])
+
+
 def compile_schedules(schedules: Sequence[Schedule], k: int) -> Compiled:
+    """Every rank's schedule as arrays; ``k``: atoms per workspace region (the symbolic count,
+    or the real count when built on the real schedule)."""
     steps = []
-    written: list[list[tuple[int, int]]] = [[] for _ in schedules]  # see bench.costmodel.cost
+    written: list[list[tuple[int, int]]] = [[] for _ in schedules]  # per rank, disjoint, sorted
     for i in range(len(schedules[0].steps) if schedules else 0):
-        src, dst, lo, hi, red, first = [], [], [], [], [], []
+        src, dst, lo, hi, first = [], [], [], [], []
         cr, clo, chi = [], [], []
         hm, hlo, hhi = [], [], []
         for s, sch in enumerate(schedules):
@@ -85,12 +124,9 @@ def compile_schedules(schedules: Sequence[Schedule], k: int) -> Compiled:
                 add(written[r], rng.start, rng.stop)
         reduce_of = _reduce_flags(schedules, i)
         red = [reduce_of[(a, b)].pop(0) for a, b in zip(src, dst)]
-        a_src, a_dst = np.asarray(src, np.int64), np.asarray(dst, np.int64)
-        steps.append(CStep(a_src, a_dst, np.asarray(lo, np.int64), np.asarray(hi, np.int64),
-                           np.asarray(red, bool), np.asarray(first, np.int64), np.asarray(cr, np.int64),
-                           np.asarray(clo, np.int64), np.asarray(chi, np.int64),
-                           np.asarray(hm, np.int64), np.asarray(hlo, np.int64),
-                           np.asarray(hhi, np.int64)))
+        ints = [np.asarray(v, np.int64) for v in (src, dst, lo, hi)]
+        steps.append(CStep(*ints, np.asarray(red, bool),
+                           *(np.asarray(v, np.int64) for v in (first, cr, clo, chi, hm, hlo, hhi))))
     return Compiled(len(schedules), k, tuple(steps))
 
 
@@ -101,10 +137,3 @@ def _reduce_flags(schedules: Sequence[Schedule], i: int) -> dict[tuple[int, int]
         for rv in sch.steps[i].recvs:
             out.setdefault((rv.peer, d), []).append(rv.reduce)
     return out
-
-
-@lru_cache(maxsize=512)
-def compiled(alg: Algorithm, problem: Problem, k: int) -> Compiled:
-    """``alg``'s schedules for ``problem``, compiled with k atoms per workspace region (cached:
-    symbolic shapes recur for every size)."""
-    return compile_schedules(alg.schedules(problem), k)

@@ -1,0 +1,272 @@
+"""Closed forms: an algorithm's cost-model time without building its schedules, for the large p
+where building p schedules is too slow. An algorithm file may declare one beside its ``build``
+(``@algorithm(..., closed=form)``); ``commbench predict`` uses it, the tests hold it equal to
+the evaluator on the real schedules (``bench.costmodel.evaluate``), and nothing trusts it
+unchecked.
+
+A form takes a :class:`Ctx` (the problem and the priced job) and returns an :class:`Estimate`,
+a :class:`~kernels.compiled.Compiled` schedule it generated with numpy (evaluated exactly by the
+evaluator), or a string saying why it does not apply (uneven chunks, uneven nodes, a spine
+level it does not model, ...). The priced job is read through the :class:`Fabric` protocol, which
+the cost model's ``Net`` satisfies: kernels import nothing from ``bench``, and a form is plain
+arithmetic on the link α/β of the classes below. Forms price no hot sends: a profile with them
+is priced by the evaluator alone.
+
+Notation: p ranks, N nodes of l ranks, L nodes per leaf; c = the block or chunk in elements,
+B its bytes; C(...) a message's cost ``o j + α + bytes x flows / capacity``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
+
+from kernels.compiled import Compiled
+
+if TYPE_CHECKING:
+    from kernels.algorithm import Problem
+
+INTRA, INTER, SPINE = 0, 1, 2  # link classes: inside a node, between nodes of a leaf, via spine
+CLASS_NAMES = ("intra", "inter", "spine")
+
+
+@dataclass(frozen=True)
+class Estimate:
+    time_s: float
+    steps: int | None
+    bytes_sent_max: int | None
+    bytes_inter_max: int | None
+    method: str  # "closed form", "generated", "schedule", "... curve"
+
+
+def estimate(t: float, steps: int, sent: float, inter: float) -> Estimate:
+    return Estimate(float(t), int(steps), round(sent), round(inter), "closed form")
+
+
+class Placement(Protocol):
+    """Where the job's ranks sit (the cost model's ``Placed``)."""
+
+    world: int
+    node_sizes: tuple[int, ...]
+    num_nodes: int
+    num_leaves: int
+    leaf_of: tuple[int, ...]  # leaf of each node
+    order: tuple[int, ...]  # ranks node by node
+    equal_nodes: bool
+    contiguous: bool
+    uniform_leaves: bool
+
+    def classes_used(self) -> list[str]: ...
+
+
+class Fabric(Protocol):
+    """What a closed form may read of the priced job (the cost model's ``Net``): per class α, β
+    (indexed INTRA, INTER, SPINE), o, γ, NICs per node and the capacities derived from them."""
+
+    placed: Placement
+    o: float
+    gamma: float
+    nics: int
+    alpha: np.ndarray
+    beta: np.ndarray
+    node_cap: float
+    rank_cap: np.ndarray  # per rank: its share of its node's NICs
+    up_cap: np.ndarray  # per leaf: its uplink to the spines
+    leaf: np.ndarray  # per rank
+
+    def cls(self, a: Any, b: Any) -> np.ndarray: ...
+
+    def rates(self, src: np.ndarray, dst: np.ndarray, cls: np.ndarray) -> np.ndarray: ...
+
+    def copy_time(self, nbytes: Any) -> Any: ...
+
+
+ClosedForm = Callable[["Ctx"], "Estimate | Compiled | str"]
+
+
+@dataclass(frozen=True)
+class Ctx:
+    problem: Problem
+    net: Fabric
+
+    @property
+    def p(self) -> int:
+        return self.problem.world
+
+    @property
+    def n(self) -> int:
+        return self.problem.count
+
+    @property
+    def e(self) -> int:
+        return self.problem.itemsize
+
+    @property
+    def b(self) -> int:
+        """Bytes of one n/p block."""
+        return self.n // self.p * self.e
+
+    @property
+    def N(self) -> int:
+        return self.net.placed.num_nodes
+
+    @property
+    def l(self) -> int:  # noqa: E743 - ranks per node (equal nodes)
+        return self.net.placed.node_sizes[0]
+
+    @property
+    def leaves(self) -> int:
+        return self.net.placed.num_leaves
+
+    @property
+    def L(self) -> int:  # this job's nodes per leaf (uniform leaves)
+        return self.N // self.leaves
+
+    @property
+    def gamma(self) -> float:
+        return self.net.gamma
+
+    @property
+    def order(self) -> tuple[int, ...]:
+        """Ranks node by node (``kernels.phases.node_order``), from the placed job."""
+        return self.net.placed.order
+
+    def need(self, *, equal: bool = True, contiguous: bool = False, leaves: str = "any",
+             pow2_p: bool = False, pow2_l: bool = False, divides: int = 1,
+             root0: bool = False) -> str | None:
+        """Why this closed form does not apply, or None. ``leaves``: any | uniform | pow2
+        (uniform and L a power of two) | one (no spine level)."""
+        pl = self.net.placed
+        checks = [
+            (root0 and self.problem.root != 0, "root other than rank 0"),
+            (equal and not pl.equal_nodes, "uneven nodes"),
+            (contiguous and not pl.contiguous, "ranks not numbered node by node"),
+            (pow2_p and self.p & (self.p - 1), "p not a power of two"),
+            (pow2_l and self.l & (self.l - 1), "ranks per node not a power of two"),
+            (self.n % divides, f"count {self.n} not a multiple of {divides} (uneven chunks)"),
+            (leaves == "one" and self.leaves > 1, "several leaf switches"),
+            (leaves in ("uniform", "pow2") and self.leaves > 1 and not pl.uniform_leaves,
+             "leaves hold different numbers of nodes"),
+            (leaves == "pow2" and self.leaves > 1 and self.L & (self.L - 1),
+             "nodes per leaf not a power of two"),
+        ]
+        return next((why for bad, why in checks if bad), None)
+
+    def intra(self, nbytes: float, flows: float = 1, j: int = 1) -> float:
+        """A message inside a node whose ports carry ``flows`` concurrent messages."""
+        net = self.net
+        return net.o * j + net.alpha[INTRA] + nbytes * flows / net.beta[INTRA]
+
+    def cross(self, cls: int, nbytes: float, rank_flows: float = 1, node_flows: float = 1,
+              leaf_flows: float = 1, j: int = 1) -> float:
+        """A message between nodes (INTER or SPINE) with that many concurrent flows on its
+        rank's NIC share, its node's NICs, and (SPINE) its leaf's uplink (equal nodes and
+        uniform leaves: every cap is the same)."""
+        net = self.net
+        rate = min(net.rank_cap[0] / rank_flows, net.node_cap / node_flows)
+        if cls == SPINE:
+            rate = min(rate, net.up_cap[0] / leaf_flows)
+        return net.o * j + net.alpha[cls] + nbytes / rate
+
+    def by_distance(self, d: int, nbytes: float, reduce: bool = False) -> tuple[float, bool]:
+        """Cost of the step where every rank exchanges ``nbytes`` with the rank ``d`` places
+        away in node order (d a power of two, l and L powers of two or one node/leaf), and
+        whether it crosses nodes. All l ranks of a node cross together; all l*L of a leaf."""
+        if d < self.l:
+            c, x = self.intra(nbytes), False
+        elif self.leaves > 1 and d >= self.l * self.L:
+            c, x = self.cross(SPINE, nbytes, 1, self.l, self.l * self.L), True
+        else:
+            c, x = self.cross(INTER, nbytes, 1, self.l), True
+        return c + (self.gamma * nbytes if reduce else 0.0), x
+
+    def halving(self, block_bytes: float, reduce: bool, down: bool) -> tuple[float, float]:
+        """log2 p steps exchanging d blocks with the partner d away (d = p/2..1 if ``down``,
+        else 1..p/2): their time and the bytes sent across nodes by each rank."""
+        t = inter = 0.0
+        ds = [1 << i for i in range(self.p.bit_length() - 1)]
+        for d in reversed(ds) if down else ds:
+            c, crosses = self.by_distance(d, d * block_bytes, reduce)
+            t += c
+            inter += d * block_bytes if crosses else 0.0
+        return t, inter
+
+    def tree_step(self, d: int, nbytes: float) -> tuple[float, bool]:
+        """One binomial step at distance d: one message per sender, senders on different nodes
+        (and leaves) once they cross, so every flow is alone on its resources."""
+        if d < self.l:
+            return self.intra(nbytes), False
+        if self.leaves > 1 and d >= self.l * self.L:
+            return self.cross(SPINE, nbytes), True
+        return self.cross(INTER, nbytes), True
+
+    def shift_costs(self, offsets: np.ndarray,
+                    nbytes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Cost of each shift step (every rank sends ``nbytes`` to the rank ``offset`` on, one
+        leaf) and whether local index a's message crosses nodes, as a (steps, l) array. A node's
+        ranks split into those that stay on the node and those that cross, the same on every
+        node, so the step costs its dearest class."""
+        l, nn, net = self.l, self.N, self.net  # noqa: E741
+        q, m = np.divmod(offsets, l)
+        far_lo, far_hi = (q % nn) != 0, ((q + 1) % nn) != 0  # ranks a < l-m / a >= l-m cross?
+        nx = (l - m) * far_lo + m * far_hi
+        has_in = ((l - m) * ~far_lo + m * ~far_hi) > 0
+        cin = np.where(has_in, net.o + net.alpha[INTRA] + nbytes / net.beta[INTRA], 0.0)
+        if nn > 1:
+            rate = np.minimum(net.rank_cap[0], net.node_cap / np.maximum(nx, 1))
+            cx = np.where(nx > 0, net.o + net.alpha[INTER] + nbytes / rate, 0.0)
+        else:
+            cx = np.zeros_like(cin)
+        a = np.arange(l)
+        crosses = np.where(a[None, :] < (l - m)[:, None], far_lo[:, None], far_hi[:, None])
+        return np.maximum(cin, cx), crosses
+
+    def one_block_shifts(self) -> tuple[float, float]:
+        """p-1 shifts (offsets 1..p-1) of one n/p block: the summed step costs and the most
+        bytes any rank sends across nodes."""
+        k = np.arange(1, self.p)
+        costs, crosses = self.shift_costs(k, np.full(k.shape, float(self.b)))
+        inter = float(crosses.sum(axis=0).max()) * self.b if self.p > 1 else 0.0
+        return float(costs.sum()), inter
+
+    def ring_pass(self, reduce: bool) -> Estimate:
+        """p-1 ring steps of one block (reduced or not), each at the dearest hop's pace."""
+        p, b = self.p, self.b
+        t = (p - 1) * (self.ring_max(b) + (self.gamma * b if reduce else 0.0))
+        return estimate(t, p - 1, (p - 1) * b, (p - 1) * b * (self.N > 1))
+
+    @cached_property
+    def node_rank_cap(self) -> np.ndarray:
+        sizes = np.asarray(self.net.placed.node_sizes, dtype=np.float64)
+        return self.net.node_cap / np.minimum(sizes, self.net.nics)
+
+    def edge_costs(self, nbytes: float, flows: int, wrap: bool = True) -> np.ndarray:
+        """Cost of a message of ``nbytes`` on each hop node k -> k+1 (mod N if ``wrap``), when
+        ``flows`` ranks of each node cross that hop at once (one flow per rank)."""
+        pl, net = self.net.placed, self.net
+        nn = pl.num_nodes
+        if nn < 2:
+            return np.zeros(0)
+        a = np.arange(nn if wrap else nn - 1)
+        b = (a + 1) % nn
+        leaf = np.asarray(pl.leaf_of)
+        rate = np.minimum(np.minimum(self.node_rank_cap[a], self.node_rank_cap[b]),
+                          net.node_cap / flows)
+        spine = leaf[a] != leaf[b]
+        if spine.any():
+            rate = np.where(spine, np.minimum(rate, np.minimum(net.up_cap[leaf[a]],
+                                                               net.up_cap[leaf[b]]) / flows), rate)
+        alpha = np.where(spine, net.alpha[SPINE], net.alpha[INTER])
+        return net.o + alpha + nbytes / rate
+
+    def ring_max(self, nbytes: float, flows: int = 1, wrap: bool = True) -> float:
+        """The dearest hop of a ring (or chain) over the ranks in node order."""
+        costs = list(self.edge_costs(nbytes, flows, wrap))
+        if max(self.net.placed.node_sizes) > 1:
+            costs.append(self.intra(nbytes))
+        return max(costs, default=0.0)
+
