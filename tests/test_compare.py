@@ -12,7 +12,7 @@ import pytest
 from bench.cli import main
 from bench.gate.compare import compare_runs
 from bench.gate.decide import Rule, decide
-from reports import synthetic
+from tests.helpers import synthetic
 
 SPEC = synthetic.Spec(world_sizes=(2, 4), sizes=(1024, 65536, 1 << 20), samples=60)
 

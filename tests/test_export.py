@@ -12,7 +12,7 @@ import pytest
 
 from bench.cli import main
 from bench.store.records import load_results
-from reports import synthetic
+from tests.helpers import synthetic
 
 SPEC = synthetic.Spec(world_sizes=(2,), sizes=(1024, 65536), algorithms=("native", "ring"),
                       samples=20)

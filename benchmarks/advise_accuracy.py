@@ -1,7 +1,7 @@
 """How well ``commbench advise`` predicts training steps on this machine: predicted against
 measured step time for every strategy of ``scenarios/training.yaml`` at 2 and 4 ranks.
 
-    python -m bench.perf.advise_accuracy [--repeats 2] [--out runs/advise-accuracy]
+    python -m benchmarks.advise_accuracy [--repeats 2] [--out runs/advise-accuracy]
 
 Each repeat runs the recipe of docs/advise.md end to end, with ``commbench`` from this checkout:
 
@@ -27,8 +27,9 @@ from pathlib import Path
 import pandas as pd
 
 from bench.argtypes import OneLineParser, positive_int
-from bench.perf.subrun import add_out, bench, fresh_dir, load
 from bench.store.records import iter_records
+from benchmarks import results
+from benchmarks.subrun import add_out, bench, fresh_dir, load
 
 cmd = partial(bench, "advise_accuracy")
 
@@ -59,7 +60,7 @@ def summary(df: pd.DataFrame, label: str) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = OneLineParser(prog="python -m bench.perf.advise_accuracy", description=__doc__,
+    ap = OneLineParser(prog="python -m benchmarks.advise_accuracy", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeats", type=positive_int, default=2)
     add_out(ap, "advise-accuracy")
@@ -87,4 +88,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(results.run(__file__, main))
