@@ -26,7 +26,6 @@ run, minutes later). Printed: median and worst |error| at >= 64 KiB, per algorit
 
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
 import time
@@ -35,11 +34,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from bench.argtypes import OneLineParser, positive_int
 from bench.store.records import load_results
 from bench.units import format_size
 from benchmarks import results
-from benchmarks.subrun import add_out, bench, fresh_dir, load
+from benchmarks.subrun import bench, command_line, each
 from reports.sections.prediction import pair
 
 cmd = partial(bench, "predict_accuracy")  # a commbench command, failing as this benchmark
@@ -124,18 +122,9 @@ def summary(df: pd.DataFrame, label: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = OneLineParser(prog="python -m benchmarks.predict_accuracy", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--rounds", type=positive_int, default=3)
-    add_out(ap, "predict-accuracy")
-    args = ap.parse_args(argv)
-    out = fresh_dir("predict_accuracy", args.out)
+    args, out = command_line("predict_accuracy", __doc__, "rounds", 3, argv)
     t0 = time.monotonic()
-    rounds = []
-    for i in range(args.rounds):
-        rounds.append(one_round(out, i))
-        print(f"# round {i} measured and fitted [{time.monotonic() - t0:.0f} s, load "
-              f"{load()}]", flush=True)
+    rounds = list(each(args.rounds, "round", "measured and fitted", partial(one_round, out), t0))
     same = []
     for i, d in enumerate(rounds):
         got = errors(d / "profile.yaml", d / "test", d / "pred").assign(round=i, how="same round")
