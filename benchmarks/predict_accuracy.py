@@ -5,8 +5,8 @@ others.
 
 Each round is one p = 2 sweep on this host (``commbench run``, self-launched) of every collective
 with two sets of algorithms, measured side by side in each case (the harness alternates a case's
-algorithms block by block, so both sets see the same state of the machine — this VM switches
-between two speed modes for stretches, which no calibration can follow across runs):
+algorithms block by block, so both sets see the same state of the machine — a shared machine can
+switch speed for stretches, which no calibration can follow across runs):
 
 - ``cal``: all_reduce ring and tree, all_gather ring, reduce_scatter ring, broadcast binomial,
   reduce binomial, alltoall pairwise, at 4 KiB, 16 KiB, ... 16 MiB;
