@@ -54,8 +54,8 @@ def test_read_skips_a_line_cut_short(tmp_path: Path) -> None:
 
 
 def test_the_report_says_the_machine_changed_speed(tmp_path: Path) -> None:
-    from reports import synthetic
     from reports.render import render_run
+    from tests.helpers import synthetic
 
     spec = synthetic.Spec(world_sizes=(1, 2), sizes=(8, 4096), seed=1)
     run = synthetic.write_run(tmp_path / "run", list(synthetic.collective_records(spec)))

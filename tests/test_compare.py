@@ -12,7 +12,7 @@ import pytest
 from bench.cli import main
 from bench.gate.compare import compare_runs
 from bench.gate.decide import Rule, decide
-from reports import synthetic
+from tests.helpers import synthetic
 
 SPEC = synthetic.Spec(world_sizes=(2, 4), sizes=(1024, 65536, 1 << 20), samples=60)
 
@@ -185,3 +185,20 @@ def test_ci_scenario_is_small_and_loads() -> None:
     sc = load_scenario(Path(__file__).parent.parent / "scenarios" / "ci.yaml")
     assert sc.name == "ci" and sc.world_sizes == [1, 2]
     assert len(sc.byte_sizes()) * len(sc.algorithms) * len(sc.world_sizes) <= 40
+
+
+def test_the_gate_flags_are_the_rules_defaults_and_spellings() -> None:
+    from bench.gate.decide import Rule
+    from bench.gate.flags import FLAGS, rule_from
+    from tests.helpers.parsers import command_parsers
+
+    parsers = dict(command_parsers())
+    compare, ab = parsers["compare"], parsers["ab"]
+    names = tuple(FLAGS)
+    assert rule_from(compare.parse_args(["a", "b"]), names) == Rule()
+    got = rule_from(compare.parse_args(["a", "b", "--threshold", "10", "--relative", "--min-abs",
+                                        "2", "--run-alpha", "0.01", "--strict"]), names)
+    assert got == Rule(threshold=0.1, reference=True, min_abs=2.0, run_alpha=0.01, strict=True)
+    spelled = {o for a in ab._actions for o in a.option_strings}
+    assert {"--threshold", "--relative", "--min-abs", "--strict", "--alpha"} <= spelled
+    assert ab.parse_args(["x", "y", "s.yaml"]).threshold == Rule().threshold * 100

@@ -12,7 +12,7 @@ import pytest
 
 from bench.cli import main
 from bench.store.records import load_results
-from reports import synthetic
+from tests.helpers import synthetic
 
 SPEC = synthetic.Spec(world_sizes=(2,), sizes=(1024, 65536), algorithms=("native", "ring"),
                       samples=20)
@@ -74,3 +74,14 @@ def test_export_errors_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     empty = synthetic.write_run(tmp_path / "empty", [])
     assert main(["export", str(empty), "--format", "pytest-benchmark"]) == 2
     assert "no successful records" in capsys.readouterr().err
+
+
+def test_output_into_a_new_directory_or_an_unwritable_one(run: Path, tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    out = export(run, "csv", tmp_path / "new" / "dir" / "run.csv", capsys)  # made, as report -o
+    assert len(pd.read_csv(out)) == 2 * 2 + 1 + 1
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    assert main(["export", str(run), "--format", "csv", "-o", str(blocker / "run.csv")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("commbench: export: ")

@@ -71,3 +71,28 @@ def test_size_range_like_nccl_tests() -> None:
     assert size_range(8, 100, 4) == [8, 32]
     assert [format_size(n) for n in (8, 1024, 3 << 20, 1 << 30, 1536)] == [
         "8B", "1KiB", "3MiB", "1GiB", "1536B"]
+
+
+def test_each_kind_has_one_constructor_that_the_store_reads_back(tmp_path: Path) -> None:
+    from bench.store import kinds
+    from bench.store.records import iter_records
+
+    made = [
+        kinds.collective(status="ok", collective="all_reduce", algorithm="ring", transport="mpi",
+                         world_size=2, ranks_per_node=2, nbytes=8, count=2, dtype="float32",
+                         op="sum", time_us_median=1.5),
+        kinds.training(status="failed", strategy="ddp", model="mlp", world_size=2, error="x"),
+        kinds.probe(src=0, dst=1, world_size=2, nbytes=8),
+        kinds.advice(predicted=True, model="gpt-tiny", world_size=8, layout="d8"),
+    ]
+    with ResultWriter(tmp_path) as w:
+        for rec in made:
+            w.write(rec)
+    write_meta(tmp_path, kinds.meta(run_id="r", source="commbench", scenario={"name": "s"},
+                                    status="ok"))
+    assert list(iter_records(tmp_path)) == made
+    assert [r["kind"] for r in made] == ["collective", "training", "probe", "advice"]
+    meta = read_meta(tmp_path)
+    assert meta["run_id"] == "r" and meta["scenario"] == {"name": "s"} and meta["started"]
+    with pytest.raises(TypeError):  # a key field left out is an error where the record is built
+        kinds.collective(status="ok", collective="all_reduce")  # type: ignore[call-arg]

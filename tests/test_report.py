@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from bench.cli import main
-from reports import synthetic
 from reports.render import render_report, render_run
+from tests.helpers import synthetic
 
 SMALL = synthetic.Spec(world_sizes=(1, 2, 4), sizes=tuple(8 * 8**i for i in range(6)),
                        samples=12)

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 from matplotlib import image
 
-from reports import synthetic
 from reports.figures import PALETTE
 from reports.render import render_report
+from tests.helpers import synthetic
 
 BROWSERS = ("chromium", "chromium-browser", "google-chrome")
 FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

@@ -11,8 +11,9 @@ from typing import Any
 
 from bench.advise.evaluate import Result
 from bench.advise.search import Ranked
+from bench.store import kinds
 from bench.store.meta import git_commit, host_facts, package_versions
-from bench.store.records import SCHEMA_VERSION, ResultWriter, write_meta
+from bench.store.records import ResultWriter, write_meta
 
 MS = 1e3
 ROOT = Path(__file__).resolve().parents[2]
@@ -22,36 +23,36 @@ def record(r: Result, place: int, ranked: Ranked, model: str, context: dict[str,
            ) -> dict[str, Any]:
     lay, st, mem = r.layout, r.step, r.memory.per_rank
     best = ranked.results[0]
-    return {
-        "schema_version": SCHEMA_VERSION, "kind": "advice", "status": "ok", "predicted": True,
-        "model": model, "world_size": ranked.world, "place": place,
-        "layout": lay.label, "data": lay.data, "tensor": lay.tensor, "pipeline": lay.pipeline,
-        "zero": lay.zero, "microbatches": lay.microbatches, "schedule": lay.schedule,
-        "stages_per_rank": lay.stages_per_rank, "hook": lay.hook,
-        "checkpoint": lay.checkpoint, "amp": lay.amp, "servers": lay.servers,
-        "fits": r.fits, "memory_limit_bytes": r.limit, "mem_params_bytes": mem.params,
-        "mem_grads_bytes": mem.grads,
-        "mem_optim_bytes": mem.optim, "mem_transient_bytes": mem.transient,
-        "mem_activations_bytes": mem.activations, "mem_total_bytes": mem.total,
-        "compute_ms": st.compute * MS, "bubble_ms": st.bubble * MS,
-        "comm_ms_by_type": {k: v * MS for k, v in st.comm.items()},
-        "exposed_ms_by_type": {k: v * MS for k, v in st.exposed.items()},
-        "algorithms": st.algorithms,
-        "best_schedules": st.best, "gradient_allreduce": st.best.get("all_reduce:data"),
-        "step_time_ms": st.time * MS, "step_time_ms_no_overlap": st.no_overlap * MS,
-        "step_time_ms_full_overlap": st.full_overlap * MS,
-        "samples_per_s": r.samples_per_s, "scaling_efficiency": r.efficiency,
-        "margin_over_runner_up": ranked.margin if place == 1 and best.fits else None,
-        "time_unix": time.time(), **context,
-    }
+    return kinds.advice(
+        predicted=True,
+        model=model, world_size=ranked.world, place=place,
+        layout=lay.label, data=lay.data, tensor=lay.tensor, pipeline=lay.pipeline,
+        zero=lay.zero, microbatches=lay.microbatches, schedule=lay.schedule,
+        stages_per_rank=lay.stages_per_rank, hook=lay.hook,
+        checkpoint=lay.checkpoint, amp=lay.amp, servers=lay.servers,
+        fits=r.fits, memory_limit_bytes=r.limit, mem_params_bytes=mem.params,
+        mem_grads_bytes=mem.grads,
+        mem_optim_bytes=mem.optim, mem_transient_bytes=mem.transient,
+        mem_activations_bytes=mem.activations, mem_total_bytes=mem.total,
+        compute_ms=st.compute * MS, bubble_ms=st.bubble * MS,
+        comm_ms_by_type={k: v * MS for k, v in st.comm.items()},
+        exposed_ms_by_type={k: v * MS for k, v in st.exposed.items()},
+        algorithms=st.algorithms,
+        best_schedules=st.best, gradient_allreduce=st.best.get("all_reduce:data"),
+        step_time_ms=st.time * MS, step_time_ms_no_overlap=st.no_overlap * MS,
+        step_time_ms_full_overlap=st.full_overlap * MS,
+        samples_per_s=r.samples_per_s, scaling_efficiency=r.efficiency,
+        margin_over_runner_up=ranked.margin if place == 1 and best.fits else None,
+        time_unix=time.time(), **context,
+    )
 
 
 def write_run(out: Path, records: Iterable[dict[str, Any]], meta: dict[str, Any]) -> int:
     started = dt.datetime.now().astimezone().isoformat(timespec="seconds")
-    base = {"schema_version": SCHEMA_VERSION, "run_id": out.name, "status": "running",
-            "started": started, "kind": "advice",
-            "scenario": {"name": "advise", "kind": "advice"}, "host": host_facts(),
-            "versions": package_versions(), "commit": git_commit(ROOT), **meta}
+    base = kinds.meta(run_id=out.name, source="commbench advise", started=started,
+                      scenario={"name": "advise", "kind": "advice"}, status="running",
+                      kind="advice", host=host_facts(), versions=package_versions(),
+                      commit=git_commit(ROOT), **meta)
     write_meta(out, base)
     n = 0
     with ResultWriter(out, durable=False) as w:

@@ -29,7 +29,8 @@ from bench.advise.evaluate import Job, Result, evaluate
 from bench.advise.shape import Shape, shape_of
 from bench.advise.strategies import as_layout
 from bench.advise.timing import Timer
-from bench.store.records import SCHEMA_VERSION, iter_records
+from bench.store import kinds
+from bench.store.records import iter_records
 from bench.training.analytic import FP32
 
 
@@ -83,12 +84,11 @@ def idle_lines(checks: list[IdleCheck]) -> list[str]:
 
 def idle_record(c: IdleCheck, context: dict[str, Any]) -> dict[str, Any]:
     """One ``advice`` record of a pipeline case's measured idle against its modelled bubble."""
-    return {"schema_version": SCHEMA_VERSION, "kind": "advice", "status": "ok",
-            "predicted": False, "bubble_check": True, "model": c.model, "strategy": c.strategy,
-            "world_size": c.world, "measured_step_time_ms": c.step_ms,
-            "stage_idle_ms_by_rank": c.idle_ms, "stage_idle_fraction_by_rank": c.measured,
-            "stage_idle_fraction_mean": c.mean, "bubble_fraction_model": c.modelled,
-            **context}
+    return kinds.advice(predicted=False, model=c.model, world_size=c.world, bubble_check=True,
+                        strategy=c.strategy, measured_step_time_ms=c.step_ms,
+                        stage_idle_ms_by_rank=c.idle_ms, stage_idle_fraction_by_rank=c.measured,
+                        stage_idle_fraction_mean=c.mean, bubble_fraction_model=c.modelled,
+                        **context)
 
 
 def training_records(run: Path) -> list[dict[str, Any]]:

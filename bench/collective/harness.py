@@ -32,7 +32,7 @@ from bench.collective.case import Group
 from bench.collective.ranks import worst_over_ranks
 from bench.collective.scenario import Timing
 from bench.collective.stats import summarize
-from bench.store.records import SCHEMA_VERSION
+from bench.store import kinds
 from kernels.algorithm import VENDOR, Problem, get_algorithm
 from kernels.bytecount import bytes_sent
 from kernels.collective import Collective, Layout, resolve
@@ -268,26 +268,25 @@ def _records(env: Env, group: Group, spec: Collective, timing: Timing, entries: 
         assert worst is not None and osu is not None
         s = summarize(worst)
         t = (osu["time_us_osu_avg"] if timing.style == "osu" else s.median) / 1e6
-        out.append({
-            "schema_version": SCHEMA_VERSION, "kind": "collective",
-            "status": "wrong" if total_wrong else "ok",
-            "collective": spec.name, "algorithm": e.name, "transport": group.transport,
-            "world_size": group.world_size, "ranks_per_node": group.ranks_per_node,
-            "nodes": group.world_size // group.ranks_per_node,
-            "nbytes": group.nbytes, "count": group.count, "dtype": group.dtype, "op": group.op,
-            "root": group.root if spec.rooted else None,
-            "in_place": e.in_place,
-            "iters": s.n, "warmup": timing.warmup, "repetitions": timing.repetitions,
-            **s.as_dict("time_us_"), **osu, "timing_style": timing.style,
-            "algbw_gbps": metrics.algbw_gbps(group.nbytes, t),
-            "busbw_gbps": metrics.busbw_gbps(spec.name, group.world_size, group.nbytes, t),
-            "wrong": total_wrong,
-            "tolerance": data.tolerance(group.world_size, group.dtype) if group.op == "sum" else 0.0,
-            "bytes_sent_max": sent, "bytes_sent_inter_max": inter, "steps": e.steps,
-            "timer": TIMER + (devicestats.TIMER_DEVICE if e.device_samples is not None else ""),
-            "samples_us": [round(x, 3) for x in worst.tolist()],
-            "time_unix": time.time(),
+        out.append(kinds.collective(
+            status="wrong" if total_wrong else "ok",
+            collective=spec.name, algorithm=e.name, transport=group.transport,
+            world_size=group.world_size, ranks_per_node=group.ranks_per_node,
+            nodes=group.world_size // group.ranks_per_node,
+            nbytes=group.nbytes, count=group.count, dtype=group.dtype, op=group.op,
+            root=group.root if spec.rooted else None,
+            in_place=e.in_place,
+            iters=s.n, warmup=timing.warmup, repetitions=timing.repetitions,
+            **s.as_dict("time_us_"), **osu, timing_style=timing.style,
+            algbw_gbps=metrics.algbw_gbps(group.nbytes, t),
+            busbw_gbps=metrics.busbw_gbps(spec.name, group.world_size, group.nbytes, t),
+            wrong=total_wrong,
+            tolerance=data.tolerance(group.world_size, group.dtype) if group.op == "sum" else 0.0,
+            bytes_sent_max=sent, bytes_sent_inter_max=inter, steps=e.steps,
+            timer=TIMER + (devicestats.TIMER_DEVICE if e.device_samples is not None else ""),
+            samples_us=[round(x, 3) for x in worst.tolist()],
+            time_unix=time.time(),
             **device,
             **env.extra,
-        })
+        ))
     return out

@@ -5,8 +5,9 @@ the in-place layout the schedules use and the separate send/receive layout ``nat
 workspace-sized scratch for reducing schedules, and bounded slices (``data.BLOCK`` elements of
 int64 index/value arrays at a time: input and sentinel are made and uploaded in slices, never
 as a whole host copy; the check compares in slices). On top sits the interpreter with numpy and
-mpi4py loaded (``BASE``, from ``/usr/bin/time`` on the development VM, rounded up). Measured
-against this prediction by ``python -m bench.perf.memcheck``.
+mpi4py loaded (``BASE``: a resident set measured with ``/usr/bin/time``, rounded up).
+``python -m benchmarks.memcheck`` measures peaks against this prediction
+(``benchmarks/results/memcheck.md``).
 """
 
 from __future__ import annotations
@@ -14,9 +15,8 @@ from __future__ import annotations
 from bench.collective.data import BLOCK
 from kernels.collective import Collective
 
-# Interpreter + numpy + mpi4py + the CLI's imports and MPI's own buffers: fitted so that
-# ``python -m bench.perf.memcheck`` (all_reduce and all_gather, float32 and float16, 256 MiB and
-# 1 GiB, p = 2) measures within 10 % of the prediction on the development VM.
+# Interpreter + numpy + mpi4py + the CLI's imports and MPI's own buffers: fitted to the peaks
+# ``python -m benchmarks.memcheck`` measures (all_reduce and all_gather, float32 and float16).
 BASE = 160 << 20
 CHECK_SLICES = 8  # int64 arrays of BLOCK elements alive at once while checking one slice
 

@@ -16,26 +16,19 @@ import sys
 import time
 from pathlib import Path
 
-from bench.argtypes import (
-    in_path,
-    nonneg_float,
-    nonneg_int,
-    out_dir,
-    out_file,
-    percent,
-    positive_int,
-    probability,
-)
+from bench.argtypes import in_path, nonneg_int, out_dir, out_file, positive_int, probability
 from bench.commands import register
 from bench.gate.ab import AbError, AbInterrupted, Side, git, mark_interrupted, resolve, run_rounds, worktrees
 from bench.gate.abdeps import mismatch
-from bench.gate.decide import Rule
+from bench.gate.flags import add_rule_flags, rule_from
 from bench.gate.keys import InputError
 from bench.gate.matched import mismatched, round_speeds
 from bench.gate.paired import PAIRED_ALPHA, compare_dirs, min_rounds
 from bench.gate.paired_table import render
 from bench.launch import launcher
 from bench.launch.signals import SignalGuard
+
+AB = ("threshold", "reference", "min_abs", "strict")  # --alpha is the paired test's, not Rule's
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -54,18 +47,12 @@ def configure(p: argparse.ArgumentParser) -> None:
                         "and rounds/ (default: runs/<time>-ab-<scenario>)")
     p.add_argument("--html", type=out_file, default=None, metavar="FILE",
                    help="also write an HTML report of both sides with the verdict on top")
-    p.add_argument("--threshold", type=percent, default=5.0, metavar="PCT",
-                   help="minimum slowdown that counts, in percent (default 5)")
+    add_rule_flags(p, AB, more={
+        "reference": "(also cancels a machine that changed speed between the two runs of a "
+                     "round; blind to a slowdown of everything)"})
     p.add_argument("--alpha", type=probability, default=PAIRED_ALPHA,
-                   help="false-alarm rate per key of the paired signed-rank test (default 0.05; "
-                        "n rounds reach 2^-n at best: 5 rounds for 0.05, 7 for 0.01)")
-    p.add_argument("--relative", action="store_true",
-                   help="decide each algorithm on its time relative to native measured beside it "
-                        "(also cancels a machine that changed speed between the two runs of a "
-                        "round; blind to a slowdown of everything)")
-    p.add_argument("--min-abs", type=nonneg_float, default=1.0, metavar="US",
-                   help="smallest difference of medians that counts, in µs (default 1)")
-    p.add_argument("--strict", action="store_true", help="also fail on oversubscribed cases")
+                   help=f"false-alarm rate per key of the paired signed-rank test (default "
+                        f"{PAIRED_ALPHA:g}; n rounds reach 2^-n at best: 5 rounds for 0.05, 7 for 0.01)")
     p.add_argument("--all", action="store_true", help="list every key, not only changed ones")
 
 
@@ -82,8 +69,6 @@ def handle(args: argparse.Namespace) -> int:
     t0 = time.monotonic()
     if args.rounds < 2:
         return _fail("--rounds must be >= 2 (the paired test needs the spread between rounds)")
-    if not 0 <= args.threshold < 100 or not 0 < args.alpha < 1:
-        return _fail("--threshold must be in [0, 100), --alpha in (0, 1)")
     if args.rounds < min_rounds(args.alpha):
         return _fail(f"--alpha {args.alpha:g} needs --rounds >= {min_rounds(args.alpha)} (n rounds "
                      "can show a false-alarm rate of 2^-n at best)")
@@ -96,8 +81,7 @@ def handle(args: argparse.Namespace) -> int:
     out = (args.out or Path("runs") / f"{stamp}-ab-{scenario.stem}").resolve()
     if out.exists() and any(out.iterdir()):
         return _fail(f"{out}: exists and is not empty")
-    rule = Rule(threshold=args.threshold / 100, min_abs=args.min_abs, strict=args.strict,
-                reference=args.relative)
+    rule = rule_from(args, AB)
     try:
         repo = Path(git(Path.cwd(), "rev-parse", "--show-toplevel"))
         shas = {"base": resolve(repo, args.base), "head": resolve(repo, args.head)}

@@ -7,9 +7,12 @@ import argparse
 import sys
 from pathlib import Path
 
-from bench.argtypes import in_path, nonneg_float, out_file, percent, probability
+from bench.argtypes import in_path, out_file
 from bench.collective import canary
 from bench.commands import register
+from bench.gate.flags import add_rule_flags, rule_from
+
+COMPARE = ("threshold", "alpha", "reference", "run_alpha", "strict", "min_abs")
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -17,20 +20,9 @@ def configure(p: argparse.ArgumentParser) -> None:
                    help="baseline run directory; give two or more runs of the baseline code to "
                         "have the gate measure and allow for run-to-run noise")
     p.add_argument("current", type=in_path, help="current run directory")
-    p.add_argument("--threshold", type=percent, default=5.0, metavar="PCT",
-                   help="minimum slowdown that counts, in percent (default 5)")
-    p.add_argument("--alpha", type=probability, default=0.01,
-                   help="one-sided significance level of the U test (default 0.01)")
-    p.add_argument("--relative", action="store_true",
-                   help="decide each algorithm on its time relative to native measured beside it "
-                        "(robust on shared machines; blind to a slowdown of everything)")
-    p.add_argument("--run-alpha", type=probability, default=0.001, metavar="A",
-                   help="with several baselines: one-sided level of the run-to-run noise floor "
-                        "(default 0.001)")
-    p.add_argument("--strict", action="store_true",
-                   help="also fail on oversubscribed cases (and on native with --relative)")
-    p.add_argument("--min-abs", type=nonneg_float, default=1.0, metavar="US",
-                   help="smallest difference of medians that counts, in µs (default 1)")
+    add_rule_flags(p, COMPARE, more={
+        "reference": "(robust on shared machines; blind to a slowdown of everything)",
+        "strict": "(and on native with --relative)"})
     p.add_argument("--html", type=out_file, default=None, metavar="FILE",
                    help="also write an HTML report of both runs with the verdict on top")
     p.add_argument("--all", action="store_true", help="list every key, not only changed ones")
@@ -38,16 +30,10 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     from bench.gate.compare import compare_runs
-    from bench.gate.decide import Rule  # scipy: imported when the command runs, not at start
     from bench.gate.keys import InputError
     from bench.gate.table import render
 
-    if not 0 <= args.threshold < 100 or not 0 < args.alpha < 1 or not 0 < args.run_alpha < 1:
-        print("commbench: --threshold must be in [0, 100), --alpha and --run-alpha in (0, 1)",
-              file=sys.stderr)
-        return 2
-    rule = Rule(threshold=args.threshold / 100, alpha=args.alpha, reference=args.relative,
-                strict=args.strict, min_abs=args.min_abs, run_alpha=args.run_alpha)
+    rule = rule_from(args, COMPARE)
     try:
         res = compare_runs(args.baseline, args.current, rule)
     except InputError as e:

@@ -24,7 +24,7 @@ def handle(args: argparse.Namespace) -> int:
         return 2
     try:
         out, n = export(args.run, args.format, args.output)
-    except (StoreError, ExportError) as e:
+    except (StoreError, ExportError, OSError) as e:  # OSError: --output not writable
         print(f"commbench: export: {e}", file=sys.stderr)
         return 2
     print(f"# {n} {'cases' if args.format == 'pytest-benchmark' else 'records'} written",

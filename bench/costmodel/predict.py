@@ -25,7 +25,7 @@ from bench.costmodel.evaluate import evaluate, evaluate_batch, schedule_job
 from bench.costmodel.model import Placed
 from bench.costmodel.net import Net
 from bench.costmodel.profile import Profile
-from bench.store.records import SCHEMA_VERSION
+from bench.store import kinds
 from kernels import collective as coll
 from kernels.algorithm import VENDOR, Algorithm, Problem, algorithms_of
 from kernels.closed import Ctx, Estimate
@@ -198,24 +198,24 @@ def record(pred: Prediction, placed: Placed, profile: Profile, transport: str,
     spec, est = coll.resolve(pred.collective), pred.estimate
     t_us = est.time_s * 1e6
     rpn = placed.node_sizes[0] if placed.equal_nodes else None
-    return {
-        "schema_version": SCHEMA_VERSION, "kind": "collective", "status": "ok",
-        "collective": spec.name, "algorithm": pred.algorithm, "transport": transport,
-        "world_size": pred.world, "ranks_per_node": rpn, "nodes": placed.num_nodes,
-        "nbytes": pred.nbytes, "count": pred.count, "dtype": pred.dtype,
-        "op": "sum" if spec.reduces else "none", "root": 0 if spec.rooted else None,
-        "in_place": pred.algorithm != VENDOR, "iters": None, "warmup": None, "repetitions": None,
-        "time_us_min": t_us, "time_us_median": t_us, "time_us_mean": t_us, "time_us_p5": t_us,
-        "time_us_p95": t_us, "time_us_max": t_us, "time_us_stdev": 0.0,
-        "algbw_gbps": metrics.algbw_gbps(pred.nbytes, est.time_s),
-        "busbw_gbps": metrics.busbw_gbps(spec.name, pred.world, pred.nbytes, est.time_s),
-        "wrong": None, "tolerance": None, "bytes_sent_max": est.bytes_sent_max,
-        "bytes_sent_inter_max": est.bytes_inter_max, "steps": est.steps,
-        "timer": f"predicted by the cost model ({est.method}), profile {profile.name}",
-        "samples_us": [t_us], "samples_are_summaries": True, "time_unix": time.time(),
-        "oversubscribed": False, "predicted": True, "profile": profile.provenance(),
-        "prediction": {"method": est.method, "topology": placed.cluster.spec,
-                       "placement": placed.cluster.placement, "job": placed.describe()},
+    return kinds.collective(
+        status="ok",
+        collective=spec.name, algorithm=pred.algorithm, transport=transport,
+        world_size=pred.world, ranks_per_node=rpn, nodes=placed.num_nodes,
+        nbytes=pred.nbytes, count=pred.count, dtype=pred.dtype,
+        op="sum" if spec.reduces else "none", root=0 if spec.rooted else None,
+        in_place=pred.algorithm != VENDOR, iters=None, warmup=None, repetitions=None,
+        time_us_min=t_us, time_us_median=t_us, time_us_mean=t_us, time_us_p5=t_us,
+        time_us_p95=t_us, time_us_max=t_us, time_us_stdev=0.0,
+        algbw_gbps=metrics.algbw_gbps(pred.nbytes, est.time_s),
+        busbw_gbps=metrics.busbw_gbps(spec.name, pred.world, pred.nbytes, est.time_s),
+        wrong=None, tolerance=None, bytes_sent_max=est.bytes_sent_max,
+        bytes_sent_inter_max=est.bytes_inter_max, steps=est.steps,
+        timer=f"predicted by the cost model ({est.method}), profile {profile.name}",
+        samples_us=[t_us], samples_are_summaries=True, time_unix=time.time(),
+        oversubscribed=False, predicted=True, profile=profile.provenance(),
+        prediction={"method": est.method, "topology": placed.cluster.spec,
+                    "placement": placed.cluster.placement, "job": placed.describe()},
         **extra,
-    }
+    )
 

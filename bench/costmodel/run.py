@@ -15,8 +15,9 @@ from bench.costmodel.model import Cluster
 from bench.costmodel.net import Net
 from bench.costmodel.predict import MAX_SCHEDULE_RANKS, Prediction, predict, record
 from bench.costmodel.profile import Profile
+from bench.store import kinds
 from bench.store.meta import git_commit, host_facts, package_versions
-from bench.store.records import SCHEMA_VERSION, ResultWriter, write_meta
+from bench.store.records import ResultWriter, write_meta
 from bench.units import format_size, parse_size, size_range
 from kernels import collective as coll
 from kernels.algorithm import algorithm_names
@@ -134,25 +135,23 @@ def _sizes(v: Sequence[int]) -> str:
 
 def _meta(req: Request, out: Path, started: str) -> dict[str, Any]:
     cl = req.cluster
-    return {
-        "schema_version": SCHEMA_VERSION, "run_id": out.name, "source": "commbench predict",
-        "predicted": True, "started": started,
-        "launcher": "commbench predict (the cost model; nothing was run)",
-        "scenario": {"name": f"predict {req.profile.name} on {cl.spec}",
-                     "description": f"predicted with profile {req.profile.name} "
-                                    f"({req.profile.source}) on topology {cl.spec}"},
-        "profile": {**req.profile.provenance(), "fitted": req.profile.fitted},
-        "topology": {"spec": cl.spec, "node_sizes": list(cl.node_sizes)[:64],
-                     "nodes": cl.num_nodes, "placement": cl.placement,
-                     "nodes_per_leaf": cl.nodes_per_leaf, "oversubscription": cl.oversubscription,
-                     "nics_per_node": cl.nics_per_node or req.profile.nics_per_node},
-        "jobs": [{"world_size": p, "job": cl.place(p).describe(),
-                  "scaled_out": cl.place(p).scaled_out} for p in req.worlds],
-        "collectives": list(req.collectives), "sizes": [format_size(s) for s in req.sizes],
-        "host": host_facts(), "packages": package_versions(),
-        "commit": git_commit(Path(__file__).resolve().parents[2]),
-    }
-
+    return kinds.meta(
+        run_id=out.name, source="commbench predict", started=started,
+        scenario={"name": f"predict {req.profile.name} on {cl.spec}",
+                  "description": f"predicted with profile {req.profile.name} "
+                                 f"({req.profile.source}) on topology {cl.spec}"},
+        predicted=True, launcher="commbench predict (the cost model; nothing was run)",
+        profile={**req.profile.provenance(), "fitted": req.profile.fitted},
+        topology={"spec": cl.spec, "node_sizes": list(cl.node_sizes)[:64],
+                  "nodes": cl.num_nodes, "placement": cl.placement,
+                  "nodes_per_leaf": cl.nodes_per_leaf, "oversubscription": cl.oversubscription,
+                  "nics_per_node": cl.nics_per_node or req.profile.nics_per_node},
+        jobs=[{"world_size": p, "job": cl.place(p).describe(),
+               "scaled_out": cl.place(p).scaled_out} for p in req.worlds],
+        collectives=list(req.collectives), sizes=[format_size(s) for s in req.sizes],
+        host=host_facts(), packages=package_versions(),
+        commit=git_commit(Path(__file__).resolve().parents[2]),
+    )
 
 def all_collectives(text: str | None) -> tuple[str, ...]:
     if not text or text == "all":

@@ -6,12 +6,10 @@ measuring clock, :mod:`bench.collective.harness`).
 
 :class:`SleepWaiter` (what runs) sleeps, because emulated ranks oversubscribe the host's cores:
 a spinning rank would take the core a peer needs to make progress. Linux wakes a sleeper up to
-its timer slack late (50 µs by default; measured here: a 100 µs ``time.sleep`` returned 64 µs
-late at the median), so the waiter sets this process's slack to 1 µs (``prctl``, where there
-is one) and sleeps until ``lead_s`` before the deadline, then spins the rest. Granularity, measured
-on the 2-core development VM with other load: about 15–20 µs late at the median with the
-slack set, 1–2 µs with the final spin when a core is free; when every core is busy the
-scheduler may add milliseconds (what an oversubscribed host costs any process).
+its timer slack late (50 µs by default), so the waiter sets this process's slack to 1 µs
+(``prctl``, where there is one) and sleeps until ``lead_s`` before the deadline, then spins the
+rest: the sleep's wake-up latency is left to the spin when a core is free; when every core is
+busy the scheduler may add milliseconds (what an oversubscribed host costs any process).
 
 :class:`RecordingWaiter` (tests) waits for nothing and records every offset asked for.
 """

@@ -1,8 +1,8 @@
 """Run-to-run noise, estimated from several baseline runs of the same scenario.
 
 One run's samples show the noise *within* the run; they cannot show that the next run, an hour
-later on the same machine, is 1.4x slower at every algorithm of one size (seen on the shared
-2-core development VM). Given k >= 2 baseline runs, the gate measures that noise and refuses to
+later on the same machine, is much slower at every algorithm of one size (ordinary on a shared
+machine). Given k >= 2 baseline runs, the gate measures that noise and refuses to
 call a key slower unless the current run is out of what the baselines themselves did:
 
 * for each key, the log of each baseline run's median (in the mode being gated: raw, or relative

@@ -13,9 +13,9 @@ key, with ``d_r = log(median(HEAD_r) / median(BASE_r))`` over the rounds r:
   0.05, 7 for 0.01). Equivalently the one-sided lower bound of the ratio (the ``c``-th largest
   Walsh average ``(d_i + d_j) / 2``, ``c`` the critical count) exceeds ``1 + threshold``. The
   ratio shown is the Hodges-Lehmann estimate (median of the Walsh averages) and the effect a key
-  can detect is ``need = (1 + threshold) * exp(estimate - bound) - 1``. A paired t test was tried
-  first: one burst in one round of five (the shared VM has them) inflated its spread and hid a
-  1.3x slowdown; pooling the spread over the algorithms measured beside a key made it worse;
+  can detect is ``need = (1 + threshold) * exp(estimate - bound) - 1``. Not a paired t test: one
+  burst in one round of five inflates its spread enough to hide a large slowdown, and pooling the
+  spread over the algorithms measured beside a key makes that worse;
 * the existing within-run tests must agree: :func:`bench.gate.decide.decide` (Mann-Whitney U
   and the bootstrap interval of the median ratio) on all rounds' samples, each round's divided by
   the geometric mean of its two medians (so the rounds' drift does not swamp them).
@@ -107,7 +107,7 @@ def min_rounds(alpha: float) -> int:
     return max(2, math.ceil(math.log2(1 / alpha) - 1e-12))
 
 
-def paired(d: np.ndarray, rule: Rule, alpha: float = 0.05) -> Paired | None:
+def paired(d: np.ndarray, rule: Rule, alpha: float = PAIRED_ALPHA) -> Paired | None:
     """Exact one-sided Wilcoxon signed-rank statistics of the key's per-round log ratios; None
     when its rounds are too few to reach ``alpha``. The lower bound is the largest ``delta`` the
     test would still reject "log ratio <= delta" for: the ``c``-th largest Walsh average, ``c``
@@ -169,7 +169,7 @@ def settled(b: Case, h: Case) -> Row | None:
 
 
 def decide_key(key: Key, rounds: Sequence[Round], base: Side, head: Side, rule: Rule,
-               alpha: float = 0.05) -> Row:
+               alpha: float = PAIRED_ALPHA) -> Row:
     b, h = base.cases[key], head.cases[key]
     meds = (float(np.median(b.array())), float(np.median(h.array())))
     done = settled(b, h)
@@ -216,7 +216,7 @@ def load_rounds(run_dir: Path) -> dict[int, dict[Key, Case]]:
 
 
 def compare_dirs(base_dir: Path, head_dir: Path, rule: Rule,
-                 alpha: float = 0.05) -> GateResult:
+                 alpha: float = PAIRED_ALPHA) -> GateResult:
     """Pair the rounds two side directories have in common whose runs saw the same machine
     (:mod:`bench.gate.matched`) and decide every key."""
     base, head = load_rounds(base_dir), load_rounds(head_dir)

@@ -175,4 +175,5 @@ def export(run_dir: Path, name: str, out: Path | None = None) -> tuple[Path, int
     """Write ``run_dir`` as format ``name``; returns the file and the number of rows/cases."""
     f = FORMATS.get(name)
     out = out or Path(run_dir) / f"export{f.suffix}"
+    out.parent.mkdir(parents=True, exist_ok=True)  # as the report does for -o
     return out, f.write(Path(run_dir), out)

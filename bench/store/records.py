@@ -97,7 +97,7 @@ def read_meta(run_dir: Path) -> dict[str, Any]:
 
 
 # Raw-sample arrays (``samples_us``, ``device_samples_us``, ``samples_ms``): most of a record's
-# bytes. Readers that only need the summaries cut them out before parsing (4x less JSON to read).
+# bytes. Readers that only need the summaries cut them out before parsing.
 _SAMPLE_FIELDS = re.compile(rb',"[A-Za-z_]*samples_(?:us|ms)":\[[^\[\]]*\]')
 _SAMPLE_COLUMN = re.compile(r"^[A-Za-z_]*samples_(?:us|ms)$")
 
@@ -176,7 +176,7 @@ def heal(run_dir: Path) -> int:
 
 def load_results(run_dir: Path | str, *, samples: bool = True) -> pd.DataFrame:
     """All records of a run as a DataFrame (one row per case; ``samples_us`` holds lists unless
-    ``samples=False``, which loads about 4x faster for readers of the summaries alone)."""
+    ``samples=False``, which loads several times faster for readers of the summaries alone)."""
     import pandas as pd  # lazily: the CLI's start-up should not pay for pandas
 
     df = pd.DataFrame(list(iter_records(Path(run_dir), samples=samples)))

@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.launch import inflight
-from bench.store.records import META, SCHEMA_VERSION, StoreError, heal, iter_records, read_meta
+from bench.store import kinds
+from bench.store.records import META, StoreError, heal, iter_records, read_meta
 
 LOCK = ".commbench.lock"  # held by the self-launcher of the run
 RESUME_ENV = "COMMBENCH_RESUME"  # set for the ranks of a resumed run: skip cases with a record
@@ -92,16 +93,9 @@ def run_meta(scenario: Any, source: Path, run_id: str,
     from bench.store import meta
 
     dump = scenario.model_dump(mode="json")
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "run_id": run_id,
-        "source": "commbench",
-        "scenario": dump,
-        "scenario_hash": scenario_hash(dump),
-        "scenario_path": str(source),
-        "started": dt.datetime.now(dt.timezone.utc).isoformat(),
-        **meta.environment(mpi),
-    }
+    return kinds.meta(run_id=run_id, source="commbench", scenario=dump,
+                      scenario_hash=scenario_hash(dump), scenario_path=str(source),
+                      **meta.environment(mpi))
 
 
 def recorded_sizes(run_dir: Path) -> tuple[int, ...]:

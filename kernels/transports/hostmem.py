@@ -2,7 +2,8 @@
 
 Why it matters: numpy asks the kernel for huge pages on arrays of >= 4 MiB (``madvise``), while
 OSU and nccl-tests' host buffers come from ``posix_memalign``/``malloc`` without that advice, and
-huge pages alone moved an in-place 16 MiB ``MPI_Allreduce`` by ~1.6x on the development VM. So:
+huge pages alone change the time of a large in-place ``MPI_Allreduce`` (figures in
+``benchmarks/results/vs_osu.md``). So:
 
 - ``off`` (default, like the peer tools): an anonymous mapping advised ``MADV_NOHUGEPAGE``;
 - ``on``: a 2 MiB-aligned anonymous mapping advised ``MADV_HUGEPAGE``;

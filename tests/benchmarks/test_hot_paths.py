@@ -15,10 +15,10 @@ from pytest_benchmark.fixture import BenchmarkFixture
 from bench.store.records import load_results
 from kernels.algorithm import Problem, get_algorithm
 from kernels.topology import Topology
-from reports import synthetic
 from reports.data import load_runs
 from reports.render import render_html
 from reports.sections import Options
+from tests.helpers import synthetic
 
 
 @pytest.mark.parametrize(("collective", "name"), [

@@ -21,8 +21,7 @@ from typing import Any
 
 BAD = ("0", "-1", "-0", "nan", "inf", "-inf", "1e400", "", " ", "abc", "1,,2", ",", "2,2",
        "99999999999999999999999999", "0.0", "1.5", "-1e-9", "8x", "1e9999B", "\x00", "..", "1..0")
-SCRIPTS = ("bench.perf", "bench.gate.sensitivity", "bench.gate.paired_sensitivity",
-           "reports.bench_render", "bench.commands.env")
+SCRIPTS = ("benchmarks", "bench.commands.env")
 
 
 def command_parsers() -> Iterator[tuple[str, argparse.ArgumentParser]]:

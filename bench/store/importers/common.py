@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import math
 from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
@@ -10,8 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from bench.collective import metrics
+from bench.store import kinds
 from bench.store.importers import Imported, ParseError
-from bench.store.records import SCHEMA_VERSION, ResultWriter, write_meta
+from bench.store.records import ResultWriter, write_meta
 from kernels.collective import resolve
 
 # Tool dtype names -> commbench's (numpy) names.
@@ -84,22 +84,21 @@ def record(*, source: str, collective: str, algorithm: str, transport: str, worl
     spec = resolve(collective)
     t = time_us / 1e6
     rpn = ranks_per_node or world_size
-    return {
-        "schema_version": SCHEMA_VERSION, "kind": "collective",
-        "status": "wrong" if wrong or failed else "ok",
-        "collective": spec.name, "algorithm": algorithm, "transport": transport,
-        "world_size": world_size, "ranks_per_node": rpn, "nodes": max(1, world_size // rpn),
-        "nbytes": nbytes, "count": count, "dtype": dtype, "op": op if spec.reduces else "none",
-        "root": root if spec.rooted else None, "in_place": in_place, "iters": iters,
-        "warmup": warmup, "repetitions": 1, "time_us_median": time_us, "time_us_mean": time_us,
-        "time_us_min": None, "time_us_p5": None, "time_us_p95": None, "time_us_max": None,
-        "algbw_gbps": metrics.algbw_gbps(nbytes, t),
-        "busbw_gbps": metrics.busbw_gbps(spec.name, world_size, nbytes, t),
-        "wrong": wrong, "bytes_sent_max": None, "bytes_sent_inter_max": None, "steps": None,
-        "timer": f"{source}: {summary_of}",
-        "samples_us": [time_us], "samples_are_summaries": True, "source": source,
-        "oversubscribed": False, **(extra or {}),
-    }
+    return kinds.collective(
+        status="wrong" if wrong or failed else "ok",
+        collective=spec.name, algorithm=algorithm, transport=transport,
+        world_size=world_size, ranks_per_node=rpn, nodes=max(1, world_size // rpn),
+        nbytes=nbytes, count=count, dtype=dtype, op=op if spec.reduces else "none",
+        root=root if spec.rooted else None, in_place=in_place, iters=iters,
+        warmup=warmup, repetitions=1, time_us_median=time_us, time_us_mean=time_us,
+        time_us_min=None, time_us_p5=None, time_us_p95=None, time_us_max=None,
+        algbw_gbps=metrics.algbw_gbps(nbytes, t),
+        busbw_gbps=metrics.busbw_gbps(spec.name, world_size, nbytes, t),
+        wrong=wrong, bytes_sent_max=None, bytes_sent_inter_max=None, steps=None,
+        timer=f"{source}: {summary_of}",
+        samples_us=[time_us], samples_are_summaries=True, source=source,
+        oversubscribed=False, **(extra or {}),
+    )
 
 
 def _where(rec: Mapping[str, Any]) -> str:
@@ -129,13 +128,13 @@ def duplicates(records: list[dict[str, Any]], source: str) -> list[str]:
 
 def write_import(out: Path, source: str, input_path: Path, imported: Imported) -> int:
     """Write ``out/meta.json`` and ``out/results.jsonl``; returns the number of records."""
-    now = dt.datetime.now(dt.timezone.utc).isoformat()
-    meta = {"schema_version": SCHEMA_VERSION, "run_id": out.name, "source": source,
-            "source_file": str(input_path), "imported": now, "started": now, "finished": now,
-            "status": "ok", "launcher": f"imported from {source} output",
-            "scenario": {"name": f"{source} import of {input_path.name}",
-                         "description": f"results of {source} read from {input_path}"},
-            **imported.meta}
+    now = kinds.now()
+    meta = kinds.meta(
+        run_id=out.name, source=source, started=now,
+        scenario={"name": f"{source} import of {input_path.name}",
+                  "description": f"results of {source} read from {input_path}"},
+        source_file=str(input_path), imported=now, finished=now, status="ok",
+        launcher=f"imported from {source} output", **imported.meta)
     write_meta(out, meta)
     with ResultWriter(out) as w:
         for rec in imported.records:

@@ -1,6 +1,6 @@
 """How small a slowdown the gate detects, and how often it cries wolf: scale one key at a time.
 
-    python -m bench.gate.sensitivity RUN [RUN ...] [--baselines K] [--factors 1.05,1.1,1.2,1.3]
+    python -m benchmarks.sensitivity RUN [RUN ...] [--baselines K] [--factors 1.05,1.1,1.2,1.3]
 
 For each factor and each gated key, the current run's samples of that key alone are multiplied
 by the factor (the other keys untouched, as when one algorithm regresses) and the key is decided
@@ -22,13 +22,16 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.argtypes import OneLineParser, percent, positive_int
+from bench.argtypes import OneLineParser, positive_int
 from bench.gate.compare import Side, compare_case
 from bench.gate.decide import Rule
+from bench.gate.flags import add_rule_flags, rule_from
 from bench.gate.keys import KEY, Case, InputError, Key, load_cases
 from bench.gate.noise import estimate
+from benchmarks import results
 
 _WORLD = KEY.index("world_size")
+RULE = ("threshold", "reference")  # the gate flags this benchmark takes
 
 
 def scaled(case: Case, factor: float) -> Case:
@@ -67,15 +70,14 @@ def trials(n: int, k: int, limit: int) -> list[tuple[tuple[int, ...], int]]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = OneLineParser(prog="python -m bench.gate.sensitivity", description=__doc__,
+    p = OneLineParser(prog="python -m benchmarks.sensitivity", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("runs", type=Path, nargs="+", help="runs of the same scenario and code")
     p.add_argument("--baselines", type=positive_int, default=1, metavar="K",
                    help="baseline runs per trial (several runs given; default 1)")
     p.add_argument("--max-trials", type=positive_int, default=12)
     p.add_argument("--factors", default="1.05,1.1,1.2,1.3")
-    p.add_argument("--threshold", type=percent, default=5.0, metavar="PCT")
-    p.add_argument("--relative", action="store_true")
+    add_rule_flags(p, RULE)
     args = p.parse_args(argv)
     try:
         factors = [1.0, *(float(f) for f in args.factors.split(","))]
@@ -85,7 +87,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (InputError, ValueError) as e:
         print(f"sensitivity: {e}", file=sys.stderr)
         return 2
-    rule = Rule(threshold=args.threshold / 100, reference=args.relative)
+    rule = rule_from(args, RULE)
     plan = trials(len(runs), args.baselines, args.max_trials)
     what = ("current = scaled copy of the baseline" if len(runs) == 1 else
             f"{len(plan)} trials of {args.baselines} baseline run(s) vs another run")
@@ -108,4 +110,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(results.run(__file__, main))

@@ -1,7 +1,7 @@
 """Benchmark: commbench's training wrapper against a bare loop of the same strategy (DDP).
 
     .venv/bin/python -m torch.distributed.run --standalone --nproc-per-node 2 \\
-        -m bench.perf.training_overhead [--model gpt-tiny] [--steps 40] [--blocks 6]
+        -m benchmarks.training_overhead [--model gpt-tiny] [--steps 40] [--blocks 6]
 
 In one job, alternating blocks (so machine drift hits both):
 - ``commbench``: the registered ``ddp`` strategy timed by :func:`bench.training.measure.run_case`
@@ -29,6 +29,7 @@ from bench.training.measure import Protocol, run_case
 from bench.training.scenario import StrategySpec
 from bench.training.strategies import STRATEGIES
 from bench.training.strategy import TrainContext, Trainer
+from benchmarks import results
 
 SEED, LR = 1234, 1e-3
 
@@ -108,4 +109,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(results.run(__file__, main))

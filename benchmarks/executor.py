@@ -3,9 +3,9 @@ vendor collective, per collective.
 
 Run under mpiexec (the ratios are within one run, algorithms alternating, so noise cancels):
 
-    .venv/bin/mpiexec -n 2 .venv/bin/python -m bench.perf.executor
-    .venv/bin/mpiexec -n 2 .venv/bin/python -m bench.perf.executor --collective all_gather
-    .venv/bin/mpiexec -n 4 .venv/bin/python -m bench.perf.executor --sizes 64KiB,1MiB,16MiB
+    .venv/bin/mpiexec -n 2 .venv/bin/python -m benchmarks.executor
+    .venv/bin/mpiexec -n 2 .venv/bin/python -m benchmarks.executor --collective all_gather
+    .venv/bin/mpiexec -n 4 .venv/bin/python -m benchmarks.executor --sizes 64KiB,1MiB,16MiB
 
 Prints, per size, the median time (max over ranks per iteration) of the executor's ring, the
 hand-written ring (all_reduce, all_gather, reduce_scatter; target executor/hand <= 1.05 at
@@ -26,8 +26,9 @@ from bench.collective import data
 from bench.collective.harness import Env, time_plans
 from bench.collective.ranks import worst_over_ranks
 from bench.collective.scenario import Timing
-from bench.perf.handring import HandRing, HandRingAllGather, HandRingReduceScatter
 from bench.units import format_size, parse_size
+from benchmarks import results
+from benchmarks.handring import HandRing, HandRingAllGather, HandRingReduceScatter
 from kernels.algorithm import Problem, algorithms_of
 from kernels.collective import resolve
 from kernels.ops import OPS
@@ -102,4 +103,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(results.run(__file__, main))

@@ -8,9 +8,13 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
-ROOT = Path(__file__).resolve().parents[2]
+from bench.argtypes import OneLineParser, positive_int
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def bench(who: str, *args: str) -> None:
@@ -29,6 +33,29 @@ def fresh_dir(who: str, out: Path) -> Path:
         raise SystemExit(f"{who}: {out} exists and is not empty")
     out.mkdir(parents=True, exist_ok=True)
     return out
+
+
+def command_line(name: str, doc: str, count: str, default: int,
+                 argv: list[str] | None) -> tuple[argparse.Namespace, Path]:
+    """An accuracy benchmark's flags parsed: ``--COUNT N`` (its repeats) and ``--out DIR``, made
+    fresh; returns (args, out)."""
+    ap = OneLineParser(prog=f"python -m benchmarks.{name}", description=doc,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument(f"--{count}", type=positive_int, default=default)
+    add_out(ap, name.replace("_", "-"))
+    args = ap.parse_args(argv)
+    return args, fresh_dir(name, args.out)
+
+
+T = TypeVar("T")
+
+
+def each(n: int, noun: str, done: str, one: Callable[[int], T], t0: float) -> Iterator[T]:
+    """``one(i)`` for i < n, each followed by a progress line (``# NOUN i DONE [seconds, load]``)."""
+    for i in range(n):
+        got = one(i)
+        print(f"# {noun} {i} {done} [{time.monotonic() - t0:.0f} s, load {load()}]", flush=True)
+        yield got
 
 
 def add_out(ap: argparse.ArgumentParser, name: str) -> None:

@@ -1,7 +1,7 @@
 """Benchmark: the memory pre-check's prediction against each rank's measured peak.
 
-    .venv/bin/python -m bench.perf.memcheck   # all_reduce, all_gather; f32, f16; 256 MiB, 1 GiB
-    .venv/bin/python -m bench.perf.memcheck --sizes 256MiB --collectives alltoall
+    .venv/bin/python -m benchmarks.memcheck   # all_reduce, all_gather; f32, f16; 256 MiB, 1 GiB
+    .venv/bin/python -m benchmarks.memcheck --sizes 256MiB --collectives alltoall
 
 Each case runs ``commbench run`` on 2 ranks under the embedded mpiexec, every rank wrapped in
 ``/usr/bin/time -f %M`` (peak resident set, KB), with ``native`` and ``ring`` (or the
@@ -20,6 +20,7 @@ from pathlib import Path
 from bench.argtypes import OneLineParser
 from bench.collective.memory import rank_bytes
 from bench.units import format_size, parse_size
+from benchmarks import results
 from kernels.algorithm import algorithm_names
 from kernels.collective import resolve
 from kernels.ops import ITEMSIZE
@@ -68,4 +69,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(results.run(__file__, main))

@@ -1,12 +1,12 @@
 """How well the cost model predicts this machine: calibrate on some algorithms and sizes, predict
 others.
 
-    python -m bench.perf.predict_accuracy [--rounds 3] [--out runs/predict-accuracy]
+    python -m benchmarks.predict_accuracy [--rounds 3] [--out runs/predict-accuracy]
 
 Each round is one p = 2 sweep on this host (``commbench run``, self-launched) of every collective
 with two sets of algorithms, measured side by side in each case (the harness alternates a case's
-algorithms block by block, so both sets see the same state of the machine — this VM switches
-between two speed modes for stretches, which no calibration can follow across runs):
+algorithms block by block, so both sets see the same state of the machine — a shared machine can
+switch speed for stretches, which no calibration can follow across runs):
 
 - ``cal``: all_reduce ring and tree, all_gather ring, reduce_scatter ring, broadcast binomial,
   reduce binomial, alltoall pairwise, at 4 KiB, 16 KiB, ... 16 MiB;
@@ -14,8 +14,8 @@ between two speed modes for stretches, which no calibration can follow across ru
   recursive_halving and direct, broadcast chain and scatter_allgather, reduce rabenseifner,
   alltoall bruck and direct, at 8 KiB, 32 KiB, ... 8 MiB (other algorithms, other sizes, each
   between two calibrated ones: the α-β model has no cache effects, so it is not asked to
-  extrapolate past the largest calibrated size: on the development VM times grow faster than
-  the bytes there, e.g. all_gather 8 MiB -> 32 MiB took 8x as long for 4x the bytes).
+  extrapolate past the largest calibrated size, where caches stop holding the buffers and times
+  grow faster than the bytes).
 
 ``commbench calibrate`` fits a profile to the round's ``cal`` records only, and ``commbench predict
 --profile ... --topology 1x2`` predicts the ``test`` algorithms and sizes, paired with the measured
@@ -26,7 +26,6 @@ run, minutes later). Printed: median and worst |error| at >= 64 KiB, per algorit
 
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
 import time
@@ -35,10 +34,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from bench.argtypes import OneLineParser, positive_int
-from bench.perf.subrun import add_out, bench, fresh_dir, load
 from bench.store.records import load_results
 from bench.units import format_size
+from benchmarks import results
+from benchmarks.subrun import bench, command_line, each
 from reports.sections.prediction import pair
 
 cmd = partial(bench, "predict_accuracy")  # a commbench command, failing as this benchmark
@@ -123,18 +122,9 @@ def summary(df: pd.DataFrame, label: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = OneLineParser(prog="python -m bench.perf.predict_accuracy", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--rounds", type=positive_int, default=3)
-    add_out(ap, "predict-accuracy")
-    args = ap.parse_args(argv)
-    out = fresh_dir("predict_accuracy", args.out)
+    args, out = command_line("predict_accuracy", __doc__, "rounds", 3, argv)
     t0 = time.monotonic()
-    rounds = []
-    for i in range(args.rounds):
-        rounds.append(one_round(out, i))
-        print(f"# round {i} measured and fitted [{time.monotonic() - t0:.0f} s, load "
-              f"{load()}]", flush=True)
+    rounds = list(each(args.rounds, "round", "measured and fitted", partial(one_round, out), t0))
     same = []
     for i, d in enumerate(rounds):
         got = errors(d / "profile.yaml", d / "test", d / "pred").assign(round=i, how="same round")
@@ -161,4 +151,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(results.run(__file__, main))

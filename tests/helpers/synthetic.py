@@ -18,7 +18,8 @@ from typing import Any
 import numpy as np
 
 from bench.collective import metrics
-from bench.store.records import RESULTS, SCHEMA_VERSION, write_meta
+from bench.store import kinds
+from bench.store.records import RESULTS, write_meta
 
 ALGORITHMS = {"native": (8.0, 6.0), "ring": (14.0, 5.5), "tree": (10.0, 3.5),
               "naive": (9.0, 2.0)}  # name: (latency µs per step, GB/s)
@@ -63,31 +64,30 @@ def _record(rng: np.random.Generator, spec: Spec, alg: str, transport: str, dtyp
     med = float(np.median(samples))
     p5, p95 = np.percentile(samples, [5, 95])
     count = nbytes // 4
-    return {
-        "schema_version": SCHEMA_VERSION, "kind": "collective", "status": "ok",
-        "collective": "all_reduce", "algorithm": alg, "transport": transport, "world_size": world,
-        "ranks_per_node": world, "nodes": 1, "nbytes": nbytes, "count": count, "dtype": dtype,
-        "op": op, "iters": spec.samples, "warmup": 3, "repetitions": 2,
-        "time_us_min": float(samples.min()), "time_us_median": med,
-        "time_us_mean": float(samples.mean()), "time_us_p5": float(p5), "time_us_p95": float(p95),
-        "time_us_max": float(samples.max()), "time_us_stdev": float(samples.std(ddof=1)),
-        "algbw_gbps": metrics.algbw_gbps(nbytes, med / 1e6),
-        "busbw_gbps": metrics.busbw_gbps("all_reduce", world, nbytes, med / 1e6),
-        "wrong": 0, "tolerance": 0.0,
-        "bytes_sent_max": None if alg == "native" else int(2 * (world - 1) / world * nbytes),
-        "bytes_sent_inter_max": 0, "steps": None if alg == "native" else 2 * (world - 1),
-        "timer": "synthetic: log-normal samples around an alpha-beta model",
-        "samples_us": [round(float(x), 3) for x in samples], "time_unix": 1.7e9,
-        "run_id": "synthetic", "scenario": spec.scenario, "oversubscribed": False,
-    }
+    return kinds.collective(
+        status="ok", collective="all_reduce", algorithm=alg, transport=transport,
+        world_size=world, ranks_per_node=world, nodes=1, nbytes=nbytes, count=count, dtype=dtype,
+        op=op, iters=spec.samples, warmup=3, repetitions=2,
+        time_us_min=float(samples.min()), time_us_median=med,
+        time_us_mean=float(samples.mean()), time_us_p5=float(p5), time_us_p95=float(p95),
+        time_us_max=float(samples.max()), time_us_stdev=float(samples.std(ddof=1)),
+        algbw_gbps=metrics.algbw_gbps(nbytes, med / 1e6),
+        busbw_gbps=metrics.busbw_gbps("all_reduce", world, nbytes, med / 1e6),
+        wrong=0, tolerance=0.0,
+        bytes_sent_max=None if alg == "native" else int(2 * (world - 1) / world * nbytes),
+        bytes_sent_inter_max=0, steps=None if alg == "native" else 2 * (world - 1),
+        timer="synthetic: log-normal samples around an alpha-beta model",
+        samples_us=[round(float(x), 3) for x in samples], time_unix=1.7e9,
+        run_id="synthetic", scenario=spec.scenario, oversubscribed=False,
+    )
 
 
 def failed_record(alg: str, world: int, nbytes: int, error: str) -> dict[str, Any]:
     """A case that did not finish: no timings, an error message (as a crashed case leaves)."""
-    return {"schema_version": SCHEMA_VERSION, "kind": "collective", "status": "failed",
-            "collective": "all_reduce", "algorithm": alg, "transport": "mpi", "world_size": world,
-            "ranks_per_node": world, "nbytes": nbytes, "count": nbytes // 4, "dtype": "float32",
-            "op": "sum", "error": error, "run_id": "synthetic", "scenario": "synthetic"}
+    return kinds.collective(status="failed", collective="all_reduce", algorithm=alg,
+                            transport="mpi", world_size=world, ranks_per_node=world,
+                            nbytes=nbytes, count=nbytes // 4, dtype="float32", op="sum",
+                            error=error, run_id="synthetic", scenario="synthetic")
 
 
 def training_records(strategies: Sequence[str] = ("data", "zero1", "tensor", "pipeline"),
@@ -104,29 +104,31 @@ def training_records(strategies: Sequence[str] = ("data", "zero1", "tensor", "pi
                 p = 4 * params / shard
                 step = 20.0 * (1 + 0.1 * w) * rng.lognormal(0, 0.03)
                 samples = step * rng.lognormal(0, 0.04, 20)
-                yield {"schema_version": SCHEMA_VERSION, "kind": "training", "status": "ok",
-                       "strategy": s, "model": model, "world_size": w, "ranks_per_node": w,
-                       "transport": "mpi", "step_time_ms_median": float(np.median(samples)),
-                       "step_time_ms_p5": float(np.percentile(samples, 5)),
-                       "step_time_ms_p95": float(np.percentile(samples, 95)),
-                       "samples_per_s": 8 * w / (float(np.median(samples)) / 1e3),
-                       "scaling_efficiency": 1 / (1 + 0.1 * (w - 1)),
-                       "mem_params_bytes": p, "mem_grads_bytes": p,
-                       "mem_optim_bytes": 8 * params / optim_shard,
-                       "mem_peak_bytes": 3.6 * p + 8 * params / optim_shard,
-                       "comm_bytes_per_step": 2 * p * (w - 1) / max(w, 1),
-                       "loss_max_abs_diff": 1e-7, "samples_ms": [float(x) for x in samples],
-                       "run_id": "synthetic", "scenario": "synthetic"}
+                yield kinds.training(
+                    status="ok", strategy=s, model=model, world_size=w, ranks_per_node=w,
+                    transport="mpi", step_time_ms_median=float(np.median(samples)),
+                    step_time_ms_p5=float(np.percentile(samples, 5)),
+                    step_time_ms_p95=float(np.percentile(samples, 95)),
+                    samples_per_s=8 * w / (float(np.median(samples)) / 1e3),
+                    scaling_efficiency=1 / (1 + 0.1 * (w - 1)),
+                    mem_params_bytes=p, mem_grads_bytes=p,
+                    mem_optim_bytes=8 * params / optim_shard,
+                    mem_peak_bytes=3.6 * p + 8 * params / optim_shard,
+                    comm_bytes_per_step=2 * p * (w - 1) / max(w, 1),
+                    loss_max_abs_diff=1e-7, samples_ms=[float(x) for x in samples],
+                    run_id="synthetic", scenario="synthetic")
 
 
 def meta(run_id: str, scenario: str = "synthetic", **extra: Any) -> dict[str, Any]:
-    return {"schema_version": SCHEMA_VERSION, "run_id": run_id, "source": "synthetic",
-            "scenario": {"name": scenario, "description": "synthetic records for tests"},
-            "started": dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc).isoformat(),
-            "finished": dt.datetime(2026, 1, 1, 0, 1, tzinfo=dt.timezone.utc).isoformat(),
-            "status": "ok", "host": {"hostname": "synthetic", "cpu": "none", "cores_logical": 2,
-                                     "cores_physical": 2, "memory_bytes": 2**34, "gpus": []},
-            "mpi": {"library": "none"}, "packages": {}, "commit": None, **extra}
+    fields: dict[str, Any] = {
+        "finished": dt.datetime(2026, 1, 1, 0, 1, tzinfo=dt.timezone.utc).isoformat(),
+        "status": "ok", "host": {"hostname": "synthetic", "cpu": "none", "cores_logical": 2,
+                                 "cores_physical": 2, "memory_bytes": 2**34, "gpus": []},
+        "mpi": {"library": "none"}, "packages": {}, "commit": None, **extra}
+    return kinds.meta(run_id=run_id, source="synthetic",
+                      scenario={"name": scenario, "description": "synthetic records for tests"},
+                      started=dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc).isoformat(),
+                      **fields)
 
 
 def write_run(run_dir: Path, records: Iterator[Mapping[str, Any]] | Sequence[Mapping[str, Any]],

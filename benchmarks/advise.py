@@ -5,7 +5,7 @@ ranked) per repeat, the import time before it, and the whole command end to end 
 interpreter running ``commbench advise ... --topology 128x8``: start-up, search, records written),
 wall time per repeat.
 
-    .venv/bin/python -m bench.perf.advise [--repeat 3] [--world 1024] [--no-cli]
+    .venv/bin/python -m benchmarks.advise [--repeat 3] [--world 1024] [--no-cli]
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 from bench.argtypes import OneLineParser, positive_int
+from benchmarks import results
 
 CLI = ["advise", "--params", "70B", "--layers", "80", "--hidden", "8192", "--heads", "64",
        "--profile", "h100-ib400", "--topology", "128x8"]
@@ -66,4 +67,4 @@ def cli(repeat: int) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(results.run(__file__, main))

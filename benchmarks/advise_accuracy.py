@@ -1,7 +1,7 @@
 """How well ``commbench advise`` predicts training steps on this machine: predicted against
 measured step time for every strategy of ``scenarios/training.yaml`` at 2 and 4 ranks.
 
-    python -m bench.perf.advise_accuracy [--repeats 2] [--out runs/advise-accuracy]
+    python -m benchmarks.advise_accuracy [--repeats 2] [--out runs/advise-accuracy]
 
 Each repeat runs the recipe of docs/advise.md end to end, with ``commbench`` from this checkout:
 
@@ -19,16 +19,15 @@ the measured runs feeds the prediction except the world-size-1 steps and the cal
 
 from __future__ import annotations
 
-import argparse
 import time
 from functools import partial
 from pathlib import Path
 
 import pandas as pd
 
-from bench.argtypes import OneLineParser, positive_int
-from bench.perf.subrun import add_out, bench, fresh_dir, load
 from bench.store.records import iter_records
+from benchmarks import results
+from benchmarks.subrun import bench, command_line, each
 
 cmd = partial(bench, "advise_accuracy")
 
@@ -59,19 +58,13 @@ def summary(df: pd.DataFrame, label: str) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = OneLineParser(prog="python -m bench.perf.advise_accuracy", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--repeats", type=positive_int, default=2)
-    add_out(ap, "advise-accuracy")
-    args = ap.parse_args(argv)
-    out = fresh_dir("advise_accuracy", args.out)
+    args, out = command_line("advise_accuracy", __doc__, "repeats", 2, argv)
     t0 = time.monotonic()
     frames = []
-    for i in range(args.repeats):
-        frames.append(one_repeat(out, i))
-        print(f"# repeat {i} measured and predicted [{time.monotonic() - t0:.0f} s, load "
-              f"{load()}]", flush=True)
-        for line in summary(frames[-1], f"repeat {i}"):
+    for i, frame in enumerate(each(args.repeats, "repeat", "measured and predicted",
+                                   partial(one_repeat, out), t0)):
+        frames.append(frame)
+        for line in summary(frame, f"repeat {i}"):
             print(line, flush=True)
     allr = pd.concat(frames, ignore_index=True)
     for line in summary(allr, f"pooled over {len(frames)}"):
@@ -87,4 +80,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(results.run(__file__, main))

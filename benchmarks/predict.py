@@ -1,7 +1,7 @@
 """Benchmark: how fast ``commbench predict`` prices every collective and algorithm.
 
-    .venv/bin/python -m bench.perf.predict                       # 4096 and 32768 ranks
-    .venv/bin/python -m bench.perf.predict --world-sizes 512,4096 --repeat 5
+    .venv/bin/python -m benchmarks.predict                       # 4096 and 32768 ranks
+    .venv/bin/python -m benchmarks.predict --world-sizes 512,4096 --repeat 5
 
 Per world size: every collective x every algorithm (native included: skipped without a
 measured curve) x 30 sizes (8 B .. 4 GiB, float32) on ``--topology`` (default 64x8, scaled out),
@@ -22,6 +22,7 @@ from bench.costmodel import evaluate
 from bench.costmodel.model import parse_topology
 from bench.costmodel.predict import predict
 from bench.costmodel.profile import load_profile
+from benchmarks import results
 from kernels import collective as coll
 
 
@@ -75,4 +76,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(results.run(__file__, main))

@@ -1,6 +1,6 @@
 """Ratios against the vendor collective from a run's records (issue targets of the core slice).
 
-    python -m bench.perf.vs_native runs/<id>
+    python -m benchmarks.vs_native runs/<id>
 
 For each world size > 1: at sizes >= 1 MiB, ring busbw / native busbw (target >= 0.95); at sizes
 <= 4 KiB, the best commbench algorithm's median time / native's (target <= 2).
@@ -14,10 +14,11 @@ from pathlib import Path
 from bench.argtypes import OneLineParser
 from bench.store.records import StoreError, load_results
 from bench.units import format_size
+from benchmarks import results
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = OneLineParser(prog="python -m bench.perf.vs_native", description=__doc__.splitlines()[0])
+    ap = OneLineParser(prog="python -m benchmarks.vs_native", description=__doc__.splitlines()[0])
     ap.add_argument("run", type=Path, help="a run directory")
     args = ap.parse_args(argv)
     try:
@@ -45,4 +46,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(results.run(__file__, main))

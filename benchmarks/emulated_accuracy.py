@@ -1,6 +1,6 @@
 """Does the cost model predict an emulated cluster, and hierarchical's margin over ring on it?
 
-    python -m bench.perf.emulated_accuracy [--scenario scenarios/emulated.yaml] [--out DIR]
+    python -m benchmarks.emulated_accuracy [--scenario scenarios/emulated.yaml] [--out DIR]
 
 1. ``host``: the scenario's sweep on one emulated node holding all its ranks (``topology: 1xP``:
    nothing is delayed), then ``commbench calibrate host --base PROFILE`` fits this host's own
@@ -26,9 +26,10 @@ import pandas as pd
 import yaml
 
 from bench.argtypes import OneLineParser
-from bench.perf.subrun import ROOT, add_out, bench, fresh_dir, load
 from bench.store.records import load_results
 from bench.units import format_size
+from benchmarks import results
+from benchmarks.subrun import ROOT, add_out, bench, fresh_dir, load
 from reports.sections.prediction import pair
 
 cmd = partial(bench, "emulated_accuracy")  # a commbench command, failing as this benchmark
@@ -42,7 +43,7 @@ def write(path: Path, sc: dict[str, Any]) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = OneLineParser(prog="python -m bench.perf.emulated_accuracy", description=__doc__,
+    ap = OneLineParser(prog="python -m benchmarks.emulated_accuracy", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--scenario", type=Path, default=ROOT / "scenarios" / "emulated.yaml")
     add_out(ap, "emulated-accuracy")
@@ -88,4 +89,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(results.run(__file__, main))

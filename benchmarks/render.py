@@ -1,4 +1,4 @@
-"""Time the report on a large results file: ``python -m reports.bench_render [--records N]``.
+"""Time the report on a large results file: ``python -m benchmarks.render [--records N]``.
 
 Generates a synthetic run of N records (default 100,000: 4 algorithms x 22 sizes x 8 world sizes
 x 2 transports x 2 dtypes x 2 ops, repeated as if the file had been appended to 18 times, 30 raw
@@ -11,17 +11,17 @@ from __future__ import annotations
 import itertools
 import os
 import resource
-import sys
 import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
 from bench.argtypes import OneLineParser, positive_int
-from reports import synthetic
+from benchmarks import results
 from reports.data import load_runs
 from reports.render import render_html
 from reports.sections import Options
+from tests.helpers import synthetic
 
 SPEC = synthetic.Spec(world_sizes=(2, 4, 8, 16, 32, 64, 128, 256),
                       sizes=tuple(8 * 2**i for i in range(22)), transports=("mpi", "nccl"),
@@ -70,4 +70,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(results.run(__file__, main))

@@ -1,6 +1,6 @@
 """Measured sensitivity of the paired gate (``commbench ab``) on this machine.
 
-    python -m bench.gate.paired_sensitivity [--scenario scenarios/ci.yaml] [--rounds-total 8]
+    python -m benchmarks.paired_sensitivity [--scenario scenarios/ci.yaml] [--rounds-total 8]
 
 Worktrees of one commit (``--rev``, default HEAD) play BASE and every HEAD: ``head-1.00`` is the
 same code (its alarms are false alarms), ``head-F`` the same code with all_reduce ``ring`` made F
@@ -26,14 +26,16 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.argtypes import OneLineParser, percent, positive_int, probability
+from bench.argtypes import OneLineParser, positive_int, probability
 from bench.gate.ab import AbError, Side, git, resolve, run_rounds, worktrees
 from bench.gate.decide import Rule
+from bench.gate.flags import add_rule_flags
 from bench.gate.keys import KEY, InputError, Key
 from bench.gate.matched import mismatched, round_speeds
-from bench.gate.paired import Round, decide_rounds, load_rounds
+from bench.gate.paired import PAIRED_ALPHA, Round, decide_rounds, load_rounds
+from benchmarks import results
 
-PLUGIN_DIR = Path(__file__).resolve().parents[2] / "tests" / "plugins"
+PLUGIN_DIR = Path(__file__).resolve().parents[1] / "tests" / "plugins"
 PLUGIN = "commbench_slowdown"
 TARGET = "ring"
 _ALG, _WORLD, _BYTES = (KEY.index(f) for f in ("algorithm", "world_size", "nbytes"))
@@ -116,7 +118,7 @@ def table(out: Path, names: Sequence[str], k: int, limit: int, min_bytes: int,
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = OneLineParser(prog="python -m bench.gate.paired_sensitivity", description=__doc__,
+    p = OneLineParser(prog="python -m benchmarks.paired_sensitivity", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--scenario", type=Path, default=Path("scenarios/ci.yaml"))
     p.add_argument("--rev", default="HEAD", help="the commit every side runs (default HEAD)")
@@ -125,8 +127,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--rounds", type=positive_int, default=5, help="rounds per simulated ab job (default 5)")
     p.add_argument("--max-trials", type=positive_int, default=28)
     p.add_argument("--min-bytes", type=positive_int, default=65536)
-    p.add_argument("--threshold", type=percent, default=5.0, metavar="PCT")
-    p.add_argument("--alpha", type=probability, default=0.05, help="the paired test's level")
+    add_rule_flags(p, ("threshold",))
+    p.add_argument("--alpha", type=probability, default=PAIRED_ALPHA, help="the paired test's level")
     p.add_argument("--out", type=Path, default=Path("runs/paired-sensitivity"))
     p.add_argument("--reuse", action="store_true", help="analyse the rounds already in --out")
     args = p.parse_args(argv)
@@ -164,4 +166,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(results.run(__file__, main))

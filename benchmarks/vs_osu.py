@@ -1,6 +1,6 @@
 """commbench next to OSU's C ``osu_allreduce`` (out of place), same machine, rounds alternating.
 
-    python -m bench.perf.vs_osu --osu-src DIR [--mpi mpich|openmpi] [--sizes 4B..16MiB] [--rounds 5]
+    python -m benchmarks.vs_osu --osu-src DIR [--mpi mpich|openmpi] [--sizes 4B..16MiB] [--rounds 5]
 
 DIR is an OSU Micro-Benchmarks source tree or a git repository of one (read at HEAD). Only
 ``osu_allreduce.c`` and OSU's C utilities are built, with the MPI's own ``mpicc``, in a temporary
@@ -38,8 +38,9 @@ from bench.argtypes import OneLineParser, positive_float, positive_int, size_spa
 from bench.launch.launcher import Mpiexec
 from bench.store.records import load_results
 from bench.units import format_size, size_range
+from benchmarks import results
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 MAIN = "c/mpi/collective/blocking/osu_allreduce.c"
 # what OSU's c/mpi/collective/blocking/Makefile.am links into every collective test
 UTIL = ("osu_util.c", "osu_util_mpi.c", "osu_util_graph.c", "osu_util_papi.c", "osu_util_validation.c")
@@ -145,7 +146,7 @@ def load() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = OneLineParser(prog="python -m bench.perf.vs_osu", description=__doc__.split("\n")[0])
+    ap = OneLineParser(prog="python -m benchmarks.vs_osu", description=__doc__.split("\n")[0])
     ap.add_argument("--osu-src", type=Path, required=True, help="OSU source tree or git repository")
     ap.add_argument("--mpi", choices=("mpich", "openmpi"), default="mpich")
     ap.add_argument("--sizes", type=size_span, default="4B..16MiB",
@@ -230,4 +231,4 @@ def table(got: dict[tuple[str, int], list[float]], sizes: list[int], mpi: str, r
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(results.run(__file__, main))
