@@ -188,9 +188,9 @@ def test_a_corrupt_line_in_a_probe_run_leaves_one_pair_missing(tmp_path: Path) -
     assert 'id="probe-missing"' in text
 
 
-def test_bi_windows_start_from_a_handshake_on_both_ranks() -> None:
-    # The lower rank reads its clock only after the higher one is ready, and neither posts its
-    # window before the go it sends right after: the exact event order of every turn, both ranks.
+def test_every_pair_iteration_starts_from_the_pairs_barrier_on_both_ranks() -> None:
+    # The harness times the probe's point-to-point cases: barrier, clock, the case, clock, on
+    # both ranks; no message before the rank's own clock; the sample is the pair's max.
     res = run_mpi(2, ROOT / "tests" / "mpi" / "probe_sync.py")
     assert res.returncode == 0, res.stderr
 

@@ -1,5 +1,7 @@
 """Probe records: one per pair of ranks and size, in the results store's format
-(``kind: "probe"``), from the samples of :mod:`bench.probe.measure`.
+(``kind: "probe"``), from the samples of the harness's point-to-point cases
+(:mod:`bench.collective.p2p`); and what a probe measures (sizes, repeats, window). No MPI here:
+the launcher, the scenario and the reports import it.
 
 Each of the three measurements keeps its raw samples (``*_samples_us``, cut out by readers that
 want summaries only), its median, p5, p95 and min, and its noise: the standard error of the
@@ -15,17 +17,39 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from bench.probe.links import Layout
-from bench.probe.settings import TIMER, Samples, Settings
 from bench.store.records import SCHEMA_VERSION
 
 # The measurements of a record: name -> (field prefix, what one sample is)
 MEASUREMENTS = {"latency": "latency_us", "uni": "uni_us", "bi": "bi_us"}
 MEDIAN_SE = 1.2533 * 1.4826  # sqrt(pi/2) x (sigma per MAD) for normal samples
+TIMER = ("time.perf_counter_ns on both ranks of a pair around each iteration, after the pair's "
+         "barrier, max of the two per iteration; latency: half a ping-pong round trip; uni: a "
+         "window of messages one way plus a 4-byte ack (osu_bw); bi: a window each way at once "
+         "(osu_bibw)")
+
+
+@dataclass(frozen=True)
+class Settings:
+    sizes: tuple[int, ...]
+    repeats: int = 10  # timed samples per measurement, pair and size
+    window: int = 16  # messages per bandwidth sample (osu_bw uses 64)
+    warmup: int = 1  # untimed turns before the samples
+
+
+@dataclass(frozen=True)
+class Samples:
+    """One pair at one size (µs per sample, the max of its two ranks per iteration)."""
+
+    nbytes: int
+    latency_us: tuple[float, ...]  # half round trips
+    uni_us: tuple[float, ...]  # window times, one way
+    bi_us: tuple[float, ...]  # window times, both ways
 
 
 def median_noise(samples: Sequence[float]) -> float:

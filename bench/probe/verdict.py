@@ -1,6 +1,6 @@
 """The confirmation pass's rule: is a suspect slow again, measured alone against a reference?
 
-The pass (:mod:`bench.probe.confirm_job`) measures a suspect's pair in B blocks of r samples per
+The pass (:mod:`bench.probe.runner`) measures a suspect's pair in B blocks of r samples per
 measurement and size, one pair at a time (every other rank asleep at a barrier), and a reference
 pair of its class the same way before the first block, between blocks and after the last
 (B + 1 blocks): R S R S ... S R. Records of the pass (``phase: confirm``) keep the pooled
