@@ -10,12 +10,13 @@ from __future__ import annotations
 import argparse
 import sys
 import typing
-from typing import Any
-
-from pydantic.fields import FieldInfo
+from typing import TYPE_CHECKING, Any
 
 from bench.argtypes import name_list, nonneg_int, out_dir, positive_float, positive_int, world_size
 from bench.commands import register
+
+if TYPE_CHECKING:
+    from pydantic.fields import FieldInfo
 
 NOT_FLAGS = ("name", "description", "kind", "emulate")  # emulate: --emulate with --topology
 SHORT = {"world_size": "-n"}

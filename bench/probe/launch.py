@@ -1,11 +1,7 @@
 """``commbench probe`` and ``kind: probe`` scenarios: self-launched through the collective kind's
 launch (:class:`bench.commands.run.CollectiveKind`: one ``mpiexec`` job whose ranks run
-``commbench run RUN/scenario.yaml``, in the one self-launch loop of :mod:`bench.launch`), or the
-probe inside the user's own mpiexec/srun job, where rank 0 writes the meta.
-
-A probe is not resumed: it is one measurement of the cluster as it is now. An interrupted probe
-keeps its records (``commbench report RUN`` shows them) and says to run it again; ``--resume``
-and a non-empty ``--out`` are refused saying the same.
+``commbench run RUN/scenario.yaml``), or inside the user's own mpiexec/srun job, where rank 0
+writes the meta. A probe is never resumed: it measures the cluster as it is now.
 """
 
 from __future__ import annotations

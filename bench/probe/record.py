@@ -1,15 +1,9 @@
-"""Probe records: one per pair of ranks and size, in the results store's format
-(``kind: "probe"``), from the samples of the harness's point-to-point cases
-(:mod:`bench.collective.p2p`); and what a probe measures (sizes, repeats, window). No MPI here:
-the launcher, the scenario and the reports import it.
-
-Each of the three measurements keeps its raw samples (``*_samples_us``, cut out by readers that
-want summaries only), its median, p5, p95 and min, and its noise: the standard error of the
-median estimated from the samples' spread, ``1.2533 * 1.4826 * MAD / sqrt(n)`` (the median's
-standard error for normal samples, with the MAD as a robust sigma). Bandwidths are derived
-from the median window times: ``window * nbytes / t`` one way, twice that both ways (GB/s,
-1e9 bytes per second, as the rest of commbench). Records of the confirmation pass
-(:func:`block_record`) pool a pair's blocks and keep each block's median besides.
+"""Probe records (``kind: "probe"``, fields: docs/probe.md, "Output"): one per pair and size, from
+the samples of the harness's point-to-point cases (:mod:`bench.collective.p2p`); and what a probe
+measures. No MPI here: the launcher, the scenario and the reports import it. Each measurement
+keeps its raw samples, median, p5, p95, min and noise: the median's standard error from the
+samples' MAD, ``1.2533 * 1.4826 * MAD / sqrt(n)``; bandwidths are ``window * nbytes / t`` one
+way, twice that both ways (GB/s).
 """
 
 from __future__ import annotations

@@ -1,24 +1,14 @@
-"""The probe inside an MPI job: the tournament's rounds, all pairs of a round at once, then the
-confirmation pass, one pair at a time. Each pair at each size is a point-to-point case the
-harness times (:mod:`bench.collective.p2p`); this module only says who meets whom and when.
+"""The probe inside an MPI job: who meets whom and when. Each pair at each size is a
+point-to-point case the harness times (:mod:`bench.collective.p2p`).
 
-**Tournament.** A barrier on the control communicator starts each round, so pairs of different
-rounds never overlap; measurements run on a duplicate of it, so control traffic never meets a
-probe message. After a round every rank's samples are gathered on rank 0 (pickled, outside any
-timed region), which takes each iteration's max over the pair and writes one record per pair
-and size at once (``sink``). Emulated links (:mod:`bench.emulate`) are waited before every
-message, priced as if the pair were alone on its links (``flows=1``): the probe does not know
-how many NICs a node has.
-
-**Confirmation** (when the tournament flagged something, :mod:`bench.probe.confirm`): rank 0
-plans the checks and sends the plan to every rank. In each check the reference and the suspect
-take turns, R S R ... S R (``blocks`` suspect blocks of ``repeats`` samples per measurement at
-the check's sizes). Between blocks every rank meets at a barrier it waits for asleep
-(``Ibarrier`` tested every 2 ms): an MPI barrier spins, and on an oversubscribed host the idle
-ranks' spinning would be the very stalls the pass is there to rule out. There the measured pair
-is also pinned to two different cores for the block (a pair left on one core waits a time
-slice per message). Rank 0 writes one record per pair, role and size when the check ends
-(:func:`bench.probe.record.block_record`) and says the verdict (:mod:`bench.probe.verdict`).
+The tournament's rounds run all their pairs at once, each round started by a barrier on the
+control communicator (measurements run on a duplicate of it); after a round rank 0 gathers every
+rank's samples, takes each iteration's max over the pair and writes the records. The
+confirmation pass then measures each suspect and its reference one pair at a time, R S R ... S
+R, every other rank asleep at a barrier (an MPI barrier spins, and on an oversubscribed host the
+idle ranks' spinning would be the very stalls the pass rules out); there the measured pair is
+also pinned to two cores. Emulated links are waited before every message, priced as if the
+pair were alone on its links. docs/probe.md says the rest.
 """
 
 from __future__ import annotations

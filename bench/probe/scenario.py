@@ -58,19 +58,19 @@ class ProbeScenario(Frozen):
         ["8B", "4MiB"], validate_default=True, **_help(
             "message sizes, latency at the smallest and bandwidth at the largest: "
             "comma-separated, each at least 1 B"))
-    repeats: Annotated[int, Field(ge=3)] = Field(10, **_help(
+    repeats: Annotated[int, Field(ge=3)] = Field(Settings.repeats, **_help(
         "samples per pair, size and measurement, at least 3"))
-    window: PositiveInt = Field(16, **_help("messages per bandwidth sample"))
-    warmup: Annotated[int, Field(ge=0)] = Field(1, **_help("untimed turns before the samples"))
-    threshold: Annotated[float, Field(gt=0)] = Field(0.25, **_help(THRESHOLD_HELP))
+    window: PositiveInt = Field(Settings.window, **_help("messages per bandwidth sample"))
+    warmup: Annotated[int, Field(ge=0)] = Field(Settings.warmup, **_help("untimed turns before the samples"))
+    threshold: Annotated[float, Field(gt=0)] = Field(Confirm.threshold, **_help(THRESHOLD_HELP))
     round_timeout_s: Annotated[float, Field(gt=0)] = Field(300.0, **_help(
         "seconds a round or check may take before the job is ended"))
-    confirm_max: Annotated[int, Field(ge=0)] = Field(16, **_help(
+    confirm_max: Annotated[int, Field(ge=0)] = Field(Confirm.max_suspects, **_help(
         "re-measure at most this many suspects of the tournament, one pair at a time against a "
         "reference pair of their class (0: no confirmation)"))
-    confirm_blocks: PositiveInt = Field(3, **_help(
+    confirm_blocks: PositiveInt = Field(Confirm.blocks, **_help(
         "suspect blocks per confirmation, the reference measured before, between and after them"))
-    confirm_repeats: Annotated[int, Field(ge=3)] = Field(5, **_help(
+    confirm_repeats: Annotated[int, Field(ge=3)] = Field(Confirm.repeats, **_help(
         "samples per confirmation block, size and measurement"))
     emulate: Emulate | None = None  # a modelled cluster on this host (bench/emulate/config.py)
 

@@ -14,10 +14,10 @@ from typing import Any
 from mpi4py import MPI
 
 from bench.probe.confirm import Confirm
-from bench.probe.findings import findings
 from bench.probe.links import from_launch
 from bench.probe.record import Settings
 from bench.probe.runner import Probe
+from bench.probe.summary import findings
 from bench.probe.verdict import decide
 
 SLOW_NODE, DELAY = 1, 0.5  # every message to or from node 1 waits 0.5 s (recorded, not slept)
