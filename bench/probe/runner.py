@@ -56,7 +56,8 @@ class Probe:
     before: Callable[[str], object] | None = None
     clock: Clock = CLOCK
     pin: bool = False  # the confirmation pins each measured pair (an oversubscribed host)
-    written: int = 0
+    written: int = field(default=0, init=False)  # records, on rank 0
+    buffers: tuple[np.ndarray, np.ndarray] = field(init=False)  # send, receive: the largest size
 
     def __post_init__(self) -> None:
         if self.comm.size != self.layout.world:
