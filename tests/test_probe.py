@@ -313,3 +313,18 @@ def test_compare_refuses_a_probe_run_in_one_line(tmp_path: Path,
     assert err == [f"commbench: compare: {run}: a link probe run; compare reads collective and "
                    "training runs (a probe's pairs have no key here): compare probes side by "
                    "side with `commbench report A B`"]
+
+
+def test_probe_flags_are_the_scenarios_fields_with_their_defaults() -> None:
+    from bench.cli import build_parser
+    from bench.commands.probe import NOT_FLAGS, scenario_of
+    from bench.probe.scenario import ProbeScenario
+
+    parser = build_parser()
+    args = parser.parse_args(["probe"])
+    assert set(args.probe_fields) == set(ProbeScenario.model_fields) - set(NOT_FLAGS)
+    assert scenario_of(args) == ProbeScenario()  # no flag: every default the scenario's
+    args = parser.parse_args(["probe", "-n", "4", "--confirm-max", "0", "--sizes", "8B,1KiB",
+                              "--ranks-per-node", "2", "--round-timeout-s", "9.5"])
+    assert scenario_of(args) == ProbeScenario(world_size=4, confirm_max=0, sizes=[8, 1024],
+                                              ranks_per_node=2, round_timeout_s=9.5)
