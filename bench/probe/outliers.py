@@ -17,11 +17,10 @@ from typing import Any
 import numpy as np
 
 from bench.probe.matrix import probe_records
-from bench.probe.record import MEASUREMENTS, MEDIAN_SE
+from bench.probe.record import MEASUREMENTS, MEDIAN_SE, SIGMA_PER_MAD, mad
 
 FALSE_ALARM = 0.05  # chance that a clean run names anything, under normal noise
 MIN_NODES = 3
-SIGMA_PER_MAD = 1.4826  # normal sigma per median absolute deviation
 
 
 def z_for(tests: int, false_alarm: float = FALSE_ALARM) -> float:
@@ -30,8 +29,7 @@ def z_for(tests: int, false_alarm: float = FALSE_ALARM) -> float:
 
 
 def _spread(values: Sequence[float]) -> float:
-    v = np.asarray(values, dtype=float)
-    return SIGMA_PER_MAD * float(np.median(np.abs(v - np.median(v))))
+    return SIGMA_PER_MAD * mad(values)
 
 
 @dataclass(frozen=True)
@@ -115,7 +113,7 @@ def _slow_nodes(links: list[Link], threshold: float,
         for n, ks in per.items():
             r = np.array([k.t / k.ref for k in ks])
             own = float(np.median([k.se / k.ref for k in ks]))
-            spread = MEDIAN_SE * float(np.median(np.abs(r - np.median(r))))
+            spread = MEDIAN_SE * mad(r)
             noise = math.hypot(max(own, spread) / math.sqrt(len(ks)) / center, between)
             excess = value[n] / center - 1.0
             if excess > threshold and excess > z * noise:

@@ -16,12 +16,14 @@ from typing import Any
 
 import numpy as np
 
+from bench.collective.stats import summarize
 from bench.probe.links import Layout
 from bench.store.records import SCHEMA_VERSION
 
 # The measurements of a record: name -> (field prefix, what one sample is)
 MEASUREMENTS = {"latency": "latency_us", "uni": "uni_us", "bi": "bi_us"}
-MEDIAN_SE = 1.2533 * 1.4826  # sqrt(pi/2) x (sigma per MAD) for normal samples
+SIGMA_PER_MAD = 1.4826  # normal sigma per median absolute deviation
+MEDIAN_SE = 1.2533 * SIGMA_PER_MAD  # sqrt(pi/2) x (sigma per MAD) for normal samples
 TIMER = ("time.perf_counter_ns on both ranks of a pair around each iteration, after the pair's "
          "barrier, max of the two per iteration; latency: half a ping-pong round trip; uni: a "
          "window of messages one way plus a 4-byte ack (osu_bw); bi: a window each way at once "
@@ -49,15 +51,19 @@ class Samples:
 def median_noise(samples: Sequence[float]) -> float:
     """Standard error of the median of ``samples`` from their MAD (robust to a few stalls)."""
     x = np.asarray(samples, dtype=float)
-    mad = float(np.median(np.abs(x - np.median(x))))
-    return MEDIAN_SE * mad / math.sqrt(x.size)
+    return MEDIAN_SE * mad(x) / math.sqrt(x.size)
+
+
+def mad(values: Sequence[float]) -> float:
+    """The median absolute deviation from the median."""
+    v = np.asarray(values, dtype=float)
+    return float(np.median(np.abs(v - np.median(v))))
 
 
 def _stats(prefix: str, samples: Sequence[float]) -> dict[str, float]:
     x = np.asarray(samples, dtype=float)
-    p5, med, p95 = np.percentile(x, [5, 50, 95])
-    return {f"{prefix}_median": float(med), f"{prefix}_p5": float(p5),
-            f"{prefix}_p95": float(p95), f"{prefix}_min": float(x.min()),
+    st = summarize(x).as_dict(prefix + "_")  # the statistics of every record kind
+    return {**{f"{prefix}_{k}": st[f"{prefix}_{k}"] for k in ("median", "p5", "p95", "min")},
             f"{prefix}_noise": median_noise(x),
             prefix.removesuffix("_us") + "_samples_us": [round(v, 3) for v in x.tolist()]}
 
