@@ -32,7 +32,6 @@ ACK_BYTES = 4  # osu_bw's acknowledgement
 Pace = Callable[[], object]
 
 
-
 class PairCase:
     """This rank's side of one pair at one size, on buffers of at least ``nbytes``."""
 

@@ -149,15 +149,12 @@ def in_job(args: argparse.Namespace, sc: ProbeScenario) -> int:
 
 def _measure(comm: Any, sc: ProbeScenario, setup: Any, run_dir: Path, run_id: str,
              progress: bool) -> None:
-    from mpi4py import MPI
-
+    from bench.collective.runner import oversubscribed_comm
     from bench.launch.threadlevel import may_abort_from_thread
     from bench.launch.watchdog import Watchdog
     from bench.probe.runner import Probe
 
-    local = comm.Split_type(MPI.COMM_TYPE_SHARED)
-    over = launcher.oversubscribed(local.size)
-    local.Free()
+    over = oversubscribed_comm(comm)
     dog = Watchdog(comm.rank, comm.Abort if may_abort_from_thread() else os._exit)
     writer = ResultWriter(run_dir) if comm.rank == 0 else None
 
