@@ -64,3 +64,12 @@ def test_the_report_says_the_machine_changed_speed(tmp_path: Path) -> None:
     canary.append(run, _reading("after world size 2", 560.0, rng))
     html = Path(render_run(run)).read_text()
     assert "Drift canary" in html and canary.WARNING in html
+
+
+def test_ab_rounds_are_matched_by_the_canarys_one_rule() -> None:
+    from bench.gate.matched import mismatched
+
+    base = {1: 100.0, 2: 100.0, 3: 100.0}
+    head = {1: 100.0 * canary.FACTOR * 0.99, 2: 100.0 * canary.FACTOR, 3: 100.0 / canary.FACTOR}
+    assert [m.round for m in mismatched(base, head)] == [2, 3]
+    assert [canary.changed_speed([base[r]], [head[r]]) for r in (1, 2, 3)] == [False, True, True]

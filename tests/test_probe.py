@@ -188,9 +188,9 @@ def test_a_corrupt_line_in_a_probe_run_leaves_one_pair_missing(tmp_path: Path) -
     assert 'id="probe-missing"' in text
 
 
-def test_bi_windows_start_from_a_handshake_on_both_ranks() -> None:
-    # The lower rank reads its clock only after the higher one is ready, and neither posts its
-    # window before the go it sends right after: the exact event order of every turn, both ranks.
+def test_every_pair_iteration_starts_from_the_pairs_barrier_on_both_ranks() -> None:
+    # The harness times the probe's point-to-point cases: barrier, clock, the case, clock, on
+    # both ranks; no message before the rank's own clock; the sample is the pair's max.
     res = run_mpi(2, ROOT / "tests" / "mpi" / "probe_sync.py")
     assert res.returncode == 0, res.stderr
 
@@ -313,3 +313,18 @@ def test_compare_refuses_a_probe_run_in_one_line(tmp_path: Path,
     assert err == [f"commbench: compare: {run}: a link probe run; compare reads collective and "
                    "training runs (a probe's pairs have no key here): compare probes side by "
                    "side with `commbench report A B`"]
+
+
+def test_probe_flags_are_the_scenarios_fields_with_their_defaults() -> None:
+    from bench.cli import build_parser
+    from bench.commands.probe import NOT_FLAGS, scenario_of
+    from bench.probe.scenario import ProbeScenario
+
+    parser = build_parser()
+    args = parser.parse_args(["probe"])
+    assert set(args.probe_fields) == set(ProbeScenario.model_fields) - set(NOT_FLAGS)
+    assert scenario_of(args) == ProbeScenario()  # no flag: every default the scenario's
+    args = parser.parse_args(["probe", "-n", "4", "--confirm-max", "0", "--sizes", "8B,1KiB",
+                              "--ranks-per-node", "2", "--round-timeout-s", "9.5"])
+    assert scenario_of(args) == ProbeScenario(world_size=4, confirm_max=0, sizes=[8, 1024],
+                                              ranks_per_node=2, round_timeout_s=9.5)

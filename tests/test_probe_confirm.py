@@ -6,11 +6,9 @@ from __future__ import annotations
 import pytest
 
 from bench.probe.confirm import Check, Confirm, plan
-from bench.probe.findings import findings
 from bench.probe.outliers import find, unexplained_links
-from bench.probe.record import block_record
-from bench.probe.settings import Samples, Settings
-from bench.probe.summary import summary_lines
+from bench.probe.record import Samples, Settings, block_record
+from bench.probe.summary import findings, summary_lines
 from bench.probe.verdict import decide
 from tests.probe_records import LAYOUT, SETTINGS, SlowNode, synthetic
 

@@ -11,13 +11,17 @@ the caches hold: 2-3x faster on the development VM; the cost model prices local 
 the two, :mod:`bench.costmodel.copybw`). Rank 0 appends each
 reading with its raw samples to ``canary.jsonl`` in the run directory.
 
-:func:`assess` flags a metric whose readings moved beyond their own noise: the medians differ
-by more than ``THRESHOLD`` *and* the samples of the two readings do not overlap in distribution
-(Mann-Whitney U, p < ``ALPHA``). The report and ``commbench compare`` print its verdict.
+:func:`changed_speed` is the one rule for "the machine changed speed", used within a run
+(:func:`assess`), between two runs (:func:`disagree`, ``commbench compare``) and between the two
+runs of an ``ab`` round (:mod:`bench.gate.matched`): the medians of two sets of readings are
+``FACTOR`` or more apart *and*, where both sides hold ``MIN_SAMPLES`` samples or more, their
+samples do not overlap in distribution (Mann-Whitney U, p < ``ALPHA``); with fewer the medians
+alone decide. The report and ``commbench compare`` print its verdict.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -26,46 +30,48 @@ from typing import Any
 
 import numpy as np
 
+from bench.collective.timer import Timer
+
 CANARY = "canary.jsonl"
-THRESHOLD = 0.20  # a 20 % move of a median...
+FACTOR = 1.25  # medians this factor apart or more (the VM's modes differ by ~3x)...
 ALPHA = 0.01  # ...that the samples' spread cannot explain
+MIN_SAMPLES = 3  # samples each side needs for the spread to be judged
 ITERS = 40
+WARMUP = 3
 METRICS = {"allreduce_1KiB_us": ("us", "lower"), "allreduce_1MiB_us": ("us", "lower"),
            "memcpy_GBps": ("GB/s", "higher")}  # judged for drift; the 256 KiB copy only prices
 COPIES = {"memcpy_GBps": (4 << 20, 1), "memcpy_256KiB_GBps": (64 << 10, 16)}  # float32s, per sample
 
 
 def measure(comm: Any, when: str) -> dict[str, Any]:
-    """One reading on every rank of ``comm`` (collective); the record on rank 0, {} elsewhere."""
+    """One reading on every rank of ``comm`` (collective), timed by the harness's loop
+    (:mod:`bench.collective.timer`); the record on rank 0, {} elsewhere."""
     from mpi4py import MPI
 
+    from bench.collective.ranks import worst_over_ranks
+
     out: dict[str, Any] = {"when": when, "time_unix": time.time(), "world_size": comm.size}
-    clock = time.perf_counter_ns
+    timer = Timer(before=comm.Barrier)
     for name, count in (("allreduce_1KiB_us", 256), ("allreduce_1MiB_us", 262144)):
         send, recv = np.ones(count, np.float32), np.zeros(count, np.float32)
-        mine = []
-        for i in range(ITERS + 3):
-            comm.Barrier()
-            t0 = clock()
-            comm.Allreduce(send, recv, MPI.SUM)
-            if i >= 3:
-                mine.append((clock() - t0) / 1e3)
-        worst = np.empty(ITERS) if comm.rank == 0 else None
-        comm.Reduce(np.asarray(mine), worst, op=MPI.MAX, root=0)
+        run = functools.partial(comm.Allreduce, send, recv, MPI.SUM)
+        timer.warm([run], WARMUP)
+        worst = worst_over_ranks(comm, timer.time(run, ITERS))
         out[name] = worst.round(3).tolist() if worst is not None else None
     for name, (count, reps) in COPIES.items():
         src, dst = np.ones(count, np.float32), np.empty(count, np.float32)
         np.copyto(dst, src)  # pages touched, caches warm
-        rates = []
-        for _ in range(12):
-            t0 = clock()
-            for _ in range(reps):
-                np.copyto(dst, src)
-            rates.append(2 * reps * src.nbytes / ((clock() - t0) / 1e9) / 1e9)  # read + write
+        us = np.asarray(Timer().time(functools.partial(_copies, dst, src, reps), 12))
+        rates = 2 * reps * src.nbytes / (us * 1e3)  # GB/s of read + write traffic
         slowest = np.empty(len(rates)) if comm.rank == 0 else None
-        comm.Reduce(np.asarray(rates), slowest, op=MPI.MIN, root=0)
+        comm.Reduce(rates, slowest, op=MPI.MIN, root=0)
         out[name] = slowest.round(3).tolist() if slowest is not None else None
     return out if comm.rank == 0 else {}
+
+
+def _copies(dst: np.ndarray, src: np.ndarray, reps: int) -> None:
+    for _ in range(reps):
+        np.copyto(dst, src)
 
 
 def append(run_dir: Path, reading: Mapping[str, Any]) -> None:
@@ -89,13 +95,15 @@ def read(run_dir: Path) -> list[dict[str, Any]]:
     return out
 
 
-def moved(a: Sequence[float], b: Sequence[float]) -> bool:
-    """True when the medians of ``a`` and ``b`` differ by more than THRESHOLD and beyond noise."""
-    if len(a) < 3 or len(b) < 3:
+def changed_speed(a: Sequence[float], b: Sequence[float]) -> bool:
+    """The machine changed speed between readings ``a`` and ``b`` (rule: module doc)."""
+    if not len(a) or not len(b):
         return False
     ma, mb = float(np.median(a)), float(np.median(b))
-    if min(ma, mb) <= 0 or max(ma, mb) / min(ma, mb) - 1 <= THRESHOLD:
+    if min(ma, mb) <= 0 or max(ma, mb) < FACTOR * min(ma, mb):
         return False
+    if len(a) < MIN_SAMPLES or len(b) < MIN_SAMPLES:
+        return True
     from scipy.stats import mannwhitneyu  # 1-2 s to import: only once the medians are apart
 
     return bool(mannwhitneyu(a, b).pvalue < ALPHA)
@@ -111,7 +119,7 @@ def assess(readings: Iterable[Mapping[str, Any]]) -> list[str]:
             continue
         first_when, first = series[0]
         for when, later in series[1:]:
-            if moved(first, later):
+            if changed_speed(first, later):
                 lines.append(f"{name}: median {np.median(first):.3g} {unit} at {first_when}, "
                              f"{np.median(later):.3g} {unit} at {when}")
                 break
@@ -125,7 +133,7 @@ def disagree(a: Iterable[Mapping[str, Any]], b: Iterable[Mapping[str, Any]]) -> 
     for name, (unit, _) in METRICS.items():
         xa = [x for r in ra for x in (r.get(name) or [])]
         xb = [x for r in rb for x in (r.get(name) or [])]
-        if moved(xa, xb):
+        if changed_speed(xa, xb):
             lines.append(f"{name}: median {np.median(xa):.3g} {unit} vs {np.median(xb):.3g} {unit}")
     return lines
 

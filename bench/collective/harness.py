@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import math
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -32,6 +31,7 @@ from bench.collective.case import Group
 from bench.collective.ranks import worst_over_ranks
 from bench.collective.scenario import Timing
 from bench.collective.stats import summarize
+from bench.collective.timer import Timer
 from bench.store import kinds
 from kernels.algorithm import VENDOR, Problem, get_algorithm
 from kernels.bytecount import bytes_sent
@@ -121,40 +121,12 @@ def _prepare(tr: Transport, buf: Any, layout: Layout, group: Group) -> None:
             tr.upload(buf[start + a:start + b], values)
 
 
-def _time_block(env: Env, plan: Plan, iters: int, out: list[float],
-                device_out: list[float] | None = None) -> None:
-    tr, clock = env.transport, time.perf_counter_ns
-    events = devicestats.clock_of(tr) if device_out is not None else None
-    if events is None or device_out is None:
-        for _ in range(iters):
-            tr.barrier()
-            t0 = clock()
-            plan.run()
-            tr.synchronize()
-            out.append((clock() - t0) / 1e3)
-        return
-    for _ in range(iters):  # the host clock as above, with CUDA events inside it
-        tr.barrier()
-        t0 = clock()
-        events.start()
-        plan.run()
-        events.stop()
-        tr.synchronize()
-        out.append((clock() - t0) / 1e3)
-        device_out.append(events.elapsed_us())
-
-
-def _iterations(env: Env, timing: Timing, plans: Sequence[Plan]) -> int:
+def _iterations(env: Env, timing: Timing, warm: Sequence[Sequence[float]]) -> int:
     """Iterations per algorithm: the explicit override, or the time budget over the slowest
     warm-up iteration of any algorithm on any rank (so all ranks agree)."""
-    warm: list[float] = []
-    for plan in plans:
-        est: list[float] = []
-        _time_block(env, plan, max(1, timing.warmup), est)
-        warm.append(float(np.median(est)))
     if timing.iters is not None:
         return timing.iters
-    slowest = env.control.allreduce(max(warm), op=MPI.MAX)
+    slowest = env.control.allreduce(max(float(np.median(w)) for w in warm), op=MPI.MAX)
     iters = int(timing.time_budget_ms * 1e3 / max(slowest, 1e-3))
     return max(timing.min_iters, min(timing.max_iters, iters))
 
@@ -162,16 +134,15 @@ def _iterations(env: Env, timing: Timing, plans: Sequence[Plan]) -> int:
 def time_plans(env: Env, timing: Timing, plans: Sequence[Plan],
                device: list[list[float]] | None = None) -> list[list[float]]:
     """This rank's samples (us) per plan: warm-up, then ``repetitions`` blocks in which the plans
-    take turns, order reversed every other block. Plans share buffers; inputs are the caller's.
-    With ``device`` (one list per plan) a device transport's event times are appended there."""
-    samples: list[list[float]] = [[] for _ in plans]
+    take turns (:meth:`Timer.turns`). Plans share buffers; inputs are the caller's. With
+    ``device`` (one list per plan) a device transport's event times are appended there."""
+    tr = env.transport
+    timer = Timer(tr.barrier, tr.synchronize)
+    runs = [p.run for p in plans]
+    events = devicestats.clock_of(tr) if device is not None else None
     with np.errstate(all="ignore"):  # repeated in-place reductions overflow: harmless
-        block = math.ceil(_iterations(env, timing, plans) / timing.repetitions)
-        order = list(range(len(plans)))
-        for rep in range(timing.repetitions):
-            for i in order if rep % 2 == 0 else order[::-1]:
-                _time_block(env, plans[i], block, samples[i], device[i] if device else None)
-    return samples
+        iters = _iterations(env, timing, timer.warm(runs, max(1, timing.warmup)))
+        return timer.turns(runs, iters, timing.repetitions, events, device)
 
 
 @dataclass

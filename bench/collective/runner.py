@@ -62,7 +62,9 @@ def topology_for(comm: MPI.Comm, rpn: int | str) -> Topology:
     return Topology.blocks(comm.size, int(rpn))
 
 
-def _oversubscribed(comm: MPI.Comm) -> bool:
+def oversubscribed_comm(comm: MPI.Comm) -> bool:
+    """Whether ``comm``'s ranks on this host outnumber its cores (the collective kind and the
+    probe record it)."""
     local = comm.Split_type(MPI.COMM_TYPE_SHARED)
     try:
         return oversubscribed(local.size)
@@ -109,7 +111,7 @@ def _canary(ctx: RunContext, comm: MPI.Comm, when: str) -> None:
 def _run_world(ctx: RunContext, comm: MPI.Comm, dog: Watchdog, writer: ResultWriter | None,
                out: Any) -> int:
     sc = ctx.scenario
-    over = _oversubscribed(comm)
+    over = oversubscribed_comm(comm)
     plan: list[tuple[Topology, Group]] = []
     notes: list[str] = []
     emu = sc.emulate.job(comm.size) if sc.emulate is not None else None  # its nodes, its links

@@ -6,8 +6,9 @@ both. The development VM (and shared runners like it) switch for stretches into 
 other does not, that round's HEAD/BASE ratio is the mode (0.2x or 6x), not the code, and one such
 round in five hides any regression (the signed-rank test needs every round to agree). Every run
 measures its drift canary (``bench/collective/canary.py``: a 1 MiB all_reduce at the start, between world
-sizes and at the end); a round is *matched* when its two runs' canaries agree within
-:data:`LIMIT`, and only matched rounds are decided. ``commbench ab`` runs extra rounds for the
+sizes and at the end); a round is *matched* when its two runs' canaries did not change speed
+by the canary's one rule (:func:`bench.collective.canary.changed_speed`, on each run's median),
+and only matched rounds are decided. ``commbench ab`` runs extra rounds for the
 mismatched ones (up to as many again), and says which it set aside and why.
 """
 
@@ -21,7 +22,6 @@ from pathlib import Path
 from bench.collective import canary
 from bench.store.records import StoreError, read_meta
 
-LIMIT = 1.25  # the two runs' canaries differ by less than this factor: the modes differ by ~3x
 PROBE = "allreduce_1MiB_us"
 
 
@@ -62,12 +62,7 @@ class Mismatch:
                 f"{self.head_us:.0f} us (HEAD)")
 
 
-def mismatched(base: Mapping[int, float], head: Mapping[int, float],
-               limit: float = LIMIT) -> list[Mismatch]:
-    """Rounds both sides have a canary for whose canaries differ by ``limit`` or more."""
-    out = []
-    for r in sorted(set(base) & set(head)):
-        b, h = base[r], head[r]
-        if max(b, h) >= limit * min(b, h):
-            out.append(Mismatch(r, b, h))
-    return out
+def mismatched(base: Mapping[int, float], head: Mapping[int, float]) -> list[Mismatch]:
+    """Rounds both sides have a canary for in which the machine changed speed between them."""
+    return [Mismatch(r, base[r], head[r]) for r in sorted(set(base) & set(head))
+            if canary.changed_speed([base[r]], [head[r]])]

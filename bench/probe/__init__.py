@@ -1,11 +1,12 @@
-"""The link probe: latency and bandwidth between every pair of ranks, in rounds of disjoint
-pairs, grouped by link class, with the node x node matrix and the slow links and nodes named.
+"""The link probe, a scenario kind: latency and bandwidth between every pair of ranks, in rounds
+of disjoint pairs, each pair a point-to-point case the harness times
+(:mod:`bench.collective.p2p`), grouped by link class, with the node x node matrix and the slow
+links and nodes named by host.
 
-``schedule`` pairs the ranks (round-robin tournament), ``measure`` times one pair (the probe's
-clock), ``job`` runs the rounds inside an MPI job, ``record`` turns samples into records,
-``outliers`` and ``matrix`` read records back; ``confirm`` picks the tournament's suspects and
-their reference pairs, ``confirm_job`` (with ``pin``) measures them again one pair at a time,
-``verdict`` re-judges them and ``findings``/``summary`` put both passes together; ``fit`` turns
-records into a cost-model profile,
-``scenario`` and ``launch`` are ``commbench probe`` and ``kind: probe``. See docs/probe.md.
+``scenario`` is ``kind: probe`` (``commbench probe``'s flags are made from it), ``launch`` runs
+it through the collective kind's launch, ``runner`` is the job (``schedule`` pairs the ranks,
+``links`` names nodes and classes, ``record`` writes records). The analysis reads records back:
+``matrix`` and ``outliers`` (slow links and nodes), ``confirm`` (the suspects the runner
+re-measures alone), ``verdict``, ``findings`` and ``summary``; ``fit`` gives calibrate α and β.
+See docs/probe.md.
 """

@@ -1,21 +1,7 @@
-"""What the confirmation pass re-measures: the tournament's suspects, each as one pair of ranks
-beside a reference pair of its class, within a fixed budget.
-
-A **suspect** is a node the tournament named slow, or a slow link no slow node explains
-(:func:`bench.probe.outliers.find`). Suspects are taken nodes first, then links, each most
-significant first (excess over noise, then excess); at most ``max_suspects`` of them, the rest
-are left flagged but not re-measured (and said so). For each suspect, at its most significant
-flag (measurement and size):
-
-- **the pair**: a link's own pair; for a node, its link of the flagged class whose slowness
-  ``t / m`` (its median over its group's) is nearest the node's median slowness, preferring
-  links whose other end is on no other suspect node;
-- **the reference**: the pair of the same class whose slowness is nearest 1 (the most typical
-  link), touching no rank of any suspect (nodes' ranks, links' ends), else none of this
-  suspect's; without one, the suspect is not re-measured.
-
-Ties go to the lower pair. It is measured again at every size of the suspect's flags: the
-tests re-judged are exactly those flags (:mod:`bench.probe.verdict`).
+"""What the confirmation pass re-measures: the tournament's suspects (slow nodes, then slow links
+no slow node explains, most significant first, at most ``max_suspects``), each as one pair of
+ranks beside a reference pair of its class, at exactly the tests it was flagged at. How the
+pair and the reference are chosen: docs/probe.md, "The confirmation pass".
 """
 
 from __future__ import annotations
@@ -28,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from bench.probe.matrix import probe_records
-from bench.probe.outliers import Link, Outlier, find, link_stats
+from bench.probe.outliers import Link, Outlier, find, flagged, link_stats
 from bench.probe.record import MEASUREMENTS
 
 Pair = tuple[int, int]
@@ -41,14 +27,10 @@ class Confirm:
     ``blocks`` blocks of ``repeats`` samples per measurement and size, with the reference
     measured before the first block, between blocks and after the last."""
 
-    threshold: float = 0.25
+    threshold: float = 0.25  # also the tournament's (``threshold`` of a probe scenario)
     max_suspects: int = 16
     blocks: int = 3
     repeats: int = 5
-
-    def __post_init__(self) -> None:
-        if self.threshold <= 0 or self.max_suspects < 0 or self.blocks < 1 or self.repeats < 3:
-            raise ValueError("confirm: threshold > 0, max_suspects >= 0, blocks >= 1, repeats >= 3")
 
 
 @dataclass(frozen=True)
@@ -93,12 +75,8 @@ def _score(o: Outlier) -> tuple[float, float]:
 
 def suspects(found: Sequence[Outlier]) -> list[_Suspect]:
     """Slow nodes, then unexplained slow links, each most significant first."""
-    groups: dict[tuple[str, str], list[Outlier]] = {}
-    for o in found:
-        if o.what == "node" or not o.explained_by:
-            groups.setdefault((o.what, o.name), []).append(o)
     out = []
-    for (what, name), os in groups.items():
+    for (what, name), os in flagged(found).items():
         best = max(os, key=_score)
         flags = sorted((o for o in os if o.link_class == best.link_class), key=_score, reverse=True)
         out.append(_Suspect(name, what, best.link_class, best.ranks, tuple(flags)))

@@ -1,10 +1,5 @@
-"""α and β per link class from probe records, for ``commbench calibrate``.
-
-β of a class is the median over its pairs of the unidirectional bandwidth at the probe's
-largest size (a window of messages one way, osu_bw style), taken only when that size is at
-least 64 KiB (below, a window's time is mostly latency). α is the median over its pairs of the
-one-way latency at the smallest size, less that size's transfer time at β (never below 0).
-Medians over pairs keep a slow link or node from moving the class's figure.
+"""α and β per link class from probe records, for ``commbench calibrate`` (medians over pairs, so a
+slow link or node moves nothing; the rule: docs/probe.md, "Calibrating from a probe").
 """
 
 from __future__ import annotations

@@ -1,18 +1,13 @@
-"""``commbench probe`` and ``kind: probe`` scenarios: self-launch, or the probe inside a job.
-
-Self-launched, one ``mpiexec`` job of the probe's world size goes through the one self-launch
-loop (:mod:`bench.launch.selflaunch`: signals, in-flight marker naming the round, ``meta.json``). Its
-ranks run ``python -m bench probe --out RUN`` and read the scenario from the run's
-``meta.json``, which the parent wrote before launching: one source of truth for every rank.
-Inside the user's own mpiexec/srun job, every rank has the same flags and rank 0 writes the
-meta. A probe is not resumed: it is one measurement of the cluster as it is now. An
-interrupted probe keeps its records (``commbench report RUN`` shows them) and says to run it
-again; ``--resume`` and a non-empty ``--out`` are refused saying the same.
+"""``commbench probe`` and ``kind: probe`` scenarios: self-launched through the collective kind's
+launch (:class:`bench.commands.run.CollectiveKind`: one ``mpiexec`` job whose ranks run
+``commbench run RUN/scenario.yaml``), or inside the user's own mpiexec/srun job, where rank 0
+writes the meta. A probe is never resumed: it measures the cluster as it is now.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import os
 import socket
 import sys
@@ -21,12 +16,14 @@ from typing import Any
 
 import psutil
 
+from bench.collective import flags
+from bench.commands.run import CollectiveKind, after_run
 from bench.launch import inflight, launcher
 from bench.launch.selflaunch import JobResult, Sweep, say
 from bench.probe.scenario import ProbeScenario
 from bench.scenario_base import ScenarioError
 from bench.store import resume
-from bench.store.records import ResultWriter, read_meta, write_meta
+from bench.store.records import ResultWriter, iter_records, read_meta, write_meta
 from bench.store.resume import RunDirError
 
 NOT_RESUMED = ("a probe cannot be resumed (it measures the cluster as it is now): run it again "
@@ -35,6 +32,7 @@ NOT_RESUMED = ("a probe cannot be resumed (it measures the cluster as it is now)
 
 def handle(args: argparse.Namespace, sc: ProbeScenario, sizes: tuple[int, ...] = ()) -> int:
     """Run probe ``sc``; ``sizes``: ``--world-sizes`` of ``commbench run`` (at most one)."""
+    inside = bool(os.environ.get(launcher.WORKER_ENV)) or launcher.inside_mpi_job()
     try:
         if getattr(args, "resume", None) is not None:
             raise ScenarioError(f"--resume: {NOT_RESUMED}")
@@ -43,11 +41,25 @@ def handle(args: argparse.Namespace, sc: ProbeScenario, sizes: tuple[int, ...] =
                                 f"{','.join(map(str, sizes))}")
         if sizes:
             sc = ProbeScenario.model_validate({**sc.model_dump(), "world_size": sizes[0]})
-    except (ScenarioError, ValueError) as e:
-        return _fail(str(e).splitlines()[0] if not isinstance(e, ScenarioError) else str(e))
-    if os.environ.get(launcher.WORKER_ENV) or launcher.inside_mpi_job():
+        if not inside:
+            world = sc.world_size or sc.default_world_size(psutil.cpu_count(logical=True) or 1)
+            sc = ProbeScenario.model_validate({**sc.model_dump(), "world_size": world})
+            new_out(args.out)
+            plan = resume.plan_run(sc, args.out, None)
+            mpi = launcher.probe_library()
+            mpiexec = launcher.find_mpiexec(mpi)
+            lock = plan.lock()
+    except (ScenarioError, launcher.LaunchError, RunDirError) as e:
+        return _fail(str(e))
+    except ValueError as e:  # the scenario's own checks (pydantic)
+        return _fail(str(e).splitlines()[-1].strip())
+    if inside:
         return in_job(args, sc)
-    return _self_launch(args, sc)
+    info = plan.open(sc, _source(args), (world,), mpi.as_meta())
+    info["mpiexec"] = {"path": mpiexec.path, "kind": mpiexec.kind, "version": mpiexec.version}
+    kind = ProbeKind(args, sc, plan.run_dir, False)
+    kind.mpiexec, kind.scenario_file = mpiexec, flags.write_yaml(sc, plan.run_dir)
+    return probe_sweep(plan.run_dir, info).run(kind, (world,), lock, after=after_probe)
 
 
 def _fail(msg: str) -> int:
@@ -66,25 +78,6 @@ def _source(args: argparse.Namespace) -> Path:
     return Path(getattr(args, "scenario", None) or "(commbench probe command line)")
 
 
-def _self_launch(args: argparse.Namespace, sc: ProbeScenario) -> int:
-    world = sc.world_size or sc.default_world_size(psutil.cpu_count(logical=True) or 1)
-    try:  # every check before anything is launched or written
-        sc = ProbeScenario.model_validate({**sc.model_dump(), "world_size": world})
-        new_out(args.out)
-        plan = resume.plan_run(sc, args.out, None)
-        mpi = launcher.probe_library()
-        mpiexec = launcher.find_mpiexec(mpi)
-        lock = plan.lock()
-    except (ScenarioError, launcher.LaunchError, RunDirError) as e:
-        return _fail(str(e))
-    except ValueError as e:  # the scenario's own checks (pydantic)
-        return _fail(str(e).splitlines()[-1].strip())
-    info = plan.open(sc, _source(args), (world,), mpi.as_meta())
-    info["mpiexec"] = {"path": mpiexec.path, "kind": mpiexec.kind, "version": mpiexec.version}
-    kind = ProbeKind(plan.run_dir, mpiexec, bool(getattr(args, "no_progress", False)))
-    return probe_sweep(plan.run_dir, info).run(kind, (world,), lock, after=after_probe)
-
-
 def probe_sweep(run_dir: Path, info: dict[str, Any]) -> Sweep:
     """The self-launch loop; an interrupted probe says what is true of a probe: its records are
     kept for ``commbench report``, and it is run again, not resumed."""
@@ -92,29 +85,8 @@ def probe_sweep(run_dir: Path, info: dict[str, Any]) -> Sweep:
                  next_step="(commbench report {run} shows them); " + NOT_RESUMED)
 
 
-class ProbeKind:
-    """One mpiexec job; a failed one ends the probe (the round it was in is named)."""
-
-    def __init__(self, run_dir: Path, mpiexec: launcher.Mpiexec, quiet: bool) -> None:
-        self.run_dir, self.mpiexec, self.quiet = run_dir, mpiexec, quiet
-
-    @property
-    def launcher(self) -> str:
-        return f"commbench ({self.mpiexec.path}, {self.mpiexec.version}; this host only)"
-
-    @property
-    def family(self) -> str:
-        return self.mpiexec.family
-
-    def first(self, world: int) -> int | None:
-        return 0
-
-    def command(self, world: int, start: int) -> tuple[list[str], dict[str, str]]:
-        cmd = [*self.mpiexec.command(world), sys.executable, "-m", "bench", "probe",
-               "--out", str(self.run_dir)]
-        if self.quiet:
-            cmd.append("--no-progress")
-        return cmd, dict(os.environ, **{launcher.WORKER_ENV: self.run_dir.name})
+class ProbeKind(CollectiveKind):
+    """The collective kind's one mpiexec job; a failed one names the round it was in."""
 
     def after_failure(self, sweep: Sweep, job: JobResult) -> int | None:
         where = f" during {job.case}" if job.case else ""
@@ -128,9 +100,7 @@ class ProbeKind:
 
 def after_probe(run_dir: Path) -> None:
     """The summary (classes, slow nodes and links), then the run directory and report path."""
-    from bench.commands.run import after_run
     from bench.probe.summary import summary_lines
-    from bench.store.records import iter_records
 
     sc = ProbeScenario.model_validate(read_meta(run_dir)["scenario"])
     for line in summary_lines(list(iter_records(run_dir, samples=False)), sc.threshold):
@@ -142,32 +112,19 @@ def in_job(args: argparse.Namespace, sc: ProbeScenario) -> int:
     """The probe on every rank of this MPI job (self-launched worker or the user's job)."""
     from mpi4py import MPI
 
-    from bench.probe.setup import prepare
-
     comm = MPI.COMM_WORLD
     worker = os.environ.get(launcher.WORKER_ENV)
     run_dir: Path | None = args.out
-    info: dict[str, Any] | None = None
-    error = None
-    if worker:  # self-launched: the parent wrote the scenario into meta.json
-        try:
-            sc = ProbeScenario.model_validate(read_meta(run_dir)["scenario"])  # type: ignore[arg-type]
-        except Exception as e:  # any unreadable meta ends the job in one line
-            error = f"{run_dir}: cannot read the probe's scenario ({e})"
     hosts = comm.allgather(socket.gethostname())
-    setup = None
-    if error is None:
-        try:
-            setup = prepare(sc, hosts)
-        except ValueError as e:
-            error = str(e)
-    if error is None and not worker and comm.rank == 0:
-        try:
+    setup, info, error = None, None, None
+    try:
+        setup = sc.setup(hosts)
+        if not worker and comm.rank == 0:
             new_out(args.out)
             plan = resume.plan_run(sc, args.out, None)
             run_dir, info = plan.run_dir, plan.open(sc, _source(args), (comm.size,))
-        except RunDirError as e:
-            error = str(e)
+    except (ValueError, RunDirError) as e:
+        error = str(e)
     error = comm.bcast(error, root=0)
     if error is not None:
         if comm.rank == 0:
@@ -184,8 +141,6 @@ def in_job(args: argparse.Namespace, sc: ProbeScenario) -> int:
     if worker or comm.rank != 0:
         return 0
     info = read_meta(run_dir)
-    import datetime as dt
-
     info.update(status="ok", reason=None, finished=dt.datetime.now(dt.timezone.utc).isoformat())
     write_meta(run_dir, info)
     after_probe(run_dir)
@@ -194,15 +149,12 @@ def in_job(args: argparse.Namespace, sc: ProbeScenario) -> int:
 
 def _measure(comm: Any, sc: ProbeScenario, setup: Any, run_dir: Path, run_id: str,
              progress: bool) -> None:
-    from mpi4py import MPI
-
+    from bench.collective.runner import oversubscribed_comm
     from bench.launch.threadlevel import may_abort_from_thread
     from bench.launch.watchdog import Watchdog
-    from bench.probe.job import probe
+    from bench.probe.runner import Probe
 
-    local = comm.Split_type(MPI.COMM_TYPE_SHARED)
-    over = launcher.oversubscribed(local.size)
-    local.Free()
+    over = oversubscribed_comm(comm)
     dog = Watchdog(comm.rank, comm.Abort if may_abort_from_thread() else os._exit)
     writer = ResultWriter(run_dir) if comm.rank == 0 else None
 
@@ -214,9 +166,8 @@ def _measure(comm: Any, sc: ProbeScenario, setup: Any, run_dir: Path, run_id: st
     extra = {"run_id": run_id, "scenario": sc.name, "oversubscribed": over,
              "layout": setup.layout.source}
     try:
-        probe(comm, setup.layout, sc.settings(), writer.write if writer else None, setup.delay,
-              setup.wait, extra=extra, say=say if progress else None, before=arm,
-              confirm=sc.confirm(), pin=over)
+        Probe(comm, setup.layout, sc.settings(), writer.write if writer else None, setup.delay,
+              setup.wait, extra, say if progress else None, arm, pin=over).run(sc.confirm())
     except KeyboardInterrupt:
         os._exit(130)  # peers are being torn down too; records are on disk
     except Exception as e:  # one rank's failure must end the job, not leave peers hanging

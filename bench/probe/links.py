@@ -65,10 +65,6 @@ class Layout:
                 else "ranks " + ",".join(map(str, ranks)))
         return f"node {node} (host {self.node_host(node)}, {span})"
 
-    def as_meta(self) -> dict[str, object]:
-        return {"source": self.source, "hosts": list(self.hosts), "node_of": list(self.node_of),
-                "leaf_of": list(self.leaf_of) if self.leaf_of is not None else None}
-
 
 def from_launch(hosts: Sequence[str], ranks_per_node: int | str) -> Layout:
     """Nodes by host name (``auto``), or virtual nodes of ``ranks_per_node`` consecutive ranks."""

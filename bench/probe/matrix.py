@@ -1,12 +1,6 @@
-"""What the probe's records add up to: the node x node matrix and the per-class summary.
-
-Cell (i, j) of the matrix is the median, over the pairs of ranks with one end on node i and the
-other on node j, of one record field (e.g. ``latency_us_median`` at the smallest size,
-``uni_gbps`` at the largest); the diagonal holds each node's pairs within the node (empty with
-one rank per node). The matrix is symmetric: a pair is measured once. Its side is the probe's
-node count as its records state it (``nodes``), so a probe whose records do not cover every
-pair (interrupted, or a line of ``results.jsonl`` skipped) still has a row per node: cells no
-record joins are NaN, and :func:`missing_pairs` counts what is missing.
+"""What the probe's records add up to: the node x node matrix (each cell the median of a field
+over the pairs joining two nodes; NaN where no record joins them, :func:`missing_pairs` counts
+them) and the per-class summary.
 """
 
 from __future__ import annotations

@@ -1,30 +1,8 @@
-"""Slow links and slow nodes, named by host and rank, from probe records.
-
-The rule, per measurement (latency, uni, bi: all times, so larger is slower) and size:
-
-1. **Links.** A link's median time t is compared with the median m of the links of its class
-   that carried as many flows in their round (``flows``: the pairs of a round share their
-   nodes' links). It is slow when ``t / m - 1 > threshold`` **and**
-   ``t - m > z * sqrt(se^2 + s^2)``: ``se`` is the standard error of the link's own median
-   (``*_noise``, from the MAD of its repeat samples) and ``s`` the robust spread of the group's
-   link medians (1.4826 x their MAD). The first says the difference matters; the second that it
-   is neither the link's own jitter nor the ordinary spread between links (an oversubscribed
-   host that deschedules ranks for a whole round widens ``s``, so it names nothing).
-2. **Nodes.** Each link's ratio ``r = t / m`` is its slowness relative to its peers. A node's
-   value v is the median r over its links of one class; c is the median v over the nodes with
-   links of the class. A node is slow when ``v / c - 1 > threshold`` **and**
-   ``v - c > z * sqrt(n^2 + s^2)``: n is the node's own noise (the larger of its links' typical
-   relative standard error and the standard error of the median of its links' r, each over
-   sqrt(links)), s the robust spread of v over the nodes. It takes at least 3 nodes (with 2,
-   every inter-node link touches both).
-3. A slow link with an end on a slow node of the same class, measurement and size is listed as
-   explained by that node.
-
-``z`` makes the whole run's family of tests raise a false alarm with probability 5 % under
-normal noise (Bonferroni: ``z = Phi^-1(1 - 0.05 / tests)``, about 3.8 for a 16-rank probe at 2
-sizes); medians and MADs make a few stalled samples move nothing. What this finds are
-suspects: the confirmation pass measures them again alone (:mod:`bench.probe.confirm`,
-:mod:`bench.probe.verdict`), and only what is slow there is named.
+"""Slow links and slow nodes, named by host and rank, from probe records: per measurement and
+size, a link against the links of its class and flows, a node by its links' slowness against
+the class's nodes, both beyond the threshold and beyond z times their noise (Bonferroni over the
+run's tests). The rule: docs/probe.md, "Slow links and nodes". What this finds are suspects;
+the confirmation pass (:mod:`bench.probe.confirm`, :mod:`bench.probe.verdict`) names them.
 """
 
 from __future__ import annotations
@@ -39,11 +17,10 @@ from typing import Any
 import numpy as np
 
 from bench.probe.matrix import probe_records
-from bench.probe.record import MEASUREMENTS, MEDIAN_SE
+from bench.probe.record import MEASUREMENTS, MEDIAN_SE, SIGMA_PER_MAD, mad
 
 FALSE_ALARM = 0.05  # chance that a clean run names anything, under normal noise
 MIN_NODES = 3
-SIGMA_PER_MAD = 1.4826  # normal sigma per median absolute deviation
 
 
 def z_for(tests: int, false_alarm: float = FALSE_ALARM) -> float:
@@ -52,8 +29,7 @@ def z_for(tests: int, false_alarm: float = FALSE_ALARM) -> float:
 
 
 def _spread(values: Sequence[float]) -> float:
-    v = np.asarray(values, dtype=float)
-    return SIGMA_PER_MAD * float(np.median(np.abs(v - np.median(v))))
+    return SIGMA_PER_MAD * mad(values)
 
 
 @dataclass(frozen=True)
@@ -137,7 +113,7 @@ def _slow_nodes(links: list[Link], threshold: float,
         for n, ks in per.items():
             r = np.array([k.t / k.ref for k in ks])
             own = float(np.median([k.se / k.ref for k in ks]))
-            spread = MEDIAN_SE * float(np.median(np.abs(r - np.median(r))))
+            spread = MEDIAN_SE * mad(r)
             noise = math.hypot(max(own, spread) / math.sqrt(len(ks)) / center, between)
             excess = value[n] / center - 1.0
             if excess > threshold and excess > z * noise:
@@ -184,6 +160,15 @@ def find(records: Sequence[Mapping[str, Any]], threshold: float,
                         noise, k.t, k.ref,
                         slow.get((k.node_a, k.cls)) or slow.get((k.node_b, k.cls))))
     return nodes + links
+
+
+def flagged(outliers: Iterable[Outlier]) -> dict[tuple[str, str], list[Outlier]]:
+    """(what, name) -> its flags, for each slow node and each slow link no slow node explains."""
+    out: dict[tuple[str, str], list[Outlier]] = {}
+    for o in outliers:
+        if o.what == "node" or not o.explained_by:
+            out.setdefault((o.what, o.name), []).append(o)
+    return out
 
 
 def slow_nodes(outliers: Iterable[Outlier]) -> list[str]:

@@ -1,13 +1,9 @@
-"""Probe records: one per pair of ranks and size, in the results store's format
-(``kind: "probe"``), from the samples of :mod:`bench.probe.measure`.
-
-Each of the three measurements keeps its raw samples (``*_samples_us``, cut out by readers that
-want summaries only), its median, p5, p95 and min, and its noise: the standard error of the
-median estimated from the samples' spread, ``1.2533 * 1.4826 * MAD / sqrt(n)`` (the median's
-standard error for normal samples, with the MAD as a robust sigma). Bandwidths are derived
-from the median window times: ``window * nbytes / t`` one way, twice that both ways (GB/s,
-1e9 bytes per second, as the rest of commbench). Records of the confirmation pass
-(:func:`block_record`) pool a pair's blocks and keep each block's median besides.
+"""Probe records (``kind: "probe"``, fields: docs/probe.md, "Output"): one per pair and size, from
+the samples of the harness's point-to-point cases (:mod:`bench.collective.p2p`); and what a probe
+measures. No MPI here: the launcher, the scenario and the reports import it. Each measurement
+keeps its raw samples, median, p5, p95, min and noise: the median's standard error from the
+samples' MAD, ``1.2533 * 1.4826 * MAD / sqrt(n)``; bandwidths are ``window * nbytes / t`` one
+way, twice that both ways (GB/s).
 """
 
 from __future__ import annotations
@@ -15,31 +11,59 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from bench.collective.stats import summarize
 from bench.probe.links import Layout
-from bench.probe.settings import TIMER, Samples, Settings
 from bench.store.records import SCHEMA_VERSION
 
 # The measurements of a record: name -> (field prefix, what one sample is)
 MEASUREMENTS = {"latency": "latency_us", "uni": "uni_us", "bi": "bi_us"}
-MEDIAN_SE = 1.2533 * 1.4826  # sqrt(pi/2) x (sigma per MAD) for normal samples
+SIGMA_PER_MAD = 1.4826  # normal sigma per median absolute deviation
+MEDIAN_SE = 1.2533 * SIGMA_PER_MAD  # sqrt(pi/2) x (sigma per MAD) for normal samples
+TIMER = ("time.perf_counter_ns on both ranks of a pair around each iteration, after the pair's "
+         "barrier, max of the two per iteration; latency: half a ping-pong round trip; uni: a "
+         "window of messages one way plus a 4-byte ack (osu_bw); bi: a window each way at once "
+         "(osu_bibw)")
+
+
+@dataclass(frozen=True)
+class Settings:
+    sizes: tuple[int, ...]
+    repeats: int = 10  # timed samples per measurement, pair and size
+    window: int = 16  # messages per bandwidth sample (osu_bw uses 64)
+    warmup: int = 1  # untimed turns before the samples
+
+
+@dataclass(frozen=True)
+class Samples:
+    """One pair at one size (µs per sample, the max of its two ranks per iteration)."""
+
+    nbytes: int
+    latency_us: tuple[float, ...]  # half round trips
+    uni_us: tuple[float, ...]  # window times, one way
+    bi_us: tuple[float, ...]  # window times, both ways
 
 
 def median_noise(samples: Sequence[float]) -> float:
     """Standard error of the median of ``samples`` from their MAD (robust to a few stalls)."""
     x = np.asarray(samples, dtype=float)
-    mad = float(np.median(np.abs(x - np.median(x))))
-    return MEDIAN_SE * mad / math.sqrt(x.size)
+    return MEDIAN_SE * mad(x) / math.sqrt(x.size)
+
+
+def mad(values: Sequence[float]) -> float:
+    """The median absolute deviation from the median."""
+    v = np.asarray(values, dtype=float)
+    return float(np.median(np.abs(v - np.median(v))))
 
 
 def _stats(prefix: str, samples: Sequence[float]) -> dict[str, float]:
     x = np.asarray(samples, dtype=float)
-    p5, med, p95 = np.percentile(x, [5, 50, 95])
-    return {f"{prefix}_median": float(med), f"{prefix}_p5": float(p5),
-            f"{prefix}_p95": float(p95), f"{prefix}_min": float(x.min()),
+    st = summarize(x).as_dict(prefix + "_")  # the statistics of every record kind
+    return {**{f"{prefix}_{k}": st[f"{prefix}_{k}"] for k in ("median", "p5", "p95", "min")},
             f"{prefix}_noise": median_noise(x),
             prefix.removesuffix("_us") + "_samples_us": [round(v, 3) for v in x.tolist()]}
 

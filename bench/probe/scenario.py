@@ -1,21 +1,31 @@
 """``kind: probe`` scenarios: what ``commbench probe`` measures, typed, frozen, validated at load
-time (the command's flags build the same model, so both check the same rules)."""
+time. Each field's default and meaning are stated here once: the command's flags are generated
+from these fields (:mod:`bench.commands.probe`), so both check the same rules."""
 
 from __future__ import annotations
 
 import re
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Annotated, Literal
 
 from pydantic import BeforeValidator, Field, model_validator
 
+from bench.costmodel.delay import LinkDelay
 from bench.emulate.config import Emulate
 from bench.probe.confirm import Confirm
-from bench.probe.settings import Settings
+from bench.probe.links import Layout, from_launch, from_placed
+from bench.probe.record import Settings
 from bench.scenario_base import Frozen, PositiveInt
 from bench.units import parse_size
 
-DEFAULT_SIZES = (8, 4 << 20)  # latency at 8 B, bandwidth at 4 MiB
 _ZERO = re.compile(r"\s*0+(?:\.0*)?\s*[A-Za-z]*\s*")
+THRESHOLD_HELP = (
+    "relative excess over its class median that flags a link or node, when the excess is also "
+    "beyond z times its noise and the spread between links: z = Phi^-1(1 - 0.05 / tests), so "
+    "that the run's chance of any false flag is 5% (Bonferroni over its tests; z grows with "
+    "ranks and sizes); a flagged suspect is named only when slow again re-measured alone")
 
 
 def _size(value: object) -> int:
@@ -29,25 +39,39 @@ def _size(value: object) -> int:
 Size = Annotated[int, BeforeValidator(_size)]
 
 
+def _help(text: str) -> dict[str, str]:
+    return {"description": text}
+
+
 class ProbeScenario(Frozen):
     """Every pair of ranks: one-way latency, uni- and bidirectional bandwidth per size."""
 
     name: str = "probe"
     description: str = ""
     kind: Literal["probe"] = "probe"
-    world_size: int | None = None  # self-launched ranks (>= 2, checked below); None: one per core
-    ranks_per_node: PositiveInt | Literal["auto"] = "auto"  # virtual nodes, as in ``run``
-    sizes: Annotated[list[Size], Field(min_length=1)] = Field(default=list(DEFAULT_SIZES))
-    repeats: Annotated[int, Field(ge=3)] = 10  # samples per measurement, pair and size
-    window: PositiveInt = 16  # messages per bandwidth sample
-    warmup: Annotated[int, Field(ge=0)] = 1
-    threshold: Annotated[float, Field(gt=0)] = 0.25  # relative excess that names a link or node
-    round_timeout_s: Annotated[float, Field(gt=0)] = 300.0  # a round past it ends the job
-    # the confirmation pass (bench/probe/confirm.py): at most confirm_max suspects (0: none),
-    # each in confirm_blocks blocks of confirm_repeats samples against a reference pair
-    confirm_max: Annotated[int, Field(ge=0)] = 16
-    confirm_blocks: PositiveInt = 3
-    confirm_repeats: Annotated[int, Field(ge=3)] = 5
+    world_size: int | None = Field(None, **_help(
+        "ranks to launch, at least 2 (default: the emulated cluster's, else one per core, at "
+        "least 2)"))
+    ranks_per_node: PositiveInt | Literal["auto"] = Field("auto", **_help(
+        "virtual nodes of this many consecutive ranks (auto: by host name)"))
+    sizes: Annotated[list[Size], Field(min_length=1)] = Field(
+        ["8B", "4MiB"], validate_default=True, **_help(
+            "message sizes, latency at the smallest and bandwidth at the largest: "
+            "comma-separated, each at least 1 B"))
+    repeats: Annotated[int, Field(ge=3)] = Field(Settings.repeats, **_help(
+        "samples per pair, size and measurement, at least 3"))
+    window: PositiveInt = Field(Settings.window, **_help("messages per bandwidth sample"))
+    warmup: Annotated[int, Field(ge=0)] = Field(Settings.warmup, **_help("untimed turns before the samples"))
+    threshold: Annotated[float, Field(gt=0)] = Field(Confirm.threshold, **_help(THRESHOLD_HELP))
+    round_timeout_s: Annotated[float, Field(gt=0)] = Field(300.0, **_help(
+        "seconds a round or check may take before the job is ended"))
+    confirm_max: Annotated[int, Field(ge=0)] = Field(Confirm.max_suspects, **_help(
+        "re-measure at most this many suspects of the tournament, one pair at a time against a "
+        "reference pair of their class (0: no confirmation)"))
+    confirm_blocks: PositiveInt = Field(Confirm.blocks, **_help(
+        "suspect blocks per confirmation, the reference measured before, between and after them"))
+    confirm_repeats: Annotated[int, Field(ge=3)] = Field(Confirm.repeats, **_help(
+        "samples per confirmation block, size and measurement"))
     emulate: Emulate | None = None  # a modelled cluster on this host (bench/emulate/config.py)
 
     @model_validator(mode="after")
@@ -87,3 +111,33 @@ class ProbeScenario(Frozen):
 
     def settings(self) -> Settings:
         return Settings(tuple(sorted(self.sizes)), self.repeats, self.window, self.warmup)
+
+    def setup(self, hosts: Sequence[str]) -> Setup:
+        """The job's layout, and its links' delays when emulated; ValueError (one line) when
+        the job cannot run this probe."""
+        p = len(hosts)
+        if p < 2:
+            raise ValueError(f"a probe needs at least 2 ranks (one pair); this job has {p}")
+        if self.world_size is not None and self.world_size != p:
+            raise ValueError(f"world_size {self.world_size}: this job has {p} ranks")
+        if self.emulate is None:
+            try:
+                return Setup(from_launch(hosts, self.ranks_per_node))
+            except ValueError as e:
+                raise ValueError(f"ranks_per_node: {e}") from None
+        from bench.emulate.wait import SleepWaiter
+
+        if len(set(hosts)) > 1:
+            raise ValueError(f"emulate: the job spans {len(set(hosts))} hosts; an emulated "
+                             "cluster runs on one")
+        links = self.emulate.job(p).links  # ValueError (one line) when the job does not fit
+        placed, waiter = links.placed, SleepWaiter()  # sleep, then a short spin
+        layout = from_placed(hosts, placed.node_of, placed.leaf_of, self.emulate.topology)
+        return Setup(layout, links, lambda s: waiter.until(waiter.mark(), s))
+
+
+@dataclass(frozen=True)
+class Setup:
+    layout: Layout
+    delay: LinkDelay | None = None
+    wait: Callable[[float], object] = time.sleep

@@ -1,16 +1,57 @@
-"""The probe's closing lines: per link class, latency and bandwidth; then what each pass found
-(:mod:`bench.probe.findings`): the slow nodes and links confirmed when re-measured alone, those
-flagged by the tournament but cleared, and those named on the tournament alone."""
+"""What both passes found, and the probe's closing lines (the report shows the same findings).
+
+A finding is a node or link the tournament flagged (slow links with an end on a slow node go
+with that node), with what the confirmation pass made of it: **confirmed** (slow again alone:
+named slow), **cleared** (a stall or a busy moment in the tournament) or **not re-measured**
+(over the pass's limit, or no reference pair: listed, not named). A run without a pass names
+what the tournament flagged, and says so. The closing lines give per link class latency and
+bandwidth, then the findings."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from bench.probe.findings import CLEARED, CONFIRMED, Finding, findings
 from bench.probe.matrix import class_summary, probe_records
-from bench.probe.outliers import tests, z_for
+from bench.probe.outliers import Outlier, find, flagged, tests, z_for
+from bench.probe.verdict import Verdict, confirm_records, decide
 from bench.units import format_size
+
+CONFIRMED, CLEARED, NOT_REMEASURED = "confirmed", "cleared", "not re-measured"
+
+
+@dataclass(frozen=True)
+class Finding:
+    name: str
+    what: str  # node | link
+    flags: tuple[Outlier, ...]  # the tournament's, per class, measurement and size
+    verdict: Verdict | None  # the confirmation pass's, if it re-measured this one
+    explained: tuple[str, ...] = ()  # a node: the slow links with an end on it
+    confirming: bool = True  # whether the run had a confirmation pass
+
+    @property
+    def status(self) -> str:
+        if self.verdict is None:
+            return NOT_REMEASURED
+        return CONFIRMED if self.verdict.confirmed else CLEARED
+
+    @property
+    def named(self) -> bool:
+        """Reported slow: confirmed, or flagged in a run without a confirmation pass."""
+        return self.status == CONFIRMED or (not self.confirming and self.status == NOT_REMEASURED)
+
+
+def findings(records: Sequence[Mapping[str, Any]], threshold: float,
+             z: float | None = None) -> list[Finding]:
+    """Nodes, then unexplained links, in the tournament's order (:func:`find`)."""
+    found = find(records, threshold, z)
+    verdicts = {v.name: v for v in decide(records, threshold)}
+    confirming = bool(confirm_records(records))
+    return [Finding(name, what, tuple(os), verdicts.get(name),
+                    tuple(dict.fromkeys(o.name for o in found if o.explained_by == name)),
+                    confirming)
+            for (what, name), os in flagged(found).items()]
 
 
 def _flags(f: Finding) -> str:

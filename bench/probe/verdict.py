@@ -1,22 +1,7 @@
 """The confirmation pass's rule: is a suspect slow again, measured alone against a reference?
-
-The pass (:mod:`bench.probe.confirm_job`) measures a suspect's pair in B blocks of r samples per
-measurement and size, one pair at a time (every other rank asleep at a barrier), and a reference
-pair of its class the same way before the first block, between blocks and after the last
-(B + 1 blocks): R S R S ... S R. Records of the pass (``phase: confirm``) keep the pooled
-median and its noise, and each block's median (``*_us_blocks``). For each test the tournament
-flagged (measurement, size), with S and R the suspect's and the reference's samples:
-
-- ``e = median(S) / median(R) - 1`` and its noise ``v = sqrt(se_S^2 + se_R^2) / median(R)``
-  (se: the median's standard error from the MAD, as in the tournament);
-- per block j, ``e_j = s_j / ((r_j + r_(j+1)) / 2) - 1``: the suspect block's median against
-  the mean of the medians of the reference blocks right before and after it, so a host that
-  changed speed moves both sides;
-- the test is **slow again** when ``e > threshold``, ``e > z * v`` and ``e_j > threshold`` in
-  more than half of the blocks (a stall of one block cannot confirm);
-- z keeps the pass's tests together at 5 % (Bonferroni over the re-judged tests of all checks).
-
-A suspect is **confirmed** when at least one of its tests is slow again, else **cleared**.
+Per re-judged test, the pooled excess over the reference beyond the threshold and z' times its
+noise, and the excess of each suspect block over the reference blocks around it beyond the
+threshold in more than half of the blocks. The rule: docs/probe.md, "The confirmation pass".
 """
 
 from __future__ import annotations

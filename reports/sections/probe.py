@@ -9,16 +9,17 @@ from typing import Any
 
 import pandas as pd
 
-from bench.probe.findings import CLEARED, Finding, findings
+from bench.probe.confirm import Confirm
 from bench.probe.matrix import class_summary, missing_pairs, node_count, node_matrix, probe_records
 from bench.probe.outliers import node_names, tests, z_for
+from bench.probe.summary import CLEARED, Finding, findings
 from bench.units import format_size
 from reports.data import ReportData, Run
 from reports.heatmap import heatmap
 from reports.sections import Options, Section, section
 from reports.svg import later
 
-DEFAULT_THRESHOLD = 0.25
+DEFAULT_THRESHOLD = Confirm.threshold  # a probe scenario's default
 
 
 def _threshold(run: Run) -> float:

@@ -14,10 +14,10 @@ from typing import Any
 from mpi4py import MPI
 
 from bench.probe.confirm import Confirm
-from bench.probe.findings import findings
-from bench.probe.job import probe
 from bench.probe.links import from_launch
-from bench.probe.settings import Settings
+from bench.probe.record import Settings
+from bench.probe.runner import Probe
+from bench.probe.summary import findings
 from bench.probe.verdict import decide
 
 SLOW_NODE, DELAY = 1, 0.5  # every message to or from node 1 waits 0.5 s (recorded, not slept)
@@ -88,7 +88,7 @@ def main() -> int:
     settings = Settings((8, 1024), repeats=3, window=2, warmup=1)
     confirm = Confirm(threshold=0.25, max_suspects=8, blocks=3, repeats=3)
     delay, clock, records = SlowNode(layout.node_of), CountingClock(), []
-    probe(comm, layout, settings, records.append, delay, clock.wait, confirm=confirm, clock=clock)
+    Probe(comm, layout, settings, records.append, delay, clock.wait, clock=clock).run(confirm)
     me, p, w = comm.rank, comm.size, settings.window
     turns, cturns = settings.warmup + settings.repeats, settings.warmup + confirm.repeats
     want = sum(sends(me, peer, turns, w) for peer in range(p) if peer != me) * 2

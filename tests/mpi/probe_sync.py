@@ -1,30 +1,31 @@
 """Run under mpiexec (2 ranks) by tests/test_probe.py: the order of one pair's events, on both
-ranks, for every turn of the three measurements. The communicator is wrapped to log each
-blocking send and receive (by tag), the pacer (an emulated link of 0 s) logs each window
-message before it is sent, and the clock logs each read (on the lower rank, the only clock).
+ranks, for every iteration of the three point-to-point cases as the harness times them. The
+communicator is wrapped to log each blocking send, receive and the pair's barrier (by tag), the
+pacer (an emulated link of 0 s) logs each message before it is sent, and the clock logs each read.
 
-What it proves for the bidirectional measurement: the higher rank posts its window only after
-it has the lower rank's go, which the lower rank sends right after reading its clock, and the
-lower rank reads its clock only after the higher rank said it is ready: no message of either
-window can be on its way before the clock starts. Exit 0 when both ranks' logs are exactly as
-expected."""
+What it proves: every iteration starts with the pair's barrier, then this rank's clock, and no
+rank sends a message of any measurement (a window included) before its own clock has started;
+each rank's clock is read on both sides of the iteration, and the pair's sample is the max of
+its two ranks' (rank 1's clock ticks twice as long, so every sample is its). Exit 0 when both
+ranks' logs are exactly as expected."""
 
 from __future__ import annotations
 
 import sys
 from typing import Any
 
+import numpy as np
 from mpi4py import MPI
 
-from bench.probe.measure import ACK_TAG, SYNC_TAG, TAG, PairProbe
-from bench.probe.settings import Settings
+from bench.collective.p2p import ACK_TAG, SYNC_TAG, TAG, PairCase, pair_max
 
-TAGS = {TAG: "pingpong", ACK_TAG: "ack", SYNC_TAG: "sync"}
+TAGS = {TAG: "pingpong", ACK_TAG: "ack", SYNC_TAG: "barrier"}
 Event = tuple[str, ...]
+REPEATS, WARMUP, WINDOW = 3, 1, 4
 
 
 class LoggedComm:
-    """The communicator, logging blocking sends and receives; requests are the real ones."""
+    """The communicator, logging blocking sends, receives and barriers; requests are real."""
 
     def __init__(self, comm: MPI.Comm, log: list[Event]) -> None:
         self.comm, self.log = comm, log
@@ -41,6 +42,10 @@ class LoggedComm:
         self.comm.Recv(buf, source, tag)
         self.log.append(("recv", TAGS[tag]))
 
+    def Sendrecv(self, *args: Any) -> None:
+        self.log.append((TAGS[args[2]],))
+        self.comm.Sendrecv(*args)
+
     def Send_init(self, *args: Any) -> MPI.Prequest:
         return self.comm.Send_init(*args)
 
@@ -48,48 +53,44 @@ class LoggedComm:
         return self.comm.Recv_init(*args)
 
 
-class ZeroLink:
-    def delay_s(self, src: int, dst: int, nbytes: int, flows: int = 1) -> float:
-        return 0.0
-
-    def describe(self) -> dict[str, object]:
-        return {"emulated": True}
-
-
-def expected(lower: bool, turns: int, w: int) -> list[Event]:
-    window = [("message",)] * w
+def expected(lower: bool) -> list[Event]:
+    window = [("message",)] * WINDOW
+    start, end = [("barrier",), ("clock",)], [("clock",)]
     if lower:
-        turn = [("clock",), ("message",), ("send", "pingpong"), ("recv", "pingpong"), ("clock",),
-                ("clock",), *window, ("recv", "ack"), ("clock",),
-                ("recv", "sync"), ("clock",), ("send", "sync"), *window, ("clock",)]
+        runs = [[("message",), ("send", "pingpong"), ("recv", "pingpong")],
+                [*window, ("recv", "ack")], window]
     else:
-        turn = [("recv", "pingpong"), ("message",), ("send", "pingpong"),
-                ("send", "ack"),
-                ("send", "sync"), ("recv", "sync"), *window]
-    return turn * turns
+        runs = [[("recv", "pingpong"), ("message",), ("send", "pingpong")],
+                [("send", "ack")], window]
+    order = [0, 1, 2] * WARMUP
+    for rep in range(REPEATS):
+        order += [0, 1, 2] if rep % 2 == 0 else [2, 1, 0]
+    return [e for i in order for e in (*start, *runs[i], *end)]
 
 
 def main() -> int:
     comm = MPI.COMM_WORLD
     log: list[Event] = []
-    ticks = iter(range(1000, 10**9, 1000))
+    tick = 1000 * (1 + comm.rank)
+    ticks = iter(range(tick, 10**9, tick))
 
     def clock() -> int:
         log.append(("clock",))
         return next(ticks)
 
-    settings = Settings((8,), repeats=3, window=4, warmup=1)
-    pp = PairProbe(LoggedComm(comm, log), settings, ZeroLink(),  # type: ignore[arg-type]
-                   lambda s: log.append(("message",)), clock)
-    got = pp.pair(1 - comm.rank)
-    want = expected(comm.rank == 0, settings.warmup + settings.repeats, settings.window)
+    buf = np.zeros(8, np.uint8), np.zeros(8, np.uint8)
+    case = PairCase(LoggedComm(comm, log), 1 - comm.rank, *buf, 8, WINDOW,  # type: ignore[arg-type]
+                    lambda: log.append(("message",)))
+    mine = case.time(REPEATS, WARMUP, clock)
+    both = comm.gather(mine, root=0)
+    want = expected(comm.rank == 0)
     errors = []
     if log != want:
         first = next((i for i, (a, b) in enumerate(zip(log, want)) if a != b), min(len(log), len(want)))
         errors.append(f"events differ from event {first}: got {log[first:first + 8]}, "
                       f"expected {want[first:first + 8]} ({len(log)} events, expected {len(want)})")
-    if comm.rank == 0 and (got is None or got[0].bi_us != (1.0,) * settings.repeats):
-        errors.append(f"bi samples {got[0].bi_us if got else None}: expected one tick each")
+    if both is not None and pair_max(*both) != [[2.0] * REPEATS] * 3:
+        errors.append(f"pair samples {pair_max(*both)}: expected rank 1's tick each")
     for e in errors:
         print(f"rank {comm.rank}: {e}", file=sys.stderr)
     return 1 if comm.allreduce(len(errors)) else 0

@@ -1,0 +1,65 @@
+"""The harness's clock and timing loop: the one place a measured path reads time.
+
+Collective cases (:mod:`bench.collective.harness`), the probe's point-to-point cases
+(:mod:`bench.collective.p2p`), the drift canary and training steps are all timed here. One
+iteration: ``before`` (a barrier), read the clock, ``run``, ``after`` (a device synchronisation),
+read the clock; the sample is the difference in µs, this rank's. What the samples become (max
+over ranks per iteration, statistics) is the caller's. Importing this module starts no MPI.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+Clock = Callable[[], int]  # nanoseconds
+CLOCK: Clock = time.perf_counter_ns  # the clock every measurement reads (tests may hand in another)
+Run = Callable[[], object]
+
+
+@dataclass(frozen=True)
+class Timer:
+    before: Run | None = None  # each iteration's barrier
+    after: Run | None = None  # inside the clock: the end of the iteration (a device sync)
+    clock: Clock = CLOCK
+
+    def time(self, run: Run, iters: int, out: list[float] | None = None, events: Any = None,
+             device_out: list[float] | None = None) -> list[float]:
+        """``iters`` timed iterations of ``run`` appended to ``out`` (µs); with ``events`` (a
+        device clock: start, stop, elapsed_us) the device's time of each goes to ``device_out``."""
+        out = [] if out is None else out
+        clock, before, after = self.clock, self.before, self.after
+        for _ in range(iters):
+            if before is not None:
+                before()
+            t0 = clock()
+            if events is not None:
+                events.start()
+            run()
+            if events is not None:
+                events.stop()
+            if after is not None:
+                after()
+            out.append((clock() - t0) / 1e3)
+            if events is not None and device_out is not None:
+                device_out.append(events.elapsed_us())
+        return out
+
+    def warm(self, runs: Sequence[Run], warmup: int) -> list[list[float]]:
+        """``warmup`` iterations of each run, not samples (their times may size the loop)."""
+        return [self.time(r, warmup) for r in runs]
+
+    def turns(self, runs: Sequence[Run], iters: int, repetitions: int, events: Any = None,
+              device: Sequence[list[float]] | None = None) -> list[list[float]]:
+        """``iters`` samples of each run in ``repetitions`` blocks in which the runs take turns,
+        order reversed every other block, so that each sees the same stretch of the machine."""
+        samples: list[list[float]] = [[] for _ in runs]
+        block = math.ceil(iters / repetitions)
+        order = list(range(len(runs)))
+        for rep in range(repetitions):
+            for i in order if rep % 2 == 0 else order[::-1]:
+                self.time(runs[i], block, samples[i], events, device[i] if device else None)
+        return samples
