@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 from bench.argtypes import (
+    UsageError,
     in_path,
     nonneg_float,
     nonneg_int,
@@ -68,12 +69,6 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--strict", action="store_true", help="also fail on oversubscribed cases")
     p.add_argument("--all", action="store_true", help="list every key, not only changed ones")
 
-
-def _fail(msg: str) -> int:
-    print(f"commbench: ab: {msg}", file=sys.stderr)
-    return 2
-
-
 def _say(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
@@ -81,21 +76,23 @@ def _say(msg: str) -> None:
 def handle(args: argparse.Namespace) -> int:
     t0 = time.monotonic()
     if args.rounds < 2:
-        return _fail("--rounds must be >= 2 (the paired test needs the spread between rounds)")
+        raise UsageError("--rounds must be >= 2 (the paired test needs the spread between rounds)",
+                         "ab")
     if not 0 <= args.threshold < 100 or not 0 < args.alpha < 1:
-        return _fail("--threshold must be in [0, 100), --alpha in (0, 1)")
+        raise UsageError("--threshold must be in [0, 100), --alpha in (0, 1)", "ab")
     if args.rounds < min_rounds(args.alpha):
-        return _fail(f"--alpha {args.alpha:g} needs --rounds >= {min_rounds(args.alpha)} (n rounds "
-                     "can show a false-alarm rate of 2^-n at best)")
+        raise UsageError(f"--alpha {args.alpha:g} needs --rounds >= {min_rounds(args.alpha)} "
+                         "(n rounds can show a false-alarm rate of 2^-n at best)", "ab")
     if launcher.inside_mpi_job():
-        return _fail("it launches its own runs: start it from a shell, not under mpiexec/srun")
+        raise UsageError("it launches its own runs: start it from a shell, not under mpiexec/srun",
+                         "ab")
     scenario = args.scenario.resolve()
     if not scenario.is_file():
-        return _fail(f"{args.scenario}: no such scenario file")
+        raise UsageError(f"{args.scenario}: no such scenario file", "ab")
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     out = (args.out or Path("runs") / f"{stamp}-ab-{scenario.stem}").resolve()
     if out.exists() and any(out.iterdir()):
-        return _fail(f"{out}: exists and is not empty")
+        raise UsageError(f"{out}: exists and is not empty", "ab")
     rule = Rule(threshold=args.threshold / 100, min_abs=args.min_abs, strict=args.strict,
                 reference=args.relative)
     try:
@@ -107,7 +104,7 @@ def handle(args: argparse.Namespace) -> int:
     except AbInterrupted as e:
         return _interrupted(e, out)
     except (AbError, InputError, ValueError) as e:
-        return _fail(str(e))
+        raise UsageError(str(e), "ab") from None
     aside = mismatched(round_speeds(out / "base"), round_speeds(out / "head"))
     for m in aside:
         print(f"# set aside, {m.describe()}: the machine changed speed between the two runs")

@@ -7,7 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from bench.argtypes import in_path, nonneg_float, out_file, percent, probability
+from bench.argtypes import UsageError, in_path, nonneg_float, out_file, percent, probability
 from bench.collective import canary
 from bench.commands import register
 
@@ -43,16 +43,14 @@ def handle(args: argparse.Namespace) -> int:
     from bench.gate.table import render
 
     if not 0 <= args.threshold < 100 or not 0 < args.alpha < 1 or not 0 < args.run_alpha < 1:
-        print("commbench: --threshold must be in [0, 100), --alpha and --run-alpha in (0, 1)",
-              file=sys.stderr)
-        return 2
+        raise UsageError("--threshold must be in [0, 100), --alpha and --run-alpha in (0, 1)",
+                         "compare")
     rule = Rule(threshold=args.threshold / 100, alpha=args.alpha, reference=args.relative,
                 strict=args.strict, min_abs=args.min_abs, run_alpha=args.run_alpha)
     try:
         res = compare_runs(args.baseline, args.current, rule)
     except InputError as e:
-        print(f"commbench: compare: {e}", file=sys.stderr)
-        return 2
+        raise UsageError(str(e), "compare") from None
     print(render(res, everything=args.all))
     for line in canary_notes(args.baseline, args.current):
         print(f"# note: {line}")

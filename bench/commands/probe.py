@@ -8,9 +8,8 @@ run with ``commbench run``. See docs/probe.md.
 from __future__ import annotations
 
 import argparse
-import sys
 
-from bench.argtypes import nonneg_int, out_dir, positive_float, positive_int, world_size
+from bench.argtypes import UsageError, nonneg_int, out_dir, positive_float, positive_int, world_size
 from bench.commands import register
 
 
@@ -93,8 +92,7 @@ def handle(args: argparse.Namespace) -> int:
     try:
         sc = scenario_of(args)
     except ScenarioError as e:
-        print(f"commbench: probe: {e}", file=sys.stderr)
-        return 2
+        raise UsageError(str(e), "probe") from None
     return run_probe(args, sc)  # type: ignore[arg-type]
 
 
