@@ -6,13 +6,12 @@ scenario asks for that transport."""
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from kernels.ops import DTYPES
-from kernels.registry import Registry
+from kernels.registry import Registry, lazy
 from kernels.transports.base import Transport, TransportUnavailable
 
 
@@ -33,10 +32,9 @@ class TransportSpec:
     def create(self, comm: Any, **settings: Any) -> Transport:
         """The transport on ``comm``; of ``settings`` it gets the ones it declares."""
         try:
-            mod = importlib.import_module(self.module)
+            make: Callable[..., Transport] = lazy(f"{self.module}:{self.factory}")
         except ImportError as e:
             raise TransportUnavailable(f"transport {self.name}: cannot import {e.name}") from e
-        make: Callable[..., Transport] = getattr(mod, self.factory)
         return make(comm, **{k: v for k, v in settings.items() if k in self.options})
 
 
