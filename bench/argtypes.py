@@ -4,7 +4,8 @@ huge and malformed numbers, sizes and lists are refused by argparse in one line 
 value, what is allowed) with exit 2, and a value the user gave is never replaced by a default.
 
 :class:`OneLineParser` is the parser class every command line uses: argparse's error (usage
-lines, then the message) becomes one line, ``commbench: <command>: argument --x: ...``.
+lines, then the message) becomes one line, ``commbench: <command>: argument --x: ...``. Every
+other error the user can fix is a :class:`UsageError`, said the same way by :func:`say`.
 """
 
 from __future__ import annotations
@@ -24,12 +25,25 @@ MAX_LIST = 4096  # entries one comma-separated list may hold
 MAX_WORLD = 1 << 20  # ranks in one job: the largest training clusters hold ~10^5 accelerators
 
 
+class UsageError(Exception):
+    """Bad input the user can fix: one line, ``commbench: <command>: <cause>``, and exit 2. Without
+    ``command`` the cause names its own source (a scenario file, a run directory)."""
+
+    def __init__(self, cause: str, command: str = "") -> None:
+        super().__init__(f"{command}: {cause}" if command else cause)
+
+
+def say(e: UsageError) -> int:
+    """The one way a usage error reaches the user: its line on stderr; the exit code, 2."""
+    sys.stderr.write(f"commbench: {e}\n")
+    return 2
+
+
 class OneLineParser(argparse.ArgumentParser):
     """argparse, but its errors are one line on stderr and exit 2."""
 
     def error(self, message: str) -> NoReturn:
-        sys.stderr.write(f"commbench: {self.prog.removeprefix('commbench ')}: {message}\n")
-        sys.exit(2)
+        sys.exit(say(UsageError(message, self.prog.removeprefix("commbench "))))
 
 
 def _typed(name: str, example: str, fn: Callable[[str], Any]) -> Callable[[str], Any]:

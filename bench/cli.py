@@ -6,21 +6,12 @@ import argparse
 import os
 import sys
 
-from bench.argtypes import OneLineParser
-
-# Every module of bench/commands registers its subcommand: a new command is a new file there.
-COMMAND_PACKAGE = "bench.commands"
-
-
-class UsageError(Exception):
-    """Bad input the user can fix; printed as one line, exit 2."""
+from bench.argtypes import OneLineParser, UsageError, say
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from bench.commands import COMMANDS
-    from kernels.collective import discover
+    from bench.commands import COMMANDS  # discovered: a new command is a new file there
 
-    discover(COMMAND_PACKAGE)
     parser = OneLineParser(
         prog="commbench",
         description="Communication benchmarks for distributed deep learning.")
@@ -48,8 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args._handler(args))
     except UsageError as e:
-        print(f"commbench: {e}", file=sys.stderr)
-        return 2
+        return say(e)
     except KeyboardInterrupt:
         print("commbench: interrupted", file=sys.stderr)
         return 130

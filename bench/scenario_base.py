@@ -1,24 +1,47 @@
-"""What every scenario kind shares: the frozen model base, the one-line error, and reading YAML.
+"""The kind-agnostic scenario loader: what every scenario kind shares (the frozen model base, the
+one-line error, reading YAML) and the kinds by name.
 
-Kept apart from the kinds themselves so that ``bench.collective.scenario`` (collectives) and
-``bench.training.scenario`` never import each other, and loading a scenario of one kind costs
-nothing of the other (validating a training scenario imports no torch).
+A scenario kind is one file in ``bench/kinds/`` (or in a ``COMMBENCH_PLUGINS`` package) calling
+:func:`register` with its model and the runner ``commbench run`` hands it to, each named as
+``"module:attribute"`` and imported on first use: loading a scenario of one kind costs nothing of
+another (validating a training scenario imports no torch), and the kinds never import each other.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from bench.argtypes import UsageError
+from kernels.registry import Registry, lazy
+
 PositiveInt = Annotated[int, Field(ge=1)]
 MAX_SCENARIO_BYTES = 1 << 20  # a scenario is a short text file; more is a wrong path
 
 
-class ScenarioError(ValueError):
-    """A scenario that cannot run; ``str()`` is the one line shown to the user."""
+class ScenarioError(UsageError, ValueError):
+    """A scenario that cannot run; ``str()`` is the one line shown to the user (it names the
+    scenario's source, so no command)."""
+
+
+@dataclass(frozen=True)
+class ScenarioKind:
+    name: str  # the scenario's ``kind:`` key
+    model: str  # "module:Class", the frozen model that validates the scenario
+    run: str  # "module:function" (args, scenario, world sizes) -> exit code, for ``commbench run``
+    order: int = 1000  # listing order (the default kind, collective, first)
+
+
+KINDS: Registry[ScenarioKind] = Registry("scenario kind", ("bench.kinds",), order=lambda k: k.order)
+
+
+def register(kind: ScenarioKind) -> ScenarioKind:
+    """Called once in each kind's declaration file."""
+    return KINDS.add(kind.name, kind)
 
 
 class Frozen(BaseModel):
@@ -78,3 +101,27 @@ def one_line(e: ValidationError) -> str:
     if err["type"] == "extra_forbidden":
         msg = "unknown key"
     return f"{loc}: {msg}" if loc else msg
+
+
+def load_scenario(path: Path | str) -> Any:
+    """Parse and validate a scenario file; raises :class:`ScenarioError` with one line."""
+    path = Path(path)
+    return parse_scenario(read_yaml(path), str(path))
+
+
+def parse_scenario(raw: Any, source: str = "<scenario>") -> Any:
+    """The scenario of ``raw`` (a mapping), validated by its kind's model."""
+    if not isinstance(raw, dict):
+        raise ScenarioError(f"{source}: a scenario is a mapping of keys, got {type(raw).__name__}")
+    raw = dict(raw)
+    raw.setdefault("name", Path(source).stem)
+    kind = raw.get("kind", "collective")
+    if not isinstance(kind, str) or kind not in KINDS:
+        raise ScenarioError(f"{source}: kind: unknown kind {kind!r}; valid: "
+                            f"{', '.join(KINDS.names())}")
+    try:
+        return lazy(KINDS.get(kind).model).model_validate(raw)
+    except ValidationError as e:
+        raise ScenarioError(f"{source}: {one_line(e)}") from None
+    except RecursionError:
+        raise ScenarioError(f"{source}: nested too deeply") from None

@@ -19,15 +19,13 @@ Nothing outside ``kernels/collectives/`` names a collective: code asks this regi
 from __future__ import annotations
 
 import functools
-import importlib
-import pkgutil
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from kernels.registry import Registry, UnknownName
+from kernels.registry import Registry, UnknownName, discover, plugins
 from kernels.schedule import Range
 
 
@@ -137,30 +135,13 @@ def register(c: Collective) -> Collective:
     return COLLECTIVES.add(c.name, c)
 
 
-PLUGINS_ENV = "COMMBENCH_PLUGINS"  # comma-separated packages of extra collectives/algorithms
-
-
 @functools.cache
 def load() -> None:
     """Import every module under ``kernels/collectives`` and ``kernels/algorithms`` (discovery:
     adding a file is the whole change), then under each package named in ``COMMBENCH_PLUGINS``
     (your own algorithms, outside this tree). Runs once per process."""
-    import os
-
-    plugins = [p.strip() for p in os.environ.get(PLUGINS_ENV, "").split(",") if p.strip()]
-    for pkg in ("kernels.collectives", "kernels.algorithms", *plugins):
+    for pkg in ("kernels.collectives", "kernels.algorithms", *plugins()):
         discover(pkg)
-
-
-def discover(package: str) -> list[str]:
-    """Import ``package`` and every module under it (registering what they declare); their
-    names."""
-    pkg = importlib.import_module(package)
-    out = [pkg.__name__]
-    for mod in pkgutil.walk_packages(getattr(pkg, "__path__", []), pkg.__name__ + "."):
-        importlib.import_module(mod.name)
-        out.append(mod.name)
-    return out
 
 
 @functools.cache

@@ -7,7 +7,6 @@ markup. ``render_run`` is what ``commbench run`` calls when a run ends.
 
 from __future__ import annotations
 
-import importlib
 import math
 from collections.abc import Sequence
 from pathlib import Path
@@ -19,14 +18,6 @@ from reports.data import ReportData, load_runs
 from reports.sections import SECTIONS, Options, Section
 from reports.svg import collect, draw_all
 
-# Sections in page order; a new section is a module that registers itself, named here.
-SECTION_MODULES = ("reports.sections.bandwidth", "reports.sections.scaling",
-                   "reports.sections.memory", "reports.sections.choose",
-                   "reports.sections.strategy",
-                   "reports.sections.comparison", "reports.sections.prediction",
-                   "reports.sections.probe",
-                   "reports.sections.cases",
-                   "reports.sections.method")
 TEMPLATES = Path(__file__).parent / "templates"
 
 
@@ -64,14 +55,8 @@ def environment() -> jinja2.Environment:
 
 
 def build_sections(data: ReportData, opts: Options) -> list[Section]:
-    for mod in SECTION_MODULES:
-        importlib.import_module(mod)
-    out = []
-    for name in SECTIONS.names():
-        sec = SECTIONS.get(name)(data, opts)
-        if sec is not None:
-            out.append(sec)
-    return out
+    built = (SECTIONS.get(name).build(data, opts) for name in SECTIONS.names())
+    return [sec for sec in built if sec is not None]
 
 
 def render_html(data: ReportData, opts: Options | None = None, extra: Sequence[Section] = (),
@@ -81,10 +66,12 @@ def render_html(data: ReportData, opts: Options | None = None, extra: Sequence[S
     draw_all(collect([s.ctx for s in sections]))
     failed = data.failed()
     over = data.frame["oversubscribed"].astype(bool)
-    return environment().get_template("report.html.j2").render(
+    env = environment()
+    bodies = [env.from_string(s.source) if s.source else "sections/" + s.template for s in sections]
+    return env.get_template("report.html.j2").render(
         title=title or "commbench report — " + ", ".join(data.labels),
-        runs=data.runs, sections=sections, n_records=len(data.frame), n_failed=len(failed),
-        n_oversubscribed=int(over.sum()))
+        runs=data.runs, sections=sections, bodies=bodies, n_records=len(data.frame),
+        n_failed=len(failed), n_oversubscribed=int(over.sum()))
 
 
 def render_report(run_dirs: Sequence[Path | str], out: Path | str, opts: Options | None = None,

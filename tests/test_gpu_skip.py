@@ -13,7 +13,7 @@ from kernels.transports import TRANSPORTS, TransportUnavailable
 from kernels.transports.gpu import probe_cupy
 from tests.conftest import ROOT, commbench, run_mpi
 
-DEVICE_TRANSPORTS = ["nccl", "nccl-graph", "mpi-cupy", "cuda-ipc"]
+DEVICE_TRANSPORTS = [n for n in TRANSPORTS.names() if TRANSPORTS.get(n).device]
 
 
 def _reason() -> str:

@@ -9,21 +9,25 @@ from __future__ import annotations
 
 import itertools
 import math
-from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BeforeValidator,
     Discriminator,
     Field,
     Tag,
-    ValidationError,
     field_validator,
     model_validator,
 )
 
 from bench.emulate.config import Emulate
-from bench.scenario_base import Frozen, PositiveInt, ScenarioError, one_line, read_yaml
+from bench.scenario_base import (  # the loader, for this kind's readers
+    Frozen,
+    PositiveInt,
+    ScenarioError,
+    load_scenario,
+    parse_scenario,
+)
 from bench.units import MAX_SIZES, parse_size, size_range
 from kernels import collective as coll
 from kernels.algorithm import algorithm_names
@@ -278,55 +282,6 @@ class CollectiveScenario(Frozen):
         p = max(self.world_sizes or [2])
         return max(rank_bytes(coll.resolve(c), n // ITEMSIZE[d], ITEMSIZE[d], p)
                    for c in self.collectives for d in self.dtypes)
-
-
-if TYPE_CHECKING:
-    from bench.training.scenario import TrainingScenario
-
-    Scenario = CollectiveScenario | TrainingScenario
-
-
-SCENARIO_KINDS: dict[str, str] = {
-    # "module:Class", imported on first use, so one kind never loads another's dependencies
-    "collective": "bench.collective.scenario:CollectiveScenario",
-    "training": "bench.training.scenario:TrainingScenario",
-    "probe": "bench.probe.scenario:ProbeScenario",
-}
-
-
-def scenario_model(kind: str) -> type[Frozen] | None:
-    """The model of scenario ``kind`` (importing it on first use), or None if unknown."""
-    import importlib
-
-    where = SCENARIO_KINDS.get(kind) if isinstance(kind, str) else None
-    if where is None:
-        return None
-    mod, _, cls = where.partition(":")
-    return getattr(importlib.import_module(mod), cls)
-
-
-def load_scenario(path: Path | str) -> Scenario:
-    """Parse and validate a scenario file; raises :class:`ScenarioError` with one line."""
-    path = Path(path)
-    return parse_scenario(read_yaml(path), str(path))
-
-
-def parse_scenario(raw: Any, source: str = "<scenario>") -> Scenario:
-    if not isinstance(raw, dict):
-        raise ScenarioError(f"{source}: a scenario is a mapping of keys, got {type(raw).__name__}")
-    raw = dict(raw)
-    raw.setdefault("name", Path(source).stem)
-    kind = raw.get("kind", "collective")
-    model = scenario_model(kind)
-    if model is None:
-        raise ScenarioError(f"{source}: kind: unknown kind {kind!r}; valid: "
-                            f"{', '.join(SCENARIO_KINDS)}")
-    try:
-        return model.model_validate(raw)  # type: ignore[return-value]
-    except ValidationError as e:
-        raise ScenarioError(f"{source}: {one_line(e)}") from None
-    except RecursionError:
-        raise ScenarioError(f"{source}: nested too deeply") from None
 
 
 def check_memory(scenario: CollectiveScenario, source: str, ranks_on_host: int,

@@ -1,4 +1,6 @@
-"""CLI subcommands by name: each module calls :func:`register` with its parser and handler."""
+"""CLI subcommands by name: each module of this package (or of a ``COMMBENCH_PLUGINS`` package)
+calls :func:`register` with its parser and handler; discovered, so a new command is a new file.
+A handler raises :class:`bench.argtypes.UsageError` for input the user can fix (one line, exit 2)."""
 
 from __future__ import annotations
 
@@ -34,7 +36,7 @@ class Command:
         return f"example: commbench {self.name} {line}".rstrip()
 
 
-COMMANDS: Registry[Command] = Registry("command")
+COMMANDS: Registry[Command] = Registry("command", ("bench.commands",))
 
 
 def register(name: str, help: str, configure: Callable[[argparse.ArgumentParser], None],

@@ -16,7 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-from bench.argtypes import in_path, nonneg_int, out_dir, out_file, positive_int, probability
+from bench.argtypes import UsageError, in_path, nonneg_int, out_dir, out_file, positive_int, probability
 from bench.commands import register
 from bench.gate.ab import AbError, AbInterrupted, Side, git, mark_interrupted, resolve, run_rounds, worktrees
 from bench.gate.abdeps import mismatch
@@ -55,12 +55,6 @@ def configure(p: argparse.ArgumentParser) -> None:
                         f"{PAIRED_ALPHA:g}; n rounds reach 2^-n at best: 5 rounds for 0.05, 7 for 0.01)")
     p.add_argument("--all", action="store_true", help="list every key, not only changed ones")
 
-
-def _fail(msg: str) -> int:
-    print(f"commbench: ab: {msg}", file=sys.stderr)
-    return 2
-
-
 def _say(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
@@ -68,19 +62,21 @@ def _say(msg: str) -> None:
 def handle(args: argparse.Namespace) -> int:
     t0 = time.monotonic()
     if args.rounds < 2:
-        return _fail("--rounds must be >= 2 (the paired test needs the spread between rounds)")
+        raise UsageError("--rounds must be >= 2 (the paired test needs the spread between rounds)",
+                         "ab")
     if args.rounds < min_rounds(args.alpha):
-        return _fail(f"--alpha {args.alpha:g} needs --rounds >= {min_rounds(args.alpha)} (n rounds "
-                     "can show a false-alarm rate of 2^-n at best)")
+        raise UsageError(f"--alpha {args.alpha:g} needs --rounds >= {min_rounds(args.alpha)} "
+                         "(n rounds can show a false-alarm rate of 2^-n at best)", "ab")
     if launcher.inside_mpi_job():
-        return _fail("it launches its own runs: start it from a shell, not under mpiexec/srun")
+        raise UsageError("it launches its own runs: start it from a shell, not under mpiexec/srun",
+                         "ab")
     scenario = args.scenario.resolve()
     if not scenario.is_file():
-        return _fail(f"{args.scenario}: no such scenario file")
+        raise UsageError(f"{args.scenario}: no such scenario file", "ab")
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     out = (args.out or Path("runs") / f"{stamp}-ab-{scenario.stem}").resolve()
     if out.exists() and any(out.iterdir()):
-        return _fail(f"{out}: exists and is not empty")
+        raise UsageError(f"{out}: exists and is not empty", "ab")
     rule = rule_from(args, AB)
     try:
         repo = Path(git(Path.cwd(), "rev-parse", "--show-toplevel"))
@@ -91,7 +87,7 @@ def handle(args: argparse.Namespace) -> int:
     except AbInterrupted as e:
         return _interrupted(e, out)
     except (AbError, InputError, ValueError) as e:
-        return _fail(str(e))
+        raise UsageError(str(e), "ab") from None
     aside = mismatched(round_speeds(out / "base"), round_speeds(out / "head"))
     for m in aside:
         print(f"# set aside, {m.describe()}: the machine changed speed between the two runs")

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import sys
 from pathlib import Path
 
-from bench.argtypes import in_path, out_dir, params, positive_float, positive_int, world_list
+from bench.argtypes import UsageError, in_path, out_dir, params, positive_float, positive_int, world_list
 from bench.commands import register
 
 
@@ -48,34 +47,22 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=out_dir, default=None,
                    help="run directory to write (default: runs/<time>-advise)")
 
-
-def _fail(message: str) -> int:
-    print(f"commbench: advise: {message}", file=sys.stderr)
-    return 2
-
-
 def handle(args: argparse.Namespace) -> int:
     try:
         from bench.advise.cli import run_advice
     except ImportError as e:
-        return _fail(f"needs torch (pip install 'commbench[training]'): {e}")
-    from bench.advise.question import AdviceError
-    from bench.costmodel.model import TopologyError
-    from bench.costmodel.profile import ProfileError
-    from bench.store.records import StoreError
+        raise UsageError(f"needs torch (pip install 'commbench[training]'): {e}", "advise") from None
     from kernels.registry import UnknownName
 
     out = args.out or Path("runs") / f"{dt.datetime.now():%Y%m%d-%H%M%S}-advise"
     if (out / "results.jsonl").exists():
-        return _fail(f"{out} already holds results; choose another --out")
+        raise UsageError(f"{out} already holds results; choose another --out", "advise")
     try:
         run_advice(args, out, print)
-    except (AdviceError, ProfileError, TopologyError, StoreError) as e:
-        return _fail(str(e).splitlines()[0])
+    except ValueError as e:  # AdviceError, ProfileError, TopologyError, StoreError, ...
+        raise UsageError(str(e).splitlines()[0], "advise") from None
     except UnknownName as e:
-        return _fail(str(e))
-    except ValueError as e:
-        return _fail(str(e).splitlines()[0])
+        raise UsageError(str(e), "advise") from None
     print(out)
     return 0
 

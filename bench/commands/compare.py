@@ -7,7 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from bench.argtypes import in_path, out_file
+from bench.argtypes import UsageError, in_path, out_file
 from bench.collective import canary
 from bench.commands import register
 from bench.gate.flags import add_rule_flags, rule_from
@@ -37,8 +37,7 @@ def handle(args: argparse.Namespace) -> int:
     try:
         res = compare_runs(args.baseline, args.current, rule)
     except InputError as e:
-        print(f"commbench: compare: {e}", file=sys.stderr)
-        return 2
+        raise UsageError(str(e), "compare") from None
     print(render(res, everything=args.all))
     for line in canary_notes(args.baseline, args.current):
         print(f"# note: {line}")

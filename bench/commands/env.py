@@ -108,12 +108,15 @@ def _torch() -> Facts:
 
 def _transports() -> Facts:
     """Which device transports would run here (one rank): the skip reason or "ok"."""
+    from kernels.transports import TRANSPORTS
     from kernels.transports.gpu import probe_cupy
 
-    nccl = probe_cupy(need_nccl=True)[1]
-    dev = probe_cupy()[1]
-    return {"nccl": nccl or "ok", "nccl-graph": nccl or "ok", "mpi-cupy": dev or "ok",
-            "cuda-ipc": dev or "ok (one node)"}
+    out: Facts = {}
+    for spec in (TRANSPORTS.get(n) for n in TRANSPORTS.names()):
+        if spec.device:
+            why = probe_cupy(need_nccl=spec.needs_nccl)[1]
+            out[spec.name] = why or ("ok" + (f" ({spec.scope})" if spec.scope else ""))
+    return out
 
 
 def _network() -> Facts:

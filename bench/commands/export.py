@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from bench.argtypes import in_path, out_file
+from bench.argtypes import UsageError, in_path, out_file
 from bench.commands import register
 from bench.store.export import FORMATS, ExportError, export
 from bench.store.records import StoreError
@@ -20,13 +20,11 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     if not args.run.is_dir():
-        print(f"commbench: export: {args.run}: no such run directory", file=sys.stderr)
-        return 2
+        raise UsageError(f"{args.run}: no such run directory", "export")
     try:
         out, n = export(args.run, args.format, args.output)
     except (StoreError, ExportError, OSError) as e:  # OSError: --output not writable
-        print(f"commbench: export: {e}", file=sys.stderr)
-        return 2
+        raise UsageError(str(e), "export") from None
     print(f"# {n} {'cases' if args.format == 'pytest-benchmark' else 'records'} written",
           file=sys.stderr)
     print(out)

@@ -8,7 +8,7 @@ import importlib
 import sys
 from pathlib import Path
 
-from bench.argtypes import in_path, out_dir, positive_int, world_size
+from bench.argtypes import UsageError, in_path, out_dir, positive_int, world_size
 from bench.commands import register
 from bench.store.importers import IMPORTERS, MODULES, Options, ParseError
 from bench.store.importers.common import write_import
@@ -37,36 +37,30 @@ def configure(p: argparse.ArgumentParser) -> None:
                         "'Collective test starting' line or title, command line, column header "
                         "or file name); any alias, e.g. allgather")
 
-
-def _fail(where: object, message: str = "") -> int:
-    """One line on stderr naming the input (``where``: ``FILE`` or ``FILE:LINE: why``); exit 2."""
-    print(f"commbench: import: {where}{': ' + message if message else ''}", file=sys.stderr)
-    return 2
-
-
 def handle(args: argparse.Namespace) -> int:
     out = args.out or Path("runs") / f"{dt.datetime.now():%Y%m%d-%H%M%S}-{args.tool}"
     if (out / "results.jsonl").exists():
-        return _fail(args.file, f"{out} already holds results; choose another --out")
+        raise UsageError(f"{args.file}: {out} already holds results; choose another --out",
+                         "import")
     for flag, v in (("--world-size", args.world_size), ("--ranks-per-node", args.ranks_per_node)):
         if v is not None and v < 1:
-            return _fail(args.file, f"{flag} must be >= 1")
+            raise UsageError(f"{args.file}: {flag} must be >= 1", "import")
     if args.collective is not None and canonical(args.collective) is None:
-        return _fail(args.file, f"--collective {args.collective!r}: unknown collective; valid: "
-                                f"{', '.join(names())}")
+        raise UsageError(f"{args.file}: --collective {args.collective!r}: unknown collective; "
+                         f"valid: {', '.join(names())}", "import")
     try:
         text = args.file.read_text(encoding="utf-8", errors="replace")
     except OSError as e:
-        return _fail(args.file, str(e.strerror or e))
+        raise UsageError(f"{args.file}: {e.strerror or e}", "import") from None
     opts = Options(args.world_size, args.ranks_per_node, args.collective, args.file.name)
     try:
         imported = IMPORTERS.get(args.tool).parse(text, opts)
     except ParseError as e:
-        return _fail(e.where(args.file))
+        raise UsageError(e.where(args.file), "import") from None
     try:
         n = write_import(out, args.tool, args.file, imported)
     except OSError as e:
-        return _fail(args.file, f"writing {out}: {e.strerror or e}")
+        raise UsageError(f"{args.file}: writing {out}: {e.strerror or e}", "import") from None
     for w in imported.warnings:
         print(f"commbench: import: {args.file}: {w}", file=sys.stderr)
     skipped = (f"; skipped {imported.skipped} lines that are neither table nor {args.tool} output"

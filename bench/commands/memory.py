@@ -4,9 +4,8 @@ every strategy (nothing is run; parameter shapes come from the meta device)."""
 from __future__ import annotations
 
 import argparse
-import sys
 
-from bench.argtypes import params, positive_int, world_list
+from bench.argtypes import UsageError, params, positive_int, world_list
 from bench.commands import register
 
 DEFAULT_STRATEGIES = "ddp,zero1,zero2,zero3,tensor,pipeline:1f1b,hybrid:8"
@@ -41,9 +40,7 @@ def handle(args: argparse.Namespace) -> int:
         from bench.training.scenario import StrategySpec, _from_string, check_case
         from kernels.registry import UnknownName
     except ImportError as e:
-        print(f"commbench: memory needs torch (pip install 'commbench[training]'): {e}",
-              file=sys.stderr)
-        return 2
+        raise UsageError(f"needs torch (pip install 'commbench[training]'): {e}", "memory") from None
     try:
         model, ps = _model(args, MODELS.get)
         sizes = args.world_sizes
@@ -55,8 +52,7 @@ def handle(args: argparse.Namespace) -> int:
             specs.append(StrategySpec.model_validate(raw))
             RULES.get(raw["name"])  # an unknown name: one line now, not a traceback later
     except (KeyError, ValueError, UnknownName) as e:
-        print(f"commbench: memory: {str(e).splitlines()[0]}", file=sys.stderr)
-        return 2
+        raise UsageError(str(e).splitlines()[0], "memory") from None
     prec, unit = PRECISIONS[args.precision], UNITS[args.units]
     ps = ps if ps is not None else parameters(model)
     total = sum(_numel(p.shape) for p in ps)
@@ -66,8 +62,7 @@ def handle(args: argparse.Namespace) -> int:
         try:
             check_params(args.params, total)
         except ValueError as e:
-            print(f"commbench: {e}", file=sys.stderr)
-            return 2
+            raise UsageError(str(e), "memory") from None
     print(f"# {model.name}: {total / 1e9:.3f}B parameters; per-rank {args.units}, rank 0, {prec.name} "
           f"precision (params {prec.param_bytes} B, grads {prec.grad_bytes} B, optimizer "
           f"K={prec.optim_per_param} B per parameter); batch {args.batch_size} per replica")

@@ -9,7 +9,7 @@ import datetime as dt
 import sys
 from pathlib import Path
 
-from bench.argtypes import out_dir, positive_int, world_list
+from bench.argtypes import UsageError, out_dir, positive_int, world_list
 from bench.commands import register
 
 
@@ -40,12 +40,6 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=out_dir, default=None,
                    help="run directory to create (default: runs/<time>-predict)")
 
-
-def _fail(message: str) -> int:
-    print(f"commbench: predict: {message}", file=sys.stderr)
-    return 2
-
-
 def handle(args: argparse.Namespace) -> int:
     from bench.costmodel.launch import resolve_topology
     from bench.costmodel.predict import MAX_SCHEDULE_RANKS
@@ -55,7 +49,7 @@ def handle(args: argparse.Namespace) -> int:
 
     out = args.out or Path("runs") / f"{dt.datetime.now():%Y%m%d-%H%M%S}-predict"
     if (out / "results.jsonl").exists():
-        return _fail(f"{out} already holds results; choose another --out")
+        raise UsageError(f"{out} already holds results; choose another --out", "predict")
     try:
         profile = load_profile(args.profile)
         cluster = resolve_topology(args.topology)
@@ -71,11 +65,11 @@ def handle(args: argparse.Namespace) -> int:
                       args.transport, limit)
         n, skipped = run(req, out, lambda line: print(line, file=sys.stderr))
     except ValueError as e:  # ProfileError, TopologyError, RequestError, a bad size or dtype
-        return _fail(str(e).splitlines()[0])
+        raise UsageError(str(e).splitlines()[0], "predict") from None
     except UnknownName as e:
-        return _fail(str(e))
+        raise UsageError(str(e), "predict") from None
     except OSError as e:
-        return _fail(f"writing {out}: {e.strerror or e}")
+        raise UsageError(f"writing {out}: {e.strerror or e}", "predict") from None
     more = f"; skipped cases per size in {out / 'meta.json'} (skipped)" if skipped else ""
     print(f"# {n} predicted records{more}", file=sys.stderr)
     print(out)

@@ -8,11 +8,18 @@ scenario's fields: each default and meaning is stated there once. See docs/probe
 from __future__ import annotations
 
 import argparse
-import sys
 import typing
 from typing import TYPE_CHECKING, Any
 
-from bench.argtypes import name_list, nonneg_int, out_dir, positive_float, positive_int, world_size
+from bench.argtypes import (
+    UsageError,
+    name_list,
+    nonneg_int,
+    out_dir,
+    positive_float,
+    positive_int,
+    world_size,
+)
 from bench.commands import register
 
 if TYPE_CHECKING:
@@ -97,8 +104,7 @@ def handle(args: argparse.Namespace) -> int:
     try:
         sc = scenario_of(args)
     except ScenarioError as e:
-        print(f"commbench: probe: {e}", file=sys.stderr)
-        return 2
+        raise UsageError(str(e), "probe") from None
     return run_probe(args, sc)
 
 

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from bench.argtypes import in_path, nonneg_int, out_file, positive_int
+from bench.argtypes import UsageError, in_path, nonneg_int, out_file, positive_int
 from bench.commands import register
 from bench.store.records import StoreError, skipping_bad_lines
 
@@ -33,11 +33,9 @@ def handle(args: argparse.Namespace) -> int:
                           args.runs[0].parent / f"report-{'+'.join(r.name for r in args.runs)[:120]}.html")
     for run in args.runs:
         if not run.is_dir():
-            print(f"commbench: report: {run}: no such run directory", file=sys.stderr)
-            return 2
+            raise UsageError(f"{run}: no such run directory", "report")
     if args.max_rows < 1 or args.max_figures < 1:
-        print("commbench: report: --max-rows and --max-figures must be >= 1", file=sys.stderr)
-        return 2
+        raise UsageError("--max-rows and --max-figures must be >= 1", "report")
     skipped: dict[tuple[Path, int], str] = {}  # the reader may pass a run more than once
 
     def skip(path: Path, line: int, why: str) -> None:
@@ -52,9 +50,7 @@ def handle(args: argparse.Namespace) -> int:
                 path = render_report(args.runs, out, Options(max_panels=args.max_figures,
                                                              max_rows=args.max_rows))
     except StoreError as e:
-        hint = " (--strict)" if args.strict else ""
-        print(f"commbench: report: {e}{hint}", file=sys.stderr)
-        return 2
+        raise UsageError(f"{e}{' (--strict)' if args.strict else ''}", "report") from None
     for (where, line), why in sorted(skipped.items()):
         print(f"commbench: report: skipped {where}:{line}: {why}", file=sys.stderr)
     print(path)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import functools
-import importlib
 import os
 import sys
 from collections.abc import Callable
@@ -14,7 +13,7 @@ from typing import Any
 
 import psutil
 
-from bench.argtypes import in_path, out_dir, world_list
+from bench.argtypes import UsageError, in_path, out_dir, world_list
 from bench.collective import flags
 from bench.collective.progress import TTY_ENV
 from bench.collective.scenario import (
@@ -29,15 +28,12 @@ from bench.launch import launcher, loopback
 from bench.launch.selflaunch import JobResult, Sweep, say
 from bench.launch.signals import job_interrupt
 from bench.launch.threadlevel import LEVELS as THREAD_LEVELS
-from bench.scenario_base import read_yaml
+from bench.scenario_base import KINDS, read_yaml
 from bench.store import meta, resume
 from bench.store.records import StoreError, iter_records, read_meta, write_meta
 from bench.store.resume import RunDirError
+from kernels.registry import lazy
 from kernels.transports import TRANSPORTS
-
-# Scenario kinds with their own runner (args, scenario, world sizes) -> exit code.
-KIND_RUNNERS: dict[str, str] = {"training": "bench.training.launch:handle",
-                                "probe": "bench.probe.launch:handle"}
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -114,19 +110,18 @@ def scenario_of(args: argparse.Namespace) -> Any:
 
 
 def handle(args: argparse.Namespace) -> int:
-    try:
-        sc = with_overrides(scenario_of(args), args)
-        sizes = world_sizes_arg(args)
-    except ScenarioError as e:
-        print(f"commbench: {e}", file=sys.stderr)
-        return 2
-    runner = KIND_RUNNERS.get(sc.kind)
-    if runner is not None:  # other scenario kinds run themselves: "module:function"
-        mod, _, fn = runner.partition(":")
-        return int(getattr(importlib.import_module(mod), fn)(args, sc, sizes or tuple(sc.world_sizes)))
+    """The scenario's kind runs it (``bench/kinds/``), given ``--world-sizes`` or else the
+    scenario's."""
+    sc = with_overrides(scenario_of(args), args)
+    return int(lazy(KINDS.get(sc.kind).run)(args, sc, world_sizes_arg(args) or tuple(sc.world_sizes)))
+
+
+def run_collective(args: argparse.Namespace, sc: CollectiveScenario, sizes: tuple[int, ...]) -> int:
+    """The collective kind: the cases of this MPI job, or a self-launched sweep (which tells
+    ``--world-sizes`` from the scenario's, and from a resumed run's)."""
     if launcher.inside_mpi_job() or os.environ.get(launcher.WORKER_ENV):
-        return _run_in_job(args, sc, sizes or tuple(sc.world_sizes))
-    return _self_launch(args, sc, sizes)
+        return _run_in_job(args, sc, sizes)
+    return _self_launch(args, sc, world_sizes_arg(args))
 
 
 def world_sizes_arg(args: argparse.Namespace) -> tuple[int, ...]:
@@ -182,9 +177,8 @@ def _self_launch(args: argparse.Namespace, sc: CollectiveScenario, given: tuple[
         mpi = launcher.probe_library()
         kind.mpiexec = mpiexec = launcher.find_mpiexec(mpi)
         lock = plan.lock()
-    except (ScenarioError, launcher.LaunchError, RunDirError) as e:
-        print(f"commbench: {e}", file=sys.stderr)
-        return 2
+    except (launcher.LaunchError, RunDirError) as e:
+        raise UsageError(str(e)) from None
     info = plan.open(sc, args.scenario, sizes, mpi.as_meta())
     info["mpiexec"] = {"path": mpiexec.path, "kind": mpiexec.kind, "version": mpiexec.version}
     kind.scenario_file = flags.write_yaml(sc, plan.run_dir)  # what the ranks read; reruns the cases
@@ -304,7 +298,7 @@ def _run_in_job(args: argparse.Namespace, sc: CollectiveScenario, sizes: tuple[i
     error = comm.bcast(error, root=0)
     if error is not None:
         if comm.rank == 0:
-            print(f"commbench: {error}", file=sys.stderr)
+            raise UsageError(error)
         return 2
     if worker_of:
         run_id = worker_of

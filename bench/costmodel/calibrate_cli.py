@@ -7,10 +7,11 @@ import datetime as dt
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 
+from bench.argtypes import UsageError
 from bench.costmodel import copybw
 from bench.costmodel.calibrate import (
     DEFAULT,
@@ -139,9 +140,8 @@ def _curve(c: str, recs: Sequence[dict[str, Any]], p: int, profile: Profile) -> 
 
 
 def calibrate_command(args: argparse.Namespace, say: Callable[[str], None]) -> int:
-    def fail(msg: str) -> int:
-        say(f"commbench: calibrate: {msg}")
-        return 2
+    def fail(msg: str) -> NoReturn:
+        raise UsageError(msg, "calibrate")
 
     runs = ", ".join(map(str, args.runs))
     try:

@@ -16,6 +16,8 @@ from typing import Any
 
 import psutil
 
+from bench.argtypes import UsageError
+from bench.argtypes import say as say_usage
 from bench.collective import flags
 from bench.commands.run import CollectiveKind, after_run
 from bench.launch import inflight, launcher
@@ -63,8 +65,7 @@ def handle(args: argparse.Namespace, sc: ProbeScenario, sizes: tuple[int, ...] =
 
 
 def _fail(msg: str) -> int:
-    print(f"commbench: probe: {msg}", file=sys.stderr)
-    return 2
+    return say_usage(UsageError(msg, "probe"))
 
 
 def new_out(out: Path | None) -> None:
@@ -127,9 +128,7 @@ def in_job(args: argparse.Namespace, sc: ProbeScenario) -> int:
         error = str(e)
     error = comm.bcast(error, root=0)
     if error is not None:
-        if comm.rank == 0:
-            print(f"commbench: probe: {error}", file=sys.stderr)
-        return 2
+        return _fail(error) if comm.rank == 0 else 2
     assert setup is not None
     run_dir = comm.bcast(run_dir, root=0)
     assert run_dir is not None

@@ -17,6 +17,8 @@ import os
 import sys
 from pathlib import Path
 
+from bench.argtypes import UsageError
+from bench.argtypes import say as say_usage
 from bench.launch.launcher import WORKER_ENV
 from bench.launch.selflaunch import JobResult, Sweep, say
 from bench.scenario_base import ScenarioError
@@ -42,10 +44,10 @@ def handle(args: argparse.Namespace, sc: TrainingScenario, sizes: tuple[int, ...
         backend = sweep_backend(sc.backend, sizes)
         plan = plan_run(sc, args.out, resume)
         lock = plan.lock()
-    except (ScenarioError, RunDirError) as e:
-        print(f"commbench: {args.scenario}: {e}" if isinstance(e, ScenarioError)
-              else f"commbench: {e}", file=sys.stderr)
-        return 2
+    except ScenarioError as e:
+        return say_usage(UsageError(f"{args.scenario}: {e}"))
+    except RunDirError as e:
+        return say_usage(UsageError(str(e)))
     kind = TrainingKind(args, sc, plan.run_dir, backend, plan.resuming)
     if plan.resuming and all(kind.first(w) is None for w in sizes):
         say(f"commbench: nothing to resume: every case of {plan.run_dir} has a record")
@@ -84,15 +86,12 @@ def _in_job(args: argparse.Namespace, sc: TrainingScenario, sizes: tuple[int, ..
         try:
             plan = plan_run(sc, args.out, resume)
         except RunDirError as e:
-            print(f"commbench: {e}", file=sys.stderr)
-            return 2
+            return say_usage(UsageError(str(e)))
         run_dir, info = plan.run_dir, plan.open(sc, args.scenario, sizes, _mpi_or_none())
         info.update(launcher="user's job (torchrun/srun/mpiexec)", status="running")
         write_meta(run_dir, info)
     if run_dir is None:
-        print("commbench: inside a torchrun/srun job, give every rank the same --out",
-              file=sys.stderr)
-        return 2
+        return say_usage(UsageError("inside a torchrun/srun job, give every rank the same --out"))
     ctx = JobContext(run_dir, worker_of or run_dir.name, sc, sizes, bool(worker_of),
                      progress=not args.no_progress, resume=resume is not None)
     return run_job(ctx)

@@ -20,6 +20,8 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+from bench.argtypes import UsageError
+from bench.argtypes import say as say_usage
 from bench.launch import inflight
 from bench.launch.launcher import oversubscribed
 from bench.launch.watchdog import Watchdog
@@ -56,18 +58,14 @@ def run_job(ctx: JobContext) -> int:
         chosen = os.environ.get(BACKEND_ENV) if ctx.self_launched else None
         device, backend = init_from_env(chosen or sc.backend, sc.case_timeout_s)
     except ScenarioError as e:  # the same on every rank: one line from rank 0
-        if os.environ.get("RANK", "0") == "0":
-            print(f"commbench: {e}", file=sys.stderr)
-        _leave(2)
+        _leave(say_usage(e) if os.environ.get("RANK", "0") == "0" else 2)
     except RuntimeError as e:  # this rank's process group did not start
         print(f"commbench: rank {os.environ.get('RANK', '?')}: {e}", file=sys.stderr)
         _leave(2)
     rank, world = dist.get_rank(), dist.get_world_size()
     if ctx.world_sizes and world not in ctx.world_sizes:
-        if rank == 0:
-            print(f"commbench: world size {world} is not among the scenario's "
-                  f"{list(ctx.world_sizes)}", file=sys.stderr)
-        _leave(2)
+        why = UsageError(f"world size {world} is not among the scenario's {list(ctx.world_sizes)}")
+        _leave(say_usage(why) if rank == 0 else 2)
     start = int(os.environ.get(CASE_START_ENV, "0"))
     cases = sc.cases(world)
     writer = ResultWriter(ctx.run_dir) if rank == 0 else None

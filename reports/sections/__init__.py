@@ -1,5 +1,6 @@
-"""Report sections by name: each module registers a builder that turns the runs into a
-template context; the page lists them in the order of ``reports.render.SECTION_MODULES``.
+"""Report sections by name: each module of this package (or of a ``COMMBENCH_PLUGINS`` package)
+registers a builder that turns the runs into a template context, with its place on the page
+(``order``, lowest first); the modules are discovered, so a new section is a new file.
 
 A builder returns None when it has nothing to show. A section registered with ``reads`` (the
 record kinds it is about) is left out, unbuilt, of a report whose runs hold records but none
@@ -30,12 +31,22 @@ class Options:
 class Section:
     id: str
     title: str
-    template: str  # under templates/sections/
+    template: str  # under templates/sections/ ("" when ``source`` is given)
     ctx: dict[str, Any] = field(default_factory=dict)
+    source: str = ""  # the template's own text, for a section whose one file holds it (a plugin)
 
 
 Builder = Callable[[ReportData, Options], "Section | None"]
-SECTIONS: Registry[Builder] = Registry("report section")
+
+
+@dataclass(frozen=True)
+class Entry:
+    order: int  # place on the page, lowest first
+    build: Builder
+
+
+SECTIONS: Registry[Entry] = Registry("report section", ("reports.sections",),
+                                     order=lambda e: e.order)
 
 
 def holds_any(data: ReportData, kinds: tuple[str, ...]) -> bool:
@@ -43,13 +54,14 @@ def holds_any(data: ReportData, kinds: tuple[str, ...]) -> bool:
     return data.frame.empty or bool(data.frame["kind"].isin(kinds).any())
 
 
-def section(name: str, reads: tuple[str, ...] = ()) -> Callable[[Builder], Builder]:
-    """Register a builder; with ``reads``, it is only called when :func:`holds_any` of them."""
+def section(name: str, order: int, reads: tuple[str, ...] = ()) -> Callable[[Builder], Builder]:
+    """Register a builder at place ``order``; with ``reads``, it is only called when
+    :func:`holds_any` of them."""
     def deco(fn: Builder) -> Builder:
         def build(data: ReportData, opts: Options) -> Section | None:
             return fn(data, opts) if not reads or holds_any(data, reads) else None
 
-        SECTIONS.add(name, build)
+        SECTIONS.add(name, Entry(order, build))
         return fn
 
     return deco

@@ -10,7 +10,7 @@ from reports.sections import Options, Section, section
 from reports.svg import later
 
 
-@section("bandwidth", reads=("collective",))
+@section("bandwidth", 10, reads=("collective",))
 def build(data: ReportData, opts: Options) -> Section:
     shown, left_out = panels(data.ok_collectives(), opts.max_panels)
     figs = []

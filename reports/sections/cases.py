@@ -44,7 +44,7 @@ def rows(df: pd.DataFrame, limit: int) -> list[dict[str, object]]:
     return out
 
 
-@section("cases")
+@section("cases", 90)
 def build(data: ReportData, opts: Options) -> Section | None:
     df = data.frame[data.frame["kind"] != "probe"]  # pairs of a probe: its own section lists them
     if df.empty and not data.frame.empty:

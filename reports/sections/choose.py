@@ -57,7 +57,7 @@ def ranges(per_size: pd.DataFrame) -> list[dict[str, object]]:
     return out
 
 
-@section("choose", reads=("collective",))
+@section("choose", 40, reads=("collective",))
 def build(data: ReportData, opts: Options) -> Section:
     per_size = winners(data.ok_collectives())
     tables = []

@@ -28,7 +28,7 @@ def ratio_table(df: pd.DataFrame, labels: list[str]) -> pd.DataFrame:
     return out.sort_values("change", ascending=False).reset_index()
 
 
-@section("comparison", reads=("collective",))
+@section("comparison", 60, reads=("collective",))
 def build(data: ReportData, opts: Options) -> Section | None:
     if len(data.runs) < 2:
         return None

@@ -27,7 +27,7 @@ def bars(train: pd.DataFrame, several_runs: bool) -> pd.DataFrame:
     return agg
 
 
-@section("memory", reads=("collective", "training"))
+@section("memory", 30, reads=("collective", "training"))
 def build(data: ReportData, opts: Options) -> Section:
     train = data.training()
     if train.empty:

@@ -96,7 +96,7 @@ def collectives(data: ReportData) -> list[dict[str, str]]:
     return out
 
 
-@section("method")
+@section("method", 100)
 def build(data: ReportData, opts: Options) -> Section:
     runs = [{"label": r.label, "path": str(r.path), "env": environment(r),
              "measure": measurement(r), "drift": canary.assess(canary.read(r.path)),

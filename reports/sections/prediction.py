@@ -81,7 +81,7 @@ def _summary(errs: Sequence[float]) -> dict[str, object]:
     return {"n": len(s), "median": s.median() if len(s) else None, "worst": s.max() if len(s) else None}
 
 
-@section("prediction")
+@section("prediction", 70)
 def build(data: ReportData, opts: Options) -> Section | None:
     df = data.ok_collectives()
     if not _flag(df).any():

@@ -107,7 +107,7 @@ def _retest(f: Finding, t: Any) -> dict[str, Any]:
             "status": f.status}
 
 
-@section("probe")
+@section("probe", 80)
 def build(data: ReportData, opts: Options) -> Section | None:
     runs = [r for r in (_run(run, opts) for run in data.runs) if r is not None]
     if not runs:

@@ -39,7 +39,7 @@ def efficiency(pts: pd.DataFrame, sizes: list[int]) -> list[dict[str, object]]:
     return rows
 
 
-@section("scaling", reads=("collective",))
+@section("scaling", 20, reads=("collective",))
 def build(data: ReportData, opts: Options) -> Section:
     shown, left_out = panels(data.ok_collectives(), opts.max_panels)
     out = []

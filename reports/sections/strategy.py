@@ -57,7 +57,7 @@ def _draw(rows: list[dict[str, Any]], title: str) -> Markup:
     return to_svg(fig, title)
 
 
-@section("strategy")
+@section("strategy", 50)
 def build(data: ReportData, opts: Options) -> Section | None:
     f = data.frame
     adv = f[(f["kind"] == "advice") & (f["status"] == "ok")]
