@@ -9,9 +9,7 @@ tests/conftest.py).
 
 from __future__ import annotations
 
-import argparse
 import contextlib
-import functools
 import io
 import math
 from pathlib import Path
@@ -21,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bench.cli import build_parser
+from bench.cli import main
 from bench.store.importers import Imported, Options, ParseError, nccl_tests, osu
 from kernels.collective import names
 
@@ -49,11 +47,6 @@ options = st.builds(Options, world_size=st.sampled_from([None, 1, 2, 4, 8]),
                     ranks_per_node=st.sampled_from([None, 1, 4]),
                     collective=st.sampled_from([None, None, "allgather", "all_reduce", "bogus"]),
                     filename=st.sampled_from([None, "x.log", "alltoall.txt", "osu_bcast.log"]))
-
-
-@functools.cache
-def parser() -> argparse.ArgumentParser:
-    return build_parser()  # what ``main`` runs each call: built once here
 
 
 @st.composite
@@ -140,10 +133,10 @@ def test_command_exits_0_or_2_with_one_line(tmp_path_factory: pytest.TempPathFac
                                             text: str, extra: tuple[str, ...]) -> None:
     d = tmp_path_factory.mktemp("fuzz")
     (d / "in.log").write_text(text, encoding="utf-8", errors="replace")
-    args = parser().parse_args(["import", tool, str(d / "in.log"), "--out", str(d / "run"), *extra])
+    argv = ["import", tool, str(d / "in.log"), "--out", str(d / "run"), *extra]
     err = io.StringIO()
     with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-        rc = args._handler(args)
+        rc = main(argv)  # the handler, and the one path from its error to the line and exit 2
     lines = err.getvalue().splitlines()
     if rc == 2:
         assert len(lines) == 1 and lines[0].startswith(f"commbench: import: {d / 'in.log'}")
