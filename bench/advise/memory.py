@@ -1,7 +1,7 @@
 """Per-rank memory of a layout, from :mod:`bench.training.analytic`'s rules composed: the rank's
 pipeline stages, their tensor-parallel shards (``tp_local``), then the ZeRO stage's rule over the
-data group (ddp, zero1, zero2, zero3 at ``data`` ranks) on exactly those parameters; a
-parameter-server layout takes the ``ps`` rule (worker 0 and server 0, the larger).
+data group (its data strategy's ``held`` at ``data`` ranks) on exactly those parameters; a
+parameter-server layout takes the ``ps`` strategy's own ranks (worker 0 and server 0, the larger).
 
 Activations generalise the analytic model's formula (Korthikanti et al. 2022, 16-bit, flash
 attention, no recomputation) to tensor and pipeline degrees together: per layer
@@ -26,6 +26,7 @@ from bench.advise.shape import Shape
 from bench.models.configs import GPTConfig
 from bench.training.analytic import Estimate, Precision, predict
 from bench.training.scenario import StrategySpec
+from bench.training.strategy import strategies
 
 
 @dataclass(frozen=True)
@@ -55,13 +56,12 @@ def activations(shape: Shape, lay: Layout, batch: int, prec: Precision) -> int |
 def states(shape: Shape, lay: Layout, batch: int, prec: Precision) -> tuple[Memory, ...]:
     """Model states and transient buffers of the candidates for the largest rank (activations
     left out): data index 0 (ZeRO-1 gives it the largest tensor first), tensor index 0, the
-    largest over the pipeline indices; for ps, worker 0 and server 0 (the largest shard)."""
-    if lay.servers:
-        spec = StrategySpec(name="ps", servers=lay.servers)
-        ps = list(CommContext(shape, lay, batch).params)
-        return tuple(Memory(predict(shape.model, spec, lay.world, r, prec, params=ps), st)
-                     for r, st in ((0, 0), (lay.data, -1)))
-    spec = StrategySpec(name=lay.zero_name if lay.data > 1 else "ddp")
+    largest over the pipeline indices; a data strategy whose ranks differ says its own
+    (``Strategy.states``: ps, worker 0 and server 0)."""
+    own = strategies().get(lay.dp).states
+    if own is not None:
+        return own(shape, lay, batch, prec)
+    spec = StrategySpec(name=lay.dp)
     best: Memory | None = None
     for pp in representative_stages(shape, lay):
         ctx = CommContext(shape, lay, batch, pp=pp)

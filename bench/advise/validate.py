@@ -26,8 +26,8 @@ from typing import Any
 from bench.advise.comm import Bytes
 from bench.advise.compute import Measured
 from bench.advise.evaluate import Job, Result, evaluate
+from bench.advise.layout import as_layout
 from bench.advise.shape import Shape, shape_of
-from bench.advise.strategies import as_layout
 from bench.advise.timing import Timer
 from bench.store.records import SCHEMA_VERSION, iter_records
 from bench.training.analytic import FP32
@@ -113,9 +113,9 @@ def pairs(recs: list[dict[str, Any]], timer: Timer, limit: float | None) -> Iter
     for r in recs:
         if r["world_size"] < 2:
             continue
-        spec = StrategySpec.model_validate(r["strategy_options"])
+        spec = StrategySpec.of_record(r["strategy_options"])
         try:
-            lay = as_layout(spec.name, spec, r["world_size"])
+            lay = as_layout(spec, r["world_size"])
         except ValueError:  # selective checkpointing: not modelled
             continue
         one = single_rank(recs, r["model"], r["strategy"],

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import functools
 import itertools
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal, get_args
 
 if TYPE_CHECKING:
     from bench.models.base import ModelSpec
-    from bench.training.rules import StrategySpec
+
+Schedule = Literal["gpipe", "1f1b", "interleaved"]  # torch's pipeline schedules the pipeline runs
+SCHEDULES: tuple[str, ...] = get_args(Schedule)
 
 
 def balanced_split(sizes: list[int], stages: int) -> list[int]:
@@ -47,6 +49,6 @@ def stage_pieces(model: ModelSpec, stages: int) -> list[range]:
     return [range(a, b) for a, b in itertools.pairwise(starts)]
 
 
-def local_stages(spec: StrategySpec, rank: int, world: int) -> list[int]:
-    """The stages of ``rank``: rank, rank + world, ... (the interleaved layout)."""
-    return [rank + k * world for k in range(spec.pipeline_stages_per_rank)]
+def local_stages(per_rank: int, rank: int, world: int) -> list[int]:
+    """The ``per_rank`` stages of ``rank``: rank, rank + world, ... (the interleaved layout)."""
+    return [rank + k * world for k in range(per_rank)]
