@@ -171,3 +171,22 @@ def test_cli_error_on_a_bad_training_scenario_imports_no_torch(tmp_path: Path) -
     assert "bench.models.catalog" in imported  # the probe sees the imports it should
     assert cpu < 2.5, f"{cpu:.2f} s of CPU for a one-line error"
     assert not (tmp_path / "run" / "results.jsonl").exists()
+
+
+def test_records_of_every_shape_read_back_as_their_strategy() -> None:
+    """A record holds its strategy's own options, flat; records written when every strategy
+    carried every option (a shared spec) still read back, the foreign keys dropped."""
+    from bench.training.scenario import StrategySpec
+
+    spec = StrategySpec(name="pipeline", schedule="gpipe", microbatches=8, checkpoint=True)
+    dumped = spec.model_dump(mode="json")
+    assert dumped == {"name": "pipeline", "schedule": "gpipe", "microbatches": 8,
+                      "stages_per_rank": None, "checkpoint": True, "precision": "fp32"}
+    assert StrategySpec.model_validate(dumped) == spec
+    old = {"name": "zero1", "hook": "default", "schedule": "1f1b", "microbatches": 4,
+           "stages_per_rank": None, "tensor_degree": 2, "bucket_mb": 0.05, "servers": 1,
+           "checkpoint": False, "precision": "bf16"}
+    got = StrategySpec.of_record(old)
+    assert got.label == "zero1[amp=bf16]" and got.options.bucket_mb == 0.05
+    with pytest.raises(ValueError, match="strategy 'zero1' takes no option 'hook'"):
+        StrategySpec.model_validate(old)

@@ -32,6 +32,8 @@ from bench.advise.timing import Timer
 from bench.store.records import SCHEMA_VERSION, iter_records
 from bench.training.analytic import FP32
 
+PLAIN = "ddp"  # the plain data-parallel strategy whose one-rank step is bare compute
+
 
 @dataclass(frozen=True)
 class Pair:
@@ -97,7 +99,7 @@ def training_records(run: Path) -> list[dict[str, Any]]:
 
 
 def single_rank(recs: list[dict[str, Any]], model: str, strategy: str,
-                fallback: tuple[str, ...] = ("ddp",)) -> dict[str, Any] | None:
+                fallback: tuple[str, ...] = (PLAIN,)) -> dict[str, Any] | None:
     """The world-size-1 record of ``strategy`` on ``model``, else of the first ``fallback``."""
     for label in (strategy, *fallback):
         for r in recs:
@@ -119,13 +121,13 @@ def pairs(recs: list[dict[str, Any]], timer: Timer, limit: float | None) -> Iter
         except ValueError:  # selective checkpointing: not modelled
             continue
         one = single_rank(recs, r["model"], r["strategy"],
-                          ("tensor", "ddp") if lay.tensor > 1 else ("ddp",))
+                          ("tensor", PLAIN) if lay.tensor > 1 else (PLAIN,))
         if one is None:
             continue
         shape: Shape = shape_of(MODELS.get(r["model"]))
         batch = int(r["batch_size_per_replica"])
         step = one["step_time_ms_median"] / 1e3
-        plain = single_rank(recs, r["model"], "ddp", ())
+        plain = single_rank(recs, r["model"], PLAIN, ())
         fixed = 0.0
         if (lay.tensor > 1 or lay.pipeline > 1) and plain is not None and plain is not one:
             fixed = max(0.0, step - plain["step_time_ms_median"] / 1e3)

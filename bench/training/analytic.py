@@ -178,22 +178,30 @@ class Acts:
 def activations(model: ModelSpec, s: StrategySpec, n: int, batch: int, prec: Precision,
                 flash: bool = True, rank: int = 0) -> int | None:
     """Activation bytes of ``rank`` for the reference GPT (None for other families)."""
-    cfg = model.config
     if model.family != "gpt":
         return None
     plan = s.strategy.acts(model, s.options, n, rank)
+    return held_activations(model, plan, s.checkpointed(model.num_pieces), batch, prec,
+                            s.precision, flash)
+
+
+def held_activations(model: ModelSpec, plan: Acts, checkpointed: frozenset[int], batch: int,
+                     prec: Precision, amp: str, flash: bool = True) -> int:
+    """Activation bytes a GPT rank holds as ``plan`` says, ``checkpointed`` pieces keeping
+    their input only, under autocast ``amp`` (see the module docstring)."""
     if not plan.forward:
         return 0
+    cfg = model.config
     sq, h, a, layers, v = cfg.seq_len, cfg.embd, cfg.heads, cfg.layers, cfg.vocab
     t, mb = plan.tensor, batch // plan.microbatches
     per_mb = layers if plan.layers is None else plan.layers
     blocks = set(range(1, layers + 1))  # pieces: embedding, the L layers, the head
     if plan.pieces is not None:
         blocks &= plan.pieces
-    ckpt = min(len(blocks & s.checkpointed(model.num_pieces)), per_mb)
+    ckpt = min(len(blocks & checkpointed), per_mb)
     per_layer = sq * mb * h * (10 + 24 / t + (0 if flash else 5 * a * sq / (h * t)))
     kept_input = 2 * sq * mb * h  # a checkpointed layer's input, 16-bit
-    scale = 1 if prec.param_bytes == 2 or s.precision != "fp32" else 2  # vs 16-bit figures
+    scale = 1 if prec.param_bytes == 2 or amp != "fp32" else 2  # vs 16-bit figures
     held = ((per_mb - ckpt) * per_layer + ckpt * kept_input) * plan.in_flight
     return int(held * scale + 4 * sq * mb * v)
 

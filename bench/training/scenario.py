@@ -6,10 +6,11 @@ as a short string ``name[:option]`` (``ddp:ring``, ``ddp:fp16``, ``pipeline:inte
 ``checkpoint`` (activation checkpointing: ``true``, a list of piece indices, or a fraction f in
 (0, 1): the first ceil(f * pieces) pieces) and ``precision`` (``fp32``, or autocast ``bf16`` /
 ``fp16`` with fp32 master weights; not to be confused with ddp's gradient-compression ``hook:
-fp16``). Every (strategy, model, world size) combination is checked by the strategy's rule
-(e.g. tensor degree must divide the heads, pipeline stages must not exceed the model's pieces),
-so a bad case fails before anything launches, with the key's name. The rules
-(:mod:`bench.training.rules`) and the model names (:mod:`bench.models.catalog`) need no torch:
+fp16``). Every other key is the strategy's own option (its file's ``Options`` dataclass). Every
+(strategy, model, world size) combination is checked by the strategy's ``check`` (e.g. tensor
+degree must divide the heads, pipeline stages must not exceed the model's pieces), so a bad case
+fails before anything launches, with the key's name. Strategy files
+(:mod:`bench.training.strategy`) and the model names (:mod:`bench.models.catalog`) need no torch:
 validating a training scenario imports none.
 """
 
