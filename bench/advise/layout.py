@@ -14,8 +14,6 @@ import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from bench.models.catalog import ModelInfo
-from bench.training.rules import check_degree
 from bench.training.stages import SCHEDULES
 from bench.training.strategy import strategies
 
@@ -86,30 +84,6 @@ class Layout:
             v = f",v={self.stages_per_rank}" if self.schedule == "interleaved" else ""
             parts.append(f"pp={self.pipeline}[{self.schedule},m={self.microbatches}{v}]")
         return " ".join(parts)
-
-    def check(self, model: ModelInfo, batch: int) -> None:
-        """Raise ValueError (one line) when the layout cannot run ``model`` with ``batch``
-        samples per data-parallel replica."""
-        if self.tensor > 1:
-            check_degree(model, self.tensor)
-        self.check_pipeline(model, batch)
-
-    def check_pipeline(self, model: ModelInfo, batch: int) -> None:
-        """:meth:`check` without the tensor degree's rule."""
-        if self.stages > model.num_pieces:
-            raise ValueError(f"{self.stages} pipeline stages exceed the model's "
-                             f"{model.num_pieces} pieces")
-        if batch % self.microbatches:
-            raise ValueError(f"batch {batch} per replica is not a multiple of "
-                             f"{self.microbatches} microbatches")
-        if self.schedule == "interleaved" and self.pipeline > 1:
-            if self.stages_per_rank < 2:
-                raise ValueError("interleaved 1F1B needs stages_per_rank >= 2")
-            if self.microbatches % self.pipeline:
-                raise ValueError(f"interleaved 1F1B needs microbatches ({self.microbatches}) to "
-                                 f"be a multiple of the pipeline degree {self.pipeline}")
-        elif self.stages_per_rank != 1:
-            raise ValueError(f"{self.schedule} runs one stage per rank")
 
     def rank(self, dp: int, tp: int, pp: int) -> int:
         return (pp * self.data + dp) * self.tensor + tp

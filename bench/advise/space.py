@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 from bench.advise.layout import Layout, divisors
 from bench.models.catalog import ModelInfo
+from bench.training.rules import check_degree
+from bench.training.stages import check_pipeline
 
 MICROBATCH_FACTORS = (1, 2, 4, 8)
 Pipe = tuple[int, str, int]  # (microbatches, schedule, stages per rank)
@@ -42,7 +44,8 @@ class Space:
         out = []
         for t in divisors(self.world):
             try:
-                Layout(tensor=t).check(self.model, 1)
+                if t > 1:
+                    check_degree(self.model, t)
             except ValueError:
                 continue
             for p in divisors(self.world // t):
@@ -51,8 +54,7 @@ class Space:
                     continue
                 batch = self.global_batch // d
                 pipes = tuple(v for v in _pipes(p, batch, self.model.num_pieces)
-                              if _runs(Layout(d, t, p, microbatches=v[0], schedule=v[1],
-                                              stages_per_rank=v[2]), self.model, batch))
+                              if _runs(p, v, self.model.num_pieces, batch))
                 if pipes:
                     out.append(Point(d, t, p, batch, pipes))
         return tuple(out)
@@ -66,9 +68,10 @@ def _pipes(p: int, batch: int, pieces: int) -> list[Pipe]:
             *((m, "interleaved", 2) for m in ms if 2 * p <= pieces)]
 
 
-def _runs(lay: Layout, model: ModelInfo, batch: int) -> bool:
+def _runs(p: int, pipe: Pipe, pieces: int, batch: int) -> bool:
+    m, schedule, v = pipe
     try:
-        lay.check_pipeline(model, batch)
+        check_pipeline(p, v, schedule, m, pieces, batch)
     except ValueError:
         return False
     return True

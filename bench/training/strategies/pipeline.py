@@ -46,7 +46,7 @@ from pydantic import Field
 from bench.advise.comm import pipeline_calls
 from bench.advise.layout import Layout
 from bench.training.analytic import Acts, Held, numel
-from bench.training.stages import Schedule, local_stages, stage_pieces
+from bench.training.stages import Schedule, check_pipeline, local_stages, stage_pieces
 from bench.training.strategy import Strategy, TrainContext, Trainer, register
 
 if TYPE_CHECKING:
@@ -260,19 +260,7 @@ class PipelineTrainer(Trainer):
 
 
 def check(opts: Options, model: ModelInfo, world: int, batch: int) -> None:
-    stages = world * opts.per_rank
-    if stages > model.num_pieces:
-        raise ValueError(f"{stages} pipeline stages exceed the model's {model.num_pieces} pieces")
-    if opts.schedule == "interleaved" and opts.per_rank < 2:
-        raise ValueError("interleaved 1F1B needs stages_per_rank >= 2")
-    if opts.schedule != "interleaved" and opts.per_rank != 1:
-        raise ValueError(f"{opts.schedule} runs one stage per rank (stages_per_rank: 1)")
-    if opts.schedule == "interleaved" and opts.microbatches % world:
-        raise ValueError(f"interleaved 1F1B needs microbatches ({opts.microbatches}) to be a "
-                         f"multiple of the world size")
-    if batch % opts.microbatches:
-        raise ValueError(f"batch_size {batch} is not a multiple of microbatches "
-                         f"{opts.microbatches}")
+    check_pipeline(world, opts.per_rank, opts.schedule, opts.microbatches, model.num_pieces, batch)
 
 
 def _mine(model: ModelSpec, opts: Options, n: int, r: int) -> frozenset[int]:
