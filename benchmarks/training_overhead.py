@@ -27,8 +27,7 @@ from bench.models import model_spec
 from bench.training.distenv import init_from_env
 from bench.training.measure import Protocol, run_case
 from bench.training.scenario import StrategySpec
-from bench.training.strategies import STRATEGIES
-from bench.training.strategy import TrainContext, Trainer
+from bench.training.strategy import TrainContext, Trainer, strategies
 from benchmarks import results
 
 SEED, LR = 1234, 1e-3
@@ -87,7 +86,7 @@ def main() -> None:
     rank, world = dist.get_rank(), dist.get_world_size()
     spec = model_spec(args.model)
     ctx = TrainContext(StrategySpec(name="ddp"), spec, rank, world, device, backend, SEED, LR)
-    ours = STRATEGIES.get("ddp").build(ctx)
+    ours = strategies().get("ddp").build(ctx)
     bare = BareDDP(ctx, args.batch_size)
     proto = Protocol(warmup=2, steps=args.steps, batch_size=args.batch_size, seed=SEED)
     got: dict[str, list[float]] = {"commbench": [], "bare, same clock": [], "bare, free-running": []}

@@ -29,15 +29,15 @@ def _shape(name: str) -> object:
 def test_layout_memory_equals_the_analytic_model(strategy: str, world: int) -> None:
     """A training strategy as a layout has the analytic model's memory, activations included
     (the advice generalises the activation formula to tensor x pipeline)."""
+    from bench.advise.layout import as_layout
     from bench.advise.memory import activations, layout_memory
-    from bench.advise.strategies import as_layout
     from bench.training.analytic import MIXED, predict
     from bench.training.analytic import activations as analytic_acts
     from bench.training.scenario import StrategySpec, _from_string
 
     shape = _shape("gpt-small")
     spec = StrategySpec.model_validate(_from_string(strategy))
-    lay = as_layout(spec.name, spec, world)
+    lay = as_layout(spec, world)
     ranks = range(world) if spec.name == "pipeline" else [0]
     want = max((predict(shape.model, spec, world, r, MIXED, batch=8) for r in ranks),
                key=lambda e: e.total)
@@ -177,15 +177,15 @@ def test_knobs_change_compute_and_memory_not_communication() -> None:
     shape = _shape("gpt-small")
     q = Question(shape, load_profile("h100-ib400"), parse_topology("1x8"), 64, FP32)
     job: Job = q.jobs()(8)
-    plain, ckpt, amp = (evaluate(job, Layout(data=8, zero=3, **kw)) for kw in
+    plain, ckpt, amp = (evaluate(job, Layout(data=8, dp="zero3", **kw)) for kw in
                         ({}, {"checkpoint": True}, {"amp": "bf16"}))
     assert math.isclose(ckpt.step.compute, plain.step.compute * 4 / 3)
     assert ckpt.step.comm == plain.step.comm and amp.step.comm == plain.step.comm
     for kw, spec in (({"checkpoint": True}, {"checkpoint": True}),
                      ({"amp": "bf16"}, {"precision": "bf16"})):
-        got = activations(shape, Layout(data=8, zero=3, **kw), 8, FP32)
+        got = activations(shape, Layout(data=8, dp="zero3", **kw), 8, FP32)
         assert got == analytic_acts(shape.model, StrategySpec(name="zero3", **spec), 8, 8, FP32)
-    ps = evaluate(job, Layout(data=6, servers=2))
+    ps = evaluate(job, Layout(data=6, dp="ps", servers=2))
     assert set(ps.step.comm) == {"send:server", "recv:server"} and ps.step.bubble == 0
     assert ps.memory.per_rank.activations == analytic_acts(
         shape.model, StrategySpec(name="ps", servers=2), 8, 8, FP32)

@@ -22,15 +22,15 @@ def records(training_records: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def predicted(rec: dict[str, Any], rank: int, via_layout: bool) -> Any:
     from bench.advise.calls import counted
-    from bench.advise.comm import CommContext, layout_calls, models
+    from bench.advise.comm import CommContext, layout_calls
+    from bench.advise.layout import as_layout
     from bench.advise.shape import shape_of
-    from bench.advise.strategies import as_layout
     from bench.models import MODELS
     from bench.training.scenario import StrategySpec
     from kernels.topology import Topology
 
-    spec = StrategySpec.model_validate(rec["strategy_options"])
-    lay = as_layout(spec.name, spec, rec["world_size"])
+    spec = StrategySpec.of_record(rec["strategy_options"])
+    lay = as_layout(spec, rec["world_size"])
     tp, dp = rank % lay.tensor, (rank // lay.tensor) % lay.data
     pp = rank // (lay.tensor * lay.data)
     server = rank - lay.data if lay.servers and rank >= lay.data else None
@@ -38,7 +38,7 @@ def predicted(rec: dict[str, Any], rank: int, via_layout: bool) -> Any:
         tp = dp = pp = 0
     ctx = CommContext(shape_of(MODELS.get(rec["model"])), lay, rec["batch_size_per_replica"],
                       pp=pp, server=server)
-    calls = layout_calls(ctx) if via_layout else models().get(spec.name)(ctx)
+    calls = layout_calls(ctx) if via_layout else spec.strategy.calls(ctx)
     one_node = {g: Topology.blocks(n, n) for g, n in
                 (("data", lay.data), ("tensor", lay.tensor), ("pipeline", lay.pipeline))}
     return counted(calls, {"data": dp, "tensor": tp, "pipeline": pp, "server": 0}, one_node)
@@ -82,13 +82,13 @@ def test_small_buckets_split_ddp_into_several_all_reduces(records: list[dict[str
     closes the first bucket; mlp.fc 4224 + ln2 64 + attn.proj 1056 = 5344 the second; and so on:
     13 buckets, 13 all_reduces."""
     from bench.advise.comm import CommContext
-    from bench.advise.comm.ddp import buckets
     from bench.advise.layout import Layout
     from bench.advise.shape import shape_of
     from bench.models import MODELS
+    from bench.training.strategies.ddp import buckets
 
     sizes = buckets(CommContext(shape_of(MODELS.get("gpt-tiny")), Layout(data=2, bucket_mb=0.02), 8))
     assert sizes[:2] == [6240, 5344] and len(sizes) == 13 and sum(sizes) == 80896
-    small = [r for r in records if r["strategy_options"]["bucket_mb"] == 0.02
+    small = [r for r in records if r["strategy_options"].get("bucket_mb") == 0.02
              and r["model"] == "gpt-tiny"]
     assert len(small) == 1 and all(r["comm_calls_by_type"]["all_reduce"] == 13 for r in small)

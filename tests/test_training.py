@@ -89,12 +89,12 @@ def _expected_comm(r: dict[str, Any], rank: int) -> dict[str, int] | None:
     padded = sum(chunk_rows(s[0], n, 0) * math.prod(s[1:]) for s in shapes) * n
     batch, tokens = 8, (model.config.seq_len if r["model"] == "gpt-tiny" else 1)
     if spec.name == "ddp":
-        if spec.hook in ("fp16", "bf16"):
+        if spec.options.hook in ("fp16", "bf16"):
             return {"all_reduce": 2 * full}
-        if spec.hook == "default":
+        if spec.options.hook == "default":
             return {"all_reduce": 4 * full}
         # one bucket holds the whole tiny model; the schedule says what this rank sends
-        alg = get_algorithm("all_reduce", spec.hook)
+        alg = get_algorithm("all_reduce", spec.options.hook)
         sched = alg.schedule(Problem(Topology.blocks(n, n), full, 4), rank)
         return {"send": _sent(sched), "recv": _recv(sched)}
     if spec.name == "zero1":
@@ -116,8 +116,8 @@ def _expected_comm(r: dict[str, Any], rank: int) -> dict[str, int] | None:
     if spec.name == "pipeline":
         width = model.config.embd if r["model"] == "gpt-tiny" else model.config.hidden
         act = batch * tokens * width * 4  # every boundary carries the whole batch once
-        stages = n * spec.pipeline_stages_per_rank
-        mine = [rank + k * n for k in range(spec.pipeline_stages_per_rank)]
+        stages = n * spec.options.per_rank
+        mine = [rank + k * n for k in range(spec.options.per_rank)]
         fwd = sum(1 for s in mine if s != stages - 1) * act
         bwd = sum(1 for s in mine if s != 0) * act
         return {"send": fwd + bwd, "recv": fwd + bwd}

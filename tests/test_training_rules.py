@@ -1,5 +1,5 @@
 """The torch-free side of training: model metadata (:mod:`bench.models.catalog`) equals the built
-models, the strategy rules (:mod:`bench.training.rules`) are the torch strategies' own checks, and
+models, a case is judged by its strategy's own check (one registry), and
 loading a training scenario, good or bad, imports no torch (in-process or through the CLI)."""
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from bench.models.catalog import CATALOG
-from bench.training.rules import RULES, accelerator_build
+from bench.training.rules import accelerator_build
+from bench.training.strategy import strategies
 
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 needs_torch = pytest.mark.skipif(not HAS_TORCH, reason="training needs torch")
@@ -24,7 +25,7 @@ GOOD = ("kind: training\nmodels: [gpt-tiny, mlp]\nstrategies: [ddp, ddp:fp16, dd
         "zero3, tensor, pipeline:gpipe, pipeline:interleaved, hybrid:2]\nworld_sizes: [2, 4]\n")
 BAD = [  # (scenario body after "kind: training", the one-line message it must give)
     ("models: [gpt-tiny]\nstrategies: [bogus]", "strategies.0: unknown strategy 'bogus'; valid: "
-     + ", ".join(RULES.names())),
+     + ", ".join(strategies().names())),
     ("models: [gpt-huge]\nstrategies: [ddp]", "models: unknown model 'gpt-huge'"),
     ("models: [gpt-tiny]\nstrategies: [tensor]\nworld_sizes: [8]",
      "tensor on gpt-tiny at world size 8: tensor degree 8 does not divide the 4 attention heads"),
@@ -110,23 +111,25 @@ def test_derived_quantities_equal_the_built_models() -> None:
             assert attn.q.out_features // attn.head_dim == info.heads, name
 
 
-@needs_torch
-def test_strategy_names_and_checks_are_the_rules() -> None:
-    pytest.importorskip("torch")
-    from bench.training.strategies import STRATEGIES
+def test_a_case_is_judged_by_its_strategys_own_check() -> None:
+    """One registry: the strategy a scenario names is the one a rank builds, and its ``check``
+    is what :func:`check_case` applies (a refused case names the strategy's own message)."""
+    from bench.training.scenario import StrategySpec, check_case
 
-    assert STRATEGIES.names() == RULES.names()
-    for name in RULES.names():
-        assert STRATEGIES.get(name).check is RULES.get(name).check
+    for name in strategies():
+        spec = StrategySpec(name=name)
+        assert spec.strategy is strategies().get(name)
+        assert all(callable(f) for f in (spec.strategy.build, spec.strategy.held,
+                                         spec.strategy.calls, spec.strategy.layout))
+    with pytest.raises(ValueError, match="ps needs at least one worker"):
+        check_case(StrategySpec(name="ps", servers=2), CATALOG.get("gpt-tiny"), 2, 8)
 
 
-@needs_torch
-def test_a_strategy_without_a_rule_is_refused() -> None:
-    pytest.importorskip("torch")
-    from bench.training.strategy import strategy
+def test_a_strategy_registered_twice_is_refused() -> None:
+    from bench.training.strategy import register
 
-    with pytest.raises(ValueError, match=r"no rule in bench\.training\.rules"):
-        strategy("fsdp9")
+    with pytest.raises(ValueError, match="strategy 'ddp' registered twice"):
+        register(strategies().get("ddp"))
 
 
 @needs_torch
@@ -168,3 +171,22 @@ def test_cli_error_on_a_bad_training_scenario_imports_no_torch(tmp_path: Path) -
     assert "bench.models.catalog" in imported  # the probe sees the imports it should
     assert cpu < 2.5, f"{cpu:.2f} s of CPU for a one-line error"
     assert not (tmp_path / "run" / "results.jsonl").exists()
+
+
+def test_records_of_every_shape_read_back_as_their_strategy() -> None:
+    """A record holds its strategy's own options, flat; records written when every strategy
+    carried every option (a shared spec) still read back, the foreign keys dropped."""
+    from bench.training.scenario import StrategySpec
+
+    spec = StrategySpec(name="pipeline", schedule="gpipe", microbatches=8, checkpoint=True)
+    dumped = spec.model_dump(mode="json")
+    assert dumped == {"name": "pipeline", "schedule": "gpipe", "microbatches": 8,
+                      "stages_per_rank": None, "checkpoint": True, "precision": "fp32"}
+    assert StrategySpec.model_validate(dumped) == spec
+    old = {"name": "zero1", "hook": "default", "schedule": "1f1b", "microbatches": 4,
+           "stages_per_rank": None, "tensor_degree": 2, "bucket_mb": 0.05, "servers": 1,
+           "checkpoint": False, "precision": "bf16"}
+    got = StrategySpec.of_record(old)
+    assert got.label == "zero1[amp=bf16]" and got.options.bucket_mb == 0.05
+    with pytest.raises(ValueError, match="strategy 'zero1' takes no option 'hook'"):
+        StrategySpec.model_validate(old)

@@ -17,6 +17,7 @@ from bench.advise.shape import Shape, custom_gpt, shape_of, with_seq
 from bench.advise.table import print_ranked
 from bench.advise.timing import Timer
 from bench.advise.validate import (
+    PLAIN,
     idle_checks,
     idle_lines,
     idle_record,
@@ -138,7 +139,7 @@ def _from_run(args: argparse.Namespace, profile: Any, say: Say
     recs += [idle_record(c, {"topology": cluster.spec}) for c in checks]
     worlds = _worlds(args.world_sizes, run_worlds)
     for model in sorted({r["model"] for r in train}):
-        one = single_rank(train, model, "ddp")
+        one = single_rank(train, model, PLAIN)
         if one is None:
             continue
         batch = int(one["batch_size_per_replica"])

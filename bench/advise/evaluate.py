@@ -15,9 +15,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from bench.advise.calls import Call
 from bench.advise.comm import Bytes, CommContext, layout_calls, representative_stages
-from bench.advise.comm.ps import shard_elements
 from bench.advise.compute import Compute, factor
 from bench.advise.layout import Layout
 from bench.advise.memory import Memory, activations, states, with_activations
@@ -25,6 +23,7 @@ from bench.advise.shape import Shape
 from bench.advise.step import Priced, Step, step_time
 from bench.advise.timing import Timer
 from bench.training.analytic import Precision
+from bench.training.strategy import strategies
 
 
 @dataclass(frozen=True)
@@ -61,8 +60,9 @@ def _stages(job: Job, lay: Layout) -> list[Stage]:
     out = []
     for pp in representative_stages(job.shape, lay):
         ctx = CommContext(job.shape, lay, job.batch, job.bytes, pp=pp)
-        if lay.servers:
-            priced = _ps(job, ctx)
+        own = strategies().get(lay.dp).price
+        if own is not None:
+            priced = own(job, ctx)
         else:
             priced = []
             for c in layout_calls(ctx):
@@ -70,16 +70,6 @@ def _stages(job: Job, lay: Layout) -> list[Stage]:
                 priced.append(Priced(c, t.seconds, t.algorithm, t.best))
         out.append((priced, job.compute.seconds(ctx)))
     return out
-
-
-def _ps(job: Job, ctx: CommContext) -> list[Priced]:
-    """A worker's push and pull, each priced as one exchange (:meth:`Timer.ps`)."""
-    shards, b = shard_elements(ctx), job.bytes
-    push, pull = job.timer.ps(ctx.layout.data, [n * b.grad for n in shards],
-                              [n * b.param for n in shards])
-    total = sum(shards)
-    return [Priced(Call("send", total * b.grad, 1, "server", "step", False), push, "p2p", "p2p"),
-            Priced(Call("recv", total * b.param, 1, "server", "step", False), pull, "p2p", "p2p")]
 
 
 def _cached(job: Job, kind: str, lay: Layout, make: object) -> object:

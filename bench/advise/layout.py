@@ -1,5 +1,6 @@
-"""One parallel layout: data x tensor x pipeline degrees, the ZeRO stage of the data-parallel
-part, microbatches and the pipeline schedule; its validity and its rank groups.
+"""One parallel layout: data x tensor x pipeline degrees, the strategy of the data-parallel part
+(``dp``: a registered strategy, :mod:`bench.training.strategies`, whose ``calls`` it runs over
+the data group), microbatches and the pipeline schedule; its validity and its rank groups.
 
 Ranks are ordered tensor fastest, then data, then pipeline (Megatron-LM's default order): rank
 ``r = (pp * data + dp) * tensor + tp``. Tensor groups are ``tensor`` consecutive ranks (inside a
@@ -9,13 +10,16 @@ node whenever the node holds them), data groups stride ``tensor``, pipeline grou
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from bench.models.catalog import ModelInfo
-from bench.training.rules import check_degree
+from bench.training.stages import SCHEDULES
+from bench.training.strategy import strategies
 
-ZERO_NAMES = ("ddp", "zero1", "zero2", "zero3")  # the data-parallel strategy of each ZeRO stage
-SCHEDULES = ("gpipe", "1f1b", "interleaved")
+if TYPE_CHECKING:
+    from bench.training.scenario import StrategySpec
+
 AMPS = ("fp32", "bf16", "fp16")  # autocast precision (bench.training.options); fp32: none
 
 
@@ -24,7 +28,7 @@ class Layout:
     data: int = 1
     tensor: int = 1
     pipeline: int = 1
-    zero: int = 0  # 0: DDP; 1: ZeroRedundancyOptimizer; 2, 3: FSDP2 without/with reshard
+    dp: str = "ddp"  # the strategy over the data group (ddp, zero1..3, ps, ...): its calls
     microbatches: int = 1
     schedule: str = "1f1b"
     stages_per_rank: int = 1  # interleaved: virtual stages per rank (v)
@@ -38,14 +42,13 @@ class Layout:
         for k in ("data", "tensor", "pipeline", "microbatches", "stages_per_rank"):
             if getattr(self, k) < 1:
                 raise ValueError(f"{k} degree must be >= 1, got {getattr(self, k)}")
-        if self.zero not in range(4):
-            raise ValueError(f"ZeRO stage must be 0..3, got {self.zero}")
         if self.schedule not in SCHEDULES:
             raise ValueError(f"unknown schedule {self.schedule!r}; valid: {', '.join(SCHEDULES)}")
         if self.amp not in AMPS:
             raise ValueError(f"unknown amp {self.amp!r}; valid: {', '.join(AMPS)}")
-        if self.servers and (self.tensor > 1 or self.pipeline > 1 or self.zero):
-            raise ValueError("ps is pure data parallelism: no tensor, pipeline or ZeRO with it")
+        if self.servers and (self.tensor > 1 or self.pipeline > 1):
+            raise ValueError("server ranks serve pure data parallelism: no tensor or pipeline "
+                             "with them")
 
     @property
     def world(self) -> int:
@@ -56,8 +59,9 @@ class Layout:
         return self.pipeline * self.stages_per_rank
 
     @property
-    def zero_name(self) -> str:
-        return ZERO_NAMES[self.zero]
+    def zero(self) -> int:
+        """The ZeRO stage of the data strategy (0: none)."""
+        return strategies().get(self.dp).zero
 
     @property
     def options(self) -> str:
@@ -68,13 +72,10 @@ class Layout:
     @property
     def label(self) -> str:
         opts = self.options
-        if self.servers:
-            return f"dp={self.data} ps[servers={self.servers}{',' + opts if opts else ''}]"
         parts = [f"dp={self.data}"]
-        if self.data > 1:  # ddp[ring], zero3[ckpt,amp=bf16], ddp[ring,ckpt]
-            name, inner = (self.zero_name, []) if self.hook == "default" else ("ddp", [self.hook])
-            inner += [opts] if opts else []
-            parts.append(f"{name}[{','.join(inner)}]" if inner else name)
+        if self.data > 1 or self.servers:  # ddp[ring], zero3[ckpt,amp=bf16], ps[servers=2]
+            inner = [*strategies().get(self.dp).layout_label(self), *([opts] if opts else [])]
+            parts.append(f"{self.dp}[{','.join(inner)}]" if inner else self.dp)
         elif opts:
             parts.append(f"[{opts}]")
         if self.tensor > 1:
@@ -83,30 +84,6 @@ class Layout:
             v = f",v={self.stages_per_rank}" if self.schedule == "interleaved" else ""
             parts.append(f"pp={self.pipeline}[{self.schedule},m={self.microbatches}{v}]")
         return " ".join(parts)
-
-    def check(self, model: ModelInfo, batch: int) -> None:
-        """Raise ValueError (one line) when the layout cannot run ``model`` with ``batch``
-        samples per data-parallel replica."""
-        if self.tensor > 1:
-            check_degree(model, self.tensor)
-        self.check_pipeline(model, batch)
-
-    def check_pipeline(self, model: ModelInfo, batch: int) -> None:
-        """:meth:`check` without the tensor degree's rule."""
-        if self.stages > model.num_pieces:
-            raise ValueError(f"{self.stages} pipeline stages exceed the model's "
-                             f"{model.num_pieces} pieces")
-        if batch % self.microbatches:
-            raise ValueError(f"batch {batch} per replica is not a multiple of "
-                             f"{self.microbatches} microbatches")
-        if self.schedule == "interleaved" and self.pipeline > 1:
-            if self.stages_per_rank < 2:
-                raise ValueError("interleaved 1F1B needs stages_per_rank >= 2")
-            if self.microbatches % self.pipeline:
-                raise ValueError(f"interleaved 1F1B needs microbatches ({self.microbatches}) to "
-                                 f"be a multiple of the pipeline degree {self.pipeline}")
-        elif self.stages_per_rank != 1:
-            raise ValueError(f"{self.schedule} runs one stage per rank")
 
     def rank(self, dp: int, tp: int, pp: int) -> int:
         return (pp * self.data + dp) * self.tensor + tp
@@ -117,6 +94,16 @@ class Layout:
         at = {"data": lambda i: self.rank(i, tp, pp), "tensor": lambda i: self.rank(dp, i, pp),
               "pipeline": lambda i: self.rank(dp, tp, i)}[axis]
         return [at(i) for i in range(n)]
+
+
+def as_layout(spec: StrategySpec, world: int) -> Layout:
+    """The layout of a training strategy (with its options) at ``world`` ranks, with the knobs
+    every strategy takes (``checkpoint: true``, ``precision``); ValueError for selective
+    checkpointing (a piece list or a fraction), which the advice does not model."""
+    lay = spec.strategy.layout(spec.options, world)
+    if spec.checkpoint not in (True, False):
+        raise ValueError(f"checkpoint {spec.checkpoint!r}: the advice models every piece or none")
+    return dataclasses.replace(lay, checkpoint=bool(spec.checkpoint), amp=spec.precision)
 
 
 def divisors(n: int) -> list[int]:

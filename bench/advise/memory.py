@@ -1,10 +1,10 @@
 """Per-rank memory of a layout, from :mod:`bench.training.analytic`'s rules composed: the rank's
 pipeline stages, their tensor-parallel shards (``tp_local``), then the ZeRO stage's rule over the
-data group (ddp, zero1, zero2, zero3 at ``data`` ranks) on exactly those parameters; a
-parameter-server layout takes the ``ps`` rule (worker 0 and server 0, the larger).
+data group (its data strategy's ``held`` at ``data`` ranks) on exactly those parameters; a
+parameter-server layout takes the ``ps`` strategy's own ranks (worker 0 and server 0, the larger).
 
-Activations generalise the analytic model's formula (Korthikanti et al. 2022, 16-bit, flash
-attention, no recomputation) to tensor and pipeline degrees together: per layer
+Activations are the analytic model's formula (:func:`bench.training.analytic.held_activations`;
+Korthikanti et al. 2022, 16-bit, flash attention) for tensor and pipeline degrees together: per layer
 ``s * b * h * (10 + 24 / t)`` with b the microbatch, for ``ceil(L / stages) * v * in_flight``
 layers (in flight: m microbatches under GPipe, min(m, p) under 1F1B and interleaved), plus the
 fp32 logits ``4 * s * b * V``. Checkpointing (every piece) keeps a layer's input only,
@@ -24,8 +24,9 @@ from bench.advise.comm import CommContext, representative_stages
 from bench.advise.layout import Layout
 from bench.advise.shape import Shape
 from bench.models.configs import GPTConfig
-from bench.training.analytic import Estimate, Precision, predict
+from bench.training.analytic import Acts, Estimate, Precision, held_activations, predict
 from bench.training.scenario import StrategySpec
+from bench.training.strategy import strategies
 
 
 @dataclass(frozen=True)
@@ -42,26 +43,25 @@ def activations(shape: Shape, lay: Layout, batch: int, prec: Precision) -> int |
     cfg = shape.model.config
     if not isinstance(cfg, GPTConfig):
         return None
-    mb, layers, in_flight = batch // lay.microbatches, cfg.layers, 1
+    in_flight, layers = 1, None
     if lay.pipeline > 1:
         in_flight = lay.microbatches if lay.schedule == "gpipe" else min(lay.microbatches,
                                                                          lay.pipeline)
         layers = math.ceil(cfg.layers / lay.stages) * lay.stages_per_rank
-    per_layer = (2 if lay.checkpoint else 10 + 24 / lay.tensor) * cfg.seq_len * mb * cfg.embd
-    scale = 1 if prec.param_bytes == 2 or lay.amp != "fp32" else 2
-    return int(layers * in_flight * per_layer * scale + 4 * cfg.seq_len * mb * cfg.vocab)
+    plan = Acts(lay.tensor, lay.microbatches, in_flight, layers)
+    every = frozenset(range(shape.model.num_pieces)) if lay.checkpoint else frozenset()
+    return held_activations(shape.model, plan, every, batch, prec, lay.amp)
 
 
 def states(shape: Shape, lay: Layout, batch: int, prec: Precision) -> tuple[Memory, ...]:
     """Model states and transient buffers of the candidates for the largest rank (activations
     left out): data index 0 (ZeRO-1 gives it the largest tensor first), tensor index 0, the
-    largest over the pipeline indices; for ps, worker 0 and server 0 (the largest shard)."""
-    if lay.servers:
-        spec = StrategySpec(name="ps", servers=lay.servers)
-        ps = list(CommContext(shape, lay, batch).params)
-        return tuple(Memory(predict(shape.model, spec, lay.world, r, prec, params=ps), st)
-                     for r, st in ((0, 0), (lay.data, -1)))
-    spec = StrategySpec(name=lay.zero_name if lay.data > 1 else "ddp")
+    largest over the pipeline indices; a data strategy whose ranks differ says its own
+    (``Strategy.states``: ps, worker 0 and server 0)."""
+    own = strategies().get(lay.dp).states
+    if own is not None:
+        return own(shape, lay, batch, prec)
+    spec = StrategySpec(name=lay.dp)
     best: Memory | None = None
     for pp in representative_stages(shape, lay):
         ctx = CommContext(shape, lay, batch, pp=pp)

@@ -1,13 +1,10 @@
 """Every valid layout of a world size, priced and ranked.
 
-Enumerated: tensor degree t dividing the world and the model's heads and sharded widths;
-pipeline degree p dividing what is left, with at most as many stages as pieces; data degree
-d = world / (t p) dividing the global batch; ZeRO stage 0-3 when d > 1 (0-1 with a pipeline:
-ZeRO-2/3 re-gather per microbatch, which this model does not price); with a pipeline,
-microbatches m = p, 2p, 4p, 8p that divide the batch per replica, under GPipe, 1F1B and (m a
-multiple of p, 2p stages at most the pieces) interleaved 1F1B with v = 2. The parameter server
-``ps[servers=N]`` for N = 1, 2, 4, ... up to half the world whose W - N workers divide the
-global batch (pure data parallelism: no tensor or pipeline degree). Each of these with and
+Enumerated: what each strategy offers (``Strategy.layouts``, over the splits of
+:class:`bench.advise.space.Space`): ddp at every split, ZeRO-1 wherever there is a data group,
+ZeRO-2/3 without a pipeline (they re-gather per microbatch, which this model does not price),
+the parameter server ``ps[servers=N]`` for N = 1, 2, 4, ... up to half the world whose W - N
+workers divide the global batch (pure data parallelism). Each of these with and
 without activation checkpointing of every piece, and under each autocast precision asked
 (``amps``: bf16 beside fp32 when the question's precision is fp32; under ``mixed`` every layout
 already computes in 16 bits). Ranked: layouts that fit the device memory first, by predicted
@@ -21,63 +18,32 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from bench.advise.evaluate import Job, Result, evaluate
-from bench.advise.layout import Layout, divisors
+from bench.advise.layout import Layout
 from bench.advise.memory import layout_memory
+from bench.advise.space import Space
 from bench.models.catalog import ModelInfo
-
-MICROBATCH_FACTORS = (1, 2, 4, 8)
+from bench.training.strategy import strategies
 
 
 class NoFit(ValueError):
     """No layout of the world size fits; the message names the smallest world size that does."""
 
 
+def plain_layouts(model: ModelInfo, world: int, global_batch: int, bucket_mb: float = 25.0
+                  ) -> Iterator[tuple[Layout, int]]:
+    """(layout, batch per replica) of every strategy's offer, without the knobs."""
+    space = Space(model, world, global_batch, bucket_mb)
+    for s in strategies():
+        yield from strategies().get(s).layouts(space)
+
+
 def layouts(model: ModelInfo, world: int, global_batch: int, bucket_mb: float = 25.0,
             amps: tuple[str, ...] = ("fp32",)) -> Iterator[tuple[Layout, int]]:
-    """(layout, batch per replica) for every valid combination."""
-    for lay, batch in _plain(model, world, global_batch, bucket_mb):
+    """(layout, batch per replica) for every valid combination, with each knob."""
+    for lay, batch in plain_layouts(model, world, global_batch, bucket_mb):
         for ckpt in (False, True):
             for amp in amps:
                 yield dataclasses.replace(lay, checkpoint=ckpt, amp=amp), batch
-
-
-def _plain(model: ModelInfo, world: int, global_batch: int, bucket_mb: float
-           ) -> Iterator[tuple[Layout, int]]:
-    for t in divisors(world):
-        try:
-            Layout(tensor=t).check(model, 1)
-        except ValueError:
-            continue
-        for p in divisors(world // t):
-            d = world // (t * p)
-            if global_batch % d:
-                continue
-            batch = global_batch // d
-            for lay in _variants(d, t, p, batch, bucket_mb, model.num_pieces):
-                try:
-                    lay.check_pipeline(model, batch)
-                except ValueError:
-                    continue
-                yield lay, batch
-    n = 1
-    while 2 * n <= world:
-        if global_batch % (world - n) == 0:
-            yield Layout(data=world - n, servers=n), global_batch // (world - n)
-        n *= 2
-
-
-def _variants(d: int, t: int, p: int, batch: int, bucket_mb: float, pieces: int
-              ) -> Iterator[Layout]:
-    zeros = range(4 if p == 1 else 2) if d > 1 else range(1)
-    if p == 1:
-        pipes = [(1, "1f1b", 1)]
-    else:
-        ms = [p * k for k in MICROBATCH_FACTORS if batch % (p * k) == 0]
-        pipes = [(m, s, 1) for m in ms for s in ("gpipe", "1f1b")]
-        pipes += [(m, "interleaved", 2) for m in ms if 2 * p <= pieces]
-    for z in zeros:
-        for m, sched, v in pipes:
-            yield Layout(d, t, p, z, m, sched, v, bucket_mb)
 
 
 @dataclass(frozen=True)
@@ -117,7 +83,7 @@ def smallest_fit(jobs: Jobs, model: ModelInfo, world: int, global_batch: int, st
     layout fits the device memory (memory only: nothing is timed)."""
     w = (world // step + 1) * step
     while w <= limit:
-        for lay, batch in _plain(model, w, global_batch, 25.0):
+        for lay, batch in plain_layouts(model, w, global_batch):
             lay = dataclasses.replace(lay, checkpoint=True)  # the least memory of each layout
             job = jobs(batch)
             if job.memory_limit is None or layout_memory(

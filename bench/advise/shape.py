@@ -13,10 +13,13 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from bench.models.base import ModelSpec
 from bench.models.configs import GPTConfig, TPLinear
 from bench.training.analytic import Param, parameters, tp_local, tp_plan_of
+
+if TYPE_CHECKING:
+    from bench.models.base import ModelSpec
 
 
 @dataclass(frozen=True, eq=False)  # hashed by identity: one per model (shape_of caches it)
@@ -98,6 +101,7 @@ def custom_gpt(layers: int, hidden: int, heads: int, seq: int, vocab: int = 5030
     """A GPT of the reference family (:mod:`bench.models.gpt`) with this shape, unnamed in the
     catalog: ``gpt-L{layers}-h{hidden}``."""
     from bench.models import gpt
+    from bench.models.base import ModelSpec
 
     cfg = GPTConfig(layers=layers, heads=heads, embd=hidden, vocab=vocab, seq_len=seq)
     return ModelSpec(f"gpt-L{layers}-h{hidden}-a{heads}", cfg,

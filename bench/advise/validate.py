@@ -26,12 +26,14 @@ from typing import Any
 from bench.advise.comm import Bytes
 from bench.advise.compute import Measured
 from bench.advise.evaluate import Job, Result, evaluate
+from bench.advise.layout import as_layout
 from bench.advise.shape import Shape, shape_of
-from bench.advise.strategies import as_layout
 from bench.advise.timing import Timer
 from bench.store import kinds
 from bench.store.records import iter_records
 from bench.training.analytic import FP32
+
+PLAIN = "ddp"  # the plain data-parallel strategy whose one-rank step is bare compute
 
 
 @dataclass(frozen=True)
@@ -97,7 +99,7 @@ def training_records(run: Path) -> list[dict[str, Any]]:
 
 
 def single_rank(recs: list[dict[str, Any]], model: str, strategy: str,
-                fallback: tuple[str, ...] = ("ddp",)) -> dict[str, Any] | None:
+                fallback: tuple[str, ...] = (PLAIN,)) -> dict[str, Any] | None:
     """The world-size-1 record of ``strategy`` on ``model``, else of the first ``fallback``."""
     for label in (strategy, *fallback):
         for r in recs:
@@ -113,19 +115,19 @@ def pairs(recs: list[dict[str, Any]], timer: Timer, limit: float | None) -> Iter
     for r in recs:
         if r["world_size"] < 2:
             continue
-        spec = StrategySpec.model_validate(r["strategy_options"])
+        spec = StrategySpec.of_record(r["strategy_options"])
         try:
-            lay = as_layout(spec.name, spec, r["world_size"])
+            lay = as_layout(spec, r["world_size"])
         except ValueError:  # selective checkpointing: not modelled
             continue
         one = single_rank(recs, r["model"], r["strategy"],
-                          ("tensor", "ddp") if lay.tensor > 1 else ("ddp",))
+                          ("tensor", PLAIN) if lay.tensor > 1 else (PLAIN,))
         if one is None:
             continue
         shape: Shape = shape_of(MODELS.get(r["model"]))
         batch = int(r["batch_size_per_replica"])
         step = one["step_time_ms_median"] / 1e3
-        plain = single_rank(recs, r["model"], "ddp", ())
+        plain = single_rank(recs, r["model"], PLAIN, ())
         fixed = 0.0
         if (lay.tensor > 1 or lay.pipeline > 1) and plain is not None and plain is not one:
             fixed = max(0.0, step - plain["step_time_ms_median"] / 1e3)

@@ -8,7 +8,6 @@ import argparse
 from bench.argtypes import UsageError, params, positive_int, world_list
 from bench.commands import register
 
-DEFAULT_STRATEGIES = "ddp,zero1,zero2,zero3,tensor,pipeline:1f1b,hybrid:8"
 UNITS = {"GiB": 2**30, "GB": 10**9}
 
 
@@ -23,8 +22,10 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--units", choices=tuple(UNITS), default="GiB",
                    help="GiB (2^30 bytes, default) or GB (1e9, the ZeRO paper's)")
     p.add_argument("--world-sizes", type=world_list, default="8,64,512", help="comma-separated world sizes")
-    p.add_argument("--strategies", default=DEFAULT_STRATEGIES,
-                   help=f"comma-separated strategies as in scenarios (default {DEFAULT_STRATEGIES})")
+    p.add_argument("--strategies", default=None,
+                   help="comma-separated strategies as in scenarios (default: each strategy's "
+                        "own entry, ddp,zero1,zero2,zero3,tensor,pipeline:1f1b,hybrid:8 and any "
+                        "other that names one)")
     p.add_argument("--precision", choices=("mixed", "fp32"), default="mixed",
                    help="mixed: 2-byte params/grads, K=12 (ZeRO paper); fp32: what CPU tests train")
     p.add_argument("--batch-size", type=positive_int, default=8,
@@ -36,8 +37,8 @@ def handle(args: argparse.Namespace) -> int:
     try:
         from bench.models import MODELS
         from bench.training.analytic import PRECISIONS, parameters, predict
-        from bench.training.rules import RULES
         from bench.training.scenario import StrategySpec, _from_string, check_case
+        from bench.training.strategy import strategies
         from kernels.registry import UnknownName
     except ImportError as e:
         raise UsageError(f"needs torch (pip install 'commbench[training]'): {e}", "memory") from None
@@ -45,12 +46,14 @@ def handle(args: argparse.Namespace) -> int:
         model, ps = _model(args, MODELS.get)
         sizes = args.world_sizes
         specs = []
-        for s in args.strategies.split(","):
+        reg = strategies()
+        listed = args.strategies or ",".join(t for t in (reg.get(n).table for n in reg) if t)
+        for s in listed.split(","):
             raw = _from_string(s)
-            if raw["name"] == "pipeline":
+            takes = reg.get(raw["name"]).option_names  # an unknown name: one line now
+            if "microbatches" in takes:
                 raw["microbatches"] = args.microbatches
             specs.append(StrategySpec.model_validate(raw))
-            RULES.get(raw["name"])  # an unknown name: one line now, not a traceback later
     except (KeyError, ValueError, UnknownName) as e:
         raise UsageError(str(e).splitlines()[0], "memory") from None
     prec, unit = PRECISIONS[args.precision], UNITS[args.units]
@@ -71,8 +74,7 @@ def handle(args: argparse.Namespace) -> int:
     for spec in specs:
         for w in sizes:
             try:
-                if args.params and args.layers is None and spec.name in ("tensor", "pipeline",
-                                                                         "hybrid"):
+                if args.params and args.layers is None and spec.strategy.needs_shape:
                     raise ValueError(f"{spec.name} needs the model's shape (--layers --hidden "
                                      f"--heads)")
                 check_case(spec, model, w, args.batch_size)

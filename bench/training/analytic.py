@@ -6,22 +6,17 @@ grads, K = 12: fp32 master weights, Adam m and v; what ``commbench memory`` repo
 ``fp32`` (what the CPU tests train: 4 + 4 bytes, K = 8 plus Adam's 4-byte ``step`` per tensor),
 which matches the bytes measured on the small models exactly.
 
-Sharding rules (per parameter, exactly as torch shards it):
-- ddp: everything replicated. zero1: optimizer state of the parameters ZeroRedundancyOptimizer
-  assigns to the rank (largest first, each to the least-loaded rank).
-- zero2 / zero3 (FSDP2): dim-0 chunks of ceil(d0 / N) rows, so a rank holds
-  ``clamp(d0 - r * ceil(d0 / N), 0, ceil(d0 / N))`` rows of params, grads and state.
-- tensor: colwise weights and biases split on dim 0, rowwise weights on dim 1, the rest replicated.
-- pipeline: the parameters of the rank's stages only. hybrid: tensor split, then FSDP2 over dp.
-- ps (N servers, the last N ranks; W - N workers): a worker holds every parameter and gradient
-  and no optimizer state; server s holds the whole tensors :func:`greedy_owners` gives it, their
-  gradients and their optimizer state. Transient: a worker's flat push and pull buffers (2 Psi),
-  a server's W - N receive buffers and its flat send buffer ((W - N + 1) Psi_s).
+Sharding (per parameter, exactly as torch shards it) is each strategy's ``held`` in its own
+file (:mod:`bench.training.strategies`); the helpers they share are here: FSDP2's dim-0 chunks of
+ceil(d0 / N) rows (:func:`chunk_rows`, :func:`fsdp_held`), tensor parallelism's local shapes
+(:func:`tp_local`), ZeroRedundancyOptimizer's greedy owners (:func:`greedy_owners`).
 
 Activations (GPT only; Korthikanti et al. 2022, no sequence parallelism): per layer
 ``s*b*h*(10 + 24/t + 5*a*s/(h*t))`` bytes at 16-bit with tensor degree t, where the ``5as/h``
 attention-score term is dropped with flash attention (the default here), plus the fp32 logits
-``4*s*b*V``. Pipelines hold L/p layers for m (GPipe) or min(m, p) (1F1B) microbatches. The
+``4*s*b*V``; what a rank holds of that (tensor degree, microbatches in flight, its layers) is
+the strategy's ``acts`` (:class:`Acts`): pipelines hold L/p layers for m (GPipe) or min(m, p)
+(1F1B) microbatches. The
 16-bit figures hold for mixed precision and for ``precision: bf16 | fp16``; fp32 activations
 (fp32 accounting and ``precision: fp32``) are twice them.
 
@@ -41,12 +36,13 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from bench.models.base import ModelSpec
-from bench.training.scenario import StrategySpec
-from kernels.registry import Registry
+if TYPE_CHECKING:
+    from bench.models.base import ModelSpec
+    from bench.training.scenario import StrategySpec
 
 
 @dataclass(frozen=True)
@@ -146,33 +142,10 @@ def tp_local(plan: Mapping[str, str], p: Param, t: int) -> tuple[int, ...]:
     return p.shape
 
 
-Rule = Callable[[ModelSpec, StrategySpec, list[Param], int, int], Held]
-RULES: Registry[Rule] = Registry("memory rule")
-
-
-@RULES.register("ddp")
-def _ddp(model: ModelSpec, s: StrategySpec, ps: list[Param], n: int, r: int) -> Held:
-    full = [numel(p.shape) for p in ps]
-    return Held(full, full, full)
-
-
-@RULES.register("zero1")
-def _zero1(model: ModelSpec, s: StrategySpec, ps: list[Param], n: int, r: int) -> Held:
-    full = [numel(p.shape) for p in ps]
-    return Held(full, full, [x for x, o in zip(full, greedy_owners(full, n)) if o == r])
-
-
-@RULES.register("ps")
-def _ps(model: ModelSpec, s: StrategySpec, ps: list[Param], n: int, r: int) -> Held:
-    full = [numel(p.shape) for p in ps]
-    workers = n - s.servers
-    if r < workers:
-        return Held(full, full, [], 2 * sum(full))
-    mine = [x for x, o in zip(full, greedy_owners(full, s.servers)) if o == r - workers]
-    return Held(mine, mine, mine, (workers + 1) * sum(mine))
-
-
-def _fsdp(ps: list[Param], n: int, r: int, shapes: list[tuple[int, ...]], reshard: bool) -> Held:
+def fsdp_held(ps: list[Param], n: int, r: int, shapes: list[tuple[int, ...]], reshard: bool
+              ) -> Held:
+    """FSDP2 over ``n`` ranks on parameters of ``shapes`` (their tensor-parallel shards in a
+    hybrid), one unit per piece: zero3 with ``reshard``, zero2 without."""
     local = [fsdp_local(sh, n, r) for sh in shapes]
     units: dict[int, int] = {}
     for p, sh in zip(ps, shapes):
@@ -184,66 +157,52 @@ def _fsdp(ps: list[Param], n: int, r: int, shapes: list[tuple[int, ...]], reshar
     return Held(local, local, local, transient if n > 1 else 0)
 
 
-@RULES.register("zero2")
-def _zero2(model: ModelSpec, s: StrategySpec, ps: list[Param], n: int, r: int) -> Held:
-    return _fsdp(ps, n, r, [p.shape for p in ps], reshard=False)
+def replicated(model: ModelSpec, opts: object, ps: list[Param], n: int, r: int) -> Held:
+    """Every parameter, gradient and optimizer state on every rank (DDP's memory)."""
+    full = [numel(p.shape) for p in ps]
+    return Held(full, full, full)
 
 
-@RULES.register("zero3")
-def _zero3(model: ModelSpec, s: StrategySpec, ps: list[Param], n: int, r: int) -> Held:
-    return _fsdp(ps, n, r, [p.shape for p in ps], reshard=True)
+@dataclass(frozen=True)
+class Acts:
+    """What one rank's forward holds for backward, as a strategy runs it (``Strategy.acts``)."""
 
-
-@RULES.register("tensor")
-def _tensor(model: ModelSpec, s: StrategySpec, ps: list[Param], n: int, r: int) -> Held:
-    plan = tp_plan_of(model)
-    local = [numel(tp_local(plan, p, n)) for p in ps]
-    return Held(local, local, local)
-
-
-@RULES.register("hybrid")
-def _hybrid(model: ModelSpec, s: StrategySpec, ps: list[Param], n: int, r: int) -> Held:
-    t = s.tensor_degree
-    plan = tp_plan_of(model)
-    return _fsdp(ps, n // t, r // t, [tp_local(plan, p, t) for p in ps], reshard=True)
-
-
-@RULES.register("pipeline")
-def _pipeline(model: ModelSpec, s: StrategySpec, ps: list[Param], n: int, r: int) -> Held:
-    from bench.training.stages import local_stages, stage_pieces
-
-    stages = stage_pieces(model, n * s.pipeline_stages_per_rank)
-    mine = {i for st in local_stages(s, r, n) for i in stages[st]}
-    local = [numel(p.shape) for p in ps if p.piece in mine]
-    return Held(local, local, local)
+    tensor: int = 1  # tensor-parallel degree of the layers
+    microbatches: int = 1  # the replica's batch is cut into
+    in_flight: int = 1  # microbatches whose activations are held at once
+    layers: int | None = None  # layers held per microbatch (None: every layer of the model)
+    pieces: frozenset[int] | None = None  # the rank's pieces (None: all)
+    forward: bool = True  # False: the rank runs no forward (a parameter server)
 
 
 def activations(model: ModelSpec, s: StrategySpec, n: int, batch: int, prec: Precision,
                 flash: bool = True, rank: int = 0) -> int | None:
     """Activation bytes of ``rank`` for the reference GPT (None for other families)."""
-    cfg = model.config
     if model.family != "gpt":
         return None
-    if s.name == "ps" and rank >= n - s.servers:
-        return 0  # a server runs no forward
-    sq, h, a, layers, v = cfg.seq_len, cfg.embd, cfg.heads, cfg.layers, cfg.vocab
-    t = {"tensor": n, "hybrid": s.tensor_degree}.get(s.name, 1)
-    blocks = set(range(1, layers + 1))  # pieces: embedding, the L layers, the head
-    mb, per_mb, in_flight = batch, layers, 1
-    if s.name == "pipeline":
-        from bench.training.stages import local_stages, stage_pieces
+    plan = s.strategy.acts(model, s.options, n, rank)
+    return held_activations(model, plan, s.checkpointed(model.num_pieces), batch, prec,
+                            s.precision, flash)
 
-        p = n * s.pipeline_stages_per_rank
-        mb = batch // s.microbatches
-        in_flight = s.microbatches if s.schedule == "gpipe" else min(s.microbatches, n)
-        per_mb = math.ceil(layers / p) * s.pipeline_stages_per_rank
-        stages = stage_pieces(model, p)
-        blocks &= {i for st in local_stages(s, rank, n) for i in stages[st]}
-    ckpt = min(len(blocks & s.checkpointed(model.num_pieces)), per_mb)
+
+def held_activations(model: ModelSpec, plan: Acts, checkpointed: frozenset[int], batch: int,
+                     prec: Precision, amp: str, flash: bool = True) -> int:
+    """Activation bytes a GPT rank holds as ``plan`` says, ``checkpointed`` pieces keeping
+    their input only, under autocast ``amp`` (see the module docstring)."""
+    if not plan.forward:
+        return 0
+    cfg = model.config
+    sq, h, a, layers, v = cfg.seq_len, cfg.embd, cfg.heads, cfg.layers, cfg.vocab
+    t, mb = plan.tensor, batch // plan.microbatches
+    per_mb = layers if plan.layers is None else plan.layers
+    blocks = set(range(1, layers + 1))  # pieces: embedding, the L layers, the head
+    if plan.pieces is not None:
+        blocks &= plan.pieces
+    ckpt = min(len(blocks & checkpointed), per_mb)
     per_layer = sq * mb * h * (10 + 24 / t + (0 if flash else 5 * a * sq / (h * t)))
     kept_input = 2 * sq * mb * h  # a checkpointed layer's input, 16-bit
-    scale = 1 if prec.param_bytes == 2 or s.precision != "fp32" else 2  # vs 16-bit figures
-    held = ((per_mb - ckpt) * per_layer + ckpt * kept_input) * in_flight
+    scale = 1 if prec.param_bytes == 2 or amp != "fp32" else 2  # vs 16-bit figures
+    held = ((per_mb - ckpt) * per_layer + ckpt * kept_input) * plan.in_flight
     return int(held * scale + 4 * sq * mb * v)
 
 
@@ -275,7 +234,7 @@ def predict(model: ModelSpec, s: StrategySpec, world: int, rank: int, prec: Prec
             batch: int | None = None, params: list[Param] | None = None) -> Estimate:
     """Per-rank memory of ``rank`` in a job of ``world`` ranks (batch: per replica)."""
     ps = params if params is not None else parameters(model)
-    held = RULES.get(s.name)(model, s, ps, world, rank)
+    held = s.strategy.held(model, s.options, ps, world, rank)
     acts = activations(model, s, world, batch, prec, rank=rank) if batch else None
     return Estimate(
         params=sum(held.params) * prec.param_bytes,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 
 from bench.models.base import ModelSpec
-from bench.training.strategy import loss_step
+from bench.training.trainer import loss_step
 
 
 def reference_losses(model: ModelSpec, global_batch: int, steps: int, seed: int, lr: float,

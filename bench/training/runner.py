@@ -32,7 +32,6 @@ from bench.training.distenv import init_from_env
 from bench.training.measure import CaseResult, Protocol, run_case
 from bench.training.reference import reference_losses
 from bench.training.scenario import StrategySpec, TrainingScenario, check_case
-from bench.training.strategies import STRATEGIES
 from bench.training.strategy import TrainContext
 
 CASE_START_ENV = "COMMBENCH_CASE_START"
@@ -133,7 +132,7 @@ def _one_case(ctx: JobContext, spec: StrategySpec, model_name: str, world: int, 
 
 
 def _train(tctx: TrainContext, proto: Protocol) -> CaseResult:
-    trainer = STRATEGIES.get(tctx.spec.name).build(tctx)
+    trainer = tctx.spec.strategy.build(tctx)
     try:
         return run_case(trainer, tctx.model, proto, tctx.device)
     finally:

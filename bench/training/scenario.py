@@ -6,10 +6,11 @@ as a short string ``name[:option]`` (``ddp:ring``, ``ddp:fp16``, ``pipeline:inte
 ``checkpoint`` (activation checkpointing: ``true``, a list of piece indices, or a fraction f in
 (0, 1): the first ceil(f * pieces) pieces) and ``precision`` (``fp32``, or autocast ``bf16`` /
 ``fp16`` with fp32 master weights; not to be confused with ddp's gradient-compression ``hook:
-fp16``). Every (strategy, model, world size) combination is checked by the strategy's rule
-(e.g. tensor degree must divide the heads, pipeline stages must not exceed the model's pieces),
-so a bad case fails before anything launches, with the key's name. The rules
-(:mod:`bench.training.rules`) and the model names (:mod:`bench.models.catalog`) need no torch:
+fp16``). Every other key is the strategy's own option (its file's ``Options`` dataclass). Every
+(strategy, model, world size) combination is checked by the strategy's ``check`` (e.g. tensor
+degree must divide the heads, pipeline stages must not exceed the model's pieces), so a bad case
+fails before anything launches, with the key's name. Strategy files
+(:mod:`bench.training.strategy`) and the model names (:mod:`bench.models.catalog`) need no torch:
 validating a training scenario imports none.
 """
 
@@ -19,16 +20,22 @@ import importlib.util
 import math
 from typing import Annotated, Any, Literal
 
-from pydantic import BeforeValidator, Field, field_validator, model_validator
+from pydantic import (
+    BeforeValidator,
+    Field,
+    TypeAdapter,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from bench.models.catalog import CATALOG, ModelInfo
 from bench.scenario_base import Frozen
-from bench.training.rules import RULES, check_options
+from bench.training.rules import check_options
+from bench.training.strategy import Strategy as StrategyDef
+from bench.training.strategy import strategies
 
 PositiveInt = Annotated[int, Field(ge=1)]
-PIPELINE_SCHEDULES = ("gpipe", "1f1b", "interleaved")
-COMPRESSION_HOOKS = ("default", "fp16", "bf16")
-STRING_OPTION = {"ddp": "hook", "pipeline": "schedule", "hybrid": "tensor_degree", "ps": "servers"}
 
 
 def _from_string(v: Any) -> Any:
@@ -37,24 +44,57 @@ def _from_string(v: Any) -> Any:
     name, _, opt = v.partition(":")
     if not opt:
         return {"name": name}
-    key = STRING_OPTION.get(name)
+    key = strategies().get(name).short if name in strategies() else None
     if key is None:
         raise ValueError(f"strategy {name!r} takes no ':option' (got {v!r})")
     return {"name": name, key: opt}
 
 
+def strategy_options(name: str, given: dict[str, Any]) -> Any:
+    """Strategy ``name``'s own options dataclass from ``given``, validated by pydantic against
+    its field types."""
+    s = strategies().get(name)
+    unknown = [k for k in given if k not in s.option_names]
+    if unknown:
+        valid = ", ".join(s.option_names) or "none"
+        raise ValueError(f"strategy {name!r} takes no option {unknown[0]!r} (its options: "
+                         f"{valid}; and checkpoint, precision)")
+    return TypeAdapter(s.options).validate_python(given)
+
+
 class StrategySpec(Frozen):
+    """A strategy with its own options (:attr:`options`, the strategy's dataclass) and the two
+    every strategy takes. Written flat (``{name: pipeline, schedule: gpipe}``) and dumped flat."""
+
     name: str
-    hook: str = "default"  # ddp: default | fp16 | bf16 | a commbench algorithm (ring, tree, ...)
-    schedule: Literal["gpipe", "1f1b", "interleaved"] = "1f1b"  # pipeline
-    microbatches: PositiveInt = 4  # pipeline
-    stages_per_rank: PositiveInt | None = None  # pipeline: default 2 for interleaved, else 1
-    tensor_degree: PositiveInt = 2  # hybrid: ranks per tensor-parallel group
-    bucket_mb: Annotated[float, Field(gt=0)] = 25.0  # ddp / zero1 gradient bucket size
-    servers: PositiveInt = 1  # ps: parameter-server ranks (the last ones), the rest are workers
+    options: Any = None
     # every strategy: activation checkpointing (bench.training.options) and autocast precision
     checkpoint: bool | float | tuple[int, ...] = False
     precision: Literal["fp32", "bf16", "fp16"] = "fp32"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _split(cls, v: Any) -> Any:
+        if not isinstance(v, dict) or "options" in v or "name" not in v:
+            return v
+        common = {k: v[k] for k in ("name", "checkpoint", "precision") if k in v}
+        own = {k: x for k, x in v.items() if k not in common}
+        if v["name"] not in strategies():
+            return common  # the scenario names the unknown strategy, with the valid ones
+        return {**common, "options": strategy_options(v["name"], own)}
+
+    @classmethod
+    def of_record(cls, options: dict[str, Any]) -> StrategySpec:
+        """The spec a record's ``strategy_options`` hold. Records written before each strategy
+        had options of its own hold every strategy's keys: those not its own are dropped."""
+        keep = {"name", "checkpoint", "precision", *strategies().get(options["name"]).option_names}
+        return cls.model_validate({k: v for k, v in options.items() if k in keep})
+
+    @model_serializer(mode="wrap")
+    def _flat(self, handler: Any) -> dict[str, Any]:
+        out = handler(self)
+        opts = out.pop("options", None) or {}
+        return {"name": out.pop("name"), **opts, **out}
 
     @field_validator("checkpoint", mode="before")
     @classmethod
@@ -75,22 +115,6 @@ class StrategySpec(Frozen):
         raise ValueError(f"checkpoint: true, false, a list of piece indices or a fraction in "
                          f"(0, 1), got {v!r}")
 
-    @field_validator("hook")
-    @classmethod
-    def _hook(cls, v: str) -> str:
-        from kernels.algorithm import algorithms_of
-
-        valid = [*COMPRESSION_HOOKS, *(a.name for a in algorithms_of("all_reduce") if not a.is_vendor)]
-        if v not in valid:
-            raise ValueError(f"unknown ddp hook {v!r}; valid: {', '.join(valid)}")
-        return v
-
-    @property
-    def pipeline_stages_per_rank(self) -> int:
-        if self.stages_per_rank is not None:
-            return self.stages_per_rank
-        return 2 if self.schedule == "interleaved" else 1
-
     def checkpointed(self, pieces: int) -> frozenset[int]:
         """Indices of the pieces (of a chain of ``pieces``) run under activation checkpointing."""
         c = self.checkpoint
@@ -103,11 +127,12 @@ class StrategySpec(Frozen):
         return frozenset(c)
 
     @property
+    def strategy(self) -> StrategyDef:
+        return strategies().get(self.name)
+
+    @property
     def label(self) -> str:
-        opts = [{"ddp": self.hook if self.hook != "default" else "",
-                 "pipeline": f"{self.schedule},m={self.microbatches}",
-                 "hybrid": f"tp={self.tensor_degree}",
-                 "ps": f"servers={self.servers}"}.get(self.name, "")]
+        opts = [self.strategy.label(self.options) if self.name in strategies() else ""]
         if self.checkpoint is not False:
             c = self.checkpoint
             opts.append("ckpt" if c is True else f"ckpt={c}" if isinstance(c, float)
@@ -152,9 +177,9 @@ class TrainingScenario(Frozen):
     @model_validator(mode="after")
     def _cases(self) -> TrainingScenario:
         for i, s in enumerate(self.strategies):
-            if s.name not in RULES:
+            if s.name not in strategies():
                 raise ValueError(f"strategies.{i}: unknown strategy {s.name!r}; "
-                                 f"valid: {', '.join(RULES.names())}")
+                                 f"valid: {', '.join(strategies().names())}")
         for m in self.models:
             for s in self.strategies:
                 errors = []
@@ -188,10 +213,7 @@ def check_case(s: StrategySpec, model: ModelInfo, world: int, batch_size: int) -
     """Raise ValueError naming the strategy, model and world size when the case cannot run
     (``model``: a catalog entry, or the torch :class:`~bench.models.base.ModelSpec`, which is one)."""
     try:
-        RULES.get(s.name).check(s, model, world)
+        s.strategy.check(s.options, model, world, batch_size)
         check_options(s, model)
-        if s.name == "pipeline" and batch_size % s.microbatches:
-            raise ValueError(f"batch_size {batch_size} is not a multiple of microbatches "
-                             f"{s.microbatches}")
     except ValueError as e:
         raise ValueError(f"{s.label} on {model.name} at world size {world}: {e}") from None

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import functools
 import itertools
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal, get_args
 
 if TYPE_CHECKING:
     from bench.models.base import ModelSpec
-    from bench.training.rules import StrategySpec
+
+Schedule = Literal["gpipe", "1f1b", "interleaved"]  # torch's pipeline schedules the pipeline runs
+SCHEDULES: tuple[str, ...] = get_args(Schedule)
 
 
 def balanced_split(sizes: list[int], stages: int) -> list[int]:
@@ -47,6 +49,23 @@ def stage_pieces(model: ModelSpec, stages: int) -> list[range]:
     return [range(a, b) for a, b in itertools.pairwise(starts)]
 
 
-def local_stages(spec: StrategySpec, rank: int, world: int) -> list[int]:
-    """The stages of ``rank``: rank, rank + world, ... (the interleaved layout)."""
-    return [rank + k * world for k in range(spec.pipeline_stages_per_rank)]
+def local_stages(per_rank: int, rank: int, world: int) -> list[int]:
+    """The ``per_rank`` stages of ``rank``: rank, rank + world, ... (the interleaved layout)."""
+    return [rank + k * world for k in range(per_rank)]
+
+
+def check_pipeline(ranks: int, per_rank: int, schedule: str, microbatches: int, pieces: int,
+                   batch: int) -> None:
+    """Raise ValueError (one line) when ``ranks`` ranks of ``per_rank`` stages cannot run
+    ``schedule`` on a model of ``pieces`` pieces with ``batch`` samples per replica."""
+    if ranks * per_rank > pieces:
+        raise ValueError(f"{ranks * per_rank} pipeline stages exceed the model's {pieces} pieces")
+    if schedule == "interleaved" and per_rank < 2:
+        raise ValueError("interleaved 1F1B needs stages_per_rank >= 2")
+    if schedule != "interleaved" and per_rank != 1:
+        raise ValueError(f"{schedule} runs one stage per rank (stages_per_rank: 1)")
+    if schedule == "interleaved" and microbatches % ranks:
+        raise ValueError(f"interleaved 1F1B needs microbatches ({microbatches}) to be a "
+                         f"multiple of the world size")
+    if batch % microbatches:
+        raise ValueError(f"batch_size {batch} is not a multiple of microbatches {microbatches}")

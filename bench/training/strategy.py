@@ -1,5 +1,20 @@
-"""What a training strategy is: a registered factory from a :class:`TrainContext` to a
-:class:`Trainer` that runs one optimiser step on its share of a global batch.
+"""What a training strategy is: one file under :mod:`bench.training.strategies` (or under a
+package named in ``COMMBENCH_PLUGINS``) that calls :func:`register` with a :class:`Strategy`.
+
+The file states everything commbench knows of the strategy, each part where the strategy is:
+
+- ``options``: its own frozen dataclass (defaults stated there once; ``short`` is the option a
+  ``name:value`` string sets), and ``label``: the options its records name;
+- ``build``: the torch wrapping, a :class:`TrainContext` -> :class:`Trainer` that runs one
+  optimiser step (torch imported inside it: nothing here or in a strategy file imports torch, so
+  loading a scenario, ``commbench memory`` and ``commbench advise`` never run a strategy's torch
+  code);
+- ``check``: its rules (which model, world size and batch it can run; ValueError with one line);
+- ``held`` and ``acts``: its analytic per-rank memory (:mod:`bench.training.analytic`);
+- ``calls``: its communication per step on one rank (:mod:`bench.advise.comm`), held equal to what
+  training counts by the tests;
+- ``layout`` and ``layouts``: what it is as an advise :class:`~bench.advise.layout.Layout`, and
+  the layouts it offers the advise search.
 
 Strategies never time themselves and never count bytes: :mod:`bench.training.measure` owns the
 clock, :mod:`bench.training.comm` counts traffic and :mod:`bench.training.memory` reads the
@@ -8,20 +23,105 @@ tensors each trainer reports as held.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+import dataclasses
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
-import torch
-from torch import nn
-
-from bench.models.base import Batch, Chain, ModelSpec
-from bench.training.options import Amp, apply_options
-from bench.training.rules import RULES, Check
 from kernels.registry import Registry
 
 if TYPE_CHECKING:
+    import torch
+    from torch import nn
+
+    from bench.advise.calls import Call
+    from bench.advise.comm import CommContext
+    from bench.advise.evaluate import Job
+    from bench.advise.layout import Layout
+    from bench.advise.memory import Memory
+    from bench.advise.search import Space
+    from bench.advise.shape import Shape
+    from bench.advise.step import Priced
+    from bench.models.base import Batch, Chain, ModelSpec
+    from bench.models.catalog import ModelInfo
+    from bench.training.analytic import Acts, Held, Param, Precision
+    from bench.training.options import Amp
     from bench.training.scenario import StrategySpec
+
+PACKAGE = "bench.training.strategies"
+
+
+@dataclass(frozen=True)
+class NoOptions:
+    """The options of a strategy that takes none of its own."""
+
+
+def no_check(opts: Any, model: ModelInfo, world: int, batch: int) -> None:
+    return None
+
+
+def no_label(opts: Any) -> str:
+    return ""
+
+
+def whole_model(model: ModelSpec, opts: Any, world: int, rank: int) -> Acts:
+    from bench.training.analytic import Acts
+
+    return Acts()
+
+
+def no_layouts(space: Space) -> Iterator[tuple[Layout, int]]:
+    return iter(())
+
+
+def no_layout_label(lay: Layout) -> list[str]:
+    return []
+
+
+@dataclass(frozen=True)
+class Strategy:
+    name: str
+    summary: str
+    build: Callable[[TrainContext], Trainer]
+    held: Callable[[ModelSpec, Any, list[Param], int, int], Held]  # (model, opts, params, world, rank)
+    calls: Callable[[CommContext], list[Call]]
+    layout: Callable[[Any, int], Layout]  # (opts, world) -> the strategy as an advise layout
+    options: type = NoOptions
+    short: str | None = None  # the option that ``name:value`` sets
+    label: Callable[[Any], str] = no_label  # the options a record's label names
+    check: Callable[[Any, ModelInfo, int, int], None] = no_check  # (opts, model, world, batch)
+    acts: Callable[[ModelSpec, Any, int, int], Acts] = whole_model  # (model, opts, world, rank)
+    layouts: Callable[[Space], Iterable[tuple[Layout, int]]] = no_layouts  # offered to search
+    layout_label: Callable[[Layout], list[str]] = no_layout_label  # a data strategy's [options]
+    # a data strategy whose ranks are not all alike (ps): its ranks' memory and its priced calls
+    states: Callable[[Shape, Layout, int, Precision], tuple[Memory, ...]] | None = None
+    price: Callable[[Job, CommContext], list[Priced]] | None = None
+    zero: int = 0  # the ZeRO stage an advise record names
+    order: int = 100  # where it lists among the others (tables, valid names)
+    table: str | None = None  # its spelling in ``commbench memory``'s default table (None: left out)
+    needs_shape: bool = False  # its memory needs the model's layers (not a flat parameter count)
+    option_names: tuple[str, ...] = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "option_names",
+                           tuple(f.name for f in dataclasses.fields(self.options)))
+
+
+# Discovered on first read: every module of PACKAGE and of the COMMBENCH_PLUGINS packages
+# (torch-free), listed by ``order`` then name.
+STRATEGIES: Registry[Strategy] = Registry("strategy", packages=(PACKAGE,),
+                                          order=lambda s: (s.order, s.name))
+
+
+def register(*items: Strategy) -> None:
+    """Called at the bottom of each strategy file (a file may hold a family: zero2 and zero3)."""
+    for s in items:
+        STRATEGIES.add(s.name, s)
+
+
+def strategies() -> Registry[Strategy]:
+    """Every strategy (see :data:`STRATEGIES`)."""
+    return STRATEGIES
 
 
 @dataclass(frozen=True)
@@ -35,18 +135,31 @@ class TrainContext:
     seed: int
     lr: float
 
+    @property
+    def opts(self) -> Any:
+        """The strategy's own options."""
+        return self.spec.options
+
     def build_model(self) -> Chain:
         """The full model, identically initialised on every rank and in the reference, with the
         strategy's checkpointing and precision applied to its pieces (:mod:`.options`)."""
+        import torch
+
+        from bench.training.options import apply_options
+
         torch.manual_seed(self.seed)
         model = self.model.build()
         return apply_options(model, self.spec.checkpointed(len(model.pieces)), self.amp)
 
     @property
     def amp(self) -> Amp:
+        from bench.training.options import Amp
+
         return Amp.of(self.spec.precision, self.device)
 
     def optimizer(self, params: Iterable[torch.nn.Parameter]) -> torch.optim.Optimizer:
+        import torch
+
         return torch.optim.Adam(params, lr=self.lr, foreach=False)
 
 
@@ -78,45 +191,3 @@ class Trainer:
 
     def close(self) -> None:
         """Release process groups or hooks the strategy made."""
-
-
-@dataclass(frozen=True)
-class Strategy:
-    name: str
-    summary: str
-    build: Callable[[TrainContext], Trainer]
-    check: Check  # the strategy's torch-free rule (bench.training.rules), raises ValueError
-
-
-STRATEGIES: Registry[Strategy] = Registry("strategy")
-
-
-def strategy(name: str) -> Callable[[Callable[[TrainContext], Trainer]], Callable[[TrainContext], Trainer]]:
-    """Register a trainer factory as strategy ``name``; its docstring's first line is the
-    summary. Its ``check(spec, model, world)`` is the rule of that name in
-    :mod:`bench.training.rules` (where scenarios learn the strategy names, without torch)."""
-    if name not in RULES:
-        raise ValueError(f"strategy {name!r} has no rule in bench.training.rules: add one there "
-                         f"(scenarios take strategy names from it)")
-    check = RULES.get(name).check
-
-    def deco(fn: Callable[[TrainContext], Trainer]) -> Callable[[TrainContext], Trainer]:
-        summary = (fn.__doc__ or name).strip().splitlines()[0]
-        STRATEGIES.add(name, Strategy(name, summary, fn, check))
-        return fn
-
-    return deco
-
-
-def loss_step(model: nn.Module, spec: ModelSpec, batch: Batch, device: torch.device,
-              opt: torch.optim.Optimizer, amp: Amp | None = None) -> float:
-    """forward, loss, backward, optimiser step on ``batch``; the (unscaled) loss as a float.
-    ``amp``: the loss in fp32 and scaled, the gradients unscaled before the step."""
-    opt.zero_grad(set_to_none=True)
-    out, target = model(batch.inputs.to(device)), batch.targets.to(device)
-    loss = amp.loss(spec.loss, out, target) if amp else spec.loss(out, target)
-    loss.backward()
-    if amp:
-        amp.unscale(p for g in opt.param_groups for p in g["params"])
-    opt.step()
-    return float(loss.detach()) / (amp.scale if amp else 1.0)

@@ -4,26 +4,133 @@ Gradient buckets are averaged by DDP's own AllReduce (``hook: default``), compre
 fp16/bf16 (DDP's compression hooks; losses then match the reference to ~1e-3), or run through a
 commbench AllReduce schedule over the torch p2p transport (``hook: ring``, ``tree``, ...), so
 algorithms can be compared inside real training.
+
+Communication: one all_reduce per bucket, in backward. Buckets as torch 2.13 builds them
+(``torch/nn/parallel/distributed.py``, ``_BucketCapacityConfig``): commbench passes
+``bucket_cap_mb`` explicitly, so the first bucket's cap equals the others' (the 1 MiB first
+bucket applies only when bucket_cap_mb is left unset). The first step runs with one bucket
+(find_unused_parameters off); the Reducer then rebuilds them in the order gradients became
+ready, which for a chain of pieces is the reverse parameter order. Parameters are added to the
+open bucket until its bytes reach the cap (``int(bucket_mb * 2**20)``, gradients at their
+element size); the bucket then closes, so a bucket may exceed the cap by its last tensor. Each
+bucket is one all_reduce of its flat buffer; the fp16/bf16 compression hooks reduce it as
+2-byte elements; a commbench algorithm hook runs the bucket through that all_reduce schedule
+(sends and receives). Buckets overlap with backward. Memory: everything replicated.
 """
 
 from __future__ import annotations
 
-from torch.nn.parallel import DistributedDataParallel as DDP
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Annotated
 
-from bench.training.hooks import install_hook
-from bench.training.rules import bf16_hook_allowed
-from bench.training.strategies.common import ModelTrainer
-from bench.training.strategy import TrainContext, Trainer, strategy
+from pydantic import Field
 
-__all__ = ["bf16_hook_allowed", "build"]  # bf16_hook_allowed: the ddp rule's condition, kept here too
+from bench.advise.calls import Call
+from bench.advise.layout import Layout
+from bench.advise.space import Space, data_layouts
+from bench.training.analytic import replicated
+from bench.training.rules import accelerator_build
+from bench.training.strategy import Strategy, TrainContext, Trainer, register
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from bench.advise.comm import CommContext
+    from bench.models.catalog import ModelInfo
+
+COMPRESSED = {"fp16": 2, "bf16": 2}  # DDP's compression hooks and their element size
+BUCKET_MB = 25.0
 
 
-@strategy("ddp")
+@dataclass(frozen=True)
+class Options:
+    hook: str = "default"  # default | fp16 | bf16 | a commbench all_reduce algorithm (ring, ...)
+    bucket_mb: Annotated[float, Field(gt=0)] = BUCKET_MB  # gradient bucket cap
+
+    def __post_init__(self) -> None:
+        from kernels.algorithm import algorithms_of
+
+        valid = ["default", *COMPRESSED,
+                 *(a.name for a in algorithms_of("all_reduce") if not a.is_vendor)]
+        if self.hook not in valid:
+            raise ValueError(f"unknown ddp hook {self.hook!r}; valid: {', '.join(valid)}")
+
+
+def bf16_hook_allowed() -> bool:
+    """DDP's own condition for registering ``bf16_compress_hook`` (``_check_comm_hook`` in
+    torch/nn/parallel/distributed.py): a CUDA/ROCm build with NCCL >= 2.10, or XPU with XCCL. It
+    tests the build, not the backend: gloo reduces bf16 on CPU, so ``backend: gloo`` runs it too.
+    A CPU-only build has neither NCCL nor XCCL, which is known without importing torch; only an
+    accelerator build imports torch to ask."""
+    if not accelerator_build():
+        return False
+    import torch
+    import torch.distributed as dist
+
+    cuda_build = torch.version.cuda is not None or torch.version.hip is not None
+    nccl = cuda_build and dist.is_nccl_available() and torch.cuda.nccl.version() >= (2, 10)
+    xccl = dist.is_xccl_available() and torch.xpu.is_available()
+    return bool(nccl or xccl)
+
+
+def check(opts: Options, model: ModelInfo, world: int, batch: int) -> None:
+    if opts.hook == "bf16" and not bf16_hook_allowed():
+        raise ValueError("hook bf16 needs CUDA and NCCL: DDP takes bf16_compress_hook only in a "
+                         "CUDA build of torch with NCCL >= 2.10; use fp16 on this one")
+
+
 def build(ctx: TrainContext) -> Trainer:
-    """DistributedDataParallel with a choice of gradient AllReduce (DDP's, fp16/bf16, commbench's)."""
+    from bench.training.hooks import install_hook
+    from bench.training.trainer import ModelTrainer, ddp
+
     model = ctx.build_model().to(ctx.device)
-    ids = [ctx.device.index] if ctx.device.type == "cuda" else None
-    wrapped = DDP(model, device_ids=ids, bucket_cap_mb=ctx.spec.bucket_mb)
-    install_hook(wrapped, ctx.spec.hook, ctx.device)
+    wrapped = ddp(ctx, model, ctx.opts.bucket_mb)
+    install_hook(wrapped, ctx.opts.hook, ctx.device)
     return ModelTrainer(ctx, wrapped, ctx.optimizer(wrapped.parameters()), ctx.world, ctx.rank,
                         held=model)
+
+
+def buckets(ctx: CommContext) -> list[int]:
+    """Elements per bucket, in the order they are reduced."""
+    from bench.advise.comm import numel
+
+    cap = int(ctx.layout.bucket_mb * 2**20)
+    out, size, elems = [], 0, 0
+    for p in reversed(ctx.params):
+        n = numel(p)
+        size, elems = size + n * ctx.bytes.grad, elems + n
+        if size >= cap:
+            out.append(elems)
+            size, elems = 0, 0
+    return [*out, elems] if elems else out
+
+
+def gradient_calls(ctx: CommContext) -> list[Call]:
+    """DDP's bucketed gradient all_reduces (ddp, and zero1's gradients)."""
+    hook = ctx.layout.hook
+    item = COMPRESSED.get(hook, ctx.bytes.grad)
+    alg = None if hook in ("default", *COMPRESSED) else hook
+    sizes: dict[int, int] = {}
+    for n in buckets(ctx):
+        sizes[n] = sizes.get(n, 0) + 1
+    return [Call("all_reduce", n * item, k, "data", "backward", True, alg, item)
+            for n, k in sizes.items()]
+
+
+def layout(opts: Options, world: int) -> Layout:
+    return Layout(data=world, dp="ddp", bucket_mb=opts.bucket_mb, hook=opts.hook)
+
+
+def layouts(space: Space) -> Iterator[tuple[Layout, int]]:
+    return data_layouts(space, "ddp", alone=True)
+
+
+def layout_label(lay: Layout) -> list[str]:
+    return [lay.hook] if lay.hook != "default" else []
+
+
+register(Strategy(
+    "ddp", "DistributedDataParallel with a choice of gradient AllReduce (DDP's, fp16/bf16, "
+    "commbench's)", build, replicated, gradient_calls, layout, Options, short="hook",
+    label=lambda o: o.hook if o.hook != "default" else "", check=check, layouts=layouts,
+    layout_label=layout_label, zero=0, order=0, table="ddp"))

@@ -3,18 +3,43 @@
 zero3 reshards parameters after forward (all-gathered again for backward); zero2 keeps them
 unsharded from forward to the end of backward (one all-gather per step). Both shard gradients
 (reduce-scatter) and optimizer state; parameters rest sharded between steps.
+
+Memory: dim-0 chunks of ceil(d0 / N) rows, so a rank holds
+``clamp(d0 - r * ceil(d0 / N), 0, ceil(d0 / N))`` rows of params, grads and state
+(:func:`bench.training.analytic.fsdp_held`). Communication, per unit (piece; the root holds no
+parameters of its own, so it adds no group): one all_gather of the unit's parameters (all
+tensors of the unit in one flat buffer) and one reduce_scatter of its gradients. Each parameter
+is padded to ``ceil(d0 / N)`` rows per rank on dim 0, so a call carries
+``N * sum(ceil(d0 / N) * inner)`` elements. zero3 gathers every unit again in backward (two
+all_gathers per unit); zero2 keeps them gathered (one). Forward gathers are prefetched under the
+previous unit's compute and backward ones under the next's; reduce_scatters run under the
+backward of earlier units.
 """
 
 from __future__ import annotations
 
-from bench.training.strategies.common import ModelTrainer, job_mesh
-from bench.training.strategy import TrainContext, Trainer, strategy
+import math
+from typing import TYPE_CHECKING
+
+from bench.advise.calls import Call
+from bench.advise.layout import Layout
+from bench.advise.space import Space, data_layouts
+from bench.training.analytic import Held, chunk_rows, fsdp_held
+from bench.training.strategy import NoOptions, Strategy, TrainContext, Trainer, register
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from bench.advise.comm import CommContext
+    from bench.models.base import ModelSpec
+    from bench.training.analytic import Param
 
 
 def _build(ctx: TrainContext, reshard: bool) -> Trainer:
-    # imported here, not at the top: torch.distributed's FSDP costs ~1-2 s per process, paid
-    # only by the jobs that run this strategy (every launcher and rank imports the registry)
+    # torch.distributed's FSDP costs ~1-2 s per process, paid only by the jobs that run it
     from torch.distributed.fsdp import fully_shard
+
+    from bench.training.trainer import ModelTrainer, job_mesh
 
     model = ctx.build_model().to(ctx.device)
     # the mesh names our device: fully_shard's default mesh is on torch's accelerator (CUDA
@@ -26,13 +51,43 @@ def _build(ctx: TrainContext, reshard: bool) -> Trainer:
     return ModelTrainer(ctx, model, ctx.optimizer(model.parameters()), ctx.world, ctx.rank)
 
 
-@strategy("zero2")
-def zero2(ctx: TrainContext) -> Trainer:
-    """ZeRO-2: FSDP2 without reshard after forward (gradients and optimizer state sharded)."""
-    return _build(ctx, reshard=False)
+def unit_elements(ctx: CommContext) -> dict[int, int]:
+    """Padded elements of each unit (piece) the rank holds, over the data group."""
+    n = ctx.layout.data
+    out: dict[int, int] = {}
+    for p in ctx.params:
+        out[p.piece] = out.get(p.piece, 0) + n * chunk_rows(p.shape[0], n, 0) * math.prod(
+            p.shape[1:])
+    return out
 
 
-@strategy("zero3")
-def zero3(ctx: TrainContext) -> Trainer:
-    """ZeRO-3: FSDP2 full shard (parameters, gradients and optimizer state sharded)."""
-    return _build(ctx, reshard=True)
+def fsdp_calls(ctx: CommContext, reshard: bool) -> list[Call]:
+    b = ctx.bytes
+    out = []
+    for elems in unit_elements(ctx).values():
+        out.append(Call("all_gather", elems * b.param, 1, "data", "forward", True))
+        if reshard:
+            out.append(Call("all_gather", elems * b.param, 1, "data", "backward", True))
+        out.append(Call("reduce_scatter", elems * b.grad, 1, "data", "backward", True))
+    return out
+
+
+def _family(name: str, stage: int, summary: str) -> Strategy:
+    reshard = stage == 3
+
+    def held(model: ModelSpec, opts: NoOptions, ps: list[Param], n: int, r: int) -> Held:
+        return fsdp_held(ps, n, r, [p.shape for p in ps], reshard)
+
+    def layouts(space: Space) -> Iterator[tuple[Layout, int]]:
+        return data_layouts(space, name, pipeline=False)
+
+    return Strategy(name, summary, lambda ctx: _build(ctx, reshard), held,
+                    lambda ctx: fsdp_calls(ctx, reshard),
+                    lambda opts, world: Layout(data=world, dp=name), layouts=layouts,
+                    zero=stage, order=stage, table=name)
+
+
+register(_family("zero2", 2, "ZeRO-2: FSDP2 without reshard after forward (gradients and "
+                 "optimizer state sharded)"),
+         _family("zero3", 3, "ZeRO-3: FSDP2 full shard (parameters, gradients and optimizer "
+                 "state sharded)"))

@@ -33,24 +33,46 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import math
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from fractions import Fraction
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-import torch
-from torch import nn
+from pydantic import Field
 
-from bench.models.base import Batch
-from bench.training.stages import local_stages, stage_pieces
-from bench.training.strategy import TrainContext, Trainer, strategy
+from bench.advise.comm import pipeline_calls
+from bench.advise.layout import Layout
+from bench.training.analytic import Acts, Held, numel
+from bench.training.stages import Schedule, check_pipeline, local_stages, stage_pieces
+from bench.training.strategy import Strategy, TrainContext, Trainer, register
 
 if TYPE_CHECKING:
+    import torch
+    from torch import nn
     from torch.distributed.pipelining import ScheduleInterleaved1F1B
 
+    from bench.models.base import Batch, ModelSpec
+    from bench.models.catalog import ModelInfo
+    from bench.training.analytic import Param
+
 SINGLE_STAGE = {"gpipe": "ScheduleGPipe", "1f1b": "Schedule1F1B"}  # one stage per rank
+
+
+@dataclass(frozen=True)
+class Options:
+    schedule: Schedule = "1f1b"
+    microbatches: Annotated[int, Field(ge=1)] = 4
+    stages_per_rank: Annotated[int, Field(ge=1)] | None = None  # default 2 for interleaved, else 1
+
+    @property
+    def per_rank(self) -> int:
+        """Stages per rank, the default resolved."""
+        if self.stages_per_rank is not None:
+            return self.stages_per_rank
+        return 2 if self.schedule == "interleaved" else 1
 FORWARD, BACKWARD = "F", "B"
 COST = {FORWARD: 1, BACKWARD: 2}  # backward = two forwards (1 or 3 give the same fractions)
 Action = tuple[str, int, int]  # (F or B, stage, microbatch)
@@ -182,27 +204,28 @@ def _interleaved_plan(ranks: int, m: int, v: int) -> ScheduleInterleaved1F1B:
 
 class PipelineTrainer(Trainer):
     def __init__(self, ctx: TrainContext) -> None:
-        self.ctx = ctx
-        spec = ctx.spec
-        n = ctx.world * spec.pipeline_stages_per_rank
-        full = ctx.build_model()
-        pieces = stage_pieces(ctx.model, n)
-        self.stage_ids = local_stages(spec, ctx.rank, ctx.world)
-        self.mods = [nn.Sequential(*(full.pieces[i] for i in pieces[s])).to(ctx.device)
-                     for s in self.stage_ids]
+        from torch import nn
         from torch.distributed.pipelining import PipelineStage
 
+        self.ctx = ctx
+        opts: Options = ctx.opts
+        n = ctx.world * opts.per_rank
+        full = ctx.build_model()
+        pieces = stage_pieces(ctx.model, n)
+        self.stage_ids = local_stages(opts.per_rank, ctx.rank, ctx.world)
+        self.mods = [nn.Sequential(*(full.pieces[i] for i in pieces[s])).to(ctx.device)
+                     for s in self.stage_ids]
         schedules = torch_schedules()
         stages = [PipelineStage(m, s, n, ctx.device) for m, s in zip(self.mods, self.stage_ids)]
         self.amp = ctx.amp
         loss = functools.partial(self.amp.loss, ctx.model.loss)  # fp32 loss, scaled for fp16
-        if spec.schedule == "interleaved":
-            self.schedule = schedules.ScheduleInterleaved1F1B(stages, spec.microbatches, loss_fn=loss)
+        if opts.schedule == "interleaved":
+            self.schedule = schedules.ScheduleInterleaved1F1B(stages, opts.microbatches, loss_fn=loss)
             orders = interleaved_orders(self.schedule)
         else:
-            make = getattr(schedules, SINGLE_STAGE[spec.schedule])
-            self.schedule = make(stages[0], spec.microbatches, loss_fn=loss)
-            orders = [single_stage_order(spec.schedule, s, n, spec.microbatches)
+            make = getattr(schedules, SINGLE_STAGE[opts.schedule])
+            self.schedule = make(stages[0], opts.microbatches, loss_fn=loss)
+            orders = [single_stage_order(opts.schedule, s, n, opts.microbatches)
                       for s in range(n)]
         self.bubble = float(replay(orders, n))  # the order this job runs
         self.first, self.last = 0 in self.stage_ids, n - 1 in self.stage_ids
@@ -214,6 +237,8 @@ class PipelineTrainer(Trainer):
         return self.waits.take()
 
     def step(self, batch: Batch) -> float | None:
+        import torch
+
         dev = self.ctx.device
         self.opt.zero_grad(set_to_none=True)
         args = (batch.inputs.to(dev),) if self.first else ()
@@ -234,7 +259,36 @@ class PipelineTrainer(Trainer):
         return [self.opt]
 
 
-@strategy("pipeline")
-def build(ctx: TrainContext) -> Trainer:
-    """Pipeline parallel (GPipe, 1F1B, interleaved 1F1B) over balanced stages."""
-    return PipelineTrainer(ctx)
+def check(opts: Options, model: ModelInfo, world: int, batch: int) -> None:
+    check_pipeline(world, opts.per_rank, opts.schedule, opts.microbatches, model.num_pieces, batch)
+
+
+def _mine(model: ModelSpec, opts: Options, n: int, r: int) -> frozenset[int]:
+    """The pieces of rank ``r``'s stages."""
+    stages = stage_pieces(model, n * opts.per_rank)
+    return frozenset(i for st in local_stages(opts.per_rank, r, n) for i in stages[st])
+
+
+def held(model: ModelSpec, opts: Options, ps: list[Param], n: int, r: int) -> Held:
+    mine = _mine(model, opts, n, r)
+    local = [numel(p.shape) for p in ps if p.piece in mine]
+    return Held(local, local, local)
+
+
+def acts(model: ModelSpec, opts: Options, n: int, r: int) -> Acts:
+    """L/p layers per microbatch, for m microbatches in flight (GPipe) or min(m, p) (1F1B)."""
+    m, v = opts.microbatches, opts.per_rank
+    return Acts(microbatches=m, in_flight=m if opts.schedule == "gpipe" else min(m, n),
+                layers=math.ceil(model.config.layers / (n * v)) * v, pieces=_mine(model, opts, n, r))
+
+
+def layout(opts: Options, world: int) -> Layout:
+    return Layout(pipeline=world, microbatches=opts.microbatches, schedule=opts.schedule,
+                  stages_per_rank=opts.per_rank)
+
+
+register(Strategy(
+    "pipeline", "Pipeline parallel (GPipe, 1F1B, interleaved 1F1B) over balanced stages", PipelineTrainer,
+    held, pipeline_calls, layout, Options, short="schedule",
+    label=lambda o: f"{o.schedule},m={o.microbatches}", check=check, acts=acts, order=5,
+    table="pipeline:1f1b", needs_shape=True))

@@ -18,24 +18,56 @@ elements on server s, Psi = sum of Psi_s): a worker pushes e*Psi bytes of gradie
 and pulls e*Psi bytes of parameters in N receives; server s receives e*Psi_s*(W-N) bytes in W-N
 receives and sends e*Psi_s*(W-N) bytes in W-N sends. Memory: a worker holds the whole model
 and its gradients and no optimizer state; server s holds its parameters, their averaged
-gradients and their Adam state (``bench.training.analytic``, rule ``ps``).
+gradients and their Adam state; transient: a worker's flat push and pull buffers (2 Psi), a
+server's W - N receive buffers and its flat send buffer ((W - N + 1) Psi_s).
+
+For advise, gradients travel at the question's gradient size (fp32 in this codebase's
+strategies, also under autocast: the master gradients), parameters at its parameter size.
+Nothing overlaps: the push starts when backward ends and the next forward waits for the pull.
+The exchange is priced as one step of messages on the job's placement, incast on a server's NIC
+included (:meth:`bench.advise.timing.Timer.ps`); advise offers ``ps[servers=N]`` for N = 1, 2,
+4, ... up to half the world whose W - N workers divide the global batch.
 """
 
 from __future__ import annotations
 
 import functools
 import operator
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Annotated
 
-import torch
-import torch.distributed as dist
-from torch import nn
+from pydantic import Field
 
-from bench.models.base import Batch
-from bench.training.analytic import greedy_owners
-from bench.training.strategy import TrainContext, Trainer, strategy
+from bench.advise.calls import Call
+from bench.advise.layout import Layout
+from bench.training.analytic import Acts, Held, greedy_owners, numel
+from bench.training.strategy import Strategy, TrainContext, Trainer, register
+
+if TYPE_CHECKING:
+    import torch
+    import torch.distributed as dist
+    from torch import nn
+
+    from bench.advise.comm import CommContext
+    from bench.advise.evaluate import Job
+    from bench.advise.memory import Memory
+    from bench.advise.shape import Shape
+    from bench.advise.space import Space
+    from bench.advise.step import Priced
+    from bench.models.base import Batch, ModelSpec
+    from bench.models.catalog import ModelInfo
+    from bench.training.analytic import Param, Precision
+
+
+@dataclass(frozen=True)
+class Options:
+    servers: Annotated[int, Field(ge=1)] = 1  # parameter-server ranks (the last ones)
 
 
 def _flat(tensors: list[torch.Tensor]) -> torch.Tensor:
+    import torch
+
     return torch.cat([t.detach().reshape(-1) for t in tensors])
 
 
@@ -55,8 +87,10 @@ def _wait(reqs: list[dist.Work | None]) -> None:
 
 class PSTrainer(Trainer):
     def __init__(self, ctx: TrainContext) -> None:
+        from torch import nn
+
         self.ctx = ctx
-        n = ctx.spec.servers
+        n = ctx.opts.servers
         self.workers = list(range(ctx.world - n))
         self.servers = list(range(ctx.world - n, ctx.world))
         self.dp_degree = len(self.workers)
@@ -79,6 +113,9 @@ class PSTrainer(Trainer):
         return self._serve() if self.is_server else self._work(self.local_share(batch))
 
     def _work(self, batch: Batch) -> float:
+        import torch
+        import torch.distributed as dist
+
         dev, amp = self.ctx.device, self.ctx.amp
         for p in self.model.parameters():
             p.grad = None
@@ -97,6 +134,9 @@ class PSTrainer(Trainer):
         return float(loss.detach()) / amp.scale
 
     def _serve(self) -> None:
+        import torch
+        import torch.distributed as dist
+
         assert self.opt is not None
         self.opt.zero_grad(set_to_none=True)
         size = sum(p.numel() for p in self.mine)
@@ -117,7 +157,83 @@ class PSTrainer(Trainer):
         return [self.opt] if self.opt is not None else []
 
 
-@strategy("ps")
-def build(ctx: TrainContext) -> Trainer:
-    """Synchronous parameter server: workers push gradients and pull parameters (p2p)."""
-    return PSTrainer(ctx)
+def check(opts: Options, model: ModelInfo, world: int, batch: int) -> None:
+    if opts.servers >= world:
+        raise ValueError(f"ps needs at least one worker: {opts.servers} server rank(s) of "
+                         f"{world} leave none")
+
+
+def held(model: ModelSpec, opts: Options, ps: list[Param], n: int, r: int) -> Held:
+    full = [numel(p.shape) for p in ps]
+    workers = n - opts.servers
+    if r < workers:
+        return Held(full, full, [], 2 * sum(full))
+    mine = [x for x, o in zip(full, greedy_owners(full, opts.servers)) if o == r - workers]
+    return Held(mine, mine, mine, (workers + 1) * sum(mine))
+
+
+def shard_elements(ctx: CommContext) -> list[int]:
+    """Elements of each server's shard (``Psi_s``), in server order."""
+    n = ctx.layout.servers
+    sizes = [numel(p.shape) for p in ctx.params]
+    out = [0] * n
+    for x, o in zip(sizes, greedy_owners(sizes, n)):
+        out[o] += x
+    return out
+
+
+def calls(ctx: CommContext) -> list[Call]:
+    b, shards = ctx.bytes, shard_elements(ctx)
+    counts: dict[tuple[str, int], int] = {}
+    if ctx.server is None:  # a worker: one push and one pull per server
+        for n in shards:
+            for op, size in (("send", n * b.grad), ("recv", n * b.param)):
+                counts[op, size] = counts.get((op, size), 0) + 1
+    else:  # server s: one receive and one send per worker
+        n = shards[ctx.server]
+        counts = {("recv", n * b.grad): ctx.layout.data, ("send", n * b.param): ctx.layout.data}
+    return [Call(op, size, k, "server", "step", False) for (op, size), k in counts.items()]
+
+
+def price(job: Job, ctx: CommContext) -> list[Priced]:
+    """A worker's push and pull, each priced as one exchange (:meth:`Timer.ps`)."""
+    from bench.advise.step import Priced
+
+    shards, b = shard_elements(ctx), job.bytes
+    push, pull = job.timer.ps(ctx.layout.data, [n * b.grad for n in shards],
+                              [n * b.param for n in shards])
+    total = sum(shards)
+    return [Priced(Call("send", total * b.grad, 1, "server", "step", False), push, "p2p", "p2p"),
+            Priced(Call("recv", total * b.param, 1, "server", "step", False), pull, "p2p", "p2p")]
+
+
+def states(shape: Shape, lay: Layout, batch: int, prec: Precision) -> tuple[Memory, ...]:
+    """Worker 0 and server 0 (the largest shard; -1 marks the server, which runs no forward)."""
+    from bench.advise.comm import CommContext
+    from bench.advise.memory import Memory
+    from bench.training.analytic import predict
+    from bench.training.scenario import StrategySpec
+
+    spec = StrategySpec(name="ps", servers=lay.servers)
+    ps = list(CommContext(shape, lay, batch).params)
+    return tuple(Memory(predict(shape.model, spec, lay.world, r, prec, params=ps), st)
+                 for r, st in ((0, 0), (lay.data, -1)))
+
+
+def layouts(space: Space) -> Iterator[tuple[Layout, int]]:
+    n = 1
+    while 2 * n <= space.world:
+        if space.global_batch % (space.world - n) == 0:
+            yield (Layout(data=space.world - n, dp="ps", servers=n),
+                   space.global_batch // (space.world - n))
+        n *= 2
+
+
+register(Strategy(
+    "ps", "Synchronous parameter server: workers push gradients and pull parameters (p2p)",
+    PSTrainer, held, calls, lambda opts, world: Layout(data=world - opts.servers, dp="ps",
+                                                       servers=opts.servers),
+    Options, short="servers", label=lambda o: f"servers={o.servers}", check=check,
+    acts=lambda model, opts, world, rank: Acts(forward=rank < world - opts.servers),
+    layouts=layouts, layout_label=lambda lay: [f"servers={lay.servers}"], states=states,
+    price=price, order=7))

@@ -1,23 +1,32 @@
 """``tensor``: Megatron-style tensor parallelism over all ranks with DTensor
 ``parallelize_module`` (column-parallel then row-parallel linear pairs: q/k/v -> proj and
-fc -> proj in each GPT block). Every rank sees the whole batch: one replica per job."""
+fc -> proj in each GPT block). Every rank sees the whole batch: one replica per job.
+
+Memory: colwise weights and biases split on dim 0, rowwise weights on dim 1, the rest
+replicated; activations at tensor degree = world. Communication: the layout's tensor axis
+(:func:`bench.advise.comm.tensor_calls`)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from torch import nn
-
-from bench.models.base import ModelSpec
-from bench.training.strategies.common import ModelTrainer, job_mesh
-from bench.training.strategy import TrainContext, Trainer, strategy
+from bench.advise.comm import tensor_calls
+from bench.advise.layout import Layout
+from bench.training.analytic import Acts, Held, numel, tp_local, tp_plan_of
+from bench.training.rules import check_degree
+from bench.training.strategy import NoOptions, Strategy, TrainContext, Trainer, register
 
 if TYPE_CHECKING:
+    from torch import nn
     from torch.distributed.device_mesh import DeviceMesh
+
+    from bench.models.base import ModelSpec
+    from bench.models.catalog import ModelInfo
+    from bench.training.analytic import Param
 
 
 def apply_plan(model: nn.Module, spec: ModelSpec, mesh: DeviceMesh) -> None:
-    # imported here, not at the top: DTensor costs ~1 s per process, paid only by tensor jobs
+    # DTensor costs ~1 s per process, paid only by tensor-parallel jobs
     from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
 
     assert spec.tp_plan is not None
@@ -25,9 +34,26 @@ def apply_plan(model: nn.Module, spec: ModelSpec, mesh: DeviceMesh) -> None:
     parallelize_module(model, mesh, {p: styles[s]() for p, s in spec.tp_plan().items()})
 
 
-@strategy("tensor")
 def build(ctx: TrainContext) -> Trainer:
-    """Megatron tensor parallelism (DTensor colwise/rowwise pairs) across all ranks."""
+    from bench.training.trainer import ModelTrainer, job_mesh
+
     model = ctx.build_model().to(ctx.device)
     apply_plan(model, ctx.model, job_mesh(ctx.device.type, (ctx.world,)))
     return ModelTrainer(ctx, model, ctx.optimizer(model.parameters()), 1, 0)
+
+
+def check(opts: NoOptions, model: ModelInfo, world: int, batch: int) -> None:
+    check_degree(model, world)
+
+
+def held(model: ModelSpec, opts: NoOptions, ps: list[Param], n: int, r: int) -> Held:
+    plan = tp_plan_of(model)
+    local = [numel(tp_local(plan, p, n)) for p in ps]
+    return Held(local, local, local)
+
+
+register(Strategy(
+    "tensor", "Megatron tensor parallelism (DTensor colwise/rowwise pairs) across all ranks",
+    build, held, tensor_calls, lambda opts, world: Layout(tensor=world), check=check,
+    acts=lambda model, opts, world, rank: Acts(tensor=world), order=4, table="tensor",
+    needs_shape=True))

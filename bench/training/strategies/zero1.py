@@ -1,25 +1,77 @@
 """``zero1``: DDP for gradients + ZeroRedundancyOptimizer (optimizer state sharded by whole
-parameters, greedily by size; each owner broadcasts its updated parameters after the step)."""
+parameters, greedily by size; each owner broadcasts its updated parameters after the step).
+
+Communication: DDP's bucketed gradient all_reduces (:mod:`.ddp`), then one broadcast per
+parameter tensor from its owner (``parameters_as_bucket_view`` off, torch's default), every rank
+taking part in every broadcast; they follow the optimizer step and overlap nothing. Memory:
+everything replicated but the optimizer state of the parameters ZeroRedundancyOptimizer assigns
+to the rank (largest first, each to the least-loaded rank: :func:`greedy_owners`).
+"""
 
 from __future__ import annotations
 
-from torch.nn.parallel import DistributedDataParallel as DDP
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Annotated
 
-from bench.training.strategies.common import ModelTrainer
-from bench.training.strategy import TrainContext, Trainer, strategy
+from pydantic import Field
+
+from bench.advise.calls import Call
+from bench.advise.layout import Layout
+from bench.advise.space import Space, data_layouts
+from bench.training.analytic import Held, greedy_owners, numel
+from bench.training.strategies.ddp import BUCKET_MB, gradient_calls
+from bench.training.strategy import Strategy, TrainContext, Trainer, register
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from bench.advise.comm import CommContext
+    from bench.models.base import ModelSpec
+    from bench.training.analytic import Param
 
 
-@strategy("zero1")
+@dataclass(frozen=True)
+class Options:
+    bucket_mb: Annotated[float, Field(gt=0)] = BUCKET_MB  # DDP's gradient bucket cap
+
+
 def build(ctx: TrainContext) -> Trainer:
-    """ZeRO-1: optimizer state sharded across data-parallel ranks (ZeroRedundancyOptimizer)."""
-    # imported here, not at the top: torch.distributed.optim (it pulls FSDP and DTensor) costs
-    # ~1-2 s per process, paid only by zero1 jobs (every launcher and rank imports the registry)
+    # torch.distributed.optim (it pulls FSDP and DTensor) costs ~1-2 s per process: zero1 jobs only
     import torch
     from torch.distributed.optim import ZeroRedundancyOptimizer
 
+    from bench.training.trainer import ModelTrainer, ddp
+
     model = ctx.build_model().to(ctx.device)
-    ids = [ctx.device.index] if ctx.device.type == "cuda" else None
-    wrapped = DDP(model, device_ids=ids, bucket_cap_mb=ctx.spec.bucket_mb)
+    wrapped = ddp(ctx, model, ctx.opts.bucket_mb)
     opt = ZeroRedundancyOptimizer(wrapped.parameters(), optimizer_class=torch.optim.Adam,
                                   lr=ctx.lr, foreach=False)
     return ModelTrainer(ctx, wrapped, opt, ctx.world, ctx.rank, held=model, state_of=opt.optim)
+
+
+def held(model: ModelSpec, opts: Options, ps: list[Param], n: int, r: int) -> Held:
+    full = [numel(p.shape) for p in ps]
+    return Held(full, full, [x for x, o in zip(full, greedy_owners(full, n)) if o == r])
+
+
+def calls(ctx: CommContext) -> list[Call]:
+    sizes: dict[int, int] = {}
+    for p in ctx.params:
+        n = numel(p.shape) * ctx.bytes.param
+        sizes[n] = sizes.get(n, 0) + 1
+    return [*gradient_calls(ctx),
+            *(Call("broadcast", n, k, "data", "step", False) for n, k in sizes.items())]
+
+
+def layout(opts: Options, world: int) -> Layout:
+    return Layout(data=world, dp="zero1", bucket_mb=opts.bucket_mb)
+
+
+def layouts(space: Space) -> Iterator[tuple[Layout, int]]:
+    return data_layouts(space, "zero1")
+
+
+register(Strategy(
+    "zero1", "ZeRO-1: optimizer state sharded across data-parallel ranks "
+    "(ZeroRedundancyOptimizer)", build, held, calls, layout, Options, layouts=layouts, zero=1,
+    order=1, table="zero1"))

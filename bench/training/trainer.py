@@ -1,4 +1,5 @@
-"""The trainer shared by strategies that wrap one whole model (ddp, zero1..3, tensor, hybrid)."""
+"""The torch side shared by strategies (imported by their ``build`` only): one loss step, the
+trainer of strategies that wrap one whole model, DDP's wrapping and the job's device mesh."""
 
 from __future__ import annotations
 
@@ -7,9 +8,11 @@ from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
+from torch.nn.parallel import DistributedDataParallel as DDP
 
-from bench.models.base import Batch
-from bench.training.strategy import TrainContext, Trainer, loss_step
+from bench.models.base import Batch, ModelSpec
+from bench.training.options import Amp
+from bench.training.strategy import TrainContext, Trainer
 
 if TYPE_CHECKING:
     from torch.distributed.device_mesh import DeviceMesh
@@ -24,6 +27,26 @@ def job_mesh(device_type: str, shape: tuple[int, ...], names: tuple[str, ...] | 
     from torch.distributed.device_mesh import init_device_mesh
 
     return init_device_mesh(device_type, shape, mesh_dim_names=names)
+
+
+def ddp(ctx: TrainContext, model: nn.Module, bucket_mb: float) -> DDP:
+    """``model`` wrapped in DistributedDataParallel with ``bucket_mb`` buckets on ``ctx``'s device."""
+    ids = [ctx.device.index] if ctx.device.type == "cuda" else None
+    return DDP(model, device_ids=ids, bucket_cap_mb=bucket_mb)
+
+
+def loss_step(model: nn.Module, spec: ModelSpec, batch: Batch, device: torch.device,
+              opt: torch.optim.Optimizer, amp: Amp | None = None) -> float:
+    """forward, loss, backward, optimiser step on ``batch``; the (unscaled) loss as a float.
+    ``amp``: the loss in fp32 and scaled, the gradients unscaled before the step."""
+    opt.zero_grad(set_to_none=True)
+    out, target = model(batch.inputs.to(device)), batch.targets.to(device)
+    loss = amp.loss(spec.loss, out, target) if amp else spec.loss(out, target)
+    loss.backward()
+    if amp:
+        amp.unscale(p for g in opt.param_groups for p in g["params"])
+    opt.step()
+    return float(loss.detach()) / (amp.scale if amp else 1.0)
 
 
 class ModelTrainer(Trainer):

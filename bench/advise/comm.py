@@ -1,0 +1,150 @@
+"""Communication models: what a rank issues per step, as :class:`~bench.advise.calls.Call`
+lists from a :class:`CommContext`. Each strategy states its own (``Strategy.calls`` in its file
+under :mod:`bench.training.strategies`); the tensor and pipeline axes of a layout are here.
+
+A layout's communication is the sum of its parts (:func:`layout_calls`): its data strategy over
+the data group (a parameter-server layout: between workers and servers), tensor parallelism over
+the tensor group, the pipeline over the pipeline group; each part sees only the rank's own
+stages and its tensor-parallel shards.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+
+from bench.advise.calls import Call
+from bench.advise.layout import Layout
+from bench.advise.shape import Shape, local_params
+from bench.training.analytic import Param
+from bench.training.stages import balanced_split
+from bench.training.strategy import strategies
+
+
+@dataclass(frozen=True)
+class Bytes:
+    """Element sizes: parameters, gradients (as reduced) and activations."""
+
+    param: int = 4
+    grad: int = 4
+    act: int = 4
+
+
+@dataclass(frozen=True)
+class CommContext:
+    shape: Shape
+    layout: Layout
+    batch: int  # samples per data-parallel replica per step
+    bytes: Bytes = Bytes()
+    pp: int = 0  # the rank's index in its pipeline group
+    server: int | None = None  # ps: this rank is server s (None: a worker)
+
+    @functools.cached_property
+    def stage_starts(self) -> tuple[int, ...]:
+        """First piece of each stage, then the number of pieces."""
+        n = self.layout.stages
+        return (*stage_starts(self.shape.piece_sizes, n), self.shape.model.num_pieces)
+
+    @property
+    def my_stages(self) -> list[int]:
+        """This rank's stages: pp, pp + p, ... (the interleaved layout)."""
+        return [self.pp + k * self.layout.pipeline for k in range(self.layout.stages_per_rank)]
+
+    @functools.cached_property
+    def my_pieces(self) -> frozenset[int]:
+        s = self.stage_starts
+        return frozenset(i for st in self.my_stages for i in range(s[st], s[st + 1]))
+
+    @functools.cached_property
+    def params(self) -> tuple[Param, ...]:
+        """The rank's parameters (its stages), with tensor-parallel local shapes."""
+        return local_params(self.shape, self.layout.tensor, self.my_pieces)
+
+    @property
+    def microbatch(self) -> int:
+        return self.batch // self.layout.microbatches
+
+
+@functools.cache
+def stage_starts(piece_sizes: tuple[int, ...], stages: int) -> tuple[int, ...]:
+    """The pipeline's stage cut (:func:`bench.training.stages.balanced_split`)."""
+    return tuple(balanced_split(list(piece_sizes), stages))
+
+
+def representative_stages(shape: Shape, layout: Layout) -> list[int]:
+    """One pipeline index per distinct kind of rank: ranks whose stages hold pieces of the same
+    sizes and FLOPs, and are alike in being first or last, issue the same calls and compute the
+    same (the middle stages of a transformer are all one kind)."""
+    seen: dict[tuple[object, ...], int] = {}
+    for pp in range(layout.pipeline):
+        ctx = CommContext(shape, layout, 1, pp=pp)
+        sig = (tuple((shape.piece_sizes[i], shape.piece_flops[i]) for i in sorted(ctx.my_pieces)),
+               0 in ctx.my_stages, layout.stages - 1 in ctx.my_stages)
+        seen.setdefault(sig, pp)
+    return list(seen.values())
+
+
+def numel(p: Param) -> int:
+    return math.prod(p.shape)
+
+
+def tensor_calls(ctx: CommContext) -> list[Call]:
+    """The layout's tensor axis: Megatron pairs as DTensor ``ColwiseParallel`` /
+    ``RowwiseParallel`` shard them over the model's ``tp_plan``.
+
+    Forward: every row-parallel Linear all-reduces its partial outputs (samples x tokens x
+    out_features). Backward: every column-parallel Linear all-reduces the partial gradient of its
+    replicated input (samples x tokens x in_features), except a layer fed by the model's raw
+    input (piece 0 of the MLP), whose input needs no gradient. q, k and v are three
+    column-parallel layers on one input: three backward all_reduces per attention block. Per
+    microbatch when pipelined. These calls sit on the critical path: nothing overlaps them."""
+    m, tokens, act = ctx.layout.microbatches, ctx.shape.tokens_per_sample, ctx.bytes.act
+    rows = ctx.microbatch * tokens * act
+    sizes: dict[tuple[str, int], int] = {}
+    mine = ctx.my_pieces
+    for piece, lin in ctx.shape.linears:
+        if piece not in mine:
+            continue
+        if lin.style == "rowwise":
+            key = ("forward", rows * lin.out_features)
+        elif piece != 0:
+            key = ("backward", rows * lin.in_features)
+        else:
+            continue
+        sizes[key] = sizes.get(key, 0) + m
+    return [Call("all_reduce", n, k, "tensor", phase, False) for (phase, n), k in sizes.items()]
+
+
+def pipeline_calls(ctx: CommContext) -> list[Call]:
+    """The layout's pipeline axis: torch.distributed.pipelining between stages, per microbatch.
+
+    Each of the rank's stages s sends its output forward (to s + 1) unless it is the last stage
+    and the gradient of its input backward (to s - 1) unless it is the first; it receives the
+    mirror images. One message per microbatch and boundary, of microbatch x the boundary
+    activation's elements (``Shape.boundary_elements``): the same for GPipe, 1F1B and
+    interleaved 1F1B; interleaving adds boundaries (v stages per rank). Tensor-parallel ranks
+    each send the full activation. Sends and receives wait on the critical path (the schedule
+    blocks on them)."""
+    m, last = ctx.layout.microbatches, ctx.layout.stages - 1
+    starts, unit = ctx.stage_starts, ctx.microbatch * ctx.bytes.act
+    out = []
+    for s in ctx.my_stages:
+        if s != last:  # output forward, its gradient back
+            n = unit * ctx.shape.boundary_elements(starts[s + 1])
+            out += [Call("send", n, m, "pipeline", "forward", False),
+                    Call("recv", n, m, "pipeline", "backward", False)]
+        if s != 0:  # input from the previous stage, its gradient back to it
+            n = unit * ctx.shape.boundary_elements(starts[s])
+            out += [Call("recv", n, m, "pipeline", "forward", False),
+                    Call("send", n, m, "pipeline", "backward", False)]
+    return out
+
+
+def layout_calls(ctx: CommContext) -> list[Call]:
+    """A layout's calls on the rank: its data strategy's over the data group (when there is one
+    to talk to), then the tensor and pipeline axes'."""
+    lay = ctx.layout
+    dp = strategies().get(lay.dp).calls(ctx) if lay.data > 1 or lay.servers else []
+    return [*dp, *(tensor_calls(ctx) if lay.tensor > 1 else []),
+            *(pipeline_calls(ctx) if lay.pipeline > 1 else [])]

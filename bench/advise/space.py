@@ -1,0 +1,89 @@
+"""The layouts a world size allows, as strategies offer them to the search (``Strategy.layouts``).
+
+A :class:`Point` is one split of the world: tensor degree t dividing the world and the model's
+heads and sharded widths; pipeline degree p dividing what is left; data degree d = world / (t p)
+dividing the global batch; with a pipeline, microbatches m = p, 2p, 4p, 8p that divide the batch
+per replica, under GPipe, 1F1B and (m a multiple of p, 2p stages at most the pieces) interleaved
+1F1B with v = 2. A data strategy offers its layouts at the points it can run on
+(:func:`data_layouts`); a strategy with ranks of its own (ps) offers its own.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from bench.advise.layout import Layout, divisors
+from bench.models.catalog import ModelInfo
+from bench.training.rules import check_degree
+from bench.training.stages import check_pipeline
+
+MICROBATCH_FACTORS = (1, 2, 4, 8)
+Pipe = tuple[int, str, int]  # (microbatches, schedule, stages per rank)
+
+
+@dataclass(frozen=True)
+class Point:
+    data: int
+    tensor: int
+    pipeline: int
+    batch: int  # samples per data-parallel replica
+    pipes: tuple[Pipe, ...]  # the pipeline variants the model and batch allow
+
+
+@dataclass(frozen=True)
+class Space:
+    model: ModelInfo
+    world: int
+    global_batch: int
+    bucket_mb: float = 25.0
+
+    @functools.cached_property
+    def points(self) -> tuple[Point, ...]:
+        out = []
+        for t in divisors(self.world):
+            try:
+                if t > 1:
+                    check_degree(self.model, t)
+            except ValueError:
+                continue
+            for p in divisors(self.world // t):
+                d = self.world // (t * p)
+                if self.global_batch % d:
+                    continue
+                batch = self.global_batch // d
+                pipes = tuple(v for v in _pipes(p, batch, self.model.num_pieces)
+                              if _runs(p, v, self.model.num_pieces, batch))
+                if pipes:
+                    out.append(Point(d, t, p, batch, pipes))
+        return tuple(out)
+
+
+def _pipes(p: int, batch: int, pieces: int) -> list[Pipe]:
+    if p == 1:
+        return [(1, "1f1b", 1)]
+    ms = [p * k for k in MICROBATCH_FACTORS if batch % (p * k) == 0]
+    return [*((m, s, 1) for m in ms for s in ("gpipe", "1f1b")),
+            *((m, "interleaved", 2) for m in ms if 2 * p <= pieces)]
+
+
+def _runs(p: int, pipe: Pipe, pieces: int, batch: int) -> bool:
+    m, schedule, v = pipe
+    try:
+        check_pipeline(p, v, schedule, m, pieces, batch)
+    except ValueError:
+        return False
+    return True
+
+
+def data_layouts(space: Space, dp: str, alone: bool = False, pipeline: bool = True
+                 ) -> Iterator[tuple[Layout, int]]:
+    """Data strategy ``dp`` at every point with a data group (``alone``: also the points
+    without one), with a pipeline unless ``pipeline`` is False."""
+    for pt in space.points:
+        if (pt.data == 1 and not alone) or (pt.pipeline > 1 and not pipeline):
+            continue
+        for m, sched, v in pt.pipes:
+            yield Layout(pt.data, pt.tensor, pt.pipeline, dp=dp, microbatches=m, schedule=sched,
+                         stages_per_rank=v, bucket_mb=space.bucket_mb), pt.batch
