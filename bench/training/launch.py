@@ -25,7 +25,7 @@ from bench.scenario_base import ScenarioError
 from bench.store.records import ResultWriter, write_meta
 from bench.store.resume import RESUME_ENV, RunDirError, done_training, plan_run, recorded_sizes
 from bench.training import record
-from bench.training.runner import BACKEND_ENV, CASE_SKIP_ENV, CASE_START_ENV, JobContext, run_job
+from bench.training.jobenv import BACKEND_ENV, CASE_SKIP_ENV, CASE_START_ENV
 from bench.training.scenario import TrainingScenario
 
 
@@ -92,6 +92,8 @@ def _in_job(args: argparse.Namespace, sc: TrainingScenario, sizes: tuple[int, ..
         write_meta(run_dir, info)
     if run_dir is None:
         return say_usage(UsageError("inside a torchrun/srun job, give every rank the same --out"))
+    from bench.training.runner import JobContext, run_job  # a rank: torch from here on
+
     ctx = JobContext(run_dir, worker_of or run_dir.name, sc, sizes, bool(worker_of),
                      progress=not args.no_progress, resume=resume is not None)
     return run_job(ctx)

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bench.collective.stats import summarize
 from bench.store.records import SCHEMA_VERSION, iter_records
-from bench.training.measure import TIMER, CaseResult, Idle
 from bench.training.scenario import StrategySpec, TrainingScenario
+
+if TYPE_CHECKING:  # the launcher writes failed records without importing torch (measure does)
+    from bench.training.measure import CaseResult, Idle
 
 IDLE = ("per rank: time in the schedule's point-to-point waits (perf_counter_ns around "
         "torch.distributed.pipelining's _wait_batch_p2p) + (the kept step, the max over ranks, "
@@ -85,10 +87,16 @@ def measured(sc: TrainingScenario, spec: StrategySpec, model: str, world: int, r
         "loss": res.losses,
         "loss_reference": reference,
         "loss_max_abs_diff": diff,
-        "timer": TIMER,
+        "timer": _timer(),
         "samples_ms": [round(x, 4) for x in res.samples_ms],
         **(idle_fields(res.idle) if res.idle else {}),
     }
+
+
+def _timer() -> str:
+    from bench.training.measure import TIMER
+
+    return TIMER
 
 
 def idle_fields(idle: Idle) -> dict[str, Any]:

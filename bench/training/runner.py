@@ -29,14 +29,11 @@ from bench.scenario_base import ScenarioError
 from bench.store.records import ResultWriter
 from bench.training import record
 from bench.training.distenv import init_from_env
+from bench.training.jobenv import BACKEND_ENV, CASE_SKIP_ENV, CASE_START_ENV
 from bench.training.measure import CaseResult, Protocol, run_case
 from bench.training.reference import reference_losses
 from bench.training.scenario import StrategySpec, TrainingScenario, check_case
 from bench.training.strategy import TrainContext
-
-CASE_START_ENV = "COMMBENCH_CASE_START"
-CASE_SKIP_ENV = "COMMBENCH_CASE_SKIP"  # indices that have a record already (a resumed run)
-BACKEND_ENV = "COMMBENCH_TRAINING_BACKEND"  # the self-launcher's choice for its whole sweep
 
 
 @dataclass(frozen=True)
