@@ -68,33 +68,28 @@ def test_the_link_finder_sees_links() -> None:
     assert any(_relative(t) for t in _links(sample)), f"no relative links found in {sample}"
 
 
-# Pages other changes are rewriting at the same time; each is held to the rules below once it lands.
-BEING_REWRITTEN = {"predict.md", "training.md", "advise.md", "probe.md", "design.md"}
 DATE = re.compile(r"\b20\d\d-\d\d-\d\d\b")
 COMMIT = re.compile(r"\bcommit [0-9a-f]{7,40}\b|\(commit [0-9a-f]{7,40}|\b[0-9a-f]{7,40}\b(?=[,;)])")
-# a benchmark's command, under its name or an old one (bench.perf.X, bench.gate.*sensitivity, ...)
-BENCHMARK = re.compile(r"python -m (?:(?:benchmarks|bench\.perf|reports)\.\w+|bench\.gate\.\w*sensitivity)")
-
-
-def _reference_pages() -> list[Path]:
-    return [p for p in sorted(DOCS.glob("*.md")) if p.name not in BEING_REWRITTEN]
+# a benchmark's module after -m (python -m X, torchrun's -m X), under its name or an old one
+# (bench.perf.X, bench.gate.*sensitivity, reports.bench_render)
+BENCHMARK = re.compile(r"-m ((?:benchmarks|bench\.perf|reports)\.\w+|bench\.gate\.\w*sensitivity)")
 
 
 def test_docs_hold_no_dated_measurements_or_commits() -> None:
     """Docs are the reference: measurements with their dates and commits live in
     benchmarks/results/, which the docs link to."""
-    found = [f"{p.name}:{i}: {line.strip()[:80]}" for p in _reference_pages()
+    found = [f"{p.name}:{i}: {line.strip()[:80]}" for p in sorted(DOCS.glob("*.md"))
              for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
              if DATE.search(line) or COMMIT.search(line)]
     assert not found, "dates or commit hashes in docs/:\n" + "\n".join(found)
 
 
 def test_every_benchmark_command_named_in_the_docs_exists() -> None:
-    pages = [ROOT / "README.md", *_reference_pages()]
-    named = {(p.name, m.group(0)) for p in pages for m in BENCHMARK.finditer(p.read_text("utf-8"))}
-    bad = [f"{page}: {cmd}" for page, cmd in named
-           if not cmd.startswith("python -m benchmarks.")
-           or not (ROOT / "benchmarks" / f"{cmd.rsplit('.', 1)[1]}.py").is_file()]
+    pages = [ROOT / "README.md", *sorted(DOCS.glob("*.md"))]
+    named = {(p.name, m.group(1)) for p in pages for m in BENCHMARK.finditer(p.read_text("utf-8"))}
+    bad = [f"{page}: -m {module}" for page, module in named
+           if not module.startswith("benchmarks.")
+           or not (ROOT / "benchmarks" / f"{module.rsplit('.', 1)[1]}.py").is_file()]
     assert named and not bad, "benchmark commands that do not exist:\n" + "\n".join(bad)
 
 
@@ -103,3 +98,5 @@ def test_the_date_and_commit_finders_find_them() -> None:
     assert DATE.search("**Measured** (2026-12-01, commit 96b70b2, 2-core VM")
     assert COMMIT.search("with OSU 7.4's source, at commit 4849d94. Times in µs")
     assert not COMMIT.search("commit the run directories as the baselines")
+    assert BENCHMARK.search("--nproc-per-node 2 -m bench.perf.training_overhead").group(1) == \
+        "bench.perf.training_overhead"
