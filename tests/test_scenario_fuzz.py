@@ -15,7 +15,7 @@ from bench.collective.scenario import ScenarioError, load_scenario, parse_scenar
 from bench.units import parse_size
 
 pytestmark = pytest.mark.timeout(180)
-FAST = settings(max_examples=300, deadline=2000, suppress_health_check=[HealthCheck.too_slow])
+FAST = settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
 
 KEYS = ["name", "kind", "collective", "collectives", "transports", "world_sizes", "ranks_per_node",
         "sizes", "algorithms", "root", "dtypes", "ops", "timing", "hugepages", "thread_level",
