@@ -5,8 +5,8 @@ from __future__ import annotations
 import psutil
 import pytest
 
+from bench.collective.launch import default_world_size
 from bench.collective.scenario import parse_scenario
-from bench.commands.run import default_world_size
 
 
 def _scenario(transport: str) -> object:

@@ -101,14 +101,19 @@ def test_srun_runs_with_ranks_hosts_and_nodes_from_slurm(cluster: Cluster, tmp_p
 
 def sbatch(c: Cluster, tmp: Path, script: Path, *opts: str, env: dict[str, str],
            timeout: float = 300) -> tuple[int, str, str]:
-    """Submit, wait for the end; (exit code, final state, the job's output)."""
+    """Submit, wait for the end; (exit code, final state, the job's output). Polled here rather
+    than by ``sbatch --wait``, whose own polling backs off to half a minute between looks."""
     log = tmp / "job.out"
-    res = c.run("sbatch", "--parsable", "--wait", "-o", str(log), *opts, str(script),
+    res = c.run("sbatch", "--parsable", "-o", str(log), *opts, str(script),
                 env={**job_env(), **env}, cwd=ROOT, timeout=timeout)
+    assert res.returncode == 0, res.stderr
     job = res.stdout.strip().split(";")[0]
-    state = c.run("scontrol", "show", "job", job).stdout
-    final = next((w.split("=", 1)[1] for w in state.split() if w.startswith("JobState=")), "?")
-    return res.returncode, final, (log.read_text() if log.exists() else "") + res.stderr
+    deadline = time.monotonic() + timeout
+    while (fields := _job(c, job)).get("JobState") in ("PENDING", "RUNNING", "COMPLETING", None):
+        assert time.monotonic() < deadline, fields
+        time.sleep(0.2)
+    rc = int(fields.get("ExitCode", "-1:0").split(":")[0])
+    return rc, fields["JobState"], (log.read_text() if log.exists() else "") + res.stderr
 
 
 def test_bringup_template_end_to_end(cluster: Cluster, tmp_path: Path) -> None:
@@ -170,6 +175,11 @@ def test_a_job_signalled_by_slurm_leaves_an_interrupted_run(cluster: Cluster,
     assert meta["signal"] == "SIGTERM"
 
 
+def _job(c: Cluster, job: str) -> dict[str, str]:
+    """``scontrol show job``'s fields (JobState, ExitCode, ...); {} while it cannot say."""
+    shown = c.run("scontrol", "show", "job", job).stdout
+    return dict(w.split("=", 1) for w in shown.split() if "=" in w)
+
+
 def _state(c: Cluster, job: str) -> str:
-    state = c.run("scontrol", "show", "job", job).stdout
-    return next((w.split("=", 1)[1] for w in state.split() if w.startswith("JobState=")), "?")
+    return _job(c, job).get("JobState", "?")

@@ -91,7 +91,7 @@ def records(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
     d = tmp_path_factory.mktemp("idle")
     (d / "sc.yaml").write_text(SCENARIO)
     proc = subprocess.run([sys.executable, "-m", "bench", "run", str(d / "sc.yaml"), "--out",
-                           str(d / "run"), "--no-progress"], capture_output=True, text=True,
+                           str(d / "run"), "--no-progress", "--no-report"], capture_output=True, text=True,
                           timeout=600, env=clean_env(), cwd=ROOT)
     assert proc.returncode == 0, proc.stderr[-4000:]
     recs = list(iter_records(d / "run"))

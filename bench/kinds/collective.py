@@ -1,4 +1,4 @@
 from bench.scenario_base import ScenarioKind, register
 
 register(ScenarioKind("collective", "bench.collective.scenario:CollectiveScenario",
-                      "bench.commands.run:run_collective", order=10))
+                      "bench.collective.launch:run_collective", order=10))

@@ -1,5 +1,5 @@
 """``commbench probe`` and ``kind: probe`` scenarios: self-launched through the collective kind's
-launch (:class:`bench.commands.run.CollectiveKind`: one ``mpiexec`` job whose ranks run
+launch (:class:`bench.collective.launch.CollectiveKind`: one ``mpiexec`` job whose ranks run
 ``commbench run RUN/scenario.yaml``), or inside the user's own mpiexec/srun job, where rank 0
 writes the meta. A probe is never resumed: it measures the cluster as it is now.
 """
@@ -19,7 +19,7 @@ import psutil
 from bench.argtypes import UsageError
 from bench.argtypes import say as say_usage
 from bench.collective import flags
-from bench.commands.run import CollectiveKind, after_run
+from bench.collective.launch import CollectiveKind, after_run
 from bench.launch import inflight, launcher
 from bench.launch.selflaunch import JobResult, Sweep, say
 from bench.probe.scenario import ProbeScenario

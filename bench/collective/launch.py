@@ -1,0 +1,283 @@
+"""The collective kind's launch: a self-launched sweep (one ``mpiexec`` per world size, whose
+ranks run ``commbench run RUN/scenario.yaml``) or, inside an MPI job (the user's or ours), that
+job's cases; and how any run ends (its directory, then its report)."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import functools
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from bench.argtypes import UsageError
+from bench.collective import flags
+from bench.collective.progress import TTY_ENV
+from bench.collective.scenario import CollectiveScenario, ScenarioError, check_memory
+from bench.launch import launcher, loopback
+from bench.launch.selflaunch import JobResult, Sweep, say
+from bench.launch.signals import job_interrupt
+from bench.store import meta, resume
+from bench.store.records import iter_records, read_meta, write_meta
+from bench.store.resume import RunDirError
+from kernels.transports import TRANSPORTS
+
+# Command-line settings that override a collective scenario's keys (and travel to the ranks).
+OVERRIDES = {"thread_level": "--thread-level", "timing_style": "--timing-style"}
+
+
+def override_args(args: argparse.Namespace) -> list[str]:
+    """The overrides as arguments for the ranks' own ``commbench run``."""
+    out = []
+    for attr, flag in OVERRIDES.items():
+        if getattr(args, attr, None):
+            out += [flag, str(getattr(args, attr))]
+    return out
+
+
+def run_collective(args: argparse.Namespace, sc: CollectiveScenario, sizes: tuple[int, ...]) -> int:
+    """The collective kind: the cases of this MPI job, or a self-launched sweep (which tells
+    ``--world-sizes`` from the scenario's, and from a resumed run's)."""
+    if launcher.inside_mpi_job() or os.environ.get(launcher.WORKER_ENV):
+        return _run_in_job(args, sc, sizes)
+    return _self_launch(args, sc, world_sizes_arg(args))
+
+
+def world_sizes_arg(args: argparse.Namespace) -> tuple[int, ...]:
+    """``--world-sizes`` (checked where parsed: positive, none twice), ``()`` when not given."""
+    return tuple(args.world_sizes or ())
+
+
+def check_sizes(sc: CollectiveScenario, sizes: tuple[int, ...], where: str) -> None:
+    """Every fixed ``ranks_per_node`` must divide every world size, before anything launches."""
+    if sc.emulate is not None:  # each world size must fit the emulated topology
+        try:
+            sc.emulate.check(sizes, sc.transports, False)
+        except ValueError as e:
+            raise ScenarioError(f"{where}: {e}") from None
+    for w in sizes:
+        for rpn in sc.ranks_per_node:
+            if rpn != "auto" and w % int(rpn):
+                raise ScenarioError(f"{where}: ranks_per_node {rpn} does not divide world size {w}")
+
+
+def default_world_size(sc: CollectiveScenario) -> int:
+    """Self-launched without world sizes: one rank per visible GPU when the scenario measures a
+    device transport (and a GPU exists), else one rank per core."""
+    if any(TRANSPORTS.get(t).device for t in sc.transports):
+        gpus = meta.visible_gpu_count()
+        if gpus:
+            return gpus
+    return psutil.cpu_count(logical=True) or 1
+
+
+def pick_sizes(args: argparse.Namespace, sc: Any, given: tuple[int, ...],
+               default: int) -> tuple[tuple[int, ...], str]:
+    """The world sizes of a self-launched sweep and where they come from (for messages)."""
+    if given:
+        return given, "--world-sizes"
+    if args.resume is not None and (kept := resume.recorded_sizes(args.resume)):
+        return kept, f"{args.resume}/meta.json world_sizes"
+    if sc.world_sizes:
+        return tuple(sc.world_sizes), f"{args.scenario}: world_sizes"
+    return (default,), f"{args.scenario}: world_sizes (empty: the default world size)"
+
+
+def _self_launch(args: argparse.Namespace, sc: CollectiveScenario, given: tuple[int, ...]) -> int:
+    try:  # every check before anything is launched or written
+        sizes, where = pick_sizes(args, sc, given, default_world_size(sc))
+        check_sizes(sc, sizes, where)
+        check_memory(sc, str(args.scenario), max(sizes), psutil.virtual_memory().available)
+        plan = resume.plan_run(sc, args.out, args.resume)
+        kind = CollectiveKind(args, sc, plan.run_dir, plan.resuming)
+        if plan.resuming and all(kind.first(w) is None for w in sizes):
+            say(f"commbench: nothing to resume: every case of {plan.run_dir} has a record")
+            return 0
+        mpi = launcher.probe_library()
+        kind.mpiexec = mpiexec = launcher.find_mpiexec(mpi)
+        lock = plan.lock()
+    except (launcher.LaunchError, RunDirError) as e:
+        raise UsageError(str(e)) from None
+    info = plan.open(sc, args.scenario, sizes, mpi.as_meta())
+    info["mpiexec"] = {"path": mpiexec.path, "kind": mpiexec.kind, "version": mpiexec.version}
+    kind.scenario_file = flags.write_yaml(sc, plan.run_dir)  # what the ranks read; reruns the cases
+    return Sweep(plan.run_dir, info).run(kind, sizes, lock, after=finisher(args))
+
+
+class CollectiveKind:
+    """One mpiexec per world size; a failed job ends the sweep."""
+
+    mpiexec: launcher.Mpiexec | None = None
+    scenario_file: Path | None = None  # the run directory's scenario.yaml, once written
+
+    def __init__(self, args: argparse.Namespace, sc: CollectiveScenario, run_dir: Path,
+                 resuming: bool) -> None:
+        self.args, self.sc, self.run_dir, self.resuming = args, sc, run_dir, resuming
+        self._done = resume.done_collective(run_dir) if resuming else frozenset()
+
+    @property
+    def launcher(self) -> str:
+        m = self.mpiexec
+        return f"commbench ({m.path}, {m.version}; this host only)" if m else "commbench"
+
+    @property
+    def family(self) -> str:
+        return self.mpiexec.family if self.mpiexec else "unknown"
+
+    def first(self, world: int) -> int | None:
+        if not self.resuming:
+            return 0
+        from bench.collective.case import groups
+
+        for rpn in self.sc.ranks_per_node:  # self-launched: one host, so auto is the world size
+            for g in groups(self.sc, world, world if rpn == "auto" else int(rpn)):
+                for alg in g.algorithms:
+                    key = resume.collective_key(g.collective, alg, g.transport, g.world_size,
+                                                g.ranks_per_node, g.nbytes, g.dtype, g.op)
+                    if key not in self._done:
+                        return 0
+        return None
+
+    def command(self, world: int, start: int) -> tuple[list[str], dict[str, str]]:
+        assert self.mpiexec is not None
+        assert self.scenario_file is not None
+        cmd = [*self.mpiexec.command(world), sys.executable, "-m", "bench", "run",
+               str(self.scenario_file), "--out", str(self.run_dir), "--world-sizes", str(world)]
+        if self.args.no_progress:
+            cmd.append("--no-progress")
+        cmd += override_args(self.args)
+        env = dict(os.environ, **{launcher.WORKER_ENV: self.run_dir.name})
+        if self.resuming:
+            env[resume.RESUME_ENV] = "1"
+        if sys.stderr.isatty():
+            env[TTY_ENV] = "1"
+        return cmd, env
+
+    def after_failure(self, sweep: Sweep, job: JobResult) -> int | None:
+        where = f" during case '{job.case}'" if job.case else ""
+        why = f": {job.reason}" if job.reason else ""
+        say(f"commbench: world size {job.world_size} failed{where}{why} "
+            f"(mpiexec exit {job.returncode})")
+        sweep.failures += 1
+        sweep.stop()
+        return None
+
+
+def finisher(args: argparse.Namespace) -> Callable[[Path], None]:
+    """What ends a run of ``args``: the run directory, then its report unless ``--no-report``."""
+    return functools.partial(after_run, report=not args.no_report)
+
+
+def after_run(run_dir: Path, report: bool = True) -> None:
+    """Print the run directory, then write the report and print its path (the last line)."""
+    say(str(run_dir), sys.stdout)
+    if not report:
+        return
+    try:
+        from reports.render import render_run
+    except ImportError:  # a checkout without the reporter still measures
+        return
+    try:
+        say(str(render_run(run_dir)), sys.stdout)
+    except Exception as e:  # the measurements are safe on disk; say what broke, keep going
+        say(f"commbench: report not written: {type(e).__name__}: {e}")
+
+
+def _run_in_job(args: argparse.Namespace, sc: CollectiveScenario, sizes: tuple[int, ...]) -> int:
+    from bench.launch.threadlevel import request
+
+    request(sc.thread_level)  # before MPI starts: mpi4py would ask for THREAD_MULTIPLE
+    worker_of = os.environ.get(launcher.WORKER_ENV)
+    stop = None if worker_of else job_interrupt()  # self-launched ranks: the parent handles them
+    from mpi4py import MPI
+
+    from bench.collective.runner import RunContext, run_job
+
+    comm = MPI.COMM_WORLD
+    sizes = tuple(w for w in (sizes or (comm.size,)) if w <= comm.size)
+    error = None
+    if not sizes:
+        error = f"world_sizes: none fits in this job of {comm.size} ranks"
+    else:
+        try:
+            check_sizes(sc, sizes, "world sizes of this job")
+        except ScenarioError as e:
+            error = str(e)
+    if error is None:
+        error = _check_host_memory(comm, sc, args.scenario)
+    run_dir, info = args.resume or args.out, None
+    if error is None and not worker_of and comm.rank == 0:  # the user's own mpiexec/srun
+        try:
+            plan = resume.plan_run(sc, args.out, args.resume)
+            run_dir, info = plan.run_dir, plan.open(sc, args.scenario, sizes)
+        except RunDirError as e:
+            error = str(e)
+        except Exception as e:  # said on every rank below: the others wait in the bcast
+            error = f"{type(e).__name__}: {e}"
+    error = comm.bcast(error, root=0)
+    if error is not None:
+        if comm.rank == 0:
+            raise UsageError(error)
+        return 2
+    if worker_of:
+        run_id = worker_of
+    else:
+        run_dir = comm.bcast(run_dir, root=0)
+        run_id = run_dir.name
+        hosts = comm.gather(os.uname().nodename, root=0)
+        doors = comm.gather([str(s) for s in loopback.of_this_rank()], root=0)
+        if comm.rank == 0 and info is not None:
+            info.update(launcher="user's MPI job", hosts=sorted(set(hosts or [])),
+                        world_size=comm.size, status="running",
+                        listening=loopback.by_host(hosts or [], doors or []))
+            write_meta(run_dir, info)
+            flags.write_yaml(sc, run_dir)
+            if stop is not None:
+                stop.run_dir = run_dir  # a time limit or cancel still leaves an interrupted run
+    resuming = args.resume is not None or os.environ.get(resume.RESUME_ENV) == "1"
+    ctx = RunContext(run_dir, run_id, sc, sizes, progress=not args.no_progress, resume=resuming)
+    try:
+        run_job(ctx)
+    except KeyboardInterrupt:
+        os._exit(130)  # peers are being torn down too; skip MPI_Finalize, records are on disk
+    except Exception as e:  # one rank's failure must end the job, not leave peers hanging
+        sys.stderr.write(f"commbench: rank {comm.rank}: {type(e).__name__}: {e}\n")
+        sys.stderr.flush()
+        comm.Abort(1)
+    if worker_of or comm.rank != 0:
+        return 0
+    return _finish_users_job(run_dir, finisher(args))
+
+
+def _check_host_memory(comm: Any, sc: CollectiveScenario, source: Path) -> str | None:
+    from mpi4py import MPI
+
+    local = comm.Split_type(MPI.COMM_TYPE_SHARED)
+    error = None
+    if local.rank == 0:
+        try:
+            check_memory(sc, str(source), local.size, psutil.virtual_memory().available)
+        except ScenarioError as e:
+            error = str(e)
+    local.Free()
+    errors = [e for e in comm.allgather(error) if e]
+    return errors[0] if errors else None
+
+
+def _finish_users_job(run_dir: Path, after: Callable[[Path], None]) -> int:
+    """Rank 0 of the user's job: status (failed when some case is wrong), then the report."""
+    wrong = sum(1 for r in iter_records(run_dir, samples=False) if r.get("status") == "wrong")
+    reason = f"{wrong} case{'s' if wrong > 1 else ''} wrong" if wrong else None
+    info = read_meta(run_dir)
+    info.update(status="failed" if wrong else "ok", reason=reason,
+                finished=dt.datetime.now(dt.timezone.utc).isoformat())
+    write_meta(run_dir, info)
+    if reason:
+        say(f"commbench: {reason} (elements differ from the exact expected values): the run failed")
+    after(run_dir)
+    return 1 if wrong else 0
