@@ -28,7 +28,7 @@ import numpy as np
 from kernels.compiled import Compiled
 
 if TYPE_CHECKING:
-    from kernels.algorithm import Problem
+    from kernels.problem import Problem
 
 INTRA, INTER, SPINE = 0, 1, 2  # link classes: inside a node, between nodes of a leaf, via spine
 CLASS_NAMES = ("intra", "inter", "spine")

@@ -24,7 +24,7 @@ import numpy as np
 from kernels.schedule import Schedule
 
 if TYPE_CHECKING:
-    from kernels.algorithm import Problem
+    from kernels.problem import Problem
 
 
 @dataclass(frozen=True)

@@ -38,11 +38,14 @@ import heapq
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from bench.models.base import ModelSpec
-    from bench.training.scenario import StrategySpec
+
+# bench.training.scenario.StrategySpec, named and not imported: the scenario imports this
+# module, so importing it back (even for type checking) would make them import each other.
+StrategySpec = Any
 
 
 @dataclass(frozen=True)

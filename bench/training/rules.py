@@ -9,12 +9,13 @@ from __future__ import annotations
 import ast
 import importlib.util
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
 from bench.models.catalog import ModelInfo
 
-if TYPE_CHECKING:
-    from bench.training.scenario import StrategySpec
+# bench.training.scenario.StrategySpec, named and not imported: the scenario imports this
+# module, so importing it back (even for type checking) would make them import each other.
+StrategySpec = Any
 
 
 def check_degree(model: ModelInfo, degree: int) -> None:

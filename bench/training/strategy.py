@@ -34,21 +34,29 @@ if TYPE_CHECKING:
     import torch
     from torch import nn
 
-    from bench.advise.calls import Call
-    from bench.advise.comm import CommContext
-    from bench.advise.evaluate import Job
-    from bench.advise.layout import Layout
-    from bench.advise.memory import Memory
-    from bench.advise.search import Space
-    from bench.advise.shape import Shape
-    from bench.advise.step import Priced
     from bench.models.base import Batch, Chain, ModelSpec
     from bench.models.catalog import ModelInfo
     from bench.training.analytic import Acts, Held, Param, Precision
     from bench.training.options import Amp
-    from bench.training.scenario import StrategySpec
 
+# bench.training.scenario.StrategySpec, named and not imported: the scenario imports this
+# module, so importing it back (even for type checking) would make them import each other.
+StrategySpec = Any
 PACKAGE = "bench.training.strategies"
+
+# What a strategy states for advise is in advise's types, named here and not imported: advise
+# reads this registry, so importing them (even for type checking) would make the two packages
+# import each other. Call: bench.advise.calls.Call; CommContext: bench.advise.comm; Job:
+# bench.advise.evaluate; Layout: bench.advise.layout; Memory: bench.advise.memory; Space:
+# bench.advise.space; Shape: bench.advise.shape; Priced: bench.advise.step.
+Call = Any
+CommContext = Any
+Job = Any
+Layout = Any
+Memory = Any
+Space = Any
+Shape = Any
+Priced = Any
 
 
 @dataclass(frozen=True)
