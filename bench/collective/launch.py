@@ -158,11 +158,13 @@ class CollectiveKind:
             env[TTY_ENV] = "1"
         return cmd, env
 
+    def failed(self, job: JobResult) -> str:
+        """What failed, for the line a failed job leaves."""
+        return f"world size {job.world_size} failed" + (f" during case '{job.case}'" if job.case else "")
+
     def after_failure(self, sweep: Sweep, job: JobResult) -> int | None:
-        where = f" during case '{job.case}'" if job.case else ""
         why = f": {job.reason}" if job.reason else ""
-        say(f"commbench: world size {job.world_size} failed{where}{why} "
-            f"(mpiexec exit {job.returncode})")
+        say(f"commbench: {self.failed(job)}{why} (mpiexec exit {job.returncode})")
         sweep.failures += 1
         sweep.stop()
         return None

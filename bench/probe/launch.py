@@ -89,14 +89,8 @@ def probe_sweep(run_dir: Path, info: dict[str, Any]) -> Sweep:
 class ProbeKind(CollectiveKind):
     """The collective kind's one mpiexec job; a failed one names the round it was in."""
 
-    def after_failure(self, sweep: Sweep, job: JobResult) -> int | None:
-        where = f" during {job.case}" if job.case else ""
-        why = f": {job.reason}" if job.reason else ""
-        say(f"commbench: probe of {job.world_size} ranks failed{where}{why} "
-            f"(mpiexec exit {job.returncode})")
-        sweep.failures += 1
-        sweep.stop()
-        return None
+    def failed(self, job: JobResult) -> str:
+        return f"probe of {job.world_size} ranks failed" + (f" during {job.case}" if job.case else "")
 
 
 def after_probe(run_dir: Path) -> None:
