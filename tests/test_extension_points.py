@@ -161,6 +161,7 @@ def test_transport_file_is_listed_without_importing_mpi_torch_or_cupy(tmp_path: 
 
 
 @pytest.mark.mpi
+@pytest.mark.slow
 def test_transport_file_runs_a_scenario_exactly_under_mpiexec(tmp_path: Path) -> None:
     mpiexec()  # skips without the mpich wheel
     env = _plugin(tmp_path, "mytransports", "pickled", TRANSPORT)
@@ -179,6 +180,7 @@ def test_transport_file_runs_a_scenario_exactly_under_mpiexec(tmp_path: Path) ->
     assert len(recs) == len(ran) * 3 * 2  # every size and dtype, none skipped
 
 
+@pytest.mark.slow
 def test_report_section_file_appears_in_its_place_on_the_page(tmp_path: Path) -> None:
     env = _plugin(tmp_path, "mysections", "tally", SECTION)
     run = tmp_path / "run"

@@ -115,6 +115,7 @@ def test_a_wrong_closed_form_of_its_time_fails(tmp_path: Path) -> None:
 
 
 @pytest.mark.mpi
+@pytest.mark.slow
 def test_a_plugin_algorithm_runs_exactly_under_mpiexec(tmp_path: Path) -> None:
     env = _plugin(tmp_path, RIGHT)
     res = _run(env, mpiexec(), "-n", "3", "-launcher", "fork", "-hosts", "localhost",

@@ -122,6 +122,7 @@ def test_the_file_is_listed_by_memory_and_advise_without_its_torch_code(
         assert "torch.distributed.fsdp" not in proc.stderr
 
 
+@pytest.mark.training
 def test_the_file_trains_with_the_reference_loss_and_its_declared_bytes(
         env: dict[str, str], tmp_path: Path) -> None:
     (tmp_path / "sc.yaml").write_text(SCENARIO)
