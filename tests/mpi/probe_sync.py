@@ -1,4 +1,4 @@
-"""Run under mpiexec (2 ranks) by tests/test_probe.py: the order of one pair's events, on both
+"""Run under mpiexec (2 ranks) by tests/probe/test_probe.py: the order of one pair's events, on both
 ranks, for every iteration of the three point-to-point cases as the harness times them. The
 communicator is wrapped to log each blocking send, receive and the pair's barrier (by tag), the
 pacer (an emulated link of 0 s) logs each message before it is sent, and the clock logs each read.

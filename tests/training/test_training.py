@@ -1,6 +1,6 @@
 """Training strategies for real: every strategy on gpt-tiny and mlp at 4 ranks (ps at 3) under
 torch's launcher (the session's shared run, tests/conftest.py, also read by
-tests/test_advise_comm.py), checked
+tests/advise/test_advise_comm.py), checked
 against the single-process reference, the analytic memory model and the bytes each strategy must
 send."""
 
@@ -188,7 +188,7 @@ def test_bad_training_scenarios_fail_at_load(tmp_path: Path, body: str, message:
 
 def test_bad_training_scenario_through_the_cli(tmp_path: Path) -> None:
     """The same load-time errors reach the user as one line and exit 2. Validation imports no
-    torch, so a CLI run costs only the CLI's own start-up (tests/test_training_rules.py checks
+    torch, so a CLI run costs only the CLI's own start-up (tests/training/test_training_rules.py checks
     that with the import list and a CPU bound)."""
     (tmp_path / "sc.yaml").write_text(
         "kind: training\nmodels: [gpt-tiny]\nstrategies: [tensor]\nworld_sizes: [8]\n")

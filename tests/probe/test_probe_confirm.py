@@ -10,7 +10,7 @@ from bench.probe.outliers import find, unexplained_links
 from bench.probe.record import Samples, Settings, block_record
 from bench.probe.summary import findings, summary_lines
 from bench.probe.verdict import decide
-from tests.probe_records import LAYOUT, SETTINGS, SlowNode, synthetic
+from tests.helpers.probe_records import LAYOUT, SETTINGS, SlowNode, synthetic
 
 ALL_TESTS = tuple((m, n) for m in ("latency", "uni", "bi") for n in SETTINGS.sizes)
 JITTER = (1.0, 1.02, 0.98, 1.01, 0.99)  # a block's samples: its median is exactly its level

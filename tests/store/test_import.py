@@ -17,8 +17,8 @@ from bench.store.importers import Options, ParseError, nccl_tests, osu
 from bench.store.importers.lines import clean
 from bench.store.records import load_results, read_meta
 
-DATA = Path(__file__).parent / "data" / "import"
-CORPUS = Path(__file__).parent / "data" / "importers"
+DATA = Path(__file__).parents[1] / "data" / "import"
+CORPUS = Path(__file__).parents[1] / "data" / "importers"
 
 
 def imported(tmp_path: Path, tool: str, name: str, *extra: str) -> Path:

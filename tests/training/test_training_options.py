@@ -163,7 +163,7 @@ def test_recomputation_repeats_the_forward_collectives(
     rowwise = {int(p.split(".")[1]) for p, style in plan.items() if style == "rowwise"}
     assert rowwise == set(range(1, 7))
     ckpt = records[("tensor[ckpt=1+2]", 2)]
-    # without checkpointing (tests/test_training.py) each layer all-reduces b*s*h fp32 six times:
+    # without checkpointing (tests/training/test_training.py) each layer all-reduces b*s*h fp32 six times:
     # the two rowwise outputs in forward, the four colwise input gradients (q, k, v, fc) in
     # backward. Pieces 1 and 2 recompute their forward up to the last tensor backward needs
     # (torch's early stop), so they repeat attention's rowwise all-reduce and not the MLP's

@@ -14,7 +14,7 @@ from bench.gate.compare import compare_runs
 from bench.gate.decide import Rule
 from bench.gate.keys import KEY, Case, load_cases, pooled
 from bench.gate.noise import estimate, group_of
-from tests.test_compare import write
+from tests.gate.test_compare import write
 
 
 def _case(alg: str, median: float, n: int = 9) -> Case:

@@ -1,6 +1,6 @@
 """``commbench advise`` without training runs: memory composed from the analytic model, the
 overlap and bubble rules, the ZeRO paper's figures, the search, and bad input (one line, exit 2).
-The communication model is checked against real training runs in tests/test_advise_comm.py."""
+The communication model is checked against real training runs in tests/advise/test_advise_comm.py."""
 
 from __future__ import annotations
 

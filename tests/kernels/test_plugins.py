@@ -78,7 +78,7 @@ def test_a_plugin_file_is_listed_and_verified(tmp_path: Path) -> None:
     table = _run(env, sys.executable, "-m", "bench", "list", "--markdown")
     assert table.returncode == 0 and "| `star` | Every block to rank 0" in table.stdout
     proven = _run(env, sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                  "tests/test_algorithms.py", "-k", "star")
+                  "tests/kernels/test_algorithms.py", "-k", "star")
     assert proven.returncode == 0, proven.stdout[-2000:]
     assert "5 passed" in proven.stdout
 
@@ -86,7 +86,7 @@ def test_a_plugin_file_is_listed_and_verified(tmp_path: Path) -> None:
 def test_a_wrong_closed_form_fails(tmp_path: Path) -> None:
     env = _plugin(tmp_path, "(pr.world - 1) * pr.block")
     proven = _run(env, sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                  "tests/test_algorithms.py", "-k", "star and world_size_to_64")
+                  "tests/kernels/test_algorithms.py", "-k", "star and world_size_to_64")
     assert proven.returncode == 1 and "closed form" in proven.stdout
 
 
@@ -94,7 +94,7 @@ def test_a_plugin_closed_form_is_held_to_the_evaluator_and_predicts_at_scale(
         tmp_path: Path) -> None:
     env = _plugin(tmp_path, RIGHT)
     held = _run(env, sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                "tests/test_costmodel.py", "-k", "closed_form_equals and star")
+                "tests/costmodel/test_costmodel.py", "-k", "closed_form_equals and star")
     assert held.returncode == 0 and "1 passed" in held.stdout, held.stdout[-2000:]
     out = tmp_path / "pred"
     res = _run(env, sys.executable, "-m", "bench", "predict", "--profile", "h100-ib400",
@@ -110,7 +110,7 @@ def test_a_plugin_closed_form_is_held_to_the_evaluator_and_predicts_at_scale(
 def test_a_wrong_closed_form_of_its_time_fails(tmp_path: Path) -> None:
     env = _plugin(tmp_path, RIGHT, last="1")  # forgets that rank 0 posts its sends in turn
     held = _run(env, sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                "tests/test_costmodel.py", "-k", "closed_form_equals and star")
+                "tests/costmodel/test_costmodel.py", "-k", "closed_form_equals and star")
     assert held.returncode == 1 and "1 failed" in held.stdout
 
 

@@ -22,7 +22,7 @@ import pytest
 from bench.launch.shmclean import held_by, remove_orphans, snapshot
 from bench.store.records import load_results, read_meta
 from tests.conftest import ROOT, clean_env
-from tests.test_openmpi import ompi_python  # noqa: F401 (a fixture: .venv-openmpi, or a skip)
+from tests.launch.test_openmpi import ompi_python  # noqa: F401 (a fixture: .venv-openmpi, or a skip)
 
 pytestmark = pytest.mark.mpi
 

@@ -10,7 +10,7 @@ import pytest
 torch = pytest.importorskip("torch", reason="torch is not installed (pip install torch==2.13.0)")
 
 from tests.conftest import ROOT, run_mpi  # noqa: E402
-from tests.test_mpi_exact import expected_checks  # noqa: E402
+from tests.kernels.test_mpi_exact import expected_checks  # noqa: E402
 
 
 @pytest.mark.mpi

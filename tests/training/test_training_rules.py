@@ -19,7 +19,7 @@ from bench.training.strategy import strategies
 
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 needs_torch = pytest.mark.skipif(not HAS_TORCH, reason="training needs torch")
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 GOOD = ("kind: training\nmodels: [gpt-tiny, mlp]\nstrategies: [ddp, ddp:fp16, ddp:ring, zero1, zero2, "
         "zero3, tensor, pipeline:gpipe, pipeline:interleaved, hybrid:2]\nworld_sizes: [2, 4]\n")

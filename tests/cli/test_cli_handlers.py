@@ -3,7 +3,7 @@ command (its registry entry says it starts no job) is fuzzed through the handler
 only the parser: each run ends with a result (an exit code the command lists as one, and
 something on stdout) or with exit 2 and one line on stderr; never a traceback, never exit 1
 for bad input. Commands that launch ranks (run, probe, ab) and env (it starts child
-interpreters) are held to the same rule at parse time by tests/test_cli_fuzz.py; their examples
+interpreters) are held to the same rule at parse time by tests/cli/test_cli_fuzz.py; their examples
 run for real in their own end-to-end tests.
 """
 

@@ -1,5 +1,5 @@
 """The IR's rules and the symbolic verifier catch broken schedules (every registered algorithm is
-proven in tests/test_algorithms.py)."""
+proven in tests/kernels/test_algorithms.py)."""
 
 from __future__ import annotations
 

@@ -23,8 +23,8 @@ from bench.cli import main
 from bench.store.importers import Imported, Options, ParseError, nccl_tests, osu
 from kernels.collective import names
 
-CORPUS = Path(__file__).parent / "data" / "importers"
-OLD = Path(__file__).parent / "data" / "import"
+CORPUS = Path(__file__).parents[1] / "data" / "importers"
+OLD = Path(__file__).parents[1] / "data" / "import"
 TEXTS = {p.name: p.read_text(errors="replace") for d in (CORPUS, OLD) for p in sorted(d.iterdir())
          if p.suffix != ".md"}
 NCCL_TEXTS = [t for n, t in TEXTS.items() if not n.startswith("osu_")]

@@ -1,7 +1,7 @@
 """"One file" is true for a transport, a report section, a scenario kind and a CLI command: each
 test writes that one file in a package of its own (``COMMBENCH_PLUGINS``), with no other edit
 anywhere, and sees it discovered and working end to end through ``commbench``. (Algorithms:
-tests/test_plugins.py.)"""
+tests/kernels/test_plugins.py.)"""
 
 from __future__ import annotations
 

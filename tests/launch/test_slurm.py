@@ -17,7 +17,7 @@ import pytest
 
 from bench.store.records import iter_records, read_meta
 from tests.conftest import ROOT, clean_env
-from tests.slurm_cluster import Cluster, ensure_slurm
+from tests.helpers.slurm_cluster import Cluster, ensure_slurm
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 

@@ -182,7 +182,7 @@ def test_decide_ignores_differences_below_timer_resolution() -> None:
 def test_ci_scenario_is_small_and_loads() -> None:
     from bench.collective.scenario import load_scenario
 
-    sc = load_scenario(Path(__file__).parent.parent / "scenarios" / "ci.yaml")
+    sc = load_scenario(Path(__file__).parents[2] / "scenarios" / "ci.yaml")
     assert sc.name == "ci" and sc.world_sizes == [1, 2]
     assert len(sc.byte_sizes()) * len(sc.algorithms) * len(sc.world_sizes) <= 40
 

@@ -19,7 +19,7 @@ from bench.probe.outliers import find, slow_nodes, unexplained_links
 from bench.probe.schedule import rounds
 from bench.store.records import load_results, read_meta
 from tests.conftest import ROOT, commbench, run_mpi
-from tests.probe_records import ALPHA, BETA, LAYOUT, SlowNode, probe_run, synthetic
+from tests.helpers.probe_records import ALPHA, BETA, LAYOUT, SlowNode, probe_run, synthetic
 
 
 @pytest.mark.parametrize("p", range(2, 65))

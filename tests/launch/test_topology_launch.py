@@ -13,7 +13,7 @@ import pytest
 from bench.costmodel.launch import nics_here, resolve_topology, run_node_sizes, slurm_node_sizes
 from bench.costmodel.model import TopologyError
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize("tasks, sizes", [

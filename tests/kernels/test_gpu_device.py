@@ -16,7 +16,7 @@ import pytest
 from kernels.transports.gpu import probe_cupy
 from kernels.transports.gpu_plan import bf16_reduce_into, f32_to_bf16_bits
 from tests.conftest import ROOT, clean_env, run_mpi
-from tests.test_mpi_exact import expected_checks
+from tests.kernels.test_mpi_exact import expected_checks
 
 pytestmark = pytest.mark.gpu
 

@@ -31,7 +31,7 @@ cupy = pytest.importorskip("cupy", reason="CuPy is not installed: nothing to che
 cupyx = pytest.importorskip("cupyx")
 
 FILES = ["kernels/transports/gpu.py", "kernels/transports/nccl.py", "kernels/transports/mpi_cupy.py",
-         "kernels/transports/cuda_ipc.py", "bench/commands/env.py", "tests/test_gpu_device.py"]
+         "kernels/transports/cuda_ipc.py", "bench/commands/env.py", "tests/kernels/test_gpu_device.py"]
 SCRIPTS = ["scripts/gpu-check.sh"]  # its Python heredocs that import cupy
 
 # Names, and attributes of anything (``self._nccl``, ``ctx.cp``), that stand for a module.

@@ -21,7 +21,7 @@ import pytest
 from bench.launch import loopback
 from bench.store.records import read_meta
 from tests.conftest import ROOT, clean_env, mpiexec
-from tests.test_openmpi import ompi_python  # noqa: F401 (a fixture: .venv-openmpi, or a skip)
+from tests.launch.test_openmpi import ompi_python  # noqa: F401 (a fixture: .venv-openmpi, or a skip)
 
 pytestmark = pytest.mark.mpi
 
