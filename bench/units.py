@@ -53,3 +53,15 @@ def size_range(lo: int, hi: int, factor: float) -> list[int]:
             out.append(int(n))
         n *= factor
     return out
+
+
+_RATE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)bit\s*$", re.IGNORECASE)
+
+
+def parse_rate(value: str) -> float:
+    """Bytes per second in a link rate written as ``tc`` and NIC sheets do, in bits per second
+    with SI prefixes: "250mbit", "1gbit", "400Gbit"; raises ValueError naming the bad text."""
+    m = _RATE.match(str(value))
+    if not m or float(m.group(1)) <= 0:
+        raise ValueError(f"not a link rate: {value!r} (use e.g. 250mbit, 1gbit)")
+    return float(m.group(1)) * 1000 ** " kmgt".index(m.group(2).lower() or " ") / 8

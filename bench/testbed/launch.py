@@ -1,0 +1,62 @@
+"""Run commands on a testbed's hosts: a prefix that enters a host, Hydra's launcher, mpiexec.
+
+Hydra starts its proxy on each host with ``<launcher-exec> [-x] HOST "COMMAND"``; the testbed's
+launcher script enters that host's namespaces and runs the command there, as ssh would on a real
+cluster. mpiexec itself runs on the first host, so its control port is on the testbed's network.
+MPICH moves bytes between hosts over TCP only with its libfabric netmod: its default (UCX) sees
+the namespaced hosts as one machine and uses shared memory, and nothing would cross the links.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from bench.testbed.spec import Testbed, TestbedError
+
+# MPICH over the testbed's links: libfabric's TCP provider (not UCX, not shared memory)
+MPICH_OVER_TCP = {"MPIR_CVAR_CH4_NETMOD": "ofi", "FI_PROVIDER": "tcp",
+                  "MPIR_CVAR_NOLOCAL": "1"}
+
+
+def enter(tb: Testbed, host: int) -> list[str]:
+    """The argv prefix that runs a command on ``host`` (its network, hostname and /etc/hosts)."""
+    if not 0 <= host < tb.hosts:
+        raise TestbedError(f"testbed: host {host} is not one of 0..{tb.hosts - 1}")
+    return ["ip", "netns", "exec", tb.netns(host), "nsenter",
+            f"--uts={tb.state / 'uts' / tb.name(host)}", "--"]
+
+
+def launcher(tb: Testbed) -> Path:
+    """Hydra's ``-launcher-exec`` for this testbed (written once into its state directory)."""
+    path = tb.state / "launcher"
+    if not path.exists():
+        cases = "".join(
+            f"  {tb.name(i)}) set -- {shlex.join(enter(tb, i))} \"$SHELL_\" -c \"$*\" ;;\n"
+            for i in range(tb.hosts))
+        path.write_text(
+            "#!/bin/sh\n# Hydra: <this> [-x ...] HOST COMMAND...  (what ssh would get)\n"
+            'while [ "${1#-}" != "$1" ]; do shift; done\n'
+            'host=$1; shift\nSHELL_=/bin/sh\ncase "$host" in\n' + cases +
+            '  *) echo "testbed: no host $host" >&2; exit 255 ;;\nesac\nexec "$@"\n')
+        path.chmod(0o755)
+    return path
+
+
+def mpiexec(tb: Testbed, mpiexec_path: str, ranks_per_host: int, command: Sequence[str],
+            hosts: Sequence[int] | None = None) -> list[str]:
+    """argv that runs ``command`` as ``ranks_per_host`` ranks on each of ``hosts`` (default: all),
+    mpiexec on the first of them. Set :data:`MPICH_OVER_TCP` in its environment."""
+    use = list(range(tb.hosts)) if hosts is None else list(hosts)
+    if not use or ranks_per_host < 1:
+        raise TestbedError("testbed: mpiexec needs at least one host and one rank per host")
+    names = ",".join(f"{tb.name(i)}:{ranks_per_host}" for i in use)
+    return [*enter(tb, use[0]), mpiexec_path, "-launcher", "ssh", "-launcher-exec",
+            str(launcher(tb)), "-hosts", names, "-n", str(ranks_per_host * len(use)),
+            *command]
+
+
+def python() -> str:
+    return sys.executable

@@ -1,0 +1,166 @@
+"""The multi-host testbed: hosts with their own names and addresses, nothing outside them, links
+paced per direction, MPI bytes crossing the links, commbench run across hosts, no process left."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from bench.store.records import iter_records
+from bench.testbed import launch, net
+from bench.testbed.spec import Pace, Testbed
+from tests.conftest import ROOT, clean_env, commbench, mpiexec
+from tests.helpers.testbed import running_testbed
+
+TAG = "tt"
+RATE = 12_500_000.0  # 100 Mbit/s
+
+
+@pytest.fixture(scope="module")
+def tb() -> Iterator[Testbed]:
+    with running_testbed(3, TAG, pace=((1, Pace(send=RATE)), (2, Pace(recv=RATE)))) as bed:
+        yield bed
+
+
+def _on(tb: Testbed, host: int, script: str) -> str:
+    r = subprocess.run([*launch.enter(tb, host), "sh", "-c", script], capture_output=True,
+                       text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+def test_each_host_has_its_name_and_address_and_none_is_outside(tb: Testbed) -> None:
+    for i in range(tb.hosts):
+        assert _on(tb, i, "hostname").strip() == f"{TAG}-{i}"
+        addrs = sorted(_on(tb, i, "ip -o -4 addr show | awk '{print $4}'").split())
+        assert addrs == sorted(["127.0.0.1/8", f"{tb.address(i)}/24"])
+        assert _on(tb, i, f"getent hosts {TAG}-{(i + 1) % tb.hosts}").split()[0] == \
+            tb.address((i + 1) % tb.hosts)
+    outside = subprocess.run(["ip", "-o", "addr", "show"], capture_output=True, text=True).stdout
+    assert tb.subnet.rsplit(".", 1)[0] + "." not in outside
+    assert f"v{TAG}" not in subprocess.run(["ip", "-o", "link"], capture_output=True,
+                                           text=True).stdout
+
+
+def _rates(tb: Testbed, host: int) -> tuple[str, str]:
+    """The tbf rates on host's own end (what it sends) and the switch's end (what it receives)."""
+    h, s = net.veths(tb, host)
+    mine = subprocess.run(["tc", "-n", tb.netns(host), "qdisc", "show", "dev", h],
+                          capture_output=True, text=True).stdout
+    theirs = subprocess.run(["tc", "-n", tb.switch_netns, "qdisc", "show", "dev", s],
+                            capture_output=True, text=True).stdout
+    pick = (lambda q: q.split(" rate ")[1].split()[0] if " tbf " in q else "none")  # noqa: E731
+    return pick(mine), pick(theirs)
+
+
+def test_links_are_paced_per_direction(tb: Testbed) -> None:
+    assert _rates(tb, 0) == ("none", "none")
+    assert _rates(tb, 1) == ("100Mbit", "none")
+    assert _rates(tb, 2) == ("none", "100Mbit")
+
+
+PINGPONG = """
+import sys
+from mpi4py import MPI
+import numpy as np
+c = MPI.COMM_WORLD
+b = np.zeros(int(sys.argv[1]), np.uint8)
+if c.rank == 0:
+    c.Send(b, 1); c.Recv(b, 1)
+else:
+    c.Recv(b, 0); c.Send(b, 0)
+print(c.rank, MPI.Get_processor_name())
+"""
+
+
+def _tx(tb: Testbed, host: int) -> int:
+    h, _ = net.veths(tb, host)
+    return int(_on(tb, host, f"cat /sys/class/net/{h}/statistics/tx_bytes"))
+
+
+@pytest.mark.parametrize("over_tcp", [True, False])
+def test_mpi_bytes_cross_the_link_only_over_tcp(tb: Testbed, tmp_path: Path, over_tcp: bool) -> None:
+    """With MPICH's libfabric TCP netmod the message crosses host 0's link; with its default
+    (UCX) the namespaced hosts look local and the bytes go through shared memory."""
+    nbytes = 4 << 20
+    script = tmp_path / "pingpong.py"
+    script.write_text(PINGPONG)
+    env = {**clean_env(), **(launch.MPICH_OVER_TCP if over_tcp else {})}
+    before = _tx(tb, 0)
+    argv = launch.mpiexec(tb, mpiexec(), 1, [sys.executable, str(script), str(nbytes)], hosts=[0, 2])
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=120, env=env, cwd=ROOT)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert sorted(r.stdout.split("\n")[:2]) == [f"0 {TAG}-0", f"1 {TAG}-2"]
+    sent = _tx(tb, 0) - before
+    assert (sent >= nbytes) if over_tcp else (sent < nbytes // 2), sent
+
+
+SCENARIO = """
+name: across
+collectives: [all_reduce, all_gather]
+transports: [mpi]
+world_sizes: [4]
+ranks_per_node: [2]
+sizes: {min: 1KiB, max: 64KiB, factor: 64}
+algorithms: [ring, hierarchical, native]
+dtypes: [float32]
+ops: [sum]
+timing: {warmup: 1, min_iters: 2, max_iters: 4, time_budget_ms: 5, repetitions: 1}
+check: true
+case_timeout_s: 60
+"""
+KEY = ("collective", "algorithm", "transport", "world_size", "ranks_per_node", "nodes", "nbytes",
+       "dtype", "op", "status", "wrong", "bytes_sent_max", "bytes_sent_inter_max")
+
+
+def test_a_scenario_across_hosts_has_the_keys_of_one_host(tb: Testbed, tmp_path: Path) -> None:
+    """The same scenario under mpiexec across two testbed hosts and self-launched on one host
+    (two virtual nodes): the same cases, the same exact byte counts, and the multi-host run's
+    meta names both hosts."""
+    (tmp_path / "s.yaml").write_text(SCENARIO)
+    bench = [sys.executable, "-m", "bench", "run", str(tmp_path / "s.yaml"), "--no-report",
+             "--no-progress"]
+    across = launch.mpiexec(tb, mpiexec(), 2, [*bench, "--out", str(tmp_path / "across")],
+                            hosts=[0, 1])
+    r = subprocess.run(across, capture_output=True, text=True, timeout=300, cwd=ROOT,
+                       env={**clean_env(), **launch.MPICH_OVER_TCP})
+    assert r.returncode == 0, r.stderr[-3000:]
+    one = commbench("run", str(tmp_path / "s.yaml"), "--out", str(tmp_path / "one"),
+                    "--no-report", "--no-progress")
+    assert one.returncode == 0, one.stderr[-3000:]
+    keys = [sorted(tuple(rec.get(k) for k in KEY) for rec in iter_records(tmp_path / d))
+            for d in ("across", "one")]
+    assert keys[0] == keys[1] and len(keys[0]) == 2 * 2 * 3
+    assert all(k[KEY.index("nodes")] == 2 and k[KEY.index("status")] == "ok" for k in keys[0])
+    import json
+
+    assert json.loads((tmp_path / "across" / "meta.json").read_text())["hosts"] == \
+        [f"{TAG}-0", f"{TAG}-1"]
+
+
+def test_down_stops_every_process_and_removes_every_namespace(tmp_path: Path) -> None:
+    with running_testbed(2, "td") as bed:
+        sleeper = subprocess.Popen([*launch.enter(bed, 1), "sleep", "600"])
+        while not net.pids("td"):
+            pass
+        pid = net.pids("td")
+    stopped_ok = sleeper.wait(timeout=30)
+    assert stopped_ok != 0
+    assert net.namespaces("td") == [] and net.pids("td") == []
+    assert all(not os.path.exists(f"/proc/{p}") for p in pid)
+    assert not Path("/etc/netns/cbtb-td-0").exists()
+
+
+def test_cli_refuses_bad_input_in_one_line() -> None:
+    for argv, cause in ((["testbed", "up", "--hosts", "0"], "--hosts"),
+                        (["testbed", "up", "--pace", "x"], "pace 'x'"),
+                        (["testbed", "up", "--pace", "1=fast"], "not a link rate"),
+                        (["testbed", "exec", "--tag", "nope", "nope-0", "true"], "not up")):
+        r = commbench(*argv)
+        assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, (argv, r.stderr)
+        assert cause in r.stderr, (argv, r.stderr)
