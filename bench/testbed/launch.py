@@ -14,11 +14,12 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from bench.testbed.spec import Testbed, TestbedError
+from bench.testbed.spec import IFACE, Testbed, TestbedError
 
-# MPICH over the testbed's links: libfabric's TCP provider (not UCX, not shared memory)
-MPICH_OVER_TCP = {"MPIR_CVAR_CH4_NETMOD": "ofi", "FI_PROVIDER": "tcp",
-                  "MPIR_CVAR_NOLOCAL": "1"}
+# MPICH over the testbed's links: libfabric's TCP provider (not UCX, not shared memory), its
+# listeners on the testbed's interface only (issue 27: a multi-host job listens where it was told)
+MPICH_OVER_TCP = {"MPIR_CVAR_CH4_NETMOD": "ofi", "FI_PROVIDER": "tcp", "MPIR_CVAR_NOLOCAL": "1",
+                  "FI_TCP_IFACE": IFACE}
 
 
 def enter(tb: Testbed, host: int) -> list[str]:

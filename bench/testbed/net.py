@@ -1,7 +1,7 @@
 """Make and remove a testbed's namespaces, links and pacing (``ip`` and ``tc``, as root).
 
 Layout: a switch namespace holds a bridge; host i is a network namespace with a veth pair into the
-switch (``v{tag}{i}h`` in the host, ``v{tag}{i}s`` on the bridge), its address on the host end, and
+switch (``eth0`` in the host, ``v{tag}{i}s`` on the bridge), its address on the host end, and
 a UTS namespace (a bind-mounted file under the testbed's state directory) with its hostname. Names
 resolve through ``/etc/netns/<netns>/hosts``, which ``ip netns exec`` mounts over ``/etc/hosts``.
 Pacing is a tbf qdisc: the host end's egress paces what the host sends, the switch end's egress
@@ -20,7 +20,7 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from bench.testbed.spec import Pace, Testbed, TestbedError
+from bench.testbed.spec import IFACE, Pace, Testbed, TestbedError
 
 NETNS_ETC = Path("/etc/netns")
 NEEDS = ("ip", "tc", "nsenter", "unshare", "mount", "umount")
@@ -62,8 +62,9 @@ def _tbf(dev: str, ns: str, rate: float | None) -> None:
 
 
 def veths(tb: Testbed, i: int) -> tuple[str, str]:
-    """Host end and switch end of host i's link."""
-    return f"v{tb.tag}{i}h", f"v{tb.tag}{i}s"
+    """Host end (``eth0`` in every host, as on a cluster's nodes) and switch end of host i's
+    link."""
+    return IFACE, f"v{tb.tag}{i}s"
 
 
 def up(tb: Testbed) -> None:

@@ -11,6 +11,7 @@ from bench.units import parse_rate
 
 STATE_ROOT = Path("/run/commbench-testbed")
 DEFAULT_SUBNET = "10.231.0.0/24"
+IFACE = "eth0"  # each host's link, the same name in every host
 TAG = re.compile(r"^[a-z][a-z0-9]{0,5}$")  # interface names hold it: at most 15 characters
 
 
