@@ -22,12 +22,18 @@ MPICH_OVER_TCP = {"MPIR_CVAR_CH4_NETMOD": "ofi", "FI_PROVIDER": "tcp", "MPIR_CVA
                   "FI_TCP_IFACE": IFACE}
 
 
-def enter(tb: Testbed, host: int) -> list[str]:
-    """The argv prefix that runs a command on ``host`` (its network, hostname and /etc/hosts)."""
+def enter(tb: Testbed, host: int, sysfs: bool = True) -> list[str]:
+    """The argv prefix that runs a command on ``host``: its network, hostname and /etc/hosts,
+    and with ``sysfs`` a /sys of its own (``ip netns exec``: /sys/class/net is the host's). That
+    /sys hides the machine's cgroup hierarchy: a daemon that needs it (slurmd) enters without."""
     if not 0 <= host < tb.hosts:
         raise TestbedError(f"testbed: host {host} is not one of 0..{tb.hosts - 1}")
-    return ["ip", "netns", "exec", tb.netns(host), "nsenter",
-            f"--uts={tb.state / 'uts' / tb.name(host)}", "--"]
+    uts = f"--uts={tb.state / 'uts' / tb.name(host)}"
+    if sysfs:
+        return ["ip", "netns", "exec", tb.netns(host), "nsenter", uts, "--"]
+    return ["nsenter", f"--net=/run/netns/{tb.netns(host)}", uts, "--", "unshare", "--mount",
+            "--propagation", "private", "sh", "-c", 'mount --bind "$0" /etc/hosts && exec "$@"',
+            f"/etc/netns/{tb.netns(host)}/hosts"]
 
 
 def launcher(tb: Testbed) -> Path:

@@ -1,6 +1,8 @@
-"""A throwaway one-host Slurm cluster for tests: munged, slurmctld and slurmd started from a
-temporary directory (their own munge key, slurm.conf, state, logs), bound to 127.0.0.1 on free
-ports, with this machine's cores; :meth:`Cluster.stop` ends exactly the daemons it started.
+"""A throwaway Slurm cluster for tests: munged, slurmctld and slurmd started from a temporary
+directory (their own munge key, slurm.conf, state, logs); :meth:`Cluster.stop` ends exactly the
+daemons it started. One host: bound to 127.0.0.1 on free ports, with this machine's cores. On a
+testbed (:mod:`bench.testbed`): slurmctld on its first host, one slurmd per host (each in its
+host's namespaces, with its name and address), client commands run from the first host.
 
 Debian's packages (``slurmctld``, ``slurmd``, ``slurm-client``, ``munge``) are installed with
 apt-get when missing and this process is root (``apt-get update`` once first); otherwise
@@ -17,6 +19,9 @@ import socket
 import subprocess
 import time
 from pathlib import Path
+
+from bench.testbed import launch as tb_launch
+from bench.testbed.spec import Testbed
 
 PACKAGES = ("slurmctld", "slurmd", "slurm-client", "munge")
 BINARIES = ("slurmctld", "slurmd", "srun", "sbatch", "sinfo", "squeue", "scancel", "munged")
@@ -59,9 +64,10 @@ def _daemon(name: str) -> str:
 
 
 class Cluster:
-    def __init__(self, root: Path, cpus: int | None = None) -> None:
+    def __init__(self, root: Path, cpus: int | None = None, testbed: Testbed | None = None) -> None:
         self.root = root
         self.cpus = cpus or os.cpu_count() or 1
+        self.testbed = testbed
         self.procs: list[subprocess.Popen[bytes]] = []
         self.conf = root / "slurm.conf"
         self.socket = root / "munge.socket"
@@ -79,6 +85,19 @@ class Cluster:
         key.write_bytes(os.urandom(1024))
         key.chmod(0o400)
         ctld, slurmd, lo, hi = (*_free_ports(2), 0, 0)
+        tb = self.testbed
+        if tb is None:
+            ctld_host = "localhost(127.0.0.1)"
+            nodes = [f"NodeName={NODE} NodeAddr=127.0.0.1 NodeHostname={socket.gethostname()} "
+                     f"CPUs={self.cpus} State=UNKNOWN"]
+        else:
+            ctld_host = f"{tb.name(0)}({tb.address(0)})"
+            nodes = [f"NodeName={tb.name(i)} NodeAddr={tb.address(i)} NodeHostname={tb.name(i)} "
+                     f"CPUs={self.cpus} State=UNKNOWN" for i in range(tb.hosts)]
+        node_list = ",".join(self.node_names)
+        for name in self.node_names:
+            (r / "spool" / name).mkdir(parents=True, exist_ok=True)
+        node_lines = "\n".join(nodes)
         lo = 20000 + (ctld % 20000)
         hi = lo + 200
         # Job ids new to this machine: MPICH names its shared-memory segments after the PMI job,
@@ -87,7 +106,7 @@ class Cluster:
         self.conf.write_text(f"""\
 ClusterName=commbenchtest
 FirstJobId={random.randrange(100_000, 50_000_000)}
-SlurmctldHost=localhost(127.0.0.1)
+SlurmctldHost={ctld_host}
 SlurmctldPort={ctld}
 SlurmdPort={slurmd}
 SrunPortRange={lo}-{hi}
@@ -98,11 +117,11 @@ AuthType=auth/munge
 AuthInfo=socket={self.socket}
 CredType=cred/munge
 StateSaveLocation={r}/state
-SlurmdSpoolDir={r}/spool
+SlurmdSpoolDir={r}/spool/%n
 SlurmctldPidFile={r}/slurmctld.pid
-SlurmdPidFile={r}/slurmd.pid
+SlurmdPidFile={r}/slurmd-%n.pid
 SlurmctldLogFile={r}/slurmctld.log
-SlurmdLogFile={r}/slurmd.log
+SlurmdLogFile={r}/slurmd-%n.log
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 MpiDefault=pmi2
@@ -116,30 +135,43 @@ KillOnBadExit=1
 KillWait=5
 MinJobAge=300
 InactiveLimit=0
-NodeName={NODE} NodeAddr=127.0.0.1 NodeHostname={socket.gethostname()} CPUs={self.cpus} State=UNKNOWN
-PartitionName=debug Nodes={NODE} Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
+{node_lines}
+PartitionName=debug Nodes={node_list} Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
 """)
 
-    def _start(self, *cmd: str) -> None:
-        log = (self.root / f"{Path(cmd[0]).name}.out").open("ab")
-        self.procs.append(subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
-                                           env=self.env, start_new_session=True))
+    @property
+    def node_names(self) -> list[str]:
+        return [NODE] if self.testbed is None else self.testbed.names()
+
+    def on(self, host: int, sysfs: bool = True) -> list[str]:
+        """The argv prefix that runs a command on the cluster's host ``host`` (none on one host,
+        nor for ``host`` -1: this machine itself); ``sysfs``: :func:`bench.testbed.launch.enter`."""
+        if self.testbed is None or host < 0:
+            return []
+        return tb_launch.enter(self.testbed, host, sysfs)
+
+    def _start(self, *cmd: str, host: int = 0, log: str = "", sysfs: bool = True) -> None:
+        out = (self.root / f"{log or Path(cmd[0]).name}.out").open("ab")
+        self.procs.append(subprocess.Popen([*self.on(host, sysfs), *cmd], stdout=out,
+                                           stderr=subprocess.STDOUT, env=self.env,
+                                           start_new_session=True))
 
     def start(self, timeout: float = 60) -> None:
         self._write()
         m = self.root / "munge"
         self._start(_daemon("munged"), "-F", "--force", f"--socket={self.socket}",
                     f"--key-file={m / 'munge.key'}", f"--pid-file={m / 'munged.pid'}",
-                    f"--log-file={m / 'munged.log'}", f"--seed-file={m / 'munged.seed'}")
+                    f"--log-file={m / 'munged.log'}", f"--seed-file={m / 'munged.seed'}", host=-1)
         self._wait(lambda: self.socket.exists(), timeout, "munged socket")
         self._start(_daemon("slurmctld"), "-D", "-i", "-f", str(self.conf))
-        self._start(_daemon("slurmd"), "-D", "-N", NODE, "-f", str(self.conf))
-        self._wait(self._idle, timeout, "node idle in sinfo")
+        for i, name in enumerate(self.node_names):
+            self._start(_daemon("slurmd"), "-D", "-N", name, "-f", str(self.conf), host=i,
+                        log=f"slurmd-{name}", sysfs=False)  # slurmd needs the machine's cgroups
+        self._wait(self._idle, timeout, "every node idle in sinfo")
 
     def _idle(self) -> bool:
-        res = subprocess.run(["sinfo", "-h", "-N", "-o", "%T"], capture_output=True, text=True,
-                             env=self.env)
-        return res.returncode == 0 and res.stdout.strip() == "idle"
+        res = self.run("sinfo", "-h", "-N", "-o", "%T", timeout=30)
+        return res.returncode == 0 and res.stdout.split() == ["idle"] * len(self.node_names)
 
     def _wait(self, ok: object, timeout: float, what: str) -> None:
         end = time.monotonic() + timeout
@@ -154,7 +186,8 @@ PartitionName=debug Nodes={NODE} Default=YES MaxTime=INFINITE State=UP OverSubsc
 
     def logs(self, lines: int = 5) -> str:
         out = []
-        for f in ("slurmctld.log", "slurmd.log", "munge/munged.log", "slurmctld.out", "slurmd.out"):
+        slurmds = [f"slurmd-{n}.{x}" for n in self.node_names for x in ("log", "out")]
+        for f in ("slurmctld.log", "munge/munged.log", "slurmctld.out", *slurmds):
             p = self.root / f
             if p.exists():
                 tail = p.read_text(errors="replace").strip().splitlines()[-lines:]
@@ -162,14 +195,14 @@ PartitionName=debug Nodes={NODE} Default=YES MaxTime=INFINITE State=UP OverSubsc
         return " || ".join(out)
 
     def run(self, *cmd: str, timeout: float = 180, **kw: object) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(cmd, capture_output=True, text=True, env={**self.env, **kw.pop("env", {})},  # type: ignore[dict-item]
+        return subprocess.run([*self.on(0), *cmd], capture_output=True, text=True,
+                              env={**self.env, **kw.pop("env", {})},  # type: ignore[dict-item]
                               timeout=timeout, **kw)  # type: ignore[call-overload]
 
     def stop(self) -> None:
         """Cancel every job, then end the daemons this object started (their process groups)."""
         if self.procs:
-            subprocess.run(["scancel", "--full", "-u", "root"], capture_output=True, env=self.env,
-                           timeout=30)
+            self.run("scancel", "--full", "-u", "root", timeout=30)
         for p in reversed(self.procs):
             if p.poll() is None:
                 os.killpg(p.pid, signal.SIGTERM)
