@@ -1,0 +1,2 @@
+"""``commbench bringup`` and ``kind: bringup``: the stages a bring-up engineer runs by hand, in one
+job, each case held against what the fabric should do, ending in a verdict per host and link."""

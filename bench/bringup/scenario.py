@@ -1,0 +1,71 @@
+"""``kind: bringup`` scenarios: typed, frozen, validated at load time; each field's default and
+meaning stated here once (``commbench bringup``'s flags are generated from these fields)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, model_validator
+
+from bench.collective.scenario import CollectiveScenario, Size, Timing
+from bench.scenario_base import Frozen, PositiveInt
+
+STAGES = ("host", "pairs", "all", "scale")
+Stage = Literal["host", "pairs", "all", "scale"]
+
+
+def _help(text: str) -> dict[str, str]:
+    return {"description": text}
+
+
+class BringupScenario(Frozen):
+    """Every host alone, disjoint pairs of hosts, all hosts, and the cluster at 2, 4, ... hosts;
+    a verdict per host and link."""
+
+    name: str = "bringup"
+    description: str = ""
+    kind: Literal["bringup"] = "bringup"
+    world_size: PositiveInt | None = Field(None, **_help(
+        "ranks to launch when self-launched (default: one per core, at least 2)"))
+    stages: Annotated[list[Stage], Field(min_length=1)] = Field(list(STAGES), **_help(
+        "stages to run, in this order: host (each host alone), pairs (disjoint pairs of hosts, "
+        "every pair once), all (every host), scale (2, 4, 8, ... hosts)"))
+    collectives: Annotated[list[str], Field(min_length=1)] = Field(["all_reduce"], **_help(
+        "collectives of every stage"))
+    algorithms: Annotated[list[str], Field(min_length=1)] = Field(["native", "ring"], **_help(
+        "algorithms of every collective (native: the vendor's)"))
+    sizes: Annotated[list[Size], Field(min_length=1)] = Field(["64KiB", "4MiB"], **_help(
+        "message sizes: comma-separated; the largest decides the verdict (bandwidth)"))
+    slow_pct: Annotated[float, Field(gt=0, lt=100)] = Field(25.0, **_help(
+        "a host or link is slow when its bandwidth is this many percent below its reference: "
+        "the median of its peers (hosts alike), or the profile's prediction"))
+    profile: str | None = Field(None, **_help(
+        "a cost-model profile (preset name or file) whose predictions each case is also held "
+        "against, as percent of expected"))
+    timing: Timing = Timing(warmup=2, time_budget_ms=50, min_iters=5, max_iters=200,
+                            repetitions=2)
+    case_timeout_s: Annotated[float, Field(gt=0)] = Field(120.0, **_help(
+        "seconds a stage's case may take before the job is ended and the hang is named"))
+
+    @model_validator(mode="after")
+    def _valid(self) -> BringupScenario:
+        if len(set(self.stages)) != len(self.stages):
+            raise ValueError("stages: a stage listed twice")
+        if len(set(self.sizes)) != len(self.sizes):
+            raise ValueError("sizes: a size listed twice")
+        self.cases(2)  # the collectives and algorithms exist: checked by the collective kind
+        return self
+
+    def cases(self, world: int) -> CollectiveScenario:
+        """The collective cases each group of ``world`` ranks runs."""
+        return CollectiveScenario(name=self.name, collectives=self.collectives,
+                                  algorithms=self.algorithms, sizes=self.sizes,
+                                  world_sizes=[world], timing=self.timing, check=True,
+                                  case_timeout_s=self.case_timeout_s)
+
+    @property
+    def world_sizes(self) -> list[int]:
+        return [self.world_size] if self.world_size is not None else []
+
+    def as_dict(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")

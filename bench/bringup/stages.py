@@ -1,0 +1,70 @@
+"""Which ranks measure together in each stage: rounds of disjoint groups, by host.
+
+A round's groups run at the same time (they share no host, so no link but the switch); a stage is
+one or more rounds. Hosts are numbered by first rank; ``hosts[i]`` lists host i's ranks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Group:
+    """One group of a round: the hosts (by index) whose ranks measure together."""
+
+    hosts: tuple[int, ...]
+
+
+Round = tuple[Group, ...]
+
+
+def host_ranks(names: Sequence[str]) -> list[list[int]]:
+    """Ranks of each host, hosts numbered by first rank, from every rank's host name."""
+    index: dict[str, int] = {}
+    out: list[list[int]] = []
+    for rank, name in enumerate(names):
+        if name not in index:
+            index[name] = len(out)
+            out.append([])
+        out[index[name]].append(rank)
+    return out
+
+
+def pair_rounds(n: int) -> list[Round]:
+    """Every pair of ``n`` hosts exactly once, in rounds of disjoint pairs (the circle method:
+    n-1 rounds for even n, n rounds with one host idle each for odd n)."""
+    if n < 2:
+        return []
+    slots = list(range(n)) + ([-1] if n % 2 else [])
+    m = len(slots)
+    rounds = []
+    for _ in range(m - 1):
+        pairs = [(slots[i], slots[m - 1 - i]) for i in range(m // 2)]
+        rounds.append(tuple(Group(tuple(sorted(p))) for p in pairs if -1 not in p))
+        slots = [slots[0], slots[-1], *slots[1:-1]]
+    return rounds
+
+
+def scale_counts(n: int) -> list[int]:
+    """Host counts of the scale stage: 2, 4, 8, ... below ``n`` (1 is the host stage, n the all
+    stage)."""
+    out, k = [], 2
+    while k < n:
+        out.append(k)
+        k *= 2
+    return out
+
+
+def plan(stage: str, n: int) -> list[Round]:
+    """The rounds of ``stage`` on ``n`` hosts (none where the stage has nothing to measure)."""
+    if stage == "host":
+        return [tuple(Group((h,)) for h in range(n))]
+    if stage == "pairs":
+        return pair_rounds(n)
+    if stage == "all":
+        return [(Group(tuple(range(n))),)] if n > 1 else []
+    if stage == "scale":
+        return [(Group(tuple(range(k))),) for k in scale_counts(n)]
+    raise ValueError(f"unknown stage {stage!r}")

@@ -1,0 +1,250 @@
+"""The verdict: from a bring-up's records, each host and each link ok, slow by X %, or failed,
+with the evidence and the stage that showed it.
+
+Every stage is judged at its largest size (bandwidth), per (collective, algorithm), and on every
+case's status at any size:
+
+- **host**: each host's busbw against the median of all hosts (hosts are alike); and against the
+  profile's prediction where the records carry one (``expected_busbw_gbps``).
+- **pairs**: a host's pairs' busbw, their median per host, against the median of those over hosts
+  (a host whose every pair is slow is the host's fault, not its links'); then each pair against
+  that reference, when neither of its hosts is slow: a slow pair of good hosts is a slow link.
+- **all**, **scale**: against the prediction only (no peers); a slow or failed group is the
+  cluster's verdict at that size.
+
+A ratio is the median over the stage's (collective, algorithm) keys, so one odd algorithm does not
+decide. Any case not ``ok`` (wrong, failed, timed out) fails its group: its host, its link, or the
+cluster at that scale. Verdicts of several stages merge per host and link: the worst wins, and the
+evidence of each stage is kept.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+OK, SLOW, FAILED = "ok", "slow", "failed"
+RANK = {OK: 0, SLOW: 1, FAILED: 2}
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One stage's word on one host or link."""
+
+    status: str
+    by_pct: float  # how far below its reference (0 when ok or failed)
+    stage: str
+    evidence: str
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Per host and per link (``"a -- b"``), what every stage found, worst first; plus the
+    cluster-level findings of the all and scale stages."""
+
+    hosts: Mapping[str, tuple[Finding, ...]]
+    links: Mapping[str, tuple[Finding, ...]]
+    cluster: tuple[Finding, ...] = field(default=())
+
+    @staticmethod
+    def worst(findings: Sequence[Finding]) -> Finding | None:
+        bad = [f for f in findings if f.status != OK]
+        return max(bad, key=lambda f: (RANK[f.status], f.by_pct)) if bad else None
+
+    def status_of(self, findings: Sequence[Finding]) -> str:
+        w = self.worst(findings)
+        return w.status if w else OK
+
+    @property
+    def ok(self) -> bool:
+        every = [*self.hosts.values(), *self.links.values(), self.cluster]
+        return all(self.status_of(f) == OK for f in every)
+
+    def bad_hosts(self) -> list[str]:
+        return [h for h, f in self.hosts.items() if self.status_of(f) != OK]
+
+    def bad_links(self) -> list[str]:
+        return [link for link, f in self.links.items() if self.status_of(f) != OK]
+
+    def lines(self) -> list[str]:
+        """One line per host and link that is not ok, then the cluster's; or that all is ok."""
+        out = []
+        for kind, table in (("host", self.hosts), ("link", self.links)):
+            for name, findings in table.items():
+                w = self.worst(findings)
+                if w is not None:
+                    out.append(f"{kind} {name}: {_word(w)} ({w.stage} stage: {w.evidence})")
+        for f in self.cluster:
+            if f.status != OK:
+                out.append(f"cluster: {_word(f)} ({f.stage} stage: {f.evidence})")
+        return out or [f"every host ({len(self.hosts)}) and link ({len(self.links)}) ok"]
+
+    def as_dict(self) -> dict[str, Any]:
+        def rows(table: Mapping[str, tuple[Finding, ...]]) -> list[dict[str, Any]]:
+            return [{"name": n, "status": self.status_of(f),
+                     "findings": [vars(x) for x in f]} for n, f in table.items()]
+
+        return {"ok": self.ok, "hosts": rows(self.hosts), "links": rows(self.links),
+                "cluster": [vars(x) for x in self.cluster], "lines": self.lines()}
+
+
+def _word(f: Finding) -> str:
+    return f"slow by {f.by_pct:.0f} %" if f.status == SLOW else f.status
+
+
+def link_name(a: str, b: str) -> str:
+    return " -- ".join(sorted((a, b)))
+
+
+def _largest(recs: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The records at the stage's largest size, per (collective, algorithm)."""
+    recs = list(recs)
+    top: dict[tuple[str, str], int] = {}
+    for r in recs:
+        k = (r["collective"], r["algorithm"])
+        top[k] = max(top.get(k, 0), r["nbytes"])
+    return [r for r in recs if r["nbytes"] == top[(r["collective"], r["algorithm"])]]
+
+
+def _key(r: Mapping[str, Any]) -> tuple[str, str]:
+    return r["collective"], r["algorithm"]
+
+
+def _what(r: Mapping[str, Any]) -> str:
+    from bench.units import format_size
+
+    return f"{r['collective']} {r['algorithm']} {format_size(int(r['nbytes']))}"
+
+
+class _Judge:
+    def __init__(self, slow_pct: float) -> None:
+        self.limit = 1 - slow_pct / 100
+        self.hosts: dict[str, list[Finding]] = defaultdict(list)
+        self.links: dict[str, list[Finding]] = defaultdict(list)
+        self.cluster: list[Finding] = []
+
+    def finding(self, ratio: float, stage: str, evidence: str) -> Finding:
+        if ratio < self.limit:
+            return Finding(SLOW, (1 - ratio) * 100, stage, evidence)
+        return Finding(OK, 0.0, stage, evidence)
+
+    def failures(self, recs: list[dict[str, Any]]) -> dict[tuple[str, ...], Finding]:
+        out = {}
+        for r in recs:
+            if r.get("status") != "ok":
+                why = r.get("reason") or r.get("status")
+                out.setdefault(tuple(r["group_hosts"]), Finding(
+                    FAILED, 0.0, r["stage"], f"{_what(r)}: {why}"))
+        return out
+
+    def expected(self, recs: list[dict[str, Any]], stage: str) -> dict[tuple[str, ...], Finding]:
+        """Each group against the prediction, where the records carry one."""
+        per: dict[tuple[str, ...], list[tuple[float, dict[str, Any]]]] = defaultdict(list)
+        for r in recs:
+            e = r.get("expected_busbw_gbps")
+            if e and r.get("status") == "ok":
+                per[tuple(r["group_hosts"])].append((r["busbw_gbps"] / e, r))
+        out = {}
+        for g, pts in per.items():
+            ratio = statistics.median(x for x, _ in pts)
+            r = min(pts, key=lambda x: x[0])[1]
+            out[g] = self.finding(ratio, stage, f"{_what(r)}: {ratio:.0%} of expected "
+                                                f"({r['busbw_gbps']:.3g} of "
+                                                f"{r['expected_busbw_gbps']:.3g} GB/s busbw)")
+        return out
+
+    def peers(self, by_group: Mapping[str, dict[tuple[str, str], dict[str, Any]]],
+              ) -> dict[str, tuple[float, dict[str, Any], float]]:
+        """Each name's median ratio to the median of all names, per key: (ratio, its worst
+        record, that record's reference busbw)."""
+        keys = {k for recs in by_group.values() for k in recs}
+        ref = {k: statistics.median(recs[k]["busbw_gbps"] for recs in by_group.values()
+                                    if k in recs) for k in keys}
+        out = {}
+        for name, recs in by_group.items():
+            pts = [(recs[k]["busbw_gbps"] / ref[k], recs[k], ref[k]) for k in recs if ref[k] > 0]
+            if pts:
+                worst = min(pts, key=lambda x: x[0])
+                out[name] = (statistics.median(x for x, _, _ in pts), worst[1], worst[2])
+        return out
+
+    def host_stage(self, recs: list[dict[str, Any]]) -> None:
+        fails = self.failures(recs)
+        ok = _largest(r for r in recs if r.get("status") == "ok")
+        by_host: dict[str, dict[tuple[str, str], dict[str, Any]]] = defaultdict(dict)
+        for r in ok:
+            by_host[r["group_hosts"][0]][_key(r)] = r
+        peers = self.peers(by_host) if len(by_host) > 1 else {}
+        for h, (ratio, r, ref) in peers.items():
+            self.hosts[h].append(self.finding(ratio, "host", (
+                f"{_what(r)}: {r['busbw_gbps']:.3g} GB/s busbw, the hosts' median "
+                f"{ref:.3g}")))
+        for g, f in {**self.expected(ok, "host"), **fails}.items():
+            self.hosts[g[0]].append(f)
+
+    def pair_stage(self, recs: list[dict[str, Any]]) -> None:
+        fails = self.failures(recs)
+        ok = _largest(r for r in recs if r.get("status") == "ok")
+        pairs: dict[tuple[str, ...], dict[tuple[str, str], dict[str, Any]]] = defaultdict(dict)
+        for r in ok:
+            pairs[tuple(r["group_hosts"])][_key(r)] = r
+        hosts = sorted({h for p in pairs for h in p})
+        slow_hosts: set[str] = set()
+        if len(hosts) > 2:
+            per_host: dict[str, dict[tuple[str, str], dict[str, Any]]] = {}
+            for h in hosts:  # a host's pairs: their median record per key
+                mine = [recs for p, recs in pairs.items() if h in p]
+                per_host[h] = {k: sorted((m[k] for m in mine if k in m),
+                                         key=lambda r: r["busbw_gbps"])[len(mine) // 2]
+                               for k in {k for m in mine for k in m}}
+            ref = self.peers(per_host)
+            for h, (ratio, r, refbw) in ref.items():
+                f = self.finding(ratio, "pairs", (
+                    f"{_what(r)}: its pairs' median {r['busbw_gbps']:.3g} GB/s busbw, the hosts' "
+                    f"median {refbw:.3g}"))
+                self.hosts[h].append(f)
+                if f.status != OK:
+                    slow_hosts.add(h)
+            keys = {k for recs in per_host.values() for k in recs}
+            refk = {k: statistics.median(recs[k]["busbw_gbps"] for recs in per_host.values()
+                                         if k in recs) for k in keys}
+            for p, recs in pairs.items():
+                if slow_hosts & set(p):
+                    continue  # explained by its host
+                pts = [(recs[k]["busbw_gbps"] / refk[k], recs[k], refk[k]) for k in recs]
+                ratio = statistics.median(x for x, _, _ in pts)
+                _, r, refbw = min(pts, key=lambda x: x[0])
+                self.links[link_name(*p)].append(self.finding(ratio, "pairs", (
+                    f"{_what(r)}: {r['busbw_gbps']:.3g} GB/s busbw, the hosts' median "
+                    f"{refbw:.3g}")))
+        for g, f in self.expected(ok, "pairs").items():
+            if not slow_hosts & set(g):
+                self.links[link_name(*g)].append(f)
+        for g, f in fails.items():
+            self.links[link_name(*g)].append(f)
+
+    def cluster_stage(self, recs: list[dict[str, Any]], stage: str) -> None:
+        ok = _largest(r for r in recs if r.get("status") == "ok")
+        for g, f in {**self.expected(ok, stage), **self.failures(recs)}.items():
+            self.cluster.append(Finding(f.status, f.by_pct, stage,
+                                        f"{len(g)} hosts: {f.evidence}"))
+
+
+def judge(records: Iterable[Mapping[str, Any]], slow_pct: float) -> Verdict:
+    """The verdict on a bring-up's records (each with ``stage`` and ``group_hosts``)."""
+    by_stage: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    hosts: set[str] = set()
+    for r in records:
+        if "stage" in r:
+            by_stage[r["stage"]].append(dict(r))
+            hosts.update(r["group_hosts"])
+    j = _Judge(slow_pct)
+    j.host_stage(by_stage.get("host", []))
+    j.pair_stage(by_stage.get("pairs", []))
+    for stage in ("all", "scale"):
+        j.cluster_stage(by_stage.get(stage, []), stage)
+    order = {h: tuple(j.hosts.get(h, ())) for h in sorted(hosts)}
+    return Verdict(order, {k: tuple(v) for k, v in sorted(j.links.items())}, tuple(j.cluster))
