@@ -68,7 +68,9 @@ def run_stages(comm: MPI.Comm, sc: BringupScenario, emit: Emit | None, extra: di
             if sub != MPI.COMM_NULL:
                 group = rnd[color]
                 tag = {"stage": stage, "group_hosts": [hosts[h] for h in group.hosts], **extra}
-                recs = [{**r, **tag} for r in _measure(sub, sc, tag)]
+                # collective records of a bring-up stage: their own kind, so the sweep's
+                # sections and the gate (keyed by collective case) do not mix groups of hosts
+                recs = [{**r, **tag, "kind": "bringup"} for r in _measure(sub, sc, tag)]
                 sub.Free()
             gathered = comm.gather(recs, root=0)
             disarm()

@@ -95,6 +95,12 @@ def _word(f: Finding) -> str:
     return f"slow by {f.by_pct:.0f} %" if f.status == SLOW else f.status
 
 
+def _num(x: Any) -> float | None:
+    """A positive finite number, else None (records read through pandas hold NaN for absent
+    fields)."""
+    return float(x) if isinstance(x, (int, float)) and x == x and 0 < x < float("inf") else None
+
+
 def link_name(a: str, b: str) -> str:
     return " -- ".join(sorted((a, b)))
 
@@ -135,7 +141,8 @@ class _Judge:
         out = {}
         for r in recs:
             if r.get("status") != "ok":
-                why = r.get("reason") or r.get("status")
+                reason = r.get("reason")
+                why = reason if isinstance(reason, str) and reason else r.get("status")
                 out.setdefault(tuple(r["group_hosts"]), Finding(
                     FAILED, 0.0, r["stage"], f"{_what(r)}: {why}"))
         return out
@@ -144,7 +151,7 @@ class _Judge:
         """Each group against the prediction, where the records carry one."""
         per: dict[tuple[str, ...], list[tuple[float, dict[str, Any]]]] = defaultdict(list)
         for r in recs:
-            e = r.get("expected_busbw_gbps")
+            e = _num(r.get("expected_busbw_gbps"))
             if e and r.get("status") == "ok":
                 per[tuple(r["group_hosts"])].append((r["busbw_gbps"] / e, r))
         out = {}
@@ -153,7 +160,7 @@ class _Judge:
             r = min(pts, key=lambda x: x[0])[1]
             out[g] = self.finding(ratio, stage, f"{_what(r)}: {ratio:.0%} of expected "
                                                 f"({r['busbw_gbps']:.3g} of "
-                                                f"{r['expected_busbw_gbps']:.3g} GB/s busbw)")
+                                                f"{_num(r['expected_busbw_gbps']):.3g} GB/s busbw)")
         return out
 
     def peers(self, by_group: Mapping[str, dict[tuple[str, str], dict[str, Any]]],

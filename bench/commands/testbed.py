@@ -17,7 +17,7 @@ import sys
 from bench.argtypes import UsageError, positive_int
 from bench.commands import register
 from bench.testbed import launch, net
-from bench.testbed.spec import Pace, Testbed, TestbedError, parse_pace
+from bench.testbed.spec import Pace, Testbed, TestbedError, parse_cpu, parse_pace
 from bench.units import parse_rate
 
 ACTIONS = {"up": "make the hosts", "down": "remove them and every process on them",
@@ -35,6 +35,8 @@ def configure(p: argparse.ArgumentParser) -> None:
     up.add_argument("--rate", default=None, help="pace of every host's link, both ways (1gbit)")
     up.add_argument("--pace", action="append", default=[],
                     help="one host's pace, HOST=RATE[:send|:recv] (repeatable)")
+    up.add_argument("--cpu", action="append", default=[],
+                    help="one host's CPU, HOST=CORES: at most CORES cores (2=0.25; repeatable)")
     each["exec"].add_argument("host", help="host name (tb-1) or index (1)")
     each["exec"].add_argument("command", nargs=argparse.REMAINDER, help="the command")
     each["mpiexec"].add_argument("--ppn", type=positive_int, default=1, help="ranks per host")
@@ -44,7 +46,8 @@ def configure(p: argparse.ArgumentParser) -> None:
 def _up(args: argparse.Namespace) -> int:
     rate = parse_rate(args.rate) if args.rate else None
     tb = Testbed(args.hosts, args.tag, default=Pace(rate, rate),
-                 pace=tuple(parse_pace(x) for x in args.pace))
+                 pace=tuple(parse_pace(x) for x in args.pace),
+                 cpu=tuple(parse_cpu(x) for x in args.cpu))
     net.up(tb)
     return _status(args)
 
@@ -59,6 +62,8 @@ def _status(args: argparse.Namespace) -> int:
         pace = tb.pace_of(i)
         show = [f"{k} {v * 8 / 1e6:g} Mbit/s" for k, v in (("send", pace.send), ("recv", pace.recv))
                 if v]
+        cores = dict(tb.cpu).get(i)
+        show += [f"at most {cores:g} cores"] if cores else []
         print(f"{tb.name(i)}\t{tb.address(i)}\t{', '.join(show) or 'unpaced'}")
     print(f"# {len(net.pids(tb.tag))} processes on its hosts; Hydra launcher: {launch.launcher(tb)}")
     return 0

@@ -14,6 +14,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from bench.testbed import cpu
 from bench.testbed.spec import IFACE, Testbed, TestbedError
 
 # MPICH over the testbed's links: libfabric's TCP provider (not UCX, not shared memory), its
@@ -29,9 +30,10 @@ def enter(tb: Testbed, host: int, sysfs: bool = True) -> list[str]:
     if not 0 <= host < tb.hosts:
         raise TestbedError(f"testbed: host {host} is not one of 0..{tb.hosts - 1}")
     uts = f"--uts={tb.state / 'uts' / tb.name(host)}"
+    cg = cpu.join_prefix(tb, host)  # a CPU-limited host: its cgroup first (before /sys changes)
     if sysfs:
-        return ["ip", "netns", "exec", tb.netns(host), "nsenter", uts, "--"]
-    return ["nsenter", f"--net=/run/netns/{tb.netns(host)}", uts, "--", "unshare", "--mount",
+        return [*cg, "ip", "netns", "exec", tb.netns(host), "nsenter", uts, "--"]
+    return [*cg, "nsenter", f"--net=/run/netns/{tb.netns(host)}", uts, "--", "unshare", "--mount",
             "--propagation", "private", "sh", "-c", 'mount --bind "$0" /etc/hosts && exec "$@"',
             f"/etc/netns/{tb.netns(host)}/hosts"]
 

@@ -20,6 +20,7 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
+from bench.testbed import cpu
 from bench.testbed.spec import IFACE, Pace, Testbed, TestbedError
 
 NETNS_ETC = Path("/etc/netns")
@@ -107,6 +108,8 @@ def _make(tb: Testbed) -> None:
         etc.mkdir(parents=True, exist_ok=True)
         (etc / "hosts").write_text(hosts)
         (etc / "hostname").write_text(tb.name(i) + "\n")
+        if i in dict(tb.cpu):
+            cpu.limit(tb, i, dict(tb.cpu)[i])
         uts = tb.state / "uts" / tb.name(i)
         uts.touch()
         r = subprocess.run(["unshare", f"--uts={uts}", "hostname", tb.name(i)],
@@ -126,6 +129,7 @@ def load(tag: str = "tb") -> Testbed:
     d = json.loads(f.read_text())
     d["default"] = Pace(**d["default"])
     d["pace"] = tuple((i, Pace(**p)) for i, p in d["pace"])
+    d["cpu"] = tuple((i, c) for i, c in d["cpu"])
     return Testbed(**d)
 
 
@@ -161,6 +165,7 @@ def down(tag: str = "tb", grace_s: float = 2.0) -> list[int]:
     for ns in namespaces(tag):
         subprocess.run(["ip", "netns", "del", ns], capture_output=True)
         shutil.rmtree(NETNS_ETC / ns, ignore_errors=True)
+    cpu.remove(tag)
     state = STATE_ROOT / tag
     for uts in (state / "uts").glob("*") if state.exists() else ():
         subprocess.run(["umount", str(uts)], capture_output=True)

@@ -42,6 +42,7 @@ class Testbed:
     subnet: str = DEFAULT_SUBNET
     default: Pace = Pace()
     pace: tuple[tuple[int, Pace], ...] = field(default=())
+    cpu: tuple[tuple[int, float], ...] = field(default=())  # (host, cores it may use)
 
     def __post_init__(self) -> None:
         if not 1 <= self.hosts <= 64:
@@ -55,9 +56,12 @@ class Testbed:
             raise TestbedError(f"testbed: subnet {self.subnet!r} is not a network") from None
         if net.num_addresses < self.hosts + 2:
             raise TestbedError(f"testbed: subnet {self.subnet} holds fewer than {self.hosts} hosts")
-        for i, _ in self.pace:
+        for i, _ in (*self.pace, *self.cpu):
             if not 0 <= i < self.hosts:
-                raise TestbedError(f"testbed: paced host {i} is not one of 0..{self.hosts - 1}")
+                raise TestbedError(f"testbed: host {i} is not one of 0..{self.hosts - 1}")
+        for i, cores in self.cpu:
+            if not 0 < cores < 1024:
+                raise TestbedError(f"testbed: host {i}: cores must be > 0, got {cores}")
 
     def name(self, i: int) -> str:
         return f"{self.tag}-{i}"
@@ -85,6 +89,14 @@ class Testbed:
     @property
     def state(self) -> Path:
         return STATE_ROOT / self.tag
+
+
+def parse_cpu(text: str) -> tuple[int, float]:
+    """``HOST=CORES``: host HOST may use at most CORES cores (``2=0.25``)."""
+    m = re.fullmatch(r"(\d+)=(\d+(?:\.\d+)?)", text.strip())
+    if not m or float(m.group(2)) <= 0:
+        raise TestbedError(f"testbed: cpu {text!r}: expected HOST=CORES (2=0.25)")
+    return int(m.group(1)), float(m.group(2))
 
 
 def parse_pace(text: str) -> tuple[int, Pace]:

@@ -13,11 +13,12 @@ from bench.testbed.spec import Pace, Testbed
 
 
 @contextmanager
-def running_testbed(hosts: int, tag: str, pace: tuple[tuple[int, Pace], ...] = ()) -> Iterator[Testbed]:
+def running_testbed(hosts: int, tag: str, pace: tuple[tuple[int, Pace], ...] = (),
+                    cpu: tuple[tuple[int, float], ...] = ()) -> Iterator[Testbed]:
     why = net.missing()
     if why:
         pytest.skip(why)
-    tb = Testbed(hosts, tag, pace=pace)
+    tb = Testbed(hosts, tag, pace=pace, cpu=cpu)
     net.up(tb)
     try:
         yield tb

@@ -16,7 +16,7 @@ import pytest
 
 from bench.launch import loopback
 from bench.store.records import iter_records
-from bench.testbed import launch, net
+from bench.testbed import cpu, launch, net
 from bench.testbed.spec import Pace, Testbed
 from tests.conftest import ROOT, clean_env, commbench, mpiexec
 from tests.helpers.testbed import running_testbed
@@ -192,10 +192,21 @@ def test_down_stops_every_process_and_removes_every_namespace(tmp_path: Path) ->
     assert not Path("/etc/netns/cbtb-td-0").exists()
 
 
+def test_a_cpu_limited_host_runs_its_commands_in_its_cgroup() -> None:
+    with running_testbed(2, "tc", cpu=((1, 0.25),)) as bed:
+        quota = cpu.group(bed, 1)
+        assert quota.is_dir() and not cpu.group(bed, 0).exists()
+        mine = _on(bed, 1, "cat /proc/self/cgroup")
+        assert any(line.endswith("/cbtb-tc-1") for line in mine.splitlines()), mine
+        assert not any("cbtb" in line for line in _on(bed, 0, "cat /proc/self/cgroup").split())
+    assert not cpu.group(bed, 1).exists()
+
+
 def test_cli_refuses_bad_input_in_one_line() -> None:
     for argv, cause in ((["testbed", "up", "--hosts", "0"], "--hosts"),
                         (["testbed", "up", "--pace", "x"], "pace 'x'"),
                         (["testbed", "up", "--pace", "1=fast"], "not a link rate"),
+                        (["testbed", "up", "--hosts", "2", "--cpu", "5=0.5"], "host 5 is not"),
                         (["testbed", "exec", "--tag", "nope", "nope-0", "true"], "not up")):
         r = commbench(*argv)
         assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, (argv, r.stderr)
