@@ -119,3 +119,13 @@ def test_mpi_block_is_validated(tmp_path: Path) -> None:
         load_profile(path)
     path.write_text(BASE.replace("fabric:\n", "mpi: {eager_limit_bytes: 65536}\n"))
     assert load_profile(path).mpi == Mpi(65536.0)
+
+
+def test_closed_forms_decline_a_profile_with_the_mpi_switch() -> None:
+    from bench.costmodel.predict import plan_case
+
+    net = Net(parse_topology("512x8").place(4096), replace(load_profile("h100-ib400"),
+                                                           mpi=Mpi(65536, 1e-5)))
+    why = plan_case(get_algorithm("all_reduce", "ring"),
+                    Problem(net.placed.topology, 1 << 22, 4, "all_reduce", 0), net)
+    assert isinstance(why, str) and "MPI protocol switch" in why and "p = 256" in why

@@ -8,12 +8,14 @@ all_reduce: busbw = min(ring_intra, node NIC bandwidth). Broadcast and reduce ru
 pipelined chain (the same bound at busbw factor 1).
 
 Latency (NCCL's form): a base per protocol plus one hop latency per step, the network's for the
-steps that cross nodes; with several nodes an intra step costs at least the network proxy's
-overhead (1 us, 3 us with Simple). Figures from NCCL's tuning table (src/graph/tuning.cc).
+steps that cross nodes (Tree's network hop with one rank per node, where nothing hides it);
+with several nodes an intra step costs at least the network proxy's overhead (1 us, 3 us with
+Simple). Figures from NCCL's tuning table (src/graph/tuning.cc).
 """
 
 from __future__ import annotations
 
+from bench.costmodel.vendor import tree
 from bench.costmodel.vendor.base import US, Job, VendorAlgorithm, always, steps
 
 BASE = {"LL": 6.6, "LL128": 14.0, "Simple": 8.4}
@@ -31,7 +33,8 @@ def latency(job: Job, collective: str, proto: str) -> float:
     n = steps(collective, job.p)
     inter = 0 if job.nodes == 1 else (2 if collective == "all_reduce" else 1) * (job.nodes - 1)
     intra = HOP[job.hw][proto] if job.nodes == 1 else max(HOP[job.hw][proto], NET_OVERHEAD[proto])
-    return (BASE[proto] + (n - inter) * intra + inter * HOP["net"][proto]) * US
+    net = (tree.HOP if job.l == 1 else HOP)["net"][proto]
+    return (BASE[proto] + (n - inter) * intra + inter * net) * US
 
 
 ALGORITHM = VendorAlgorithm(
