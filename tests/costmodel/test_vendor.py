@@ -155,3 +155,19 @@ def test_a_profile_without_fabric_still_skips_native() -> None:
     got = [p for p in predict(load_profile("cpu-25gbe"), pl, "all_reduce", [1024], "float32",
                               ["native"])]
     assert got[0].estimate is None and "no fabric" in got[0].why
+
+
+@pytest.mark.parametrize("profile", ["h100-ib400", "h200-ib400", "p5en-h200-efa", "b200-ib400",
+                                     "a100-ib200", "l40s-pcie-8gpu"])
+def test_every_gpu_preset_prices_every_collective(profile: str) -> None:
+    from kernels import collective as coll
+
+    coll.load()
+    prof = load_profile(profile)
+    for spec in ("1x8", "2x8"):
+        for c in coll.names():
+            got = [p for p in predict(prof, _placed(spec), c, [8, 8 * GiB], "float32", ["native"])]
+            assert all(p.estimate is not None and p.choice is not None for p in got), (c, spec)
+    big = choose(_placed("1x8"), prof.fabric, "all_reduce", 8 * GiB)  # type: ignore[arg-type]
+    assert not isinstance(big, str)
+    assert big.algorithm == ("NVLS" if prof.fabric and prof.fabric.nvls else "Ring")
