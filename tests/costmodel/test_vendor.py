@@ -171,3 +171,11 @@ def test_every_gpu_preset_prices_every_collective(profile: str) -> None:
     big = choose(_placed("1x8"), prof.fabric, "all_reduce", 8 * GiB)  # type: ignore[arg-type]
     assert not isinstance(big, str)
     assert big.algorithm == ("NVLS" if prof.fabric and prof.fabric.nvls else "Ring")
+
+
+def test_the_published_figures_stay_within_15_percent_with_nccls_algorithm() -> None:
+    from benchmarks.fabric_published import FIGURES, modelled
+
+    for f in FIGURES:
+        bw, label = modelled(f)
+        assert abs(bw / f.busbw - 1) <= 0.15 and label.split("/")[0] in f.expect.split("|"), f
