@@ -11,6 +11,10 @@ for ranks it does not exchange with), plus γ x the bytes it reduces and the tim
 copies. Idle ranks keep their ready time. The collective's time is the latest rank's end: what
 the harness measures (max over ranks).
 
+MPI protocol: with the profile's ``mpi`` switch a message above the eager limit pays the
+rendezvous handshake, one at or below it the eager copy per byte (:meth:`Net.protocol`), so
+mid-size messages are not pure α-β; off in the shipped profiles.
+
 Hot sends: ``hot`` is the bytes of a message its sender wrote earlier in the same call
 (received, reduced into or copied to in an earlier step); on a shared-memory host those bytes
 sit dirty in the sender's cache and cost more to move than clean ones. h
@@ -161,6 +165,8 @@ def run(prep: Prepared, net: Net) -> np.ndarray:
             cost = net.o * st.j + net.alpha[st.cls] + st.nbytes / rate
             if net.hot and st.hot is not None:
                 cost = cost + net.hot * st.hot
+            if net.mpi is not None:
+                cost = cost + net.protocol(st.nbytes)
             done = np.maximum(ready[:, st.s], ready[:, st.d]) + cost
             flat = new.reshape(-1)
             np.maximum.at(flat, (base + st.s).ravel(), done.ravel())

@@ -14,6 +14,8 @@ A message's bandwidth is the least, over the resources it crosses, of capacity /
 flows on it (the flows of the same step); its cost is ``o * j + α + bytes / bandwidth``, j its
 position among its sender's messages of the step (a sender posts them one after another).
 Cross-leaf (``spine``) messages cross NICs too, so they need the ``inter`` class as well.
+With the profile's ``mpi`` switch, a message also pays its protocol's cost (:meth:`Net.protocol`).
+A profile with a ``fabric`` refuses a topology that contradicts it (TopologyError, one line).
 """
 
 from __future__ import annotations
@@ -22,13 +24,19 @@ from typing import Any
 
 import numpy as np
 
-from bench.costmodel.model import CLASS_NAMES, INTER, INTRA, SPINE, Placed
+from bench.costmodel.fabric import check_topology
+from bench.costmodel.model import CLASS_NAMES, INTER, INTRA, SPINE, Placed, TopologyError
 from bench.costmodel.profile import Profile
 
 
 class Net:
     def __init__(self, placed: Placed, profile: Profile) -> None:
         self.placed, self.profile = placed, profile
+        if profile.fabric is not None:
+            why = check_topology(profile.fabric, placed.nics_per_node, placed.cluster.spec)
+            if why:
+                raise TopologyError(why)
+        self.mpi = profile.mpi
         self.nics = placed.nics_per_node or profile.nics_per_node
         used = placed.classes_used()
         need = [*used, "inter"] if "spine" in used and "inter" not in used else used
@@ -80,6 +88,14 @@ class Net:
                                                      self.up_cap[ld] / down[ld]))
             rate[x] = r
         return rate
+
+    def protocol(self, nbytes: np.ndarray) -> np.ndarray | float:
+        """What each message's MPI protocol adds (0 without the profile's ``mpi`` switch):
+        the rendezvous handshake above the eager limit, the eager copy at or below it."""
+        m = self.mpi
+        if m is None:
+            return 0.0
+        return np.where(nbytes > m.eager_limit, m.rendezvous, m.eager_per_byte * nbytes)
 
     @property
     def copies_cost(self) -> bool:

@@ -7,7 +7,10 @@ by :mod:`bench.costmodel.evaluate` when p <= ``max_schedule_ranks``, else the ca
 with the closed form's reason. Closed forms price no hot sends: with a profile that does, every
 case goes to the evaluator. ``native`` (the vendor collective) has no schedule: it is the
 profile's measured curve (``native``: measured time / the best modelled schedule's, per size,
-from ``commbench calibrate``) times the best modelled schedule here, or skipped.
+from ``commbench calibrate``) times the best modelled schedule here; without a curve, on a
+profile with a ``fabric``, the vendor model's choice (:mod:`bench.costmodel.vendor`: NCCL's
+algorithms x protocols on the fabric); else skipped. Its record's ``vendor_choice`` says which:
+``{"from": "nccl model", "algorithm": ..., "protocol": ...}`` or ``{"from": "measured curve"}``.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from bench.costmodel.evaluate import evaluate, evaluate_batch, schedule_job
 from bench.costmodel.model import Placed
 from bench.costmodel.net import Net
 from bench.costmodel.profile import Profile
+from bench.costmodel.vendor.choose import choose
 from bench.store import kinds
 from kernels import collective as coll
 from kernels.algorithm import VENDOR, Algorithm, Problem, algorithms_of
@@ -61,6 +65,7 @@ class Prediction:
     dtype: str
     estimate: Estimate | None
     why: str = ""  # why skipped (estimate None)
+    choice: dict[str, str] | None = None  # native: what priced it (vendor_choice)
 
 
 def plan_case(alg: Algorithm, problem: Problem, net: Net,
@@ -70,6 +75,8 @@ def plan_case(alg: Algorithm, problem: Problem, net: Net,
     why = "no closed form"
     if alg.closed is not None and net.hot:
         why = "closed forms price no hot sends (the profile's hot_send_s_per_byte)"
+    elif alg.closed is not None and net.mpi is not None:
+        why = "closed forms price no MPI protocol switch (the profile's mpi)"
     elif alg.closed is not None:
         got = alg.closed(Ctx(problem, net))
         if isinstance(got, Compiled):
@@ -163,27 +170,40 @@ def predict(profile: Profile, placed: Placed, collective: str, sizes: Sequence[i
         here = {name: res[i] for name, res in got.items()}
         real = problem.nbytes
         for a in algs:
-            e = (here[a.name] if not a.is_vendor else
-                 _native(profile, a.name, real, here, problem))
+            choice = None
+            if a.is_vendor:
+                e, choice = _native(profile, placed, a.name, real, here, problem)
+            else:
+                e = here[a.name]
             yield Prediction(spec.name, a.name, p, real, problem.count, dtype,
                              e if isinstance(e, Estimate) else None,
-                             "" if isinstance(e, Estimate) else e)
+                             "" if isinstance(e, Estimate) else e, choice)
 
 
-def _native(profile: Profile, name: str, nbytes: int, got: dict[str, Estimate | str],
-            problem: Problem) -> Estimate | str:
+def _native(profile: Profile, placed: Placed, name: str, nbytes: int,
+            got: dict[str, Estimate | str],
+            problem: Problem) -> tuple[Estimate | str, dict[str, str] | None]:
     """The vendor call: its measured curve (ratio to the best schedule) times the best of
-    ``got``, every schedule of the collective modelled here."""
+    ``got``, every schedule of the collective modelled here; else the vendor model on the
+    profile's fabric; and what priced it."""
     collective = problem.spec.name
     ratio = native_ratio(profile, collective, name, nbytes, problem.world)
+    if ratio is None and profile.fabric is not None:
+        c = choose(placed, profile.fabric, collective, nbytes)
+        if isinstance(c, str):
+            return c, None
+        return (Estimate(c.time_s, None, None, None, f"nccl model ({c.label})"),
+                {"from": "nccl model", "algorithm": c.algorithm, "protocol": c.protocol})
     if ratio is None:
-        return ("vendor call: the profile has no measured curve for it (calibrate on runs that "
-                "measured it)")
+        return ("vendor call: the profile has no measured curve for it and no fabric to model "
+                "it on (calibrate on runs that measured it)"), None
     best = _best(got)
     if best is None:
-        return "vendor call: no schedule of the collective could be modelled here to scale its curve"
-    return Estimate(best.time_s * ratio, None, None, None,
-                    f"{name} curve ({ratio:.3g} x the best modelled schedule)")
+        return ("vendor call: no schedule of the collective could be modelled here to scale its "
+                "curve"), None
+    return (Estimate(best.time_s * ratio, None, None, None,
+                     f"{name} curve ({ratio:.3g} x the best modelled schedule)"),
+            {"from": "measured curve"})
 
 
 def _best(got: dict[str, Estimate | str]) -> Estimate | None:
@@ -216,6 +236,7 @@ def record(pred: Prediction, placed: Placed, profile: Profile, transport: str,
         oversubscribed=False, predicted=True, profile=profile.provenance(),
         prediction={"method": est.method, "topology": placed.cluster.spec,
                     "placement": placed.cluster.placement, "job": placed.describe()},
+        **({"vendor_choice": pred.choice} if pred.choice else {}),
         **extra,
     )
 

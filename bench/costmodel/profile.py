@@ -11,6 +11,14 @@ prices local copies) and where the figures come from (``source``). ``commbench c
 ``fitted`` (runs, residuals) and ``native`` (measured vendor curves). Presets ship as
 ``bench/costmodel/profiles/NAME.yaml``; wherever a profile is accepted, a NAME or a path works.
 
+``fabric`` describes a GPU node and its network (switch or PCIe tree, NICs with rail affinity,
+rail or fat-tree network, NVLS / CollNet): :mod:`bench.costmodel.fabric`; the vendor model
+(:mod:`bench.costmodel.vendor`) prices the vendor call on it. ``mpi`` is an MPI's point-to-point
+protocol switch, off unless stated: ``{eager_limit_bytes: E, rendezvous_s: R,
+eager_s_per_byte: C}``: a message above E bytes pays R more (the rendezvous handshake), one of
+at most E bytes C per byte more (the copy through the eager buffers); the evaluator prices it
+per message (closed forms decline such a profile).
+
 ``slow`` injects faults for emulation only (:mod:`bench.emulate`; the cost model ignores it):
 ``[{node: 2, factor: 4}, {link: [0, 5], factor: 3}]`` makes every message to or from node 2
 (nodes numbered by first rank) take 4 times its modelled link time, and messages between ranks
@@ -28,10 +36,13 @@ from typing import Any
 
 import yaml
 
+from bench.costmodel.fabric import Fabric, FabricError, parse_fabric
+
 PRESETS = Path(__file__).parent / "profiles"
 LINK_CLASSES = ("intra", "inter", "spine")
 _TOP = {"name", "source", "overhead_s", "gamma_s_per_byte", "hot_send_s_per_byte", "nics_per_node",
-        "links", "device", "native", "fitted", "slow"}
+        "links", "device", "native", "fitted", "slow", "fabric", "mpi"}
+_MPI = {"eager_limit_bytes", "rendezvous_s", "eager_s_per_byte"}
 _DEVICE = {"name", "memory_bytes", "memory_bandwidth_bytes_per_s", "flops_per_s",
            "copy_bandwidth_curve", "overlaps_communication"}
 
@@ -44,6 +55,20 @@ class ProfileError(ValueError):
 class Link:
     alpha: float  # s
     beta: float  # bytes/s, per direction
+
+
+@dataclass(frozen=True)
+class Mpi:
+    """An MPI's eager/rendezvous switch: messages above ``eager_limit`` bytes pay
+    ``rendezvous`` seconds more, the others ``eager_per_byte`` seconds per byte more."""
+
+    eager_limit: float
+    rendezvous: float = 0.0
+    eager_per_byte: float = 0.0
+
+    def as_yaml(self) -> dict[str, float]:
+        return {"eager_limit_bytes": self.eager_limit, "rendezvous_s": self.rendezvous,
+                "eager_s_per_byte": self.eager_per_byte}
 
 
 @dataclass(frozen=True)
@@ -74,6 +99,9 @@ class Profile:
     native: dict[str, Any] = field(default_factory=dict)  # collective -> measured/model curve
     fitted: dict[str, Any] | None = None
     slow: tuple[Slow, ...] = ()  # faults for emulation; the cost model ignores them
+    fabric: Fabric | None = None  # the node and network as built (bench.costmodel.fabric)
+    fabric_yaml: dict[str, Any] = field(default_factory=dict)  # as written, for as_yaml
+    mpi: Mpi | None = None  # eager/rendezvous switch; None: off
 
     def link(self, cls: str) -> Link:
         try:
@@ -108,6 +136,10 @@ class Profile:
             out["fitted"] = self.fitted
         if self.slow:
             out["slow"] = [x.as_yaml() for x in self.slow]
+        if self.fabric_yaml:
+            out["fabric"] = self.fabric_yaml
+        if self.mpi:
+            out["mpi"] = self.mpi.as_yaml()
         return out
 
 
@@ -193,6 +225,15 @@ def from_mapping(raw: Any, where: str) -> Profile:
     nics = raw.get("nics_per_node", 1)
     if isinstance(nics, bool) or not isinstance(nics, int) or nics < 1:
         raise ProfileError(f"{where}: nics_per_node: expected an integer >= 1, got {nics!r}")
+    fabric = None
+    if raw.get("fabric") is not None:
+        try:
+            fabric = parse_fabric(raw["fabric"], where,
+                                  intra_beta=links["intra"].beta if "intra" in links else None,
+                                  inter_beta=links["inter"].beta if "inter" in links else None,
+                                  nics_per_node=nics)
+        except FabricError as e:
+            raise ProfileError(str(e)) from None
     return Profile(name=str(raw.get("name") or Path(where).stem), path=where,
                    source=str(raw.get("source", "")), links=links,
                    gamma=_num(where, "gamma_s_per_byte", raw.get("gamma_s_per_byte", 0.0)),
@@ -200,7 +241,20 @@ def from_mapping(raw: Any, where: str) -> Profile:
                    hot=_num(where, "hot_send_s_per_byte", raw.get("hot_send_s_per_byte", 0.0)),
                    nics_per_node=nics, device=dict(device),
                    native=dict(raw.get("native") or {}), fitted=raw.get("fitted"),
-                   slow=_slow(where, raw.get("slow")))
+                   slow=_slow(where, raw.get("slow")), fabric=fabric,
+                   fabric_yaml=dict(raw["fabric"]) if fabric else {},
+                   mpi=_mpi(where, raw.get("mpi")))
+
+
+def _mpi(where: str, raw: Any) -> Mpi | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, dict) or "eager_limit_bytes" not in raw or set(raw) - _MPI:
+        raise ProfileError(f"{where}: mpi: expected eager_limit_bytes and optionally "
+                           "rendezvous_s, eager_s_per_byte")
+    return Mpi(_num(where, "mpi.eager_limit_bytes", raw["eager_limit_bytes"]),
+               _num(where, "mpi.rendezvous_s", raw.get("rendezvous_s", 0.0)),
+               _num(where, "mpi.eager_s_per_byte", raw.get("eager_s_per_byte", 0.0)))
 
 
 def presets() -> list[str]:

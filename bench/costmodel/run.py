@@ -98,8 +98,14 @@ def run(req: Request, out: Path, say: Callable[[str], None]) -> tuple[int, list[
                 if names == []:
                     continue
                 for dtype in req.dtypes:
+                    chose: dict[str, list[int]] = {}
                     for pred in predict(req.profile, placed, c, req.sizes, dtype, names,
                                         req.max_schedule_ranks):
+                        if pred.choice and pred.estimate is not None:
+                            label = "/".join(pred.choice.get(k, "") for k in
+                                             ("algorithm", "protocol")).strip("/")
+                            chose.setdefault(f"{pred.algorithm} {label or pred.choice['from']}",
+                                             []).append(pred.nbytes)
                         if pred.estimate is None:
                             key = (pred.collective, pred.algorithm, p, _generic(pred.why))
                             skipped.setdefault(key, []).append(pred.nbytes)
@@ -107,6 +113,9 @@ def run(req: Request, out: Path, say: Callable[[str], None]) -> tuple[int, list[
                         w.write(record(pred, placed, req.profile, req.transport,
                                        {"run_id": out.name, "scenario": meta["scenario"]["name"]}))
                         n += 1
+                    if chose:
+                        say(f"predict: p={p} {c} vendor choice: " + ", ".join(
+                            f"{k} {_sizes(v)}" for k, v in chose.items()))
             note = ", scaled out beyond the topology" if placed.scaled_out else ""
             say(f"predict: p={p} on {placed.describe()}{note}: {n - before} records "
                 f"({time.perf_counter() - t0:.2f} s)")

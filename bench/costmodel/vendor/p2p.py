@@ -1,0 +1,34 @@
+"""Point-to-point collectives (alltoall, sendrecv): NCCL runs them as grouped sends and receives,
+outside its tuning table. Alltoall: a rank sends S(l-1)/p to its node's ranks over its port and
+S(p-l)/p off the node, the node's l ranks sharing its NICs: busbw = (p-1)/p x S / the slower of
+the two. Sendrecv (one peer, rank r to r+1): its port inside a node, the NICs of one rank across.
+Latency: one hop (NCCL's Simple ring hop, 3.4 us NVLink, 5.7 us PCIe, 14 us network) plus the
+network proxy's overhead (1 us) per remote peer.
+"""
+
+from __future__ import annotations
+
+from bench.costmodel.vendor.base import US, Job, VendorAlgorithm, always
+
+HOP = {"nvlink": 3.4, "pci": 5.7, "net": 14.0}
+PER_PEER = 1.0
+
+
+def busbw(job: Job, collective: str) -> float:
+    p, l = job.p, job.l  # noqa: E741
+    port = job.fabric.port * job.fabric.ring_efficiency
+    if collective == "sendrecv":
+        return port if job.nodes == 1 else min(port, job.fabric.node_net(1))
+    t_intra = (l - 1) / p / port
+    t_net = 0.0 if job.nodes == 1 else l * (p - l) / p / job.node_net
+    t = max(t_intra, t_net)
+    return (p - 1) / p / t if t > 0 else port
+
+
+def latency(job: Job, collective: str, proto: str) -> float:
+    remote = 0 if job.nodes == 1 else (1 if collective == "sendrecv" else job.p - job.l)
+    return (HOP["net" if job.nodes > 1 else job.hw] + remote * PER_PEER) * US
+
+
+ALGORITHM = VendorAlgorithm("P2P", ("alltoall", "sendrecv"), ("Simple",), always, busbw, latency,
+                            order=7)

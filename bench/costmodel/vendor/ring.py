@@ -1,0 +1,42 @@
+"""NCCL Ring: k channels, each a ring over every rank that enters and leaves each node through a
+different device and that device's NIC (rail-aligned), so all of a node's NICs carry the ring.
+
+Bandwidth: a rank's busiest link share. Inside a node every channel's hop crosses the device's
+port (NVSwitch) or the PCIe tree (:meth:`Fabric.ring_intra`); across nodes the k channels'
+crossings spread over the node's NICs, which together carry 2(p-1)/p x S per direction for
+all_reduce: busbw = min(ring_intra, node NIC bandwidth). Broadcast and reduce run it as a
+pipelined chain (the same bound at busbw factor 1).
+
+Latency (NCCL's form): a base per protocol plus one hop latency per step, the network's for the
+steps that cross nodes (Tree's network hop with one rank per node, where nothing hides it);
+with several nodes an intra step costs at least the network proxy's overhead (1 us, 3 us with
+Simple). Figures from NCCL's tuning table (src/graph/tuning.cc).
+"""
+
+from __future__ import annotations
+
+from bench.costmodel.vendor import tree
+from bench.costmodel.vendor.base import US, Job, VendorAlgorithm, always, steps
+
+BASE = {"LL": 6.6, "LL128": 14.0, "Simple": 8.4}
+HOP = {"nvlink": {"LL": 0.6, "LL128": 1.9, "Simple": 3.4},
+       "pci": {"LL": 1.0, "LL128": 2.5, "Simple": 5.7},
+       "net": {"LL": 2.7, "LL128": 4.0, "Simple": 14.0}}
+NET_OVERHEAD = {"LL": 1.0, "LL128": 1.0, "Simple": 3.0}
+
+
+def busbw(job: Job, collective: str) -> float:
+    return job.ring_intra if job.nodes == 1 else min(job.ring_intra, job.node_net)
+
+
+def latency(job: Job, collective: str, proto: str) -> float:
+    n = steps(collective, job.p)
+    inter = 0 if job.nodes == 1 else (2 if collective == "all_reduce" else 1) * (job.nodes - 1)
+    intra = HOP[job.hw][proto] if job.nodes == 1 else max(HOP[job.hw][proto], NET_OVERHEAD[proto])
+    net = (tree.HOP if job.l == 1 else HOP)["net"][proto]
+    return (BASE[proto] + (n - inter) * intra + inter * net) * US
+
+
+ALGORITHM = VendorAlgorithm(
+    "Ring", ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce"),
+    ("LL", "LL128", "Simple"), always, busbw, latency, order=1)
