@@ -108,6 +108,9 @@ class Collective:
     # ``native_inplace``: the vendor call on the in-place layout (nccl-tests' in-place column),
     # for the families whose in-place convention is this layout
     vendor_inplace: Mapping[str, VendorCall] = field(default_factory=dict)
+    # transport family -> the library's own name of the vendor call, as its settings and logs spell
+    # it (MPICH's MPIR_CVAR_ALLREDUCE_*, Open MPI's coll_tuned_allreduce_*, NCCL's "AllReduce:")
+    vendor_names: Mapping[str, str] = field(default_factory=dict)
 
     def round_count(self, n: int, p: int) -> int:
         """Elements actually measured for a requested ``n``: whole blocks of p when divided."""
