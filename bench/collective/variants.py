@@ -20,7 +20,15 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any
 
-from pydantic import BeforeValidator, Field, field_validator, model_serializer, model_validator
+from pydantic import (
+    BeforeValidator,
+    Discriminator,
+    Field,
+    Tag,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from bench.collective import vendor_settings
 from bench.scenario_base import Frozen
@@ -77,7 +85,9 @@ class Variant(Frozen):
         return tuple(sorted(self.env.items()))
 
 
-Item = str | Variant  # one entry of an algorithms list
+# one entry of an algorithms list: a name, or a mapping that is a variant
+Item = Annotated[Annotated[str, Tag("name")] | Annotated[Variant, Tag("variant")],
+                 Discriminator(lambda v: "name" if isinstance(v, str) else "variant")]
 
 
 def names_of(items: Sequence[Item]) -> list[str]:
