@@ -23,7 +23,7 @@ from bench.collective import canary, harness, nccl_log, table
 from bench.collective.case import Group, groups
 from bench.collective.progress import Progress
 from bench.collective.scenario import CollectiveScenario
-from bench.collective.variants import Settings
+from bench.collective.variants import JOB_ENV, Settings
 from bench.launch import inflight
 from bench.launch.launcher import oversubscribed
 from bench.launch.threadlevel import may_abort_from_thread, thread_fields
@@ -89,7 +89,8 @@ def run_job(ctx: RunContext, out: Any = sys.stdout) -> int:
     log = nccl_log.RankLog.of_this_process(os.environ) if world.rank == 0 else None
     written = 0
     try:
-        _canary(ctx, world, f"start of job p={world.size}")
+        env = os.environ.get(JOB_ENV, "0")  # one job per environment when a scenario has variants
+        _canary(ctx, world, f"start of job p={world.size}" + (f" (environment {env})" if env != "0" else ""))
         for w in ctx.world_sizes:
             sub = world.Split(0 if world.rank < w else MPI.UNDEFINED, world.rank)
             if sub != MPI.COMM_NULL:
@@ -187,9 +188,11 @@ def _annotate(sc: CollectiveScenario, g: Group, family: str, records: list[dict[
     for rec in records:
         if (v := variants.get(rec["algorithm"])) is not None:
             rec.update(variant_of=v.of, settings=dict(v.env))
-    if log is None or family != "nccl":
+    if log is None:
         return
-    chunk = log.take()
+    chunk = log.take()  # every group's lines, so the next NCCL group reads its own only
+    if family != "nccl":
+        return
     func = resolve(g.collective).vendor_names.get("nccl")
     for rec in records:
         if get_algorithm(g.collective, g.base(rec["algorithm"])).is_vendor:

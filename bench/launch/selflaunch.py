@@ -1,6 +1,7 @@
 """The one self-launch loop: collective (mpiexec) and training (torchrun) sweeps alike.
 
-One job per world size (more when a kind resumes after a failed case). The parent owns
+One job per world size (more when a kind resumes after a failed case, or starts
+several jobs per world size: :meth:`Kind.next_start`). The parent owns
 ``meta.json`` and rewrites it after every job; ranks append records to ``results.jsonl``. A job
 that fails is named by the case in the in-flight marker. SIGINT, SIGTERM and SIGHUP end the job
 in flight with every process it started (:mod:`bench.launch.signals`), record the run as interrupted
