@@ -12,6 +12,9 @@ rounded as the collective needs), the world size ``p``, the rank and the root:
 - the busbw factor and which buffer the reported size is (nccl-tests' ``doc/PERFORMANCE.md``);
 - the vendor call per transport family (``mpi``, ``torch``, ``nccl``): a function of the
   transport's handle and the buffer views, so no transport names a collective.
+- the library's own name of that call (``vendor_names``: ``Allreduce``, NCCL's ``AllReduce``), so
+  a vendor setting that names a call (``MPIR_CVAR_ALLREDUCE_...``) and a vendor log line
+  (``AllReduce: 4096 Bytes -> ...``) are matched to the collective without naming it.
 
 Nothing outside ``kernels/collectives/`` names a collective: code asks this registry.
 """
@@ -108,6 +111,9 @@ class Collective:
     # ``native_inplace``: the vendor call on the in-place layout (nccl-tests' in-place column),
     # for the families whose in-place convention is this layout
     vendor_inplace: Mapping[str, VendorCall] = field(default_factory=dict)
+    # transport family -> the library's own name of the vendor call, as its settings and logs spell
+    # it (MPICH's MPIR_CVAR_ALLREDUCE_*, Open MPI's coll_tuned_allreduce_*, NCCL's "AllReduce:")
+    vendor_names: Mapping[str, str] = field(default_factory=dict)
 
     def round_count(self, n: int, p: int) -> int:
         """Elements actually measured for a requested ``n``: whole blocks of p when divided."""

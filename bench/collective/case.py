@@ -14,7 +14,8 @@ import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from bench.collective.scenario import CollectiveScenario
+from bench.collective.scenario import CollectiveScenario, var_refusal
+from bench.collective.variants import Settings, runs_in
 from bench.units import format_size
 from kernels.algorithm import VENDOR, VENDOR_INPLACE
 from kernels.collective import Collective, resolve
@@ -34,6 +35,11 @@ class Group:
     op: str
     algorithms: tuple[str, ...]
     root: int = 0
+    bases: tuple[tuple[str, str], ...] = ()  # (variant, the vendor algorithm it runs)
+
+    def base(self, algorithm: str) -> str:
+        """The registered algorithm ``algorithm`` runs (a variant's ``native``)."""
+        return dict(self.bases).get(algorithm, algorithm)
 
     def label(self, algorithm: str | None = None) -> str:
         alg = algorithm or "/".join(self.algorithms)
@@ -42,14 +48,24 @@ class Group:
 
 
 def groups(scenario: CollectiveScenario, world: int, ranks_per_node: int,
-           notes: list[str] | None = None) -> Iterator[Group]:
+           notes: list[str] | None = None,
+           jobs: tuple[Settings, ...] | None = None) -> Iterator[Group]:
     """Every group for one world size: per collective, per (transport, dtype, op), small sizes
-    first. Skipped and merged sizes are appended to ``notes`` (one line each)."""
+    first. Skipped and merged sizes are appended to ``notes`` (one line each). ``jobs``: only the
+    algorithms that run in jobs of these environments (:mod:`bench.collective.variants`)."""
+    variants = scenario.variants()
     for collective in scenario.collectives:
         spec = resolve(collective)
         for transport, dtype, op in itertools.product(scenario.transports, scenario.dtypes,
                                                       scenario.ops_for(collective)):
-            algorithms = runnable(spec, transport, scenario.algorithms_for(collective), notes)
+            algorithms = runnable(spec, transport, scenario.algorithms_for(collective), notes,
+                                  scenario)
+            if jobs is not None:
+                algorithms = tuple(a for a in algorithms
+                                   if any(runs_in(a, s, variants) for s in jobs))
+                if not algorithms:
+                    continue
+            bases = tuple((a, variants[a].of) for a in algorithms if a in variants)
             if scenario.emulate is not None:  # vendor calls cannot be emulated: left out, noted
                 algorithms, lines = scenario.emulate.schedules_only(spec.name, algorithms)
                 for line in lines:
@@ -70,17 +86,27 @@ def groups(scenario: CollectiveScenario, world: int, ranks_per_node: int,
                     continue
                 seen[count] = requested
                 yield Group(spec.name, transport, world, ranks_per_node, count * ITEMSIZE[dtype],
-                            count, dtype, op, algorithms, scenario.root if spec.rooted else 0)
+                            count, dtype, op, algorithms, scenario.root if spec.rooted else 0,
+                            bases)
 
 
 def runnable(spec: Collective, transport: str, algorithms: tuple[str, ...],
-             notes: list[str] | None) -> tuple[str, ...]:
+             notes: list[str] | None, scenario: CollectiveScenario | None = None) -> tuple[str, ...]:
     """``algorithms`` less the vendor calls ``spec`` does not declare for this transport's family
-    (e.g. no MPI in-place reduce_scatter in NCCL's layout), each left out with a note."""
+    (e.g. no MPI in-place reduce_scatter in NCCL's layout) and the variants of ``scenario`` whose
+    settings mean nothing there, each left out with a note."""
     family = TRANSPORTS.get(transport).family
     calls = {VENDOR: spec.vendor, VENDOR_INPLACE: spec.vendor_inplace}
+    variants = scenario.variants() if scenario is not None else {}
     out = []
     for name in algorithms:
+        if name in variants:
+            why = var_refusal(variants[name], spec, transport)
+            if why is not None:
+                _note(notes, f"{spec.name} {name} on {transport}: {why}; left out")
+                continue
+            out.append(name)
+            continue
         if name in calls and family not in calls[name]:
             _note(notes, f"{spec.name} {name} on {transport}: no {family} vendor call declared "
                          f"(kernels/collectives/{spec.name}.py); left out")

@@ -85,14 +85,14 @@ def _problem(env: Env, group: Group) -> Problem:
 
 
 def _entry(env: Env, group: Group, spec: Collective, name: str) -> _Entry:
-    separate = not get_algorithm(spec.name, name).in_place or spec.inplace_at is None
+    separate = not get_algorithm(spec.name, group.base(name)).in_place or spec.inplace_at is None
     layout = spec.layout(group.count, group.world_size, env.transport.rank, group.root,
                          separate=separate)
     return _Entry(name, layout, not separate)
 
 
 def _compile(env: Env, group: Group, spec: Collective, e: _Entry, buf: Any, scratch: Any) -> None:
-    alg, op = get_algorithm(spec.name, e.name), OPS[group.op] if spec.reduces else None
+    alg, op = get_algorithm(spec.name, group.base(e.name)), OPS[group.op] if spec.reduces else None
     if alg.is_vendor:  # native_inplace: the same transport code, bound to the in-place calls
         calls = spec if alg.name == VENDOR else dataclasses.replace(spec, vendor=spec.vendor_inplace)
         e.plan = env.transport.vendor(calls, buf, e.layout, op, group.root)
@@ -159,7 +159,7 @@ def _bound(env: Env, group: Group) -> Iterator[_Bound]:
     tr = env.transport
     spec = resolve(group.collective)
     entries = [_entry(env, group, spec, a) for a in group.algorithms]
-    scheduled = [e for e in entries if not get_algorithm(spec.name, e.name).is_vendor]
+    scheduled = [e for e in entries if not get_algorithm(spec.name, group.base(e.name)).is_vendor]
     buf = tr.allocate(max(e.layout.space for e in entries), group.dtype)
     # Reducing receives land in scratch at the same offsets: a schedule-sized buffer, only when
     # some schedule reduces.

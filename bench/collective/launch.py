@@ -1,6 +1,7 @@
-"""The collective kind's launch: a self-launched sweep (one ``mpiexec`` per world size, whose
-ranks run ``commbench run RUN/scenario.yaml``) or, inside an MPI job (the user's or ours), that
-job's cases; and how any run ends (its directory, then its report)."""
+"""The collective kind's launch: a self-launched sweep (one ``mpiexec`` per world size and
+environment of :mod:`bench.collective.variants`, whose ranks run ``commbench run
+RUN/scenario.yaml``) or, inside an MPI job (the user's or ours), that job's cases; and how any run
+ends (its directory, then its report)."""
 
 from __future__ import annotations
 
@@ -16,9 +17,15 @@ from typing import Any
 import psutil
 
 from bench.argtypes import UsageError
-from bench.collective import flags
+from bench.collective import flags, nccl_log
+from bench.collective import variants as var
 from bench.collective.progress import TTY_ENV
-from bench.collective.scenario import CollectiveScenario, ScenarioError, check_memory
+from bench.collective.scenario import (
+    CollectiveScenario,
+    ScenarioError,
+    check_library,
+    check_memory,
+)
 from bench.launch import launcher, loopback
 from bench.launch.selflaunch import JobResult, Sweep, say
 from bench.launch.signals import job_interrupt
@@ -99,18 +106,22 @@ def _self_launch(args: argparse.Namespace, sc: CollectiveScenario, given: tuple[
             say(f"commbench: nothing to resume: every case of {plan.run_dir} has a record")
             return 0
         mpi = launcher.probe_library()
+        check_library(sc, str(args.scenario), mpi.family, mpi.library)
         kind.mpiexec = mpiexec = launcher.find_mpiexec(mpi)
         lock = plan.lock()
     except (launcher.LaunchError, RunDirError) as e:
         raise UsageError(str(e)) from None
     info = plan.open(sc, args.scenario, sizes, mpi.as_meta())
     info["mpiexec"] = {"path": mpiexec.path, "kind": mpiexec.kind, "version": mpiexec.version}
+    if len(kind.envs) > 1:  # a job per environment and world size; a job's first_case is its index
+        info["environments"] = [dict(s) for s in kind.envs]
     kind.scenario_file = flags.write_yaml(sc, plan.run_dir)  # what the ranks read; reruns the cases
     return Sweep(plan.run_dir, info).run(kind, sizes, lock, after=finisher(args))
 
 
 class CollectiveKind:
-    """One mpiexec per world size; a failed job ends the sweep."""
+    """One mpiexec per world size and environment (``start``: its index in :attr:`envs`; variants
+    under settings run in jobs of their own); a failed job ends the sweep."""
 
     mpiexec: launcher.Mpiexec | None = None
     scenario_file: Path | None = None  # the run directory's scenario.yaml, once written
@@ -119,6 +130,9 @@ class CollectiveKind:
                  resuming: bool) -> None:
         self.args, self.sc, self.run_dir, self.resuming = args, sc, run_dir, resuming
         self._done = resume.done_collective(run_dir) if resuming else frozenset()
+        ours = isinstance(sc, CollectiveScenario)  # the probe's kind reuses this one
+        self.envs = var.environments(sc.variants()) if ours else ((),)
+        self.logs_nccl = ours and self._logs_nccl()
 
     @property
     def launcher(self) -> str:
@@ -130,18 +144,35 @@ class CollectiveKind:
         return self.mpiexec.family if self.mpiexec else "unknown"
 
     def first(self, world: int) -> int | None:
-        if not self.resuming:
+        if not self.resuming and len(self.envs) == 1:
             return 0
+        return self.next_start(world, -1)
+
+    def next_start(self, world: int, start: int) -> int | None:
+        """The next environment after ``start`` with a case to run at ``world``, or None."""
+        return next((i for i in range(start + 1, len(self.envs)) if self._pending(world, i)), None)
+
+    def _pending(self, world: int, index: int) -> bool:
         from bench.collective.case import groups
 
         for rpn in self.sc.ranks_per_node:  # self-launched: one host, so auto is the world size
-            for g in groups(self.sc, world, world if rpn == "auto" else int(rpn)):
+            for g in groups(self.sc, world, world if rpn == "auto" else int(rpn),
+                            jobs=(self.envs[index],)):
                 for alg in g.algorithms:
                     key = resume.collective_key(g.collective, alg, g.transport, g.world_size,
                                                 g.ranks_per_node, g.nbytes, g.dtype, g.op)
                     if key not in self._done:
-                        return 0
-        return None
+                        return True
+        return False
+
+    def _logs_nccl(self) -> bool:
+        """Whether a job may run a vendor call on an NCCL transport (whose choices it logs)."""
+        from kernels.algorithm import get_algorithm
+
+        variants = self.sc.variants()
+        return any(TRANSPORTS.get(t).family == "nccl" for t in self.sc.transports) and any(
+            a in variants or get_algorithm(c, a).is_vendor
+            for c in self.sc.collectives for a in self.sc.algorithms_for(c))
 
     def command(self, world: int, start: int) -> tuple[list[str], dict[str, str]]:
         assert self.mpiexec is not None
@@ -151,7 +182,11 @@ class CollectiveKind:
         if self.args.no_progress:
             cmd.append("--no-progress")
         cmd += override_args(self.args)
-        env = dict(os.environ, **{launcher.WORKER_ENV: self.run_dir.name})
+        env = dict(os.environ, **{launcher.WORKER_ENV: self.run_dir.name, var.JOB_ENV: str(start)})
+        env.update(self.envs[start])  # the variants' settings: read by the library as it starts
+        if self.logs_nccl:
+            (self.run_dir / "nccl").mkdir(exist_ok=True)  # NCCL opens its file, makes no folder
+            env.update(nccl_log.debug_env(env, self.run_dir / "nccl", f"p{world}-env{start}"))
         if self.resuming:
             env[resume.RESUME_ENV] = "1"
         if sys.stderr.isatty():
@@ -212,6 +247,13 @@ def _run_in_job(args: argparse.Namespace, sc: CollectiveScenario, sizes: tuple[i
             error = str(e)
     if error is None:
         error = _check_host_memory(comm, sc, args.scenario)
+    if error is None:
+        try:
+            version = MPI.Get_library_version()
+            check_library(sc, str(args.scenario), launcher.library_family(version),
+                          launcher.info_from(version, [], "").library)
+        except ScenarioError as e:
+            error = str(e)
     run_dir, info = args.resume or args.out, None
     if error is None and not worker_of and comm.rank == 0:  # the user's own mpiexec/srun
         try:
@@ -242,7 +284,15 @@ def _run_in_job(args: argparse.Namespace, sc: CollectiveScenario, sizes: tuple[i
             if stop is not None:
                 stop.run_dir = run_dir  # a time limit or cancel still leaves an interrupted run
     resuming = args.resume is not None or os.environ.get(resume.RESUME_ENV) == "1"
-    ctx = RunContext(run_dir, run_id, sc, sizes, progress=not args.no_progress, resume=resuming)
+    jobs = var.job_environments(os.environ, sc.variants())
+    if not worker_of and comm.rank == 0:
+        for v in sc.variants().values():
+            if v.settings not in jobs:
+                say(f"# note: variant {v.name} left out: this job was not started with its "
+                    f"settings ({' '.join(f'{k}={x}' for k, x in v.settings)}); commbench's own "
+                    "launch starts one per variant", sys.stdout)
+    ctx = RunContext(run_dir, run_id, sc, sizes, progress=not args.no_progress, resume=resuming,
+                     jobs=jobs)
     try:
         run_job(ctx)
     except KeyboardInterrupt:

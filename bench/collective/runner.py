@@ -19,10 +19,11 @@ from typing import Any
 
 from mpi4py import MPI
 
-from bench.collective import canary, harness, table
+from bench.collective import canary, harness, nccl_log, table
 from bench.collective.case import Group, groups
 from bench.collective.progress import Progress
 from bench.collective.scenario import CollectiveScenario
+from bench.collective.variants import JOB_ENV, Settings
 from bench.launch import inflight
 from bench.launch.launcher import oversubscribed
 from bench.launch.threadlevel import may_abort_from_thread, thread_fields
@@ -30,6 +31,8 @@ from bench.launch.watchdog import Watchdog
 from bench.store.records import ResultWriter
 from bench.store.resume import CaseKey, collective_key, done_collective
 from bench.units import format_size
+from kernels.algorithm import get_algorithm
+from kernels.collective import resolve
 from kernels.topology import Topology
 from kernels.transports import TRANSPORTS, TransportUnavailable
 
@@ -45,6 +48,7 @@ class RunContext:
     progress: bool = True
     resume: bool = False  # skip cases that have a record in results.jsonl
     done_keys: frozenset[CaseKey] = frozenset()
+    jobs: tuple[Settings, ...] | None = None  # the environments of this job's cases (None: all)
 
     def done(self, g: Group, algorithm: str) -> bool:
         """True when ``algorithm`` of group ``g`` has a record already (a resumed run)."""
@@ -82,13 +86,15 @@ def run_job(ctx: RunContext, out: Any = sys.stdout) -> int:
     # else the rank ends itself and the launcher tears the job down
     dog = Watchdog(world.rank, world.Abort if may_abort_from_thread() else os._exit)
     writer = ResultWriter(ctx.run_dir) if world.rank == 0 else None
+    log = nccl_log.RankLog.of_this_process(os.environ) if world.rank == 0 else None
     written = 0
     try:
-        _canary(ctx, world, f"start of job p={world.size}")
+        env = os.environ.get(JOB_ENV, "0")  # one job per environment when a scenario has variants
+        _canary(ctx, world, f"start of job p={world.size}" + (f" (environment {env})" if env != "0" else ""))
         for w in ctx.world_sizes:
             sub = world.Split(0 if world.rank < w else MPI.UNDEFINED, world.rank)
             if sub != MPI.COMM_NULL:
-                written += _run_world(ctx, sub, dog, writer, out)
+                written += _run_world(ctx, sub, dog, writer, out, log)
                 sub.Free()
             world.Barrier()
             _canary(ctx, world, f"after world size {w}")
@@ -109,7 +115,7 @@ def _canary(ctx: RunContext, comm: MPI.Comm, when: str) -> None:
 
 
 def _run_world(ctx: RunContext, comm: MPI.Comm, dog: Watchdog, writer: ResultWriter | None,
-               out: Any) -> int:
+               out: Any, log: nccl_log.RankLog | None = None) -> int:
     sc = ctx.scenario
     over = oversubscribed_comm(comm)
     plan: list[tuple[Topology, Group]] = []
@@ -117,7 +123,7 @@ def _run_world(ctx: RunContext, comm: MPI.Comm, dog: Watchdog, writer: ResultWri
     emu = sc.emulate.job(comm.size) if sc.emulate is not None else None  # its nodes, its links
     for rpn in sc.ranks_per_node:
         topo = emu.topology if emu is not None else topology_for(comm, rpn)
-        plan += [(topo, g) for g in groups(sc, comm.size, topo.ranks_per_node, notes)]
+        plan += [(topo, g) for g in groups(sc, comm.size, topo.ranks_per_node, notes, ctx.jobs)]
     if comm.rank == 0:
         for line in notes:
             print(f"# note: {line}", file=out, flush=True)
@@ -142,7 +148,7 @@ def _run_world(ctx: RunContext, comm: MPI.Comm, dog: Watchdog, writer: ResultWri
                     print(table.banner(*head, over, sc.timing.style), file=out, flush=True)
                     shown = head
                 env = harness.Env(comm, transport, topo, extra)
-                written += _run_group(ctx, env, g, dog, writer, bar, out)
+                written += _run_group(ctx, env, g, dog, writer, bar, out, log)
             transport.close()
     finally:
         bar.close()
@@ -150,7 +156,8 @@ def _run_world(ctx: RunContext, comm: MPI.Comm, dog: Watchdog, writer: ResultWri
 
 
 def _run_group(ctx: RunContext, env: harness.Env, g: Group, dog: Watchdog,
-               writer: ResultWriter | None, bar: Progress, out: Any) -> int:
+               writer: ResultWriter | None, bar: Progress, out: Any,
+               log: nccl_log.RankLog | None = None) -> int:
     todo = tuple(a for a in g.algorithms if not ctx.done(g, a))  # resumed: only cases without a record
     if not todo:
         bar.advance()
@@ -165,11 +172,32 @@ def _run_group(ctx: RunContext, env: harness.Env, g: Group, dog: Watchdog,
     records = harness.measure(env, g, ctx.scenario.timing, ctx.scenario.check)
     dog.disarm()
     bar.advance()
+    _annotate(ctx.scenario, g, env.transport.family, records, log)
     for rec in records:
         assert writer is not None
         writer.write(rec)
         table.print_row(rec, out)
     return len(records)
+
+
+def _annotate(sc: CollectiveScenario, g: Group, family: str, records: list[dict[str, Any]],
+              log: nccl_log.RankLog | None) -> None:
+    """A variant's record: ``variant_of`` and ``settings``; a vendor call's on NCCL, what NCCL
+    logged it chose while the group ran (``nccl_chosen``) and the settings it took."""
+    variants = sc.variants()
+    for rec in records:
+        if (v := variants.get(rec["algorithm"])) is not None:
+            rec.update(variant_of=v.of, settings=dict(v.env))
+    if log is None:
+        return
+    chunk = log.take()  # every group's lines, so the next NCCL group reads its own only
+    if family != "nccl":
+        return
+    func = resolve(g.collective).vendor_names.get("nccl")
+    for rec in records:
+        if get_algorithm(g.collective, g.base(rec["algorithm"])).is_vendor:
+            rec.update(nccl_chosen=nccl_log.chosen(chunk, func) if func else [],
+                       nccl_settings=dict(log.settings))
 
 
 def fail(comm: MPI.Comm, message: str, code: int) -> None:

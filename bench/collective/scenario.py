@@ -20,6 +20,9 @@ from pydantic import (
     model_validator,
 )
 
+from bench.collective import variants as var
+from bench.collective import vendor_settings
+from bench.collective.variants import Item, Variant
 from bench.emulate.config import Emulate
 from bench.scenario_base import (  # the loader, for this kind's readers
     Frozen,
@@ -30,7 +33,7 @@ from bench.scenario_base import (  # the loader, for this kind's readers
 )
 from bench.units import MAX_SIZES, parse_size, size_range
 from kernels import collective as coll
-from kernels.algorithm import algorithm_names
+from kernels.algorithm import VENDOR, algorithm_names
 from kernels.ops import HOST_DTYPE, ITEMSIZE, OPS
 from kernels.registry import UnknownName
 from kernels.transports import TRANSPORTS
@@ -118,11 +121,11 @@ def _canonical(name: Any) -> str:
         raise ValueError(str(e)) from None
 
 
+Items = Annotated[list[Item], Field(min_length=1)]  # names and variants (bench/collective/variants.py)
 Algorithms = Annotated[
     Annotated[Literal["all"], Tag("all")]
-    | Annotated[Annotated[list[str], Field(min_length=1)], Tag("list")]
-    | Annotated[dict[str, Literal["all"] | Annotated[list[str], Field(min_length=1)]],
-                Tag("mapping")],
+    | Annotated[Items, Tag("list")]
+    | Annotated[dict[str, Literal["all"] | Items], Tag("mapping")],
     Discriminator(lambda v: "all" if isinstance(v, str) else "mapping" if isinstance(v, dict)
                   else "list"),
 ]
@@ -227,24 +230,61 @@ class CollectiveScenario(Frozen):
     def _check_algorithms(self) -> None:
         a = self.algorithms
         if isinstance(a, dict):
-            for c, names in a.items():
+            for c, items in a.items():
                 if c not in self.collectives:
                     raise ValueError(f"algorithms: {c} is not one of the scenario's collectives "
                                      f"({', '.join(self.collectives)})")
-                if names != ALL:
+                if items != ALL:
+                    names = [i for i in items if isinstance(i, str)]
                     try:
                         _names(f"{c} algorithm", algorithm_names(c))(names)
+                        _names(f"{c} algorithm", [*algorithm_names(c), *var.names_of(items)])(
+                            var.names_of(items))
                     except ValueError as e:
                         raise ValueError(f"algorithms.{c}: {e}") from None
         elif a != ALL:
             known = {n for c in self.collectives for n in algorithm_names(c)}
-            for n in a:
+            for n in (i for i in a if isinstance(i, str)):
                 if n not in known:
                     valid = ", ".join(f"{c}: {' '.join(algorithm_names(c))}" for c in self.collectives)
                     raise ValueError(f"algorithms: unknown algorithm {n!r} for "
                                      f"{', '.join(self.collectives)}; valid: {valid}")
-            if len(set(a)) != len(a):
+            if len(set(var.names_of(a))) != len(a):
                 raise ValueError("algorithms: an algorithm listed twice")
+        self._check_variants()
+
+    def _check_variants(self) -> None:
+        """Each variant: a name of its own, a vendor call of its collectives, and some
+        (collective, transport) of the scenario where its settings can matter."""
+        a = self.algorithms
+        lists = ({c: v for c, v in a.items() if v != ALL} if isinstance(a, dict)
+                 else {c: a for c in self.collectives} if a != ALL else {})
+        try:
+            found = var.collect(list(lists.values()))
+        except ValueError as e:
+            raise ValueError(f"algorithms: {e}") from None
+        if found and self.emulate is not None:
+            raise ValueError(f"algorithms: variant {next(iter(found))!r} is a vendor call, which an "
+                             "emulated run leaves out (its messages cannot be delayed)")
+        for v in found.values():
+            mine = [coll.resolve(c) for c, items in lists.items() if v in items]
+            taken = [c.name for c in mine if v.name in algorithm_names(c.name)]
+            if taken:
+                raise ValueError(f"algorithms: variant {v.name!r} is the name of a {taken[0]} "
+                                 "algorithm; give it a name of its own")
+            if not any(v.of in algorithm_names(c.name) for c in mine):
+                raise ValueError(f"algorithms: variant {v.name!r}: {v.of} is not an algorithm of "
+                                 f"{', '.join(c.name for c in mine)}")
+            why = [r for c in mine for t in self.transports
+                   if (r := var_refusal(v, c, t)) is not None]
+            if len(why) == len(mine) * len(self.transports):
+                raise ValueError(f"algorithms: variant {v.name!r}: {why[0]}")
+
+    def variants(self) -> dict[str, Variant]:
+        """The scenario's variants by name (checked at load: one meaning per name)."""
+        a = self.algorithms
+        lists = list(a.values()) if isinstance(a, dict) else [a]
+        return var.collect([x for x in lists if x != ALL])
 
     def _check_ops(self) -> None:
         if self.ops is None:
@@ -262,7 +302,8 @@ class CollectiveScenario(Frozen):
         valid = algorithm_names(c)
         if chosen == ALL:
             return tuple(valid)
-        return tuple(n for n in chosen if n in valid)
+        return tuple(n.name if isinstance(n, Variant) else n for n in chosen
+                     if (n.of if isinstance(n, Variant) else n) in valid)
 
     def ops_for(self, collective: str) -> tuple[str, ...]:
         """The ops ``collective`` runs with: the scenario's (default sum), or ``none``."""
@@ -282,6 +323,29 @@ class CollectiveScenario(Frozen):
         p = max(self.world_sizes or [2])
         return max(rank_bytes(coll.resolve(c), n // ITEMSIZE[d], ITEMSIZE[d], p)
                    for c in self.collectives for d in self.dtypes)
+
+
+def var_refusal(v: Variant, spec: coll.Collective, transport: str) -> str | None:
+    """Why variant ``v`` cannot mean anything for ``spec`` on ``transport``, or None."""
+    if v.of not in algorithm_names(spec.name):
+        return f"{spec.name} has no {v.of}"
+    fam = TRANSPORTS.get(transport).family
+    if fam not in (spec.vendor_inplace if v.of != VENDOR else spec.vendor):
+        return f"{spec.name} declares no {fam} vendor call for {v.of}"
+    why = vendor_settings.refusal(v.env, spec, fam)
+    return f"{why} (transport {transport})" if why else None
+
+
+def check_library(scenario: CollectiveScenario, source: str, family: str, library: str) -> None:
+    """Refuse, before launching, a variant whose settings the MPI at hand does not read (an MPICH
+    CVAR under Open MPI), where it would run on an MPI transport."""
+    mpi = [t for t in scenario.transports if TRANSPORTS.get(t).family == "mpi"]
+    for v in scenario.variants().values():
+        runs = any(var_refusal(v, coll.resolve(c), t) is None
+                   for c in scenario.collectives if v.name in scenario.algorithms_for(c) for t in mpi)
+        why = vendor_settings.library_refusal(v.env, family, library) if runs else None
+        if why is not None:
+            raise ScenarioError(f"{source}: algorithms: variant {v.name!r}: {why}")
 
 
 def check_memory(scenario: CollectiveScenario, source: str, ranks_on_host: int,

@@ -1,6 +1,7 @@
 """The one self-launch loop: collective (mpiexec) and training (torchrun) sweeps alike.
 
-One job per world size (more when a kind resumes after a failed case). The parent owns
+One job per world size (more when a kind resumes after a failed case, or starts
+several jobs per world size: :meth:`Kind.next_start`). The parent owns
 ``meta.json`` and rewrites it after every job; ranks append records to ``results.jsonl``. A job
 that fails is named by the case in the in-flight marker. SIGINT, SIGTERM and SIGHUP end the job
 in flight with every process it started (:mod:`bench.launch.signals`), record the run as interrupted
@@ -156,6 +157,10 @@ class Kind(Protocol):
     def command(self, world: int, start: int) -> tuple[list[str], dict[str, str]]:
         """The job's command line and environment."""
 
+    def next_start(self, world: int, start: int) -> int | None:
+        """After a job started at ``start`` ended well: the start of the next job at ``world``
+        (a kind may need several, e.g. one per environment), or None."""
+
     def after_failure(self, sweep: Sweep, job: JobResult) -> int | None:
         """Called for a failed job: the case index to go on from, or None for the next world
         size; :meth:`Sweep.stop` ends the sweep."""
@@ -220,9 +225,9 @@ class Sweep:
                     self.warn(f"world size {w}: processes {', '.join(map(str, last.stuck))} of the "
                               "job could not be killed (stuck in the kernel); their /dev/shm "
                               "files are left")
-                if last.ok or last.signal is not None:
+                if last.signal is not None:
                     break
-                start = kind.after_failure(self, last)
+                start = kind.next_start(w, start) if last.ok else kind.after_failure(self, last)
             if guard.signum is not None or self.stopped:
                 break
         return last

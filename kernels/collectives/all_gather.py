@@ -58,4 +58,5 @@ register(Collective(
     inplace_at=lambda n, p, r: (r * (n // p), 0),
     result=_result, vendor={"mpi": _mpi, "torch": _torch, "nccl": _nccl},
     vendor_inplace={"mpi": _mpi_inplace, "nccl": _nccl_inplace},
+    vendor_names={"mpi": "Allgather", "nccl": "AllGather"},
 ))

@@ -65,4 +65,5 @@ register(Collective(
     in_count=lambda n, p: n, out_count=lambda n, p: n, inplace_at=lambda n, p, r: (0, 0),
     result=_result, vendor={"mpi": _mpi, "torch": _torch, "nccl": _nccl},
     vendor_inplace={"mpi": _mpi_inplace, "torch": _torch_inplace, "nccl": _nccl_inplace},
+    vendor_names={"mpi": "Allreduce", "nccl": "AllReduce"},
 ))

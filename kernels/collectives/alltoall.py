@@ -53,4 +53,5 @@ register(Collective(
     size_is="the buffer per rank (p blocks of n/p elements)",
     in_count=lambda n, p: n, out_count=lambda n, p: n, inplace_at=None,
     result=_result, vendor={"mpi": _mpi, "torch": _torch, "nccl": _nccl},
+    vendor_names={"mpi": "Alltoall"},
 ))

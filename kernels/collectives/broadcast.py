@@ -42,4 +42,5 @@ register(Collective(
     in_count=lambda n, p: n, out_count=lambda n, p: n, inplace_at=lambda n, p, r: (0, 0),
     result=_result, has_input=lambda rank, root: rank == root,
     vendor={"mpi": _mpi, "torch": _torch, "nccl": _nccl}, vendor_separate=False,
+    vendor_names={"mpi": "Bcast", "nccl": "Broadcast"},
 ))

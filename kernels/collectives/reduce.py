@@ -72,4 +72,5 @@ register(Collective(
     result=_result, has_output=lambda rank, root: rank == root,
     vendor={"mpi": _mpi, "torch": _torch, "nccl": _nccl},
     vendor_inplace={"mpi": _mpi_inplace, "torch": _torch_inplace, "nccl": _nccl_inplace},
+    vendor_names={"mpi": "Reduce", "nccl": "Reduce"},
 ))

@@ -53,4 +53,5 @@ register(Collective(
     inplace_at=lambda n, p, r: (0, r * (n // p)),
     result=_result, vendor={"mpi": _mpi, "torch": _torch, "nccl": _nccl},
     vendor_inplace={"nccl": _nccl_inplace},
+    vendor_names={"mpi": "Reduce_scatter_block", "nccl": "ReduceScatter"},
 ))

@@ -61,4 +61,5 @@ register(Collective(
     size_is="the buffer (n elements sent and received per rank)",
     in_count=lambda n, p: n, out_count=lambda n, p: n, inplace_at=None,
     result=_result, vendor={"mpi": _mpi, "torch": _torch, "nccl": _nccl},
+    vendor_names={"mpi": "Sendrecv"},
 ))
