@@ -9,6 +9,7 @@ round that hangs.
 
 from __future__ import annotations
 
+import dataclasses
 import socket
 from collections.abc import Callable
 from typing import Any
@@ -31,8 +32,10 @@ def host_names(comm: MPI.Comm) -> tuple[list[str], list[list[int]]]:
     return names, stages.host_ranks(names)
 
 
-def _measure(sub: MPI.Comm, sc: BringupScenario, extra: dict[str, Any]) -> list[dict[str, Any]]:
-    """Every case of the scenario on ``sub`` (records on its rank 0)."""
+def _measure(sub: MPI.Comm, sc: BringupScenario, extra: dict[str, Any],
+             done: frozenset[tuple[Any, ...]]) -> list[dict[str, Any]]:
+    """Every case of the scenario on ``sub`` that has no record yet (``done``: a resumed run's
+    keys, :func:`bench.bringup.launch.key`); records on its rank 0."""
     topo = Topology.from_hosts(sub.allgather(socket.gethostname()))
     rpn = topo.ranks_per_node  # ValueError when hosts hold different numbers of ranks
     cases = sc.cases(sub.size)
@@ -40,7 +43,12 @@ def _measure(sub: MPI.Comm, sc: BringupScenario, extra: dict[str, Any]) -> list[
     out: list[dict[str, Any]] = []
     try:
         for g in groups(cases, sub.size, rpn):
-            out += harness.measure(harness.Env(sub, transport, topo, extra), g, cases.timing, True)
+            where = (extra["stage"], tuple(extra["group_hosts"]), g.collective)
+            todo = tuple(a for a in g.algorithms if (*where, a, g.nbytes) not in done)
+            if todo:
+                g = dataclasses.replace(g, algorithms=todo)
+                out += harness.measure(harness.Env(sub, transport, topo, extra), g,
+                                       cases.timing, True)
     finally:
         transport.close()
     return out
@@ -48,8 +56,9 @@ def _measure(sub: MPI.Comm, sc: BringupScenario, extra: dict[str, Any]) -> list[
 
 def run_stages(comm: MPI.Comm, sc: BringupScenario, emit: Emit | None, extra: dict[str, Any],
                say: Callable[[str], None] | None, arm: Callable[[str], None],
-               disarm: Callable[[], None]) -> int:
-    """Every stage of ``sc``; ``emit`` (rank 0) gets each record; returns how many."""
+               disarm: Callable[[], None], done: frozenset[tuple[Any, ...]] = frozenset()) -> int:
+    """Every stage of ``sc`` (cases in ``done`` skipped); ``emit`` (rank 0) gets each record;
+    returns how many."""
     names, ranks = host_names(comm)
     hosts = [names[r[0]] for r in ranks]
     mine = next(i for i, r in enumerate(ranks) if comm.rank in r)
@@ -70,7 +79,7 @@ def run_stages(comm: MPI.Comm, sc: BringupScenario, emit: Emit | None, extra: di
                 tag = {"stage": stage, "group_hosts": [hosts[h] for h in group.hosts], **extra}
                 # collective records of a bring-up stage: their own kind, so the sweep's
                 # sections and the gate (keyed by collective case) do not mix groups of hosts
-                recs = [{**r, **tag, "kind": "bringup"} for r in _measure(sub, sc, tag)]
+                recs = [{**r, **tag, "kind": "bringup"} for r in _measure(sub, sc, tag, done)]
                 sub.Free()
             gathered = comm.gather(recs, root=0)
             disarm()

@@ -49,13 +49,14 @@ def _default(value: Any) -> str:
     return ",".join(map(str, value)) if isinstance(value, list) else str(value)
 
 
-def model_flags(p: argparse.ArgumentParser, model: Any) -> list[str]:
+def model_flags(p: argparse.ArgumentParser, model: Any, skip: tuple[str, ...] = ()) -> list[str]:
     """A flag per field of ``model`` (but NOT_FLAGS): its help the field's description and its
     default the field's, said, not restated (argparse's default is None: only given flags reach
-    the scenario). Returns the fields made flags."""
+    the scenario); ``skip``: fields of ``model`` that are no flag. Returns the fields made
+    flags."""
     made = []
     for name, f in model.model_fields.items():
-        if name in NOT_FLAGS:
+        if name in NOT_FLAGS or name in skip:
             continue
         opts = [o for o in (SHORT.get(name), "--" + name.replace("_", "-")) if o]
         help_ = (f.description or "").replace("%", "%%")

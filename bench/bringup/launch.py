@@ -1,0 +1,160 @@
+"""``commbench bringup`` and ``kind: bringup`` scenarios: run through the collective kind's launch
+(:mod:`bench.collective.launch`): self-launched as one ``mpiexec`` job on this host, or inside the
+user's own mpiexec/srun job across the cluster, where rank 0 writes the meta. Resumable like
+``run``: a resumed bring-up measures only the groups and cases without a record.
+
+The verdict (:mod:`bench.bringup.verdict`) is written to ``verdict.json`` and said line by line
+before the report's path; the command exits 1 when a host or link is not ok.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from bench.argtypes import UsageError
+from bench.bringup.scenario import BringupScenario
+from bench.collective.launch import CollectiveJob, CollectiveKind, after_run, in_job, start_sweep
+from bench.launch import inflight, launcher
+from bench.launch.selflaunch import JobResult, say
+from bench.scenario_base import ScenarioError
+from bench.store import resume
+from bench.store.records import iter_records, read_meta
+from bench.store.resume import RunDirError
+
+VERDICT = "verdict.json"
+INTERRUPTED = {"during": "{}", "next_step": "commbench run --resume {run} finishes it"}
+
+
+def handle(args: argparse.Namespace, sc: BringupScenario, sizes: tuple[int, ...] = ()) -> int:
+    """Run bring-up ``sc``; ``sizes``: ``--world-sizes`` of ``commbench run`` (at most one)."""
+    inside = bool(os.environ.get(launcher.WORKER_ENV)) or launcher.inside_mpi_job()
+    try:
+        if len(sizes) > 1:
+            raise ScenarioError(f"--world-sizes: a bring-up runs one job, got "
+                                f"{','.join(map(str, sizes))}")
+        if sizes:
+            sc = BringupScenario.model_validate({**sc.model_dump(), "world_size": sizes[0]})
+        if not inside:
+            world = sc.world_size or max(2, psutil.cpu_count(logical=True) or 1)
+            sc = BringupScenario.model_validate({**sc.model_dump(), "world_size": world})
+            plan = BringupJob(args, sc).plan()
+    except (ScenarioError, RunDirError) as e:
+        raise UsageError(str(e), "bringup") from None
+    except ValueError as e:  # the scenario's own checks (pydantic)
+        raise UsageError(str(e).splitlines()[-1].strip(), "bringup") from None
+    if inside:
+        job = BringupJob(args, sc)
+        rc = in_job(args, job)
+        mine = job.run_dir is not None and not os.environ.get(launcher.WORKER_ENV)
+        return rc if rc or not mine else _verdict_exit_of(job.run_dir)  # type: ignore[arg-type]
+    resuming = getattr(args, "resume", None) is not None
+    rc = start_sweep(BringupKind(args, sc, plan.run_dir, resuming), plan, _source(args),
+                     (world,), after_bringup, "bringup", **INTERRUPTED)
+    return rc if rc else _verdict_exit_of(plan.run_dir)
+
+
+def _source(args: argparse.Namespace) -> Path:
+    return Path(getattr(args, "scenario", None) or "(commbench bringup command line)")
+
+
+def _verdict_exit_of(run_dir: Path) -> int:
+    """1 when the run's verdict (written by rank 0) is not ok."""
+    f = run_dir / VERDICT
+    return 0 if not f.exists() or json.loads(f.read_text())["ok"] else 1
+
+
+class BringupKind(CollectiveKind):
+    """The collective kind's one mpiexec job; a failed one names the stage and round."""
+
+    def first(self, world: int) -> int | None:
+        return 0
+
+    def failed(self, job: JobResult) -> str:
+        return "bring-up failed" + (f" during {job.case}" if job.case else "")
+
+
+def judge_run(run_dir: Path) -> Any:
+    """The verdict on a bring-up run directory's records, written to ``verdict.json``."""
+    from bench.bringup.verdict import judge
+
+    sc = BringupScenario.model_validate(read_meta(run_dir)["scenario"])
+    v = judge(iter_records(run_dir, samples=False), sc.slow_pct)
+    (run_dir / VERDICT).write_text(json.dumps(v.as_dict(), indent=1) + "\n")
+    return v
+
+
+def after_bringup(run_dir: Path, report: bool = True) -> None:
+    """The verdict, line by line, then the run directory and the report's path."""
+    v = judge_run(run_dir)
+    say(f"# bring-up verdict: {'ok' if v.ok else 'NOT ok'}")
+    for line in v.lines():
+        say(f"#   {line}")
+    after_run(run_dir, report)
+
+
+@dataclass
+class BringupJob(CollectiveJob):
+    """The bring-up on every rank of an MPI job (self-launched worker or the user's job)."""
+
+    command = "bringup"
+    run_dir: Path | None = None  # rank 0 of the user's job: where the verdict is, once measured
+
+    @property
+    def source(self) -> Path:
+        return _source(self.args)
+
+    def check(self, comm: Any) -> str | None:
+        self.sizes = (comm.size,)
+        return None if comm.size >= 1 else "a bring-up needs ranks"
+
+    def plan(self) -> resume.RunPlan:
+        return resume.plan_run(self.sc, self.args.out, getattr(self.args, "resume", None))
+
+    def measure(self, comm: Any, run_dir: Path, run_id: str) -> None:
+        from bench.bringup.expected import add_expected
+        from bench.bringup.runner import run_stages
+        from bench.collective.runner import oversubscribed_comm, recording
+
+        sc: BringupScenario = self.sc
+        if comm.rank == 0:
+            self.run_dir = run_dir
+        over = oversubscribed_comm(comm)
+        done = _done(run_dir) if comm.rank == 0 else None
+        done = comm.bcast(done, root=0)
+        with recording(comm, run_dir) as (dog, writer):
+
+            def arm(label: str) -> None:
+                if writer:
+                    inflight.mark(run_dir, label, sc.case_timeout_s, world_size=comm.size)
+                dog.arm(label, sc.case_timeout_s)
+
+            def emit(rec: dict[str, Any]) -> None:
+                if sc.profile:
+                    add_expected([rec], sc.profile)
+                assert writer is not None
+                writer.write(rec)
+
+            extra = {"run_id": run_id, "scenario": sc.name, "oversubscribed": over}
+            progress = say if not getattr(self.args, "no_progress", False) else None
+            run_stages(comm, sc, emit if writer else None, extra, progress, arm, dog.disarm,
+                       done)
+
+    def after(self, run_dir: Path) -> None:
+        after_bringup(run_dir, not getattr(self.args, "no_report", False))
+
+
+def _done(run_dir: Path) -> frozenset[tuple[Any, ...]]:
+    """Cases a resumed bring-up has already: (stage, hosts, collective, algorithm, bytes)."""
+    return frozenset(key(r) for r in iter_records(run_dir, samples=False)
+                     if r.get("kind") == "bringup" and r.get("status") == "ok")
+
+
+def key(r: dict[str, Any]) -> tuple[Any, ...]:
+    return (r["stage"], tuple(r["group_hosts"]), r["collective"], r["algorithm"], int(r["nbytes"]))

@@ -1,0 +1,57 @@
+"""``commbench bringup``: every host alone, disjoint pairs of hosts, all hosts and 2, 4, ... hosts,
+each held against its peers and the profile's prediction; a verdict per host and link.
+
+A shortcut for a ``kind: bringup`` scenario (:mod:`bench.bringup.scenario`) run like ``commbench
+run`` (inside your own mpiexec/srun job across the cluster, or self-launched on this host). Its
+flags are generated from the scenario's fields. Exit 1 when a host or link is not ok. See
+docs/bringup.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from bench.argtypes import UsageError, out_dir
+from bench.commands import register
+from bench.commands.probe import model_flags
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    from bench.bringup.scenario import BringupScenario
+
+    p.add_argument("--out", type=out_dir, default=None,
+                   help="run directory (default: runs/<time>-bringup)")
+    p.set_defaults(bringup_fields=model_flags(p, BringupScenario, skip=("timing",)), resume=None)
+    p.add_argument("--no-progress", action="store_true", help="no line per stage round")
+    p.add_argument("--no-report", action="store_true", help="no HTML report at the end")
+
+
+def scenario_of(args: argparse.Namespace) -> Any:
+    """The flags as a validated bring-up scenario; ScenarioError (one line) when they are bad."""
+    from pydantic import ValidationError
+
+    from bench.bringup.scenario import BringupScenario
+    from bench.scenario_base import ScenarioError, one_line
+
+    raw = {k: v for k in args.bringup_fields if (v := getattr(args, k)) is not None}
+    try:
+        return BringupScenario.model_validate(raw)
+    except ValidationError as e:
+        raise ScenarioError(one_line(e)) from None
+
+
+def handle(args: argparse.Namespace) -> int:
+    from bench.bringup.launch import handle as run_bringup
+    from bench.scenario_base import ScenarioError
+
+    try:
+        sc = scenario_of(args)
+    except ScenarioError as e:
+        raise UsageError(str(e), "bringup") from None
+    return run_bringup(args, sc)
+
+
+register("bringup", "bring a cluster up: each host, pairs of hosts, all, scale; a verdict per "
+                    "host and link", configure, handle, example="--world-size 2 --sizes 64KiB",
+         results=(0, 1))
