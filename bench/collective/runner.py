@@ -9,10 +9,12 @@ them from ``results.jsonl`` and every rank gets the same set.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import socket
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -78,12 +80,8 @@ def run_job(ctx: RunContext, out: Any = sys.stdout) -> int:
     if ctx.resume:
         keys = done_collective(ctx.run_dir) if world.rank == 0 else None
         ctx = dataclasses.replace(ctx, done_keys=world.bcast(keys, root=0))
-    # MPI_Abort from the watchdog's thread only where MPI allows it (thread level multiple);
-    # else the rank ends itself and the launcher tears the job down
-    dog = Watchdog(world.rank, world.Abort if may_abort_from_thread() else os._exit)
-    writer = ResultWriter(ctx.run_dir) if world.rank == 0 else None
     written = 0
-    try:
+    with recording(world, ctx.run_dir) as (dog, writer):
         _canary(ctx, world, f"start of job p={world.size}")
         for w in ctx.world_sizes:
             sub = world.Split(0 if world.rank < w else MPI.UNDEFINED, world.rank)
@@ -92,13 +90,25 @@ def run_job(ctx: RunContext, out: Any = sys.stdout) -> int:
                 sub.Free()
             world.Barrier()
             _canary(ctx, world, f"after world size {w}")
+    return written
+
+
+@contextlib.contextmanager
+def recording(comm: MPI.Comm, run_dir: Path) -> Iterator[tuple[Watchdog, ResultWriter | None]]:
+    """A job's watchdog on every rank and its record writer on rank 0; the in-flight marker is
+    cleared at a clean end only (a case that raised, a peer dead, stays named for the launcher)."""
+    # MPI_Abort from the watchdog's thread only where MPI allows it (thread level multiple);
+    # else the rank ends itself and the launcher tears the job down
+    dog = Watchdog(comm.rank, comm.Abort if may_abort_from_thread() else os._exit)
+    writer = ResultWriter(run_dir) if comm.rank == 0 else None
+    try:
+        yield dog, writer
     finally:
         dog.close()
         if writer:
             writer.close()
-    if writer:  # a clean end only: a case that raised (a peer died) stays named for the launcher
-        inflight.clear(ctx.run_dir)
-    return written
+    if writer:
+        inflight.clear(run_dir)
 
 
 def _canary(ctx: RunContext, comm: MPI.Comm, when: str) -> None:
@@ -170,11 +180,4 @@ def _run_group(ctx: RunContext, env: harness.Env, g: Group, dog: Watchdog,
         writer.write(rec)
         table.print_row(rec, out)
     return len(records)
-
-
-def fail(comm: MPI.Comm, message: str, code: int) -> None:
-    """One line on stderr, then end the whole job (peers would otherwise wait forever)."""
-    sys.stderr.write(f"commbench: rank {comm.rank}: {message}\n")
-    sys.stderr.flush()
-    comm.Abort(code)
 

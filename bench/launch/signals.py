@@ -183,11 +183,11 @@ def job_interrupt() -> JobInterrupt:
 def arm_if_rank_of_users_job(argv: list[str], env: Mapping[str, str]) -> None:
     """Called first by :func:`bench.cli.main`, before numpy, BLAS or MPI start
     threads of their own (a thread that does not block SIGTERM would take it and die by the
-    default action): a rank of ``commbench run`` inside the user's own MPI job arms
+    default action): a rank of ``commbench run`` or ``probe`` inside the user's own MPI job arms
     :func:`job_interrupt`."""
     from bench.launch.launcher import WORKER_ENV, inside_mpi_job
 
-    if argv[1:2] == ["run"] and WORKER_ENV not in env and inside_mpi_job():
+    if argv[1:2] in (["run"], ["probe"]) and WORKER_ENV not in env and inside_mpi_job():
         job_interrupt()
 
 

@@ -217,8 +217,8 @@ def test_a_probe_is_never_offered_resume(tmp_path: Path,
 
 def test_an_interrupted_probe_says_to_run_it_again(tmp_path: Path,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
-    from bench.launch.selflaunch import JobResult
-    from bench.probe.launch import probe_sweep
+    from bench.launch.selflaunch import JobResult, Sweep
+    from bench.probe.launch import INTERRUPTED
 
     run = probe_run(tmp_path, synthetic(from_launch(["h"] * 4, 1))[:5])
 
@@ -226,7 +226,7 @@ def test_an_interrupted_probe_says_to_run_it_again(tmp_path: Path,
         name, exit_code = "SIGINT", 130
 
     job = JobResult(4, -2, 1.0, {"case": "probe round 2/3"}, signal="SIGINT")
-    assert probe_sweep(run, read_meta(run))._interrupted(Guard(), job) == 130
+    assert Sweep(run, read_meta(run), **INTERRUPTED)._interrupted(Guard(), job) == 130
     assert capsys.readouterr().err.splitlines() == [
         f"commbench: interrupted by SIGINT during probe round 2/3; 5 records kept in {run} "
         f"(commbench report {run} shows them); {NOT_RESUMED}"]
