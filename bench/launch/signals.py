@@ -64,12 +64,7 @@ class SignalGuard:
 def job_processes(token: str, root: int | None = None, key: str = JOB_ENV) -> list[psutil.Process]:
     """Live processes of the job: ``root`` and its descendants, and any process whose
     environment carries ``token`` in ``key`` (a rank that left its parent's session or tree)."""
-    found: dict[int, psutil.Process] = {}
-    if root is not None:
-        with contextlib.suppress(psutil.Error):
-            top = psutil.Process(root)
-            for p in (top, *top.children(recursive=True)):
-                found[p.pid] = p
+    found = {p.pid: p for p in (tree(root) if root is not None else [])}
     for p in psutil.process_iter():
         if p.pid in found or p.pid == os.getpid():
             continue

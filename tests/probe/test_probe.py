@@ -15,7 +15,7 @@ import pytest
 from bench.costmodel.profile import load_profile
 from bench.probe.fit import fit_probe
 from bench.probe.links import from_launch
-from bench.probe.outliers import find, slow_nodes, unexplained_links
+from bench.probe.outliers import find, flagged
 from bench.probe.schedule import rounds
 from bench.store.records import load_results, read_meta
 from tests.conftest import ROOT, commbench, run_mpi
@@ -50,20 +50,21 @@ def test_clean_records_with_noise_name_nothing() -> None:
 def test_a_slow_node_is_named_by_host_and_ranks() -> None:
     recs = synthetic(LAYOUT, delay=SlowNode(LAYOUT, 5, 50e-6))
     found = find(recs, 0.25)
-    assert slow_nodes(found) == ["node 5 (host h, ranks 10-11)"]
-    assert unexplained_links(found) == []  # every slow link ends on node 5
+    assert [n for w, n in flagged(found) if w == "node"] == ["node 5 (host h, ranks 10-11)"]
+    assert [n for w, n in flagged(found) if w == "link"] == []  # every slow link ends on node 5
     assert {o.link_class for o in found if o.what == "node"} == {"inter", "intra"}  # its own pair too
 
 
 def test_a_slow_link_is_named_and_no_node() -> None:
     found = find(synthetic(LAYOUT, slow_link=(3, 12)), 0.25)
-    assert slow_nodes(found) == []
-    assert unexplained_links(found) == ["rank 3 (host h) - rank 12 (host h)"]
+    assert [n for w, n in flagged(found) if w == "node"] == []
+    assert [n for w, n in flagged(found) if w == "link"] == ["rank 3 (host h) - rank 12 (host h)"]
 
 
 def test_the_threshold_holds_back_a_smaller_slowdown() -> None:
     recs = synthetic(LAYOUT, slow_link=(3, 12))  # twice as slow: +100 %
-    assert unexplained_links(find(recs, 0.9)) == ["rank 3 (host h) - rank 12 (host h)"]
+    assert [n for w, n in flagged(find(recs, 0.9)) if w == "link"] == [
+        "rank 3 (host h) - rank 12 (host h)"]
     assert find(recs, 1.1) == []
 
 
