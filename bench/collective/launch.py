@@ -28,18 +28,6 @@ from bench.store.records import iter_records, read_meta, write_meta
 from bench.store.resume import RunDirError
 from kernels.transports import TRANSPORTS
 
-# Command-line settings that override a collective scenario's keys (and travel to the ranks).
-OVERRIDES = {"thread_level": "--thread-level", "timing_style": "--timing-style"}
-
-
-def override_args(args: argparse.Namespace) -> list[str]:
-    """The overrides as arguments for the ranks' own ``commbench run``."""
-    out = []
-    for attr, flag in OVERRIDES.items():
-        if getattr(args, attr, None):
-            out += [flag, str(getattr(args, attr))]
-    return out
-
 
 def run_collective(args: argparse.Namespace, sc: CollectiveScenario, sizes: tuple[int, ...]) -> int:
     """The collective kind: the cases of this MPI job, or a self-launched sweep (which tells
@@ -120,7 +108,7 @@ def start_sweep(kind: CollectiveKind, plan: resume.RunPlan, source: Path, sizes:
         raise UsageError(str(e), command) from None
     info = plan.open(kind.sc, source, sizes, mpi.as_meta())
     info["mpiexec"] = {"path": mpiexec.path, "kind": mpiexec.kind, "version": mpiexec.version}
-    kind.scenario_file = flags.write_yaml(kind.sc, plan.run_dir)  # what the ranks read
+    kind.scenario_file = flags.write_yaml(kind.sc, plan.run_dir)  # what the ranks read, overrides in
     return Sweep(plan.run_dir, info, **how).run(kind, sizes, lock, after=after)
 
 
@@ -165,7 +153,6 @@ class CollectiveKind:
                str(self.scenario_file), "--out", str(self.run_dir), "--world-sizes", str(world)]
         if self.args.no_progress:
             cmd.append("--no-progress")
-        cmd += override_args(self.args)
         env = dict(os.environ, **{launcher.WORKER_ENV: self.run_dir.name})
         if self.resuming:
             env[resume.RESUME_ENV] = "1"
