@@ -1,22 +1,12 @@
-"""Drift canary: a tiny fixed measurement repeated through a run, so a machine that changes speed
-under the run is noticed instead of silently mixing two machines in one table.
-
-The development VM switches for stretches into a mode where 64 KiB - 4 MiB transfers run 2-4x
-slower (for OSU and commbench alike) while a memory copy stays put; a run taken across such a
-switch, or compared with a baseline taken in the other mode, disagrees with itself. So every job
-measures, on all its ranks, at its start and at its end (with several world sizes: between
-them): ``MPI_Allreduce`` out of place at 1 KiB and at 1 MiB (median of the per-iteration max over
-ranks), a 16 MiB memory copy per rank (GB/s, the slowest rank) and a 256 KiB one (a copy
-the caches hold: 2-3x faster on the development VM; the cost model prices local copies between
-the two, :mod:`bench.costmodel.copybw`). Rank 0 appends each
-reading with its raw samples to ``canary.jsonl`` in the run directory.
+"""Drift canary: a tiny fixed measurement at the start and end of every job (and between its world
+sizes), so a machine that changes speed under a run is noticed instead of silently mixing two
+machines in one table; rank 0 appends each reading with its raw samples to ``canary.jsonl``.
+What is measured and the rule: docs/measuring.md, "The drift canary"; a 256 KiB copy (held in
+cache) is measured too, to price local copies only (:mod:`bench.costmodel.copybw`).
 
 :func:`changed_speed` is the one rule for "the machine changed speed", used within a run
 (:func:`assess`), between two runs (:func:`disagree`, ``commbench compare``) and between the two
-runs of an ``ab`` round (:mod:`bench.gate.matched`): the medians of two sets of readings are
-``FACTOR`` or more apart *and*, where both sides hold ``MIN_SAMPLES`` samples or more, their
-samples do not overlap in distribution (Mann-Whitney U, p < ``ALPHA``); with fewer the medians
-alone decide. The report and ``commbench compare`` print its verdict.
+runs of an ``ab`` round (:mod:`bench.gate.matched`).
 """
 
 from __future__ import annotations

@@ -50,11 +50,6 @@ def fill(rank: int, world: int, count: int, op: str, start: int = 0) -> np.ndarr
     return values_at(rank, np.arange(start, start + count, dtype=np.int64), world, op)
 
 
-def expected(world: int, count: int, op: str, start: int = 0) -> np.ndarray:
-    """The AllReduce of every rank's :func:`fill`, as int64."""
-    return reduced_at(np.arange(start, start + count, dtype=np.int64), world, op)
-
-
 def reduced_at(i: np.ndarray, world: int, op: str) -> np.ndarray:
     """The reduction over every rank of input element ``i``, as int64."""
     ranks = np.arange(world, dtype=np.int64)
@@ -77,33 +72,11 @@ def tolerance(world: int, dtype: str) -> float:
     return eps * world
 
 
-def count_wrong(host: np.ndarray, world: int, op: str, dtype: str) -> int:
-    """Elements of ``host`` (this rank's result) that differ from the exact expectation."""
-    tol = tolerance(world, dtype) if op == "sum" else 0.0
-    return sum(_mismatches(host[start : start + BLOCK], expected(world, min(BLOCK, host.size - start),
-                                                                 op, start), tol)
-               for start in range(0, host.size, BLOCK))
-
-
 def _mismatches(got: np.ndarray, want: np.ndarray, tol: float) -> int:
     """Elements of ``got`` that differ from the int64 ``want`` (relatively by ``tol`` when set)."""
     ok = (np.isclose(got.astype(np.float64), want, rtol=tol, atol=0) if tol
           else got == want.astype(got.dtype))
     return int(want.size - np.count_nonzero(ok))
-
-
-def collective_input(spec: Collective, n: int, world: int, rank: int, root: int, op: str,
-                     dtype: str = "int64") -> np.ndarray | None:
-    """This rank's input for one call of ``spec`` in ``dtype`` (a numpy name), made BLOCK
-    elements at a time so no int64 copy of a large buffer exists; None where it has none."""
-    if not spec.has_input(rank, root):
-        return None
-    total = spec.in_count(n, world)
-    out = np.empty(total, dtype=dtype)
-    for start in range(0, total, BLOCK):
-        stop = min(total, start + BLOCK)
-        out[start:stop] = fill(rank, world, stop - start, op, start)
-    return out
 
 
 def expected_blocks(spec: Collective, n: int, world: int, rank: int, root: int,

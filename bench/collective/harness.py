@@ -1,17 +1,11 @@
 """The harness: the one place that owns the clock.
 
-Protocol per group (one size, several algorithms): deterministic fill, warm-up (which also sizes
-the iteration count from the time budget, agreed across ranks), then ``repetitions`` blocks in
-which the algorithms take turns, order reversed every other block. Every iteration is preceded
-by a barrier and timed alone; the sample kept is the max over ranks of that iteration (the time
-the slowest rank saw). After timing, each algorithm runs once more on fresh data and its result
-is compared with the exact expected value: ``wrong`` counts bad elements summed over ranks, and a
-case with any wrong element gets ``status: "wrong"``.
-
-The harness never names a collective: the group's collective (``kernels/collectives/``) says where
+Per group (one size, several algorithms): deterministic fill, warm-up (which sizes the iteration
+count, agreed across ranks), ``repetitions`` blocks in which the algorithms take turns, then the
+exact check of each algorithm on fresh input, the output region filled with a sentinel first.
+The protocol, the sample (max over ranks per iteration) and the check: docs/measuring.md. The
+harness never names a collective: the group's collective (``kernels/collectives/``) says where
 input and output lie in each rank's workspace, what the output must be and the busbw factor.
-Before the check the output region is filled with a sentinel, so an element an algorithm never
-writes is counted wrong too.
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ import functools
 import os
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,24 +35,15 @@ from bench.store.records import iter_records, read_meta, write_meta
 from bench.store.resume import RunDirError
 from kernels.transports import TRANSPORTS
 
-# Command-line settings that override a collective scenario's keys (and travel to the ranks).
-OVERRIDES = {"thread_level": "--thread-level", "timing_style": "--timing-style"}
-
-
-def override_args(args: argparse.Namespace) -> list[str]:
-    """The overrides as arguments for the ranks' own ``commbench run``."""
-    out = []
-    for attr, flag in OVERRIDES.items():
-        if getattr(args, attr, None):
-            out += [flag, str(getattr(args, attr))]
-    return out
-
 
 def run_collective(args: argparse.Namespace, sc: CollectiveScenario, sizes: tuple[int, ...]) -> int:
     """The collective kind: the cases of this MPI job, or a self-launched sweep (which tells
     ``--world-sizes`` from the scenario's, and from a resumed run's)."""
     if launcher.inside_mpi_job() or os.environ.get(launcher.WORKER_ENV):
-        return _run_in_job(args, sc, sizes)
+        from bench.launch.threadlevel import request
+
+        request(sc.thread_level)  # before MPI starts: mpi4py would ask for THREAD_MULTIPLE
+        return in_job(args, CollectiveJob(args, sc, sizes))
     return _self_launch(args, sc, world_sizes_arg(args))
 
 
@@ -101,22 +93,34 @@ def _self_launch(args: argparse.Namespace, sc: CollectiveScenario, given: tuple[
         check_sizes(sc, sizes, where)
         check_memory(sc, str(args.scenario), max(sizes), psutil.virtual_memory().available)
         plan = resume.plan_run(sc, args.out, args.resume)
-        kind = CollectiveKind(args, sc, plan.run_dir, plan.resuming)
-        if plan.resuming and all(kind.first(w) is None for w in sizes):
-            say(f"commbench: nothing to resume: every case of {plan.run_dir} has a record")
-            return 0
+    except RunDirError as e:
+        raise UsageError(str(e)) from None
+    kind = CollectiveKind(args, sc, plan.run_dir, plan.resuming)
+    if plan.resuming and all(kind.first(w) is None for w in sizes):
+        say(f"commbench: nothing to resume: every case of {plan.run_dir} has a record")
+        return 0
+    return start_sweep(kind, plan, args.scenario, sizes, finisher(args))
+
+
+def start_sweep(kind: CollectiveKind, plan: resume.RunPlan, source: Path, sizes: tuple[int, ...],
+                after: Callable[[Path], None], command: str = "", **how: str) -> int:
+    """``kind``'s self-launched sweep under the mpiexec of mpi4py's MPI, its ranks reading
+    ``RUN/scenario.yaml``; no mpiexec, or a run directory in use, is a UsageError (one line)
+    before anything is written. ``how``: :class:`Sweep`'s words for an interrupted run."""
+    try:
         mpi = launcher.probe_library()
-        check_library(sc, str(args.scenario), mpi.family, mpi.library)
+        if isinstance(kind.sc, CollectiveScenario):  # its variants' settings fit this MPI
+            check_library(kind.sc, str(source), mpi.family, mpi.library)
         kind.mpiexec = mpiexec = launcher.find_mpiexec(mpi)
         lock = plan.lock()
     except (launcher.LaunchError, RunDirError) as e:
-        raise UsageError(str(e)) from None
-    info = plan.open(sc, args.scenario, sizes, mpi.as_meta())
+        raise UsageError(str(e), command) from None
+    info = plan.open(kind.sc, source, sizes, mpi.as_meta())
     info["mpiexec"] = {"path": mpiexec.path, "kind": mpiexec.kind, "version": mpiexec.version}
-    if len(kind.envs) > 1:  # a job per environment and world size; a job's first_case is its index
-        info["environments"] = [dict(s) for s in kind.envs]
-    kind.scenario_file = flags.write_yaml(sc, plan.run_dir)  # what the ranks read; reruns the cases
-    return Sweep(plan.run_dir, info).run(kind, sizes, lock, after=finisher(args))
+    if len(getattr(kind, "envs", ())) > 1:  # a job per environment and world size; a job's
+        info["environments"] = [dict(e) for e in kind.envs]  # first_case is its index
+    kind.scenario_file = flags.write_yaml(kind.sc, plan.run_dir)  # what the ranks read, overrides in
+    return Sweep(plan.run_dir, info, **how).run(kind, sizes, lock, after=after)
 
 
 class CollectiveKind:
@@ -181,7 +185,6 @@ class CollectiveKind:
                str(self.scenario_file), "--out", str(self.run_dir), "--world-sizes", str(world)]
         if self.args.no_progress:
             cmd.append("--no-progress")
-        cmd += override_args(self.args)
         env = dict(os.environ, **{launcher.WORKER_ENV: self.run_dir.name, var.JOB_ENV: str(start)})
         env.update(self.envs[start])  # the variants' settings: read by the library as it starts
         if self.logs_nccl:
@@ -225,40 +228,21 @@ def after_run(run_dir: Path, report: bool = True) -> None:
         say(f"commbench: report not written: {type(e).__name__}: {e}")
 
 
-def _run_in_job(args: argparse.Namespace, sc: CollectiveScenario, sizes: tuple[int, ...]) -> int:
-    from bench.launch.threadlevel import request
-
-    request(sc.thread_level)  # before MPI starts: mpi4py would ask for THREAD_MULTIPLE
+def in_job(args: argparse.Namespace, job: CollectiveJob) -> int:
+    """``job`` on every rank of this MPI job: a self-launched worker, or the user's own
+    mpiexec/srun, whose rank 0 writes the run directory's meta. One rank's failure ends the
+    job instead of leaving its peers hanging."""
     worker_of = os.environ.get(launcher.WORKER_ENV)
     stop = None if worker_of else job_interrupt()  # self-launched ranks: the parent handles them
     from mpi4py import MPI
 
-    from bench.collective.runner import RunContext, run_job
-
     comm = MPI.COMM_WORLD
-    sizes = tuple(w for w in (sizes or (comm.size,)) if w <= comm.size)
-    error = None
-    if not sizes:
-        error = f"world_sizes: none fits in this job of {comm.size} ranks"
-    else:
-        try:
-            check_sizes(sc, sizes, "world sizes of this job")
-        except ScenarioError as e:
-            error = str(e)
-    if error is None:
-        error = _check_host_memory(comm, sc, args.scenario)
-    if error is None:
-        try:
-            version = MPI.Get_library_version()
-            check_library(sc, str(args.scenario), launcher.library_family(version),
-                          launcher.info_from(version, [], "").library)
-        except ScenarioError as e:
-            error = str(e)
-    run_dir, info = args.resume or args.out, None
+    error = job.check(comm)
+    run_dir, info = getattr(args, "resume", None) or args.out, None
     if error is None and not worker_of and comm.rank == 0:  # the user's own mpiexec/srun
         try:
-            plan = resume.plan_run(sc, args.out, args.resume)
-            run_dir, info = plan.run_dir, plan.open(sc, args.scenario, sizes)
+            plan = job.plan()
+            run_dir, info = plan.run_dir, plan.open(job.sc, job.source, job.sizes)
         except RunDirError as e:
             error = str(e)
         except Exception as e:  # said on every rank below: the others wait in the bcast
@@ -266,7 +250,7 @@ def _run_in_job(args: argparse.Namespace, sc: CollectiveScenario, sizes: tuple[i
     error = comm.bcast(error, root=0)
     if error is not None:
         if comm.rank == 0:
-            raise UsageError(error)
+            raise UsageError(error, job.command)
         return 2
     if worker_of:
         run_id = worker_of
@@ -280,21 +264,11 @@ def _run_in_job(args: argparse.Namespace, sc: CollectiveScenario, sizes: tuple[i
                         world_size=comm.size, status="running",
                         listening=loopback.by_host(hosts or [], doors or []))
             write_meta(run_dir, info)
-            flags.write_yaml(sc, run_dir)
+            flags.write_yaml(job.sc, run_dir)
             if stop is not None:
                 stop.run_dir = run_dir  # a time limit or cancel still leaves an interrupted run
-    resuming = args.resume is not None or os.environ.get(resume.RESUME_ENV) == "1"
-    jobs = var.job_environments(os.environ, sc.variants())
-    if not worker_of and comm.rank == 0:
-        for v in sc.variants().values():
-            if v.settings not in jobs:
-                say(f"# note: variant {v.name} left out: this job was not started with its "
-                    f"settings ({' '.join(f'{k}={x}' for k, x in v.settings)}); commbench's own "
-                    "launch starts one per variant", sys.stdout)
-    ctx = RunContext(run_dir, run_id, sc, sizes, progress=not args.no_progress, resume=resuming,
-                     jobs=jobs)
     try:
-        run_job(ctx)
+        job.measure(comm, run_dir, run_id)
     except KeyboardInterrupt:
         os._exit(130)  # peers are being torn down too; skip MPI_Finalize, records are on disk
     except Exception as e:  # one rank's failure must end the job, not leave peers hanging
@@ -303,7 +277,59 @@ def _run_in_job(args: argparse.Namespace, sc: CollectiveScenario, sizes: tuple[i
         comm.Abort(1)
     if worker_of or comm.rank != 0:
         return 0
-    return _finish_users_job(run_dir, finisher(args))
+    return _finish_users_job(run_dir, job.after)
+
+
+@dataclass
+class CollectiveJob:
+    """The collective kind in an MPI job (each world size that fits runs on its first ranks);
+    another kind that runs through :func:`in_job` overrides what differs."""
+
+    args: argparse.Namespace
+    sc: Any
+    sizes: tuple[int, ...] = ()  # checked by :meth:`check`: the world sizes this job measures
+    command = ""  # the command a one-line error names ("": the error names its source)
+
+    @property
+    def source(self) -> Path:
+        return Path(self.args.scenario)
+
+    def check(self, comm: Any) -> str | None:
+        """On every rank: why this job cannot run the scenario (None: it can)."""
+        self.sizes = tuple(w for w in (self.sizes or (comm.size,)) if w <= comm.size)
+        if not self.sizes:
+            return f"world_sizes: none fits in this job of {comm.size} ranks"
+        try:
+            check_sizes(self.sc, self.sizes, "world sizes of this job")
+            from mpi4py import MPI
+
+            version = MPI.Get_library_version()  # its variants' settings fit this MPI
+            check_library(self.sc, str(self.source), launcher.library_family(version),
+                          launcher.info_from(version, [], "").library)
+        except ScenarioError as e:
+            return str(e)
+        return _check_host_memory(comm, self.sc, self.source)
+
+    def plan(self) -> resume.RunPlan:
+        """Rank 0 of the user's own job: the run directory."""
+        return resume.plan_run(self.sc, self.args.out, self.args.resume)
+
+    def measure(self, comm: Any, run_dir: Path, run_id: str) -> None:
+        from bench.collective.runner import RunContext, run_job
+
+        resuming = self.args.resume is not None or os.environ.get(resume.RESUME_ENV) == "1"
+        jobs = var.job_environments(os.environ, self.sc.variants())
+        if not os.environ.get(launcher.WORKER_ENV) and comm.rank == 0:
+            for v in self.sc.variants().values():
+                if v.settings not in jobs:
+                    say(f"# note: variant {v.name} left out: this job was not started with its "
+                        f"settings ({' '.join(f'{k}={x}' for k, x in v.settings)}); commbench's "
+                        "own launch starts one per variant", sys.stdout)
+        run_job(RunContext(run_dir, run_id, self.sc, self.sizes,
+                           progress=not self.args.no_progress, resume=resuming, jobs=jobs))
+
+    def after(self, run_dir: Path) -> None:
+        finisher(self.args)(run_dir)
 
 
 def _check_host_memory(comm: Any, sc: CollectiveScenario, source: Path) -> str | None:

@@ -9,10 +9,12 @@ them from ``results.jsonl`` and every rank gets the same set.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import socket
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -82,15 +84,12 @@ def run_job(ctx: RunContext, out: Any = sys.stdout) -> int:
     if ctx.resume:
         keys = done_collective(ctx.run_dir) if world.rank == 0 else None
         ctx = dataclasses.replace(ctx, done_keys=world.bcast(keys, root=0))
-    # MPI_Abort from the watchdog's thread only where MPI allows it (thread level multiple);
-    # else the rank ends itself and the launcher tears the job down
-    dog = Watchdog(world.rank, world.Abort if may_abort_from_thread() else os._exit)
-    writer = ResultWriter(ctx.run_dir) if world.rank == 0 else None
     log = nccl_log.RankLog.of_this_process(os.environ) if world.rank == 0 else None
     written = 0
-    try:
+    with recording(world, ctx.run_dir) as (dog, writer):
         env = os.environ.get(JOB_ENV, "0")  # one job per environment when a scenario has variants
-        _canary(ctx, world, f"start of job p={world.size}" + (f" (environment {env})" if env != "0" else ""))
+        _canary(ctx, world, f"start of job p={world.size}"
+                + (f" (environment {env})" if env != "0" else ""))
         for w in ctx.world_sizes:
             sub = world.Split(0 if world.rank < w else MPI.UNDEFINED, world.rank)
             if sub != MPI.COMM_NULL:
@@ -98,13 +97,25 @@ def run_job(ctx: RunContext, out: Any = sys.stdout) -> int:
                 sub.Free()
             world.Barrier()
             _canary(ctx, world, f"after world size {w}")
+    return written
+
+
+@contextlib.contextmanager
+def recording(comm: MPI.Comm, run_dir: Path) -> Iterator[tuple[Watchdog, ResultWriter | None]]:
+    """A job's watchdog on every rank and its record writer on rank 0; the in-flight marker is
+    cleared at a clean end only (a case that raised, a peer dead, stays named for the launcher)."""
+    # MPI_Abort from the watchdog's thread only where MPI allows it (thread level multiple);
+    # else the rank ends itself and the launcher tears the job down
+    dog = Watchdog(comm.rank, comm.Abort if may_abort_from_thread() else os._exit)
+    writer = ResultWriter(run_dir) if comm.rank == 0 else None
+    try:
+        yield dog, writer
     finally:
         dog.close()
         if writer:
             writer.close()
-    if writer:  # a clean end only: a case that raised (a peer died) stays named for the launcher
-        inflight.clear(ctx.run_dir)
-    return written
+    if writer:
+        inflight.clear(run_dir)
 
 
 def _canary(ctx: RunContext, comm: MPI.Comm, when: str) -> None:
@@ -198,11 +209,4 @@ def _annotate(sc: CollectiveScenario, g: Group, family: str, records: list[dict[
         if get_algorithm(g.collective, g.base(rec["algorithm"])).is_vendor:
             rec.update(nccl_chosen=nccl_log.chosen(chunk, func) if func else [],
                        nccl_settings=dict(log.settings))
-
-
-def fail(comm: MPI.Comm, message: str, code: int) -> None:
-    """One line on stderr, then end the whole job (peers would otherwise wait forever)."""
-    sys.stderr.write(f"commbench: rank {comm.rank}: {message}\n")
-    sys.stderr.flush()
-    comm.Abort(code)
 

@@ -19,8 +19,6 @@ def header(style: str = "commbench") -> str:
             f"{'(us)':>10} {'(us)':>10} {'(GB/s)':>8} {'(GB/s)':>8} {'':>7}")
 
 
-HEADER = header()
-
 
 def banner(collective: str, world: int, ranks_per_node: int, transport: str,
            oversubscribed: bool, style: str = "commbench") -> str:

@@ -1,21 +1,14 @@
 """Emulated links: what a message costs on the modelled cluster beyond the host's own link.
 
-The profile's ``intra`` class is taken as the host's own link (shared memory between the ranks
-of this host): it is never delayed, and its α and β are what the host already pays for every
-message. A message crossing a modelled class c (``inter``, ``spine``) is delayed by
+The profile's ``intra`` class is the host's own link, never delayed; a message crossing a
+modelled class c (``inter``, ``spine``) is delayed by
 
     delay = f × (α_c + bytes / rate) − (α_intra + bytes / β_intra),  at least 0
 
-where ``rate`` is the cost model's bandwidth for the message among the concurrent messages of
-its step (:meth:`bench.costmodel.net.Net.rates`: the rank's share of the node's NICs, the node's
-NICs and the leaf uplink, each divided by the flows of the step on it) and f the profile's
-``slow`` factor for the message (1 unless its node or link is made slow; the largest factor
-that applies). The host then adds its own cost (≈ α_intra + bytes/β_intra), so the message takes
-what the cost model says on the modelled link, and the prediction of an emulated run from the
-same profile is the cost model's own. A slow ``intra`` message (a slow node's own ranks) is
-delayed by (f − 1) × its modelled intra time. The software overhead o and the reduction γ are
-the host's own and are not emulated: a profile used for emulation should carry this host's
-figures for ``intra``, o and γ (``commbench calibrate`` on a flat run of this host).
+with ``rate`` the cost model's bandwidth for the message among the messages of its step
+(:meth:`bench.costmodel.net.Net.rates`) and f the profile's ``slow`` factor for it (1 unless its
+node or link is made slow; a slow node's own ``intra`` messages wait (f − 1) × their modelled
+time). Why, and what is not emulated: docs/predict.md, "What is delayed".
 """
 
 from __future__ import annotations

@@ -35,8 +35,9 @@ class EmulatedMpi:
             raise ValueError(f"emulated job of {links.world} ranks on a communicator of "
                              f"{inner.size}")
         self.inner, self.links, self.waiter = inner, links, waiter
-        self.name, self.family = inner.name, inner.family
-        self.rank, self.size = inner.rank, inner.size
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)  # everything but compile and vendor: the plain transport's
 
     def compile(self, schedule: Schedule, buf: np.ndarray, scratch: np.ndarray | None,
                 op: ReduceOp) -> EmulatedPlan:
@@ -49,21 +50,3 @@ class EmulatedMpi:
                root: int) -> Any:
         raise VendorUnavailable(f"{spec.name}: the vendor call cannot be emulated (its messages "
                                 f"are inside the MPI library)")
-
-    def allocate(self, count: int, dtype: str) -> np.ndarray:
-        return self.inner.allocate(count, dtype)
-
-    def upload(self, buf: np.ndarray, host: np.ndarray) -> None:
-        self.inner.upload(buf, host)
-
-    def download(self, buf: np.ndarray) -> np.ndarray:
-        return self.inner.download(buf)
-
-    def barrier(self) -> None:
-        self.inner.barrier()
-
-    def synchronize(self) -> None:
-        self.inner.synchronize()
-
-    def close(self) -> None:
-        self.inner.close()

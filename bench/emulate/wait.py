@@ -10,8 +10,6 @@ its timer slack late (50 µs by default), so the waiter sets this process's slac
 (``prctl``, where there is one) and sleeps until ``lead_s`` before the deadline, then spins the
 rest: the sleep's wake-up latency is left to the spin when a core is free; when every core is
 busy the scheduler may add milliseconds (what an oversubscribed host costs any process).
-
-:class:`RecordingWaiter` (tests) waits for nothing and records every offset asked for.
 """
 
 from __future__ import annotations
@@ -20,7 +18,7 @@ import contextlib
 import ctypes
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Protocol
 
 PR_SET_TIMERSLACK = 29  # linux/prctl.h
@@ -55,10 +53,9 @@ class SleepWaiter:
     lead_s: float = 30e-6
     poll_s: float = 20e-6
     slack_ns: int = 1000
-    slack_set: bool = field(init=False, default=False)
 
     def __post_init__(self) -> None:
-        self.slack_set = set_timer_slack(self.slack_ns)
+        set_timer_slack(self.slack_ns)
 
     def mark(self) -> float:
         return time.perf_counter()
@@ -75,19 +72,3 @@ class SleepWaiter:
         while not done():
             time.sleep(self.poll_s)
 
-
-@dataclass
-class RecordingWaiter:
-    """Waits for nothing; ``offsets`` lists every offset asked for, in order."""
-
-    offsets: list[float] = field(default_factory=list)
-
-    def mark(self) -> float:
-        return 0.0
-
-    def until(self, mark: float, offset_s: float) -> None:
-        self.offsets.append(offset_s)
-
-    def until_done(self, done: Callable[[], bool]) -> None:
-        while not done():
-            pass

@@ -44,15 +44,14 @@ _FABRIC = {  # the netmods MPICH-family builds carry: UCX and libfabric's TCP-ba
     "FI_SOCKETS_IFACE": LOOPBACK_IFACE,
 }
 
+_MPICH = Family(
+    env=MappingProxyType({**_FABRIC, "MPIR_CVAR_NEMESIS_TCP_NETWORK_IFACE": LOOPBACK_IFACE}),
+    why="the ranks' UCX, libfabric (tcp, sockets) and ch3 TCP listeners on lo",
+    left_open=_HYDRA_OPEN, opened_by=_HYDRA)
+
 FAMILIES: Mapping[str, Family] = MappingProxyType({
-    "mpich": Family(
-        env=MappingProxyType({**_FABRIC, "MPIR_CVAR_NEMESIS_TCP_NETWORK_IFACE": LOOPBACK_IFACE}),
-        why="the ranks' UCX, libfabric (tcp, sockets) and ch3 TCP listeners on lo",
-        left_open=_HYDRA_OPEN, opened_by=_HYDRA),
-    "mvapich": Family(
-        env=MappingProxyType({**_FABRIC, "MPIR_CVAR_NEMESIS_TCP_NETWORK_IFACE": LOOPBACK_IFACE}),
-        why="the ranks' UCX, libfabric (tcp, sockets) and ch3 TCP listeners on lo",
-        left_open=_HYDRA_OPEN, opened_by=_HYDRA),
+    "mpich": _MPICH,
+    "mvapich": _MPICH,
     "intel": Family(
         env=MappingProxyType({**_FABRIC, "I_MPI_HYDRA_IFACE": LOOPBACK_IFACE}),
         why="the ranks' libfabric (tcp, sockets) listeners on lo; Hydra's proxies connect over lo",

@@ -1,19 +1,9 @@
-"""Shared-memory files that a killed job leaves in ``/dev/shm``.
+"""Shared-memory files that a killed job leaves in ``/dev/shm`` (why: docs/failures.md).
 
-MPI libraries keep their intra-node segments there (MPICH ``mpich_shm_*``, Open MPI
-``sm_segment.*``) and unlink them in ``MPI_Finalize``. A rank killed before that leaves them
-behind: a self-launched run ended by SIGINT, SIGTERM or SIGHUP SIGKILLs its ranks and launcher
-(:func:`bench.launch.signals.end_job`), and a launcher whose rank died or hung kills the others. Each
-can be tens of MB, and a stale MPICH segment can make a later ``MPI_Init`` fail (docs/gate.md,
-Slurm).
-
-The self-launcher lists ``/dev/shm`` before a job starts (:func:`snapshot`) and notes the files
-there that the job's processes map or hold open (:func:`held_by`): once as the first case begins
-(the ranks are past ``MPI_Init``), and again while they are stopped before it kills them. After
-the job it removes each of those files that is still there, was not there before the job,
-belongs to this user, is a regular file, and that no live process maps or holds open
-(:func:`remove_orphans`). Files of other jobs, of other users, and files that existed before
-the job are never touched.
+The self-launcher lists ``/dev/shm`` before a job starts (:func:`snapshot`), notes the files
+there that the job's processes map or hold open (:func:`held_by`) as its cases begin and while
+they are stopped to be killed, and after the job removes those still there that are new, this
+user's, regular and used by no live process (:func:`remove_orphans`).
 """
 
 from __future__ import annotations

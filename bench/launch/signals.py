@@ -64,12 +64,7 @@ class SignalGuard:
 def job_processes(token: str, root: int | None = None, key: str = JOB_ENV) -> list[psutil.Process]:
     """Live processes of the job: ``root`` and its descendants, and any process whose
     environment carries ``token`` in ``key`` (a rank that left its parent's session or tree)."""
-    found: dict[int, psutil.Process] = {}
-    if root is not None:
-        with contextlib.suppress(psutil.Error):
-            top = psutil.Process(root)
-            for p in (top, *top.children(recursive=True)):
-                found[p.pid] = p
+    found = {p.pid: p for p in (tree(root) if root is not None else [])}
     for p in psutil.process_iter():
         if p.pid in found or p.pid == os.getpid():
             continue
@@ -183,11 +178,11 @@ def job_interrupt() -> JobInterrupt:
 def arm_if_rank_of_users_job(argv: list[str], env: Mapping[str, str]) -> None:
     """Called first by :func:`bench.cli.main`, before numpy, BLAS or MPI start
     threads of their own (a thread that does not block SIGTERM would take it and die by the
-    default action): a rank of ``commbench run`` inside the user's own MPI job arms
+    default action): a rank of ``commbench run`` or ``probe`` inside the user's own MPI job arms
     :func:`job_interrupt`."""
     from bench.launch.launcher import WORKER_ENV, inside_mpi_job
 
-    if argv[1:2] == ["run"] and WORKER_ENV not in env and inside_mpi_job():
+    if argv[1:2] in (["run"], ["probe"]) and WORKER_ENV not in env and inside_mpi_job():
         job_interrupt()
 
 

@@ -1,19 +1,12 @@
 """The MPI thread level: requested before MPI starts, recorded with every result.
 
-mpi4py initialises MPI with ``MPI_THREAD_MULTIPLE`` unless told otherwise, and under MPICH that
-alone adds ~2 us to every small collective (4 B all_reduce at p = 2: 0.3 us -> 1.8-3.1 us in
-OSU's own C loop), so a default commbench run would not compare with OSU or nccl-tests, which
-ask for less. commbench needs ``funneled`` (only the main thread calls MPI; torch's and the
-watchdog's threads never do).
-
-But with more ranks than cores on a host the lower levels turn pathological under MPICH: its
-progress loop then spins without yielding, and ranks starve each other for whole scheduler
-slices (1 MiB all_reduce at p = 3 on 2 cores, same job: 1.1-2.6 s per call at ``funneled``,
-12-30 ms at ``multiple``). So the default ``auto`` asks for ``funneled`` when the host's ranks
-fit its cores and for ``multiple`` when they do not (such runs are flagged oversubscribed and
-compare only within themselves anyway). A scenario's ``thread_level`` or ``--thread-level``
-asks for a level outright, and ``MPI4PY_RC_THREAD_LEVEL`` set by the user wins over both. What
-was requested and what the library provided are recorded with every result.
+mpi4py would ask for ``MPI_THREAD_MULTIPLE``, which under MPICH slows every small collective, and
+OSU and nccl-tests ask for less; commbench needs ``funneled`` (only the main thread calls MPI).
+With more ranks than cores on a host the lower levels turn pathological under MPICH (its
+progress loop spins without yielding), so ``auto`` asks for ``funneled`` while the host's ranks
+fit its cores and ``multiple`` when they do not. A scenario's ``thread_level`` or
+``--thread-level`` asks for a level outright, and ``MPI4PY_RC_THREAD_LEVEL`` set by the user
+wins over both (docs/measuring.md; the figures: benchmarks/results/vs_osu.md).
 """
 
 from __future__ import annotations

@@ -1,35 +1,34 @@
-"""``commbench probe`` and ``kind: probe`` scenarios: self-launched through the collective kind's
-launch (:class:`bench.collective.launch.CollectiveKind`: one ``mpiexec`` job whose ranks run
-``commbench run RUN/scenario.yaml``), or inside the user's own mpiexec/srun job, where rank 0
+"""``commbench probe`` and ``kind: probe`` scenarios: run through the collective kind's launch
+(:mod:`bench.collective.launch`): self-launched as one ``mpiexec`` job whose ranks run
+``commbench run RUN/scenario.yaml``, or inside the user's own mpiexec/srun job, where rank 0
 writes the meta. A probe is never resumed: it measures the cluster as it is now.
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import os
 import socket
-import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import psutil
 
 from bench.argtypes import UsageError
-from bench.argtypes import say as say_usage
-from bench.collective import flags
-from bench.collective.launch import CollectiveKind, after_run
+from bench.collective.launch import CollectiveJob, CollectiveKind, after_run, in_job, start_sweep
 from bench.launch import inflight, launcher
-from bench.launch.selflaunch import JobResult, Sweep, say
-from bench.probe.scenario import ProbeScenario
+from bench.launch.selflaunch import JobResult, say
+from bench.probe.scenario import ProbeScenario, Setup
 from bench.scenario_base import ScenarioError
 from bench.store import resume
-from bench.store.records import ResultWriter, iter_records, read_meta, write_meta
+from bench.store.records import iter_records, read_meta
 from bench.store.resume import RunDirError
 
 NOT_RESUMED = ("a probe cannot be resumed (it measures the cluster as it is now): run it again "
                "with a new --out")
+# how an interrupted probe's line names the round and says what is true of it (Sweep's words)
+INTERRUPTED = {"during": "{}", "next_step": "(commbench report {run} shows them); " + NOT_RESUMED}
 
 
 def handle(args: argparse.Namespace, sc: ProbeScenario, sizes: tuple[int, ...] = ()) -> int:
@@ -46,44 +45,19 @@ def handle(args: argparse.Namespace, sc: ProbeScenario, sizes: tuple[int, ...] =
         if not inside:
             world = sc.world_size or sc.default_world_size(psutil.cpu_count(logical=True) or 1)
             sc = ProbeScenario.model_validate({**sc.model_dump(), "world_size": world})
-            new_out(args.out)
-            plan = resume.plan_run(sc, args.out, None)
-            mpi = launcher.probe_library()
-            mpiexec = launcher.find_mpiexec(mpi)
-            lock = plan.lock()
-    except (ScenarioError, launcher.LaunchError, RunDirError) as e:
-        return _fail(str(e))
+            plan = ProbeJob(args, sc).plan()
+    except (ScenarioError, RunDirError) as e:
+        raise UsageError(str(e), "probe") from None
     except ValueError as e:  # the scenario's own checks (pydantic)
-        return _fail(str(e).splitlines()[-1].strip())
+        raise UsageError(str(e).splitlines()[-1].strip(), "probe") from None
     if inside:
-        return in_job(args, sc)
-    info = plan.open(sc, _source(args), (world,), mpi.as_meta())
-    info["mpiexec"] = {"path": mpiexec.path, "kind": mpiexec.kind, "version": mpiexec.version}
-    kind = ProbeKind(args, sc, plan.run_dir, False)
-    kind.mpiexec, kind.scenario_file = mpiexec, flags.write_yaml(sc, plan.run_dir)
-    return probe_sweep(plan.run_dir, info).run(kind, (world,), lock, after=after_probe)
-
-
-def _fail(msg: str) -> int:
-    return say_usage(UsageError(msg, "probe"))
-
-
-def new_out(out: Path | None) -> None:
-    """Refuse an ``--out`` that holds something (RunDirError, one line): a probe is never
-    finished in a run directory that has one already."""
-    if out is not None and out.is_dir() and any(out.iterdir()):
-        raise RunDirError(f"--out {out}: not empty; {NOT_RESUMED}")
+        return in_job(args, ProbeJob(args, sc))
+    return start_sweep(ProbeKind(args, sc, plan.run_dir, False), plan, _source(args), (world,),
+                       after_probe, "probe", **INTERRUPTED)
 
 
 def _source(args: argparse.Namespace) -> Path:
     return Path(getattr(args, "scenario", None) or "(commbench probe command line)")
-
-
-def probe_sweep(run_dir: Path, info: dict[str, Any]) -> Sweep:
-    """The self-launch loop; an interrupted probe says what is true of a probe: its records are
-    kept for ``commbench report``, and it is run again, not resumed."""
-    return Sweep(run_dir, info, during="{}",
-                 next_step="(commbench report {run} shows them); " + NOT_RESUMED)
 
 
 class ProbeKind(CollectiveKind):
@@ -103,72 +77,51 @@ def after_probe(run_dir: Path) -> None:
     after_run(run_dir)
 
 
-def in_job(args: argparse.Namespace, sc: ProbeScenario) -> int:
-    """The probe on every rank of this MPI job (self-launched worker or the user's job)."""
-    from mpi4py import MPI
+@dataclass
+class ProbeJob(CollectiveJob):
+    """The probe on every rank of an MPI job (self-launched worker or the user's job)."""
 
-    comm = MPI.COMM_WORLD
-    worker = os.environ.get(launcher.WORKER_ENV)
-    run_dir: Path | None = args.out
-    hosts = comm.allgather(socket.gethostname())
-    setup, info, error = None, None, None
-    try:
-        setup = sc.setup(hosts)
-        if not worker and comm.rank == 0:
-            new_out(args.out)
-            plan = resume.plan_run(sc, args.out, None)
-            run_dir, info = plan.run_dir, plan.open(sc, _source(args), (comm.size,))
-    except (ValueError, RunDirError) as e:
-        error = str(e)
-    error = comm.bcast(error, root=0)
-    if error is not None:
-        return _fail(error) if comm.rank == 0 else 2
-    assert setup is not None
-    run_dir = comm.bcast(run_dir, root=0)
-    assert run_dir is not None
-    if info is not None:
-        info.update(launcher="user's MPI job", hosts=sorted(set(hosts)), world_size=comm.size,
-                    status="running")
-        write_meta(run_dir, info)
-    _measure(comm, sc, setup, run_dir, worker or run_dir.name, not args.no_progress)
-    if worker or comm.rank != 0:
-        return 0
-    info = read_meta(run_dir)
-    info.update(status="ok", reason=None, finished=dt.datetime.now(dt.timezone.utc).isoformat())
-    write_meta(run_dir, info)
-    after_probe(run_dir)
-    return 0
+    setup: Setup | None = None  # the job's layout, from :meth:`check`
+    command = "probe"
 
+    @property
+    def source(self) -> Path:
+        return _source(self.args)
 
-def _measure(comm: Any, sc: ProbeScenario, setup: Any, run_dir: Path, run_id: str,
-             progress: bool) -> None:
-    from bench.collective.runner import oversubscribed_comm
-    from bench.launch.threadlevel import may_abort_from_thread
-    from bench.launch.watchdog import Watchdog
-    from bench.probe.runner import Probe
+    def check(self, comm: Any) -> str | None:
+        self.sizes = (comm.size,)
+        try:
+            self.setup = self.sc.setup(comm.allgather(socket.gethostname()))
+        except ValueError as e:
+            return str(e)
+        return None
 
-    over = oversubscribed_comm(comm)
-    dog = Watchdog(comm.rank, comm.Abort if may_abort_from_thread() else os._exit)
-    writer = ResultWriter(run_dir) if comm.rank == 0 else None
+    def plan(self) -> resume.RunPlan:
+        """A new run directory: an ``--out`` that holds something is refused (RunDirError, one
+        line), as a probe is never finished in a run directory that has one already."""
+        out = self.args.out
+        if out is not None and out.is_dir() and any(out.iterdir()):
+            raise RunDirError(f"--out {out}: not empty; {NOT_RESUMED}")
+        return resume.plan_run(self.sc, out, None)
 
-    def arm(label: str) -> None:
-        if writer:
-            inflight.mark(run_dir, label, sc.round_timeout_s, world_size=comm.size)
-        dog.arm(label, sc.round_timeout_s)
+    def measure(self, comm: Any, run_dir: Path, run_id: str) -> None:
+        from bench.collective.runner import oversubscribed_comm, recording
+        from bench.probe.runner import Probe
 
-    extra = {"run_id": run_id, "scenario": sc.name, "oversubscribed": over,
-             "layout": setup.layout.source}
-    try:
-        Probe(comm, setup.layout, sc.settings(), writer.write if writer else None, setup.delay,
-              setup.wait, extra, say if progress else None, arm, pin=over).run(sc.confirm())
-    except KeyboardInterrupt:
-        os._exit(130)  # peers are being torn down too; records are on disk
-    except Exception as e:  # one rank's failure must end the job, not leave peers hanging
-        sys.stderr.write(f"commbench: rank {comm.rank}: {type(e).__name__}: {e}\n")
-        sys.stderr.flush()
-        comm.Abort(1)
-    finally:
-        dog.close()
-        if writer:
-            writer.close()
-            inflight.clear(run_dir)
+        sc, setup, over = self.sc, self.setup, oversubscribed_comm(comm)
+        assert setup is not None
+        with recording(comm, run_dir) as (dog, writer):
+
+            def arm(label: str) -> None:
+                if writer:
+                    inflight.mark(run_dir, label, sc.round_timeout_s, world_size=comm.size)
+                dog.arm(label, sc.round_timeout_s)
+
+            extra = {"run_id": run_id, "scenario": sc.name, "oversubscribed": over,
+                     "layout": setup.layout.source}
+            progress = say if not self.args.no_progress else None
+            Probe(comm, setup.layout, sc.settings(), writer.write if writer else None, setup.delay,
+                  setup.wait, extra, progress, arm, pin=over).run(sc.confirm())
+
+    def after(self, run_dir: Path) -> None:
+        after_probe(run_dir)

@@ -15,8 +15,6 @@ from functools import cached_property
 
 from kernels.topology import Topology
 
-CLASSES = ("intra", "inter", "spine")
-
 
 @dataclass(frozen=True)
 class Layout:

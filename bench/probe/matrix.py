@@ -14,11 +14,12 @@ import numpy as np
 CLASS_ORDER = ("intra", "inter", "spine")
 
 
-def probe_records(records: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    """The tournament's records: the confirmation pass's (``phase: confirm``, pairs measured
-    alone against a reference) are read by :mod:`bench.probe.verdict` only."""
+def probe_records(records: Sequence[Mapping[str, Any]],
+                  confirm: bool = False) -> list[Mapping[str, Any]]:
+    """The tournament's records, or (``confirm``) the confirmation pass's: pairs measured alone
+    against a reference, read by :mod:`bench.probe.verdict` only."""
     return [r for r in records if r.get("kind") == "probe" and r.get("status", "ok") == "ok"
-            and r.get("phase") != "confirm"]
+            and (r.get("phase") == "confirm") == confirm]
 
 
 def _ints(records: Sequence[Mapping[str, Any]], field: str) -> list[int]:

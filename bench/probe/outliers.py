@@ -170,12 +170,3 @@ def flagged(outliers: Iterable[Outlier]) -> dict[tuple[str, str], list[Outlier]]
             out.setdefault((o.what, o.name), []).append(o)
     return out
 
-
-def slow_nodes(outliers: Iterable[Outlier]) -> list[str]:
-    """The names of the slow nodes, each once, in node order of first appearance."""
-    return list(dict.fromkeys(o.name for o in outliers if o.what == "node"))
-
-
-def unexplained_links(outliers: Iterable[Outlier]) -> list[str]:
-    """Slow links no slow node explains, each once."""
-    return list(dict.fromkeys(o.name for o in outliers if o.what == "link" and not o.explained_by))

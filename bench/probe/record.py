@@ -18,7 +18,7 @@ import numpy as np
 
 from bench.collective.stats import summarize
 from bench.probe.links import Layout
-from bench.store.records import SCHEMA_VERSION
+from bench.store import kinds
 
 # The measurements of a record: name -> (field prefix, what one sample is)
 MEASUREMENTS = {"latency": "latency_us", "uni": "uni_us", "bi": "bi_us"}
@@ -80,15 +80,13 @@ def ranks_per_node(layout: Layout) -> int | None:
 def pair_record(layout: Layout, a: int, b: int, flows: int, rnd: int | None, s: Samples,
                 settings: Settings, extra: Mapping[str, Any]) -> dict[str, Any]:
     """The record of pair (a, b) at one size."""
-    rec: dict[str, Any] = {
-        "schema_version": SCHEMA_VERSION, "kind": "probe", "status": "ok",
-        "src": a, "dst": b, "src_host": layout.hosts[a], "dst_host": layout.hosts[b],
-        "src_node": layout.node_of[a], "dst_node": layout.node_of[b],
-        "link_class": layout.link_class(a, b), "flows": flows, "round": rnd,
-        "world_size": layout.world, "ranks_per_node": ranks_per_node(layout),
-        "nodes": layout.num_nodes, "nbytes": s.nbytes, "repeats": settings.repeats,
-        "window": settings.window, "warmup": settings.warmup,
-    }
+    rec = kinds.probe(
+        src=a, dst=b, world_size=layout.world, nbytes=s.nbytes,
+        src_host=layout.hosts[a], dst_host=layout.hosts[b],
+        src_node=layout.node_of[a], dst_node=layout.node_of[b],
+        link_class=layout.link_class(a, b), flows=flows, round=rnd,
+        ranks_per_node=ranks_per_node(layout), nodes=layout.num_nodes,
+        repeats=settings.repeats, window=settings.window, warmup=settings.warmup)
     for prefix in MEASUREMENTS.values():
         rec.update(_stats(prefix, getattr(s, prefix)))
     w = settings.window * s.nbytes

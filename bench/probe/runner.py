@@ -31,8 +31,7 @@ from bench.probe.links import Layout, flows
 from bench.probe.outliers import z_for
 from bench.probe.record import Samples, Settings, block_record, pair_record
 from bench.probe.schedule import peer_in, rounds
-from bench.probe.verdict import Retest, retest
-from bench.units import format_size
+from bench.probe.verdict import Retest, retest, retests_text
 
 IDLE_POLL_S = 2e-3  # how often a rank asleep at the barrier looks whether it is over
 Sink = Callable[[dict[str, Any]], object]
@@ -223,7 +222,6 @@ def header(p: Plan, confirm: Confirm) -> list[str]:
 
 def _line(n: int, check: Check, tests: list[Retest], seconds: float) -> str:
     verdict = "confirmed" if any(t.slow for t in tests) else "cleared"
-    what = ", ".join(f"{t.measurement} {format_size(t.nbytes)} {t.excess:+.0%}" for t in tests)
     (a, b), (c, d) = check.pair, check.reference
     return (f"probe: confirm {check.index + 1}/{n}: {check.name}: ranks {a}-{b} against ranks "
-            f"{c}-{d} ({check.link_class}): {verdict} ({what}; {seconds:.1f} s)")
+            f"{c}-{d} ({check.link_class}): {verdict} ({retests_text(tests)}; {seconds:.1f} s)")

@@ -15,7 +15,7 @@ from typing import Any
 
 from bench.probe.matrix import class_summary, probe_records
 from bench.probe.outliers import Outlier, find, flagged, tests, z_for
-from bench.probe.verdict import Verdict, confirm_records, decide
+from bench.probe.verdict import Verdict, decide, retests_text
 from bench.units import format_size
 
 CONFIRMED, CLEARED, NOT_REMEASURED = "confirmed", "cleared", "not re-measured"
@@ -47,7 +47,7 @@ def findings(records: Sequence[Mapping[str, Any]], threshold: float,
     """Nodes, then unexplained links, in the tournament's order (:func:`find`)."""
     found = find(records, threshold, z)
     verdicts = {v.name: v for v in decide(records, threshold)}
-    confirming = bool(confirm_records(records))
+    confirming = bool(probe_records(records, confirm=True))
     return [Finding(name, what, tuple(os), verdicts.get(name),
                     tuple(dict.fromkeys(o.name for o in found if o.explained_by == name)),
                     confirming)
@@ -63,10 +63,8 @@ def _flags(f: Finding) -> str:
 
 def _retests(f: Finding) -> str:
     assert f.verdict is not None
-    v = f.verdict
-    what = ", ".join(f"{t.measurement} {format_size(t.nbytes)} {t.excess:+.0%}"
-                     for t in v.retests)
-    return f"alone against ranks {v.reference[0]}-{v.reference[1]}: {what}"
+    (a, b), what = f.verdict.reference, retests_text(f.verdict.retests)
+    return f"alone against ranks {a}-{b}: {what}"
 
 
 def finding_line(f: Finding) -> str:

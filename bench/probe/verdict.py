@@ -12,8 +12,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from bench.probe.matrix import probe_records
 from bench.probe.outliers import z_for
 from bench.probe.record import MEASUREMENTS
+from bench.units import format_size
 
 
 @dataclass(frozen=True)
@@ -44,13 +46,8 @@ class Verdict:
         return any(t.slow for t in self.retests)
 
 
-def confirm_records(records: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    return [r for r in records if r.get("kind") == "probe" and r.get("phase") == "confirm"
-            and r.get("status", "ok") == "ok"]
-
-
-def _tests(rec: Mapping[str, Any]) -> list[tuple[str, int]]:
-    return [(str(m), int(n)) for m, n in rec["tests"]]
+def retests_text(retests: Sequence[Retest]) -> str:
+    return ", ".join(f"{t.measurement} {format_size(t.nbytes)} {t.excess:+.0%}" for t in retests)
 
 
 def retest(sus: Mapping[str, Any], ref: Mapping[str, Any], measurement: str, threshold: float,
@@ -72,9 +69,10 @@ def retest(sus: Mapping[str, Any], ref: Mapping[str, Any], measurement: str, thr
 def decide(records: Sequence[Mapping[str, Any]], threshold: float) -> list[Verdict]:
     """A verdict for every check of the pass whose records are all there, in check order."""
     by: dict[int, dict[tuple[str, int], Mapping[str, Any]]] = defaultdict(dict)
-    for r in confirm_records(records):
+    for r in probe_records(records, confirm=True):
         by[int(r["check"])][(str(r["role"]), int(r["nbytes"]))] = r
-    tests = {i: _tests(next(iter(recs.values()))) for i, recs in by.items()}
+    tests = {i: [(str(m), int(n)) for m, n in next(iter(recs.values()))["tests"]]
+             for i, recs in by.items()}
     z = z_for(sum(len(t) for t in tests.values()))
     out = []
     for i in sorted(by):

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from bench.collective import data
+from kernels.collective import resolve
 
 REDUCE = {"sum": np.add, "prod": np.multiply, "max": np.maximum, "min": np.minimum}
 
@@ -15,17 +16,18 @@ REDUCE = {"sum": np.add, "prod": np.multiply, "max": np.maximum, "min": np.minim
 def test_expected_is_the_reduction_of_the_fills(op: str, p: int) -> None:
     count = 3 * p + 11
     brute = REDUCE[op].reduce([data.fill(r, p, count, op) for r in range(p)])
-    assert np.array_equal(data.expected(p, count, op), brute)
-    assert np.array_equal(data.expected(p, 5, op, start=7), brute[7:12])
+    assert np.array_equal(data.reduced_at(np.arange(count), p, op), brute)
+    assert np.array_equal(data.reduced_at(np.arange(7, 12), p, op), brute[7:12])
 
 
 @pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "int32", "int64"])
 def test_count_wrong_counts_each_bad_element(dtype: str) -> None:
     p, count = 4, 3_000_000  # spans several check blocks
-    good = data.expected(p, count, "sum").astype(dtype)
-    assert data.count_wrong(good, p, "sum", dtype) == 0
+    good = data.reduced_at(np.arange(count), p, "sum").astype(dtype)
+    spec = resolve("all_reduce")
+    assert data.count_wrong_output(good, spec, count, p, 0, 0, "sum", dtype) == 0
     good[[0, 1_500_000, count - 1]] += 1
-    assert data.count_wrong(good, p, "sum", dtype) == 3
+    assert data.count_wrong_output(good, spec, count, p, 0, 0, "sum", dtype) == 3
 
 
 def test_inputs_stay_exact_in_float16_up_to_292_ranks() -> None:

@@ -71,9 +71,8 @@ def _run_pulls(p: int, rpn: int, alg: Algorithm, per: int, dtype: str, op: str,
     bufs, layouts = [], [problem.layout(r) for r in range(p)]
     for r, lay in enumerate(layouts):
         host = np.full(lay.space, SENTINEL, dtype=HOST_DTYPE[dtype])
-        inp = data.collective_input(spec, n, p, r, root, op, HOST_DTYPE[dtype])
-        if lay.inp is not None and inp is not None:
-            host[lay.inp.start:lay.inp.stop] = inp
+        if lay.inp is not None and spec.has_input(r, root):
+            host[lay.inp.start:lay.inp.stop] = data.fill(r, p, spec.in_count(n, p), op)
         bufs.append(to_storage(host, dtype))
     scratch = [np.zeros(lay.space, dtype=store) for lay in layouts]
     raw = [b.view(np.uint8) for b in bufs]

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import numpy as np
 from mpi4py import MPI
@@ -17,7 +19,6 @@ from bench.collective.case import Group
 from bench.costmodel.profile import Link, Profile
 from bench.emulate.links import link_delay
 from bench.emulate.transport import EmulatedMpi
-from bench.emulate.wait import RecordingWaiter
 from kernels.algorithm import Problem, get_algorithm
 from kernels.ops import OPS
 from kernels.transports.mpi import MpiTransport
@@ -25,6 +26,23 @@ from kernels.transports.mpi import MpiTransport
 A_INTRA, B_INTRA, A_INTER, B_INTER = 1e-6, 1e9, 1e-3, 1e6
 PROFILE = Profile("t", "", "test", {"intra": Link(A_INTRA, B_INTRA), "inter": Link(A_INTER, B_INTER)})
 COUNT = 1024  # float32: ring moves 1024 B per step; hierarchical's inter steps 1024 B per message
+
+
+@dataclass
+class RecordingWaiter:
+    """Waits for nothing; ``offsets`` lists every offset asked for, in order."""
+
+    offsets: list[float] = field(default_factory=list)
+
+    def mark(self) -> float:
+        return 0.0
+
+    def until(self, mark: float, offset_s: float) -> None:
+        self.offsets.append(offset_s)
+
+    def until_done(self, done: Callable[[], bool]) -> None:
+        while not done():
+            pass
 
 
 def delay(nbytes: int, flows: int) -> float:

@@ -9,6 +9,7 @@ import numpy as np
 from mpi4py import MPI
 
 from bench.collective import data
+from kernels.collective import resolve
 from kernels.transports.gpu_plan import bf16_bits_to_f32, f32_to_bf16_bits
 from kernels.transports.mpi_cupy import bf16_mpi_op
 
@@ -21,7 +22,8 @@ def main() -> None:
         mpi_op = bf16_mpi_op(op)
         comm.Allreduce(MPI.IN_PLACE, [bits, MPI.UINT16_T], mpi_op)
         mpi_op.Free()
-        bad = data.count_wrong(bf16_bits_to_f32(bits), comm.size, op, "bfloat16")
+        bad = data.count_wrong_output(bf16_bits_to_f32(bits), resolve("all_reduce"), 1001,
+                                      comm.size, comm.rank, 0, op, "bfloat16")
         wrong[op] = comm.allreduce(bad, op=MPI.SUM)
     if comm.rank == 0:
         print(json.dumps(wrong))

@@ -15,7 +15,7 @@ import pytest
 from bench.costmodel.profile import load_profile
 from bench.probe.fit import fit_probe
 from bench.probe.links import from_launch
-from bench.probe.outliers import find, slow_nodes, unexplained_links
+from bench.probe.outliers import find, flagged
 from bench.probe.schedule import rounds
 from bench.store.records import load_results, read_meta
 from tests.conftest import ROOT, commbench, run_mpi
@@ -50,20 +50,21 @@ def test_clean_records_with_noise_name_nothing() -> None:
 def test_a_slow_node_is_named_by_host_and_ranks() -> None:
     recs = synthetic(LAYOUT, delay=SlowNode(LAYOUT, 5, 50e-6))
     found = find(recs, 0.25)
-    assert slow_nodes(found) == ["node 5 (host h, ranks 10-11)"]
-    assert unexplained_links(found) == []  # every slow link ends on node 5
+    assert [n for w, n in flagged(found) if w == "node"] == ["node 5 (host h, ranks 10-11)"]
+    assert [n for w, n in flagged(found) if w == "link"] == []  # every slow link ends on node 5
     assert {o.link_class for o in found if o.what == "node"} == {"inter", "intra"}  # its own pair too
 
 
 def test_a_slow_link_is_named_and_no_node() -> None:
     found = find(synthetic(LAYOUT, slow_link=(3, 12)), 0.25)
-    assert slow_nodes(found) == []
-    assert unexplained_links(found) == ["rank 3 (host h) - rank 12 (host h)"]
+    assert [n for w, n in flagged(found) if w == "node"] == []
+    assert [n for w, n in flagged(found) if w == "link"] == ["rank 3 (host h) - rank 12 (host h)"]
 
 
 def test_the_threshold_holds_back_a_smaller_slowdown() -> None:
     recs = synthetic(LAYOUT, slow_link=(3, 12))  # twice as slow: +100 %
-    assert unexplained_links(find(recs, 0.9)) == ["rank 3 (host h) - rank 12 (host h)"]
+    assert [n for w, n in flagged(find(recs, 0.9)) if w == "link"] == [
+        "rank 3 (host h) - rank 12 (host h)"]
     assert find(recs, 1.1) == []
 
 
@@ -217,8 +218,8 @@ def test_a_probe_is_never_offered_resume(tmp_path: Path,
 
 def test_an_interrupted_probe_says_to_run_it_again(tmp_path: Path,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
-    from bench.launch.selflaunch import JobResult
-    from bench.probe.launch import probe_sweep
+    from bench.launch.selflaunch import JobResult, Sweep
+    from bench.probe.launch import INTERRUPTED
 
     run = probe_run(tmp_path, synthetic(from_launch(["h"] * 4, 1))[:5])
 
@@ -226,7 +227,7 @@ def test_an_interrupted_probe_says_to_run_it_again(tmp_path: Path,
         name, exit_code = "SIGINT", 130
 
     job = JobResult(4, -2, 1.0, {"case": "probe round 2/3"}, signal="SIGINT")
-    assert probe_sweep(run, read_meta(run))._interrupted(Guard(), job) == 130
+    assert Sweep(run, read_meta(run), **INTERRUPTED)._interrupted(Guard(), job) == 130
     assert capsys.readouterr().err.splitlines() == [
         f"commbench: interrupted by SIGINT during probe round 2/3; 5 records kept in {run} "
         f"(commbench report {run} shows them); {NOT_RESUMED}"]

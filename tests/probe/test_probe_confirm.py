@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from bench.probe.confirm import Check, Confirm, plan
-from bench.probe.outliers import find, unexplained_links
+from bench.probe.outliers import find, flagged
 from bench.probe.record import Samples, Settings, block_record
 from bench.probe.summary import findings, summary_lines
 from bench.probe.verdict import decide
@@ -32,7 +32,8 @@ def confirmation(check: Check, suspect: tuple[float, ...], reference: tuple[floa
 
 def test_a_stalled_link_is_suspected_and_cleared_when_measured_alone() -> None:
     recs = synthetic(LAYOUT, stalled=((3, 12),))  # every sample of the pair 20 times as long
-    assert unexplained_links(find(recs, 0.25)) == ["rank 3 (host h) - rank 12 (host h)"]
+    assert [n for w, n in flagged(find(recs, 0.25)) if w == "link"] == [
+        "rank 3 (host h) - rank 12 (host h)"]
     assert summary_lines(recs, 0.25)[-2].startswith(  # no pass: named on the tournament alone
         "probe: slow link: rank 3 (host h) - rank 12 (host h): bi 4MiB +")
     assert summary_lines(recs, 0.25)[-2].endswith("(tournament only: no confirmation pass)")
