@@ -9,6 +9,7 @@ counts its sends and receives, which :func:`counted` derives from the schedule i
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -32,6 +33,15 @@ class Call:
     def __post_init__(self) -> None:
         if self.group not in GROUPS or self.phase not in PHASES:
             raise ValueError(f"call {self.op}: group {self.group!r} / phase {self.phase!r}")
+
+
+def merged(calls: Iterable[Call]) -> list[Call]:
+    """``calls`` with the alike ones (equal but for ``calls``) made one, in first-seen order."""
+    n: dict[Call, int] = {}
+    for c in calls:
+        one = dataclasses.replace(c, calls=1)
+        n[one] = n.get(one, 0) + c.calls
+    return [dataclasses.replace(c, calls=k) for c, k in n.items()]
 
 
 @dataclass

@@ -17,7 +17,6 @@ no forward (0).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from bench.advise.comm import CommContext, representative_stages
@@ -43,12 +42,9 @@ def activations(shape: Shape, lay: Layout, batch: int, prec: Precision) -> int |
     cfg = shape.model.config
     if not isinstance(cfg, GPTConfig):
         return None
-    in_flight, layers = 1, None
-    if lay.pipeline > 1:
-        in_flight = lay.microbatches if lay.schedule == "gpipe" else min(lay.microbatches,
-                                                                         lay.pipeline)
-        layers = math.ceil(cfg.layers / lay.stages) * lay.stages_per_rank
-    plan = Acts(lay.tensor, lay.microbatches, in_flight, layers)
+    plan = Acts.pipelined(cfg.layers, lay.pipeline, lay.microbatches, lay.schedule,
+                          lay.stages_per_rank, tensor=lay.tensor) if lay.pipeline > 1 else \
+        Acts(lay.tensor, lay.microbatches)
     every = frozenset(range(shape.model.num_pieces)) if lay.checkpoint else frozenset()
     return held_activations(shape.model, plan, every, batch, prec, lay.amp)
 

@@ -25,10 +25,12 @@ from bench.costmodel.calibrate import (
     placed_of,
     point,
     summary,
+    value_of,
+    with_values,
 )
 from bench.costmodel.net import Net
 from bench.costmodel.predict import estimate_case
-from bench.costmodel.profile import Link, Profile, ProfileError, load_profile, save_profile
+from bench.costmodel.profile import Profile, ProfileError, load_profile, save_profile
 from bench.probe.fit import ProbeFit, fit_probe
 from bench.probe.fit import residuals as probe_residuals
 from bench.store.records import StoreError, load_results, read_meta
@@ -198,12 +200,6 @@ def calibrate_command(args: argparse.Namespace, say: Callable[[str], None]) -> i
     return 0
 
 
-def _value(prof: Profile, name: str) -> float:
-    """``intra.alpha`` and the like of ``prof``."""
-    link = prof.links[name.split(".")[0]]
-    return link.alpha if name.endswith("alpha") else link.beta
-
-
 def _missing(got: Loaded, why: dict[str, int]) -> str:
     """What the runs held instead of measured points, for the one-line refusal."""
     parts = [f"{n} predicted records, never fitted" for n in
@@ -219,7 +215,7 @@ def _moved(result: Fit, probe: ProbeFit | None, factor: float = 2.0) -> dict[str
     out = {}
     for k, v in probe.values.items():
         if k in result.fitted:
-            got = _value(result.profile, k)
+            got = value_of(result.profile, k)
             if v <= 0 or not 1 / factor <= got / v <= factor:
                 out[k] = (v, got)
     return out
@@ -228,12 +224,9 @@ def _moved(result: Fit, probe: ProbeFit | None, factor: float = 2.0) -> dict[str
 def with_probe(base: Profile | None, probe: ProbeFit) -> Profile:
     """``base`` (or the calibration's default start) with the probe's α and β in its links."""
     start = base or replace(DEFAULT, links={}, gamma=0.0, overhead=0.0)
-    links = dict(start.links)
-    for name, v in probe.values.items():
-        cls, k = name.split(".")
-        old = links.get(cls) or DEFAULT.links[cls]
-        links[cls] = Link(v, old.beta) if k == "alpha" else Link(old.alpha, v)
-    return replace(start, links=links)
+    probed = {name.split(".")[0]: DEFAULT.links[name.split(".")[0]] for name in probe.values}
+    return with_values(replace(start, links={**probed, **start.links}), list(probe.values),
+                       list(probe.values.values()))
 
 
 def _not_fitted(prof: Profile, probe: ProbeFit) -> dict[str, str]:
@@ -275,7 +268,7 @@ def _finish(args: argparse.Namespace, result: Fit, points: Sequence[Point],
         fitted["probe"] = {
             "runs": sorted({str(r["_run"]) for r in probe_recs}),
             "parameters": {k: {**d, "value": float(f"{d['value']:.6g}"),
-                               **({"refitted_by_sweep": float(f"{_value(prof, k):.6g}")}
+                               **({"refitted_by_sweep": float(f"{value_of(prof, k):.6g}")}
                                   if k in result.fitted else {})}
                            for k, d in sorted(probe.details.items())},
             "method": "medians over pairs (bench/probe/fit.py); the sweep's fit starts from them "

@@ -25,10 +25,10 @@ from typing import TYPE_CHECKING, Annotated
 
 from pydantic import Field
 
-from bench.advise.calls import Call
+from bench.advise.calls import Call, merged
 from bench.advise.layout import Layout
 from bench.advise.space import Space, data_layouts
-from bench.training.analytic import replicated
+from bench.training.analytic import numel, replicated
 from bench.training.rules import accelerator_build
 from bench.training.strategy import Strategy, TrainContext, Trainer, register
 
@@ -92,12 +92,10 @@ def build(ctx: TrainContext) -> Trainer:
 
 def buckets(ctx: CommContext) -> list[int]:
     """Elements per bucket, in the order they are reduced."""
-    from bench.advise.comm import numel
-
     cap = int(ctx.layout.bucket_mb * 2**20)
     out, size, elems = [], 0, 0
     for p in reversed(ctx.params):
-        n = numel(p)
+        n = numel(p.shape)
         size, elems = size + n * ctx.bytes.grad, elems + n
         if size >= cap:
             out.append(elems)
@@ -110,11 +108,8 @@ def gradient_calls(ctx: CommContext) -> list[Call]:
     hook = ctx.layout.hook
     item = COMPRESSED.get(hook, ctx.bytes.grad)
     alg = None if hook in ("default", *COMPRESSED) else hook
-    sizes: dict[int, int] = {}
-    for n in buckets(ctx):
-        sizes[n] = sizes.get(n, 0) + 1
-    return [Call("all_reduce", n * item, k, "data", "backward", True, alg, item)
-            for n, k in sizes.items()]
+    return merged(Call("all_reduce", n * item, 1, "data", "backward", True, alg, item)
+                  for n in buckets(ctx))
 
 
 def layout(opts: Options, world: int) -> Layout:

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import math
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -46,7 +45,14 @@ from pydantic import Field
 from bench.advise.comm import pipeline_calls
 from bench.advise.layout import Layout
 from bench.training.analytic import Acts, Held, numel
-from bench.training.stages import Schedule, check_pipeline, local_stages, stage_pieces
+from bench.training.stages import (
+    Schedule,
+    check_pipeline,
+    local_stages,
+    piece_sizes,
+    stage_pieces,
+    stage_starts,
+)
 from bench.training.strategy import Strategy, TrainContext, Trainer, register
 
 if TYPE_CHECKING:
@@ -211,9 +217,9 @@ class PipelineTrainer(Trainer):
         opts: Options = ctx.opts
         n = ctx.world * opts.per_rank
         full = ctx.build_model()
-        pieces = stage_pieces(ctx.model, n)
+        starts = stage_starts(piece_sizes(ctx.model), n)
         self.stage_ids = local_stages(opts.per_rank, ctx.rank, ctx.world)
-        self.mods = [nn.Sequential(*(full.pieces[i] for i in pieces[s])).to(ctx.device)
+        self.mods = [nn.Sequential(*full.pieces[starts[s]:starts[s + 1]]).to(ctx.device)
                      for s in self.stage_ids]
         schedules = torch_schedules()
         stages = [PipelineStage(m, s, n, ctx.device) for m, s in zip(self.mods, self.stage_ids)]
@@ -265,8 +271,8 @@ def check(opts: Options, model: ModelInfo, world: int, batch: int) -> None:
 
 def _mine(model: ModelSpec, opts: Options, n: int, r: int) -> frozenset[int]:
     """The pieces of rank ``r``'s stages."""
-    stages = stage_pieces(model, n * opts.per_rank)
-    return frozenset(i for st in local_stages(opts.per_rank, r, n) for i in stages[st])
+    starts = stage_starts(piece_sizes(model), n * opts.per_rank)
+    return stage_pieces(starts, local_stages(opts.per_rank, r, n))
 
 
 def held(model: ModelSpec, opts: Options, ps: list[Param], n: int, r: int) -> Held:
@@ -276,10 +282,8 @@ def held(model: ModelSpec, opts: Options, ps: list[Param], n: int, r: int) -> He
 
 
 def acts(model: ModelSpec, opts: Options, n: int, r: int) -> Acts:
-    """L/p layers per microbatch, for m microbatches in flight (GPipe) or min(m, p) (1F1B)."""
-    m, v = opts.microbatches, opts.per_rank
-    return Acts(microbatches=m, in_flight=m if opts.schedule == "gpipe" else min(m, n),
-                layers=math.ceil(model.config.layers / (n * v)) * v, pieces=_mine(model, opts, n, r))
+    return Acts.pipelined(model.config.layers, n, opts.microbatches, opts.schedule, opts.per_rank,
+                          pieces=_mine(model, opts, n, r))
 
 
 def layout(opts: Options, world: int) -> Layout:

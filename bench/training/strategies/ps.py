@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Annotated
 
 from pydantic import Field
 
-from bench.advise.calls import Call
+from bench.advise.calls import Call, merged
 from bench.advise.layout import Layout
 from bench.training.analytic import Acts, Held, greedy_owners, numel
 from bench.training.strategy import Strategy, TrainContext, Trainer, register
@@ -184,15 +184,12 @@ def shard_elements(ctx: CommContext) -> list[int]:
 
 def calls(ctx: CommContext) -> list[Call]:
     b, shards = ctx.bytes, shard_elements(ctx)
-    counts: dict[tuple[str, int], int] = {}
     if ctx.server is None:  # a worker: one push and one pull per server
-        for n in shards:
-            for op, size in (("send", n * b.grad), ("recv", n * b.param)):
-                counts[op, size] = counts.get((op, size), 0) + 1
+        ops, k = [x for n in shards for x in (("send", n * b.grad), ("recv", n * b.param))], 1
     else:  # server s: one receive and one send per worker
         n = shards[ctx.server]
-        counts = {("recv", n * b.grad): ctx.layout.data, ("send", n * b.param): ctx.layout.data}
-    return [Call(op, size, k, "server", "step", False) for (op, size), k in counts.items()]
+        ops, k = [("recv", n * b.grad), ("send", n * b.param)], ctx.layout.data
+    return merged(Call(op, size, k, "server", "step", False) for op, size in ops)
 
 
 def price(job: Job, ctx: CommContext) -> list[Priced]:

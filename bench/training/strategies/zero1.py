@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated
 
 from pydantic import Field
 
-from bench.advise.calls import Call
+from bench.advise.calls import Call, merged
 from bench.advise.layout import Layout
 from bench.advise.space import Space, data_layouts
 from bench.training.analytic import Held, greedy_owners, numel
@@ -55,12 +55,8 @@ def held(model: ModelSpec, opts: Options, ps: list[Param], n: int, r: int) -> He
 
 
 def calls(ctx: CommContext) -> list[Call]:
-    sizes: dict[int, int] = {}
-    for p in ctx.params:
-        n = numel(p.shape) * ctx.bytes.param
-        sizes[n] = sizes.get(n, 0) + 1
-    return [*gradient_calls(ctx),
-            *(Call("broadcast", n, k, "data", "step", False) for n, k in sizes.items())]
+    return [*gradient_calls(ctx), *merged(Call("broadcast", numel(p.shape) * ctx.bytes.param, 1,
+                                               "data", "step", False) for p in ctx.params)]
 
 
 def layout(opts: Options, world: int) -> Layout:
