@@ -17,6 +17,7 @@ HCA ports, else up Ethernet interfaces) when it sees any. :func:`network_facts` 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -151,6 +152,4 @@ def resolve_topology(spec: str, env: Mapping[str, str] | None = None) -> Cluster
         if n:
             options.append(f"nics={n}")
     text = ",".join(str(s) for s in sizes) + "".join(f":{o}" for o in options)
-    cluster = parse_topology(text)
-    return Cluster(cluster.node_sizes, cluster.placement, cluster.nodes_per_leaf,
-                   cluster.oversubscription, cluster.nics_per_node, f"{spec} = {text}")
+    return dataclasses.replace(parse_topology(text), spec=f"{spec} = {text}")

@@ -21,8 +21,6 @@ import torch.distributed as dist
 from bench.scenario_base import ScenarioError
 from kernels.transports.rendezvous import rendezvous
 
-MPI_RANK_VARS = (("PMI_RANK", "PMI_SIZE"), ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"),
-                 ("SLURM_PROCID", "SLURM_NTASKS"))
 LOCAL_RANK_VARS = ("LOCAL_RANK", "MPI_LOCALRANKID", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID")
 
 

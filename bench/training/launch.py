@@ -25,8 +25,11 @@ from bench.scenario_base import ScenarioError
 from bench.store.records import ResultWriter, write_meta
 from bench.store.resume import RESUME_ENV, RunDirError, done_training, plan_run, recorded_sizes
 from bench.training import record
-from bench.training.jobenv import BACKEND_ENV, CASE_SKIP_ENV, CASE_START_ENV
-from bench.training.scenario import TrainingScenario
+from bench.training.scenario import StrategySpec, TrainingScenario
+
+# What the self-launcher tells each rank of a training job, by environment
+CASE_START_ENV = "COMMBENCH_CASE_START"
+BACKEND_ENV = "COMMBENCH_TRAINING_BACKEND"  # the self-launcher's choice for its whole sweep
 
 
 def handle(args: argparse.Namespace, sc: TrainingScenario, sizes: tuple[int, ...]) -> int:
@@ -95,8 +98,15 @@ def _in_job(args: argparse.Namespace, sc: TrainingScenario, sizes: tuple[int, ..
     from bench.training.runner import JobContext, run_job  # a rank: torch from here on
 
     ctx = JobContext(run_dir, worker_of or run_dir.name, sc, sizes, bool(worker_of),
-                     progress=not args.no_progress, resume=resume is not None)
+                     progress=not args.no_progress,
+                     resume=resume is not None or os.environ.get(RESUME_ENV) == "1")
     return run_job(ctx)
+
+
+def recorded(run_dir: Path, cases: list[tuple[StrategySpec, str]], world: int) -> set[int]:
+    """Indices of ``cases`` at ``world`` ranks that have a record (measured or failed) in RUN."""
+    done = done_training(run_dir)
+    return {i for i, (spec, model) in enumerate(cases) if (spec.label, model, world) in done}
 
 
 class TrainingKind:
@@ -114,9 +124,8 @@ class TrainingKind:
         """Cases from ``start`` on with no record in results.jsonl (this run's or, resumed,
         earlier ones)."""
         cases = self.sc.cases(world)
-        done = done_training(self.run_dir)
-        return [i for i in range(start, len(cases))
-                if (cases[i][0].label, cases[i][1], world) not in done]
+        have = recorded(self.run_dir, cases, world)
+        return [i for i in range(start, len(cases)) if i not in have]
 
     def first(self, world: int) -> int | None:
         return next(iter(self._pending(world)), None)
@@ -128,10 +137,7 @@ class TrainingKind:
                "--out", str(run_dir), "--world-sizes", str(world)]
         if self.args.no_progress:
             cmd.append("--no-progress")
-        todo = set(self._pending(world, start))
-        skip = [i for i in range(start, len(self.sc.cases(world))) if i not in todo]
         env = dict(os.environ, **{WORKER_ENV: run_dir.name, CASE_START_ENV: str(start),
-                                  CASE_SKIP_ENV: ",".join(map(str, skip)),
                                   BACKEND_ENV: self.backend, "OMP_NUM_THREADS": "1",
                                   "TORCHELASTIC_ERROR_FILE": str(run_dir / "torch-error.json")})
         if self.resuming:

@@ -35,9 +35,6 @@ from bench.training.comm import CommCount, CommCounter
 from bench.training.memory import HeldBytes, PeakMemory, SavedActivations, held_bytes
 from bench.training.strategy import Trainer
 
-TIMER = ("time.perf_counter_ns around each step, after a barrier and a device sync, ended by a "
-         "device sync; max over ranks per step")
-
 
 @dataclass(frozen=True)
 class Protocol:

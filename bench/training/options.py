@@ -79,13 +79,10 @@ def apply_options(model: Chain, checkpointed: frozenset[int], amp: Amp) -> Chain
     the autocast) for the pieces in ``checkpointed``. Returns ``model``."""
     for i, piece in enumerate(model.pieces):
         fwd = piece.forward
-        wrapped = False
         if amp.dtype is not None:
             fwd = functools.partial(_autocast, fwd, amp.device_type, amp.dtype)
-            wrapped = True
         if i in checkpointed:
             fwd = functools.partial(_checkpointed, fwd)
-            wrapped = True
-        if wrapped:
+        if amp.dtype is not None or i in checkpointed:
             piece.forward = fwd  # on the instance: names, plans and hooks are untouched
     return model

@@ -227,13 +227,11 @@ class PipelineTrainer(Trainer):
         loss = functools.partial(self.amp.loss, ctx.model.loss)  # fp32 loss, scaled for fp16
         if opts.schedule == "interleaved":
             self.schedule = schedules.ScheduleInterleaved1F1B(stages, opts.microbatches, loss_fn=loss)
-            orders = interleaved_orders(self.schedule)
         else:
             make = getattr(schedules, SINGLE_STAGE[opts.schedule])
             self.schedule = make(stages[0], opts.microbatches, loss_fn=loss)
-            orders = [single_stage_order(opts.schedule, s, n, opts.microbatches)
-                      for s in range(n)]
-        self.bubble = float(replay(orders, n))  # the order this job runs
+        self.bubble = float(bubble_fraction(opts.schedule, ctx.world, opts.microbatches,
+                                            opts.per_rank))
         self.first, self.last = 0 in self.stage_ids, n - 1 in self.stage_ids
         self.opt = ctx.optimizer([p for m in self.mods for p in m.parameters()])
         self.waits = WaitClock()
