@@ -20,7 +20,7 @@ from typing import Any
 
 from bench.collective import canary
 
-SIZES = {"memcpy_256KiB_GBps": 256 << 10, "memcpy_GBps": 16 << 20}  # bytes copied per reading
+SIZES = {key: 4 * n for key, (n, _) in canary.COPIES.items()}  # bytes copied (float32s) per reading
 
 
 @dataclass(frozen=True)

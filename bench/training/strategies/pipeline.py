@@ -1,32 +1,15 @@
 """``pipeline``: torch.distributed.pipelining with GPipe, 1F1B or interleaved 1F1B.
 
 The model's pieces are cut into ``world * stages_per_rank`` contiguous stages balanced by
-parameter count (the split minimising the largest stage). Rank r holds stages r, r + world, ...
-(the interleaved layout). The whole batch is one replica, cut into ``microbatches``; gradients
-are scaled by 1/microbatches, so the update equals one step on the whole batch. Checkpointing
-and precision act on the pieces inside each stage (autocast keeps GPT's residual stream in
-fp32, so the activations between stages stay fp32).
+parameter count (:mod:`bench.training.stages`); rank r holds stages r, r + world, ... The whole
+batch is one replica, cut into ``microbatches``; the update equals one step on the whole batch.
 
-Idle time per stage (what :mod:`bench.training.measure` reports as ``stage_idle_*``): every
-wait the schedules make on point-to-point works goes through one function,
-``torch.distributed.pipelining.schedules._wait_batch_p2p(works)`` (``for w in works:
-w.wait()``), looked up as a module global at each call by GPipe, 1F1B and the runtime of
-interleaved 1F1B. That is the narrowest point that sees the waits and nothing else: the stage
-only builds ``P2POp``s, and the works come from ``dist.isend``/``irecv``/``batch_isend_irecv``
-(wrapping the ops or the group would change which of those run). During :meth:`step` only,
-:func:`timed_waits` swaps that global for one that calls the original between a
-``perf_counter_ns`` pair and adds the difference to this trainer's :class:`WaitClock`; the
-original is restored on leaving, even on error. The same works are waited on in the same order,
-so what is communicated (``comm_by_type``) is unchanged. What the waits hold: receives of
-activations (forward) and gradients (backward) from the neighbour stages, the sends that 1F1B
-fuses with them into one batch, and the completions of earlier sends.
-
-The schedule's own bubble (:func:`bubble_fraction`) replays the order of forward and backward
-actions each rank executes, exactly as torch runs it, with unit-time forwards, backwards of
-twice that, equal stages and free communication: (p - 1)/(m + p - 1) for GPipe and 1F1B, and
-(p - 1)/(v m + p - 1) for interleaved 1F1B with ``m >= p`` (checked for p <= 8, v <= 3);
-with fewer microbatches than ranks torch's interleaved order idles more (p = 4, v = 2, m = 2:
-5/9 against 3/7), and the replay reports that.
+Idle time per stage: during :meth:`PipelineTrainer.step` only, :func:`timed_waits` swaps the
+schedules' one wait function, ``torch.distributed.pipelining.schedules._wait_batch_p2p``, for
+one that times the original into a :class:`WaitClock` (restored on leaving, even on error; the
+same works are waited on in the same order). The schedule's own bubble (:func:`bubble_fraction`)
+replays the forward and backward order each rank runs, exactly as torch runs it. Both:
+docs/training.md (Pipeline idle per stage).
 """
 
 from __future__ import annotations
@@ -235,10 +218,7 @@ class PipelineTrainer(Trainer):
         self.first, self.last = 0 in self.stage_ids, n - 1 in self.stage_ids
         self.opt = ctx.optimizer([p for m in self.mods for p in m.parameters()])
         self.waits = WaitClock()
-
-    def take_waits(self) -> tuple[int, int]:
-        """(nanoseconds, calls) in point-to-point waits since the last call (see the module)."""
-        return self.waits.take()
+        self.take_waits = self.waits.take  # what measure.Waits reads after each step
 
     def step(self, batch: Batch) -> float | None:
         import torch
