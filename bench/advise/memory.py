@@ -1,18 +1,9 @@
 """Per-rank memory of a layout, from :mod:`bench.training.analytic`'s rules composed: the rank's
-pipeline stages, their tensor-parallel shards (``tp_local``), then the ZeRO stage's rule over the
-data group (its data strategy's ``held`` at ``data`` ranks) on exactly those parameters; a
-parameter-server layout takes the ``ps`` strategy's own ranks (worker 0 and server 0, the larger).
-
-Activations are the analytic model's formula (:func:`bench.training.analytic.held_activations`;
-Korthikanti et al. 2022, 16-bit, flash attention) for tensor and pipeline degrees together: per layer
-``s * b * h * (10 + 24 / t)`` with b the microbatch, for ``ceil(L / stages) * v * in_flight``
-layers (in flight: m microbatches under GPipe, min(m, p) under 1F1B and interleaved), plus the
-fp32 logits ``4 * s * b * V``. Checkpointing (every piece) keeps a layer's input only,
-``2 * s * b * h``, instead of its per-layer figure (analytic's checkpoint rule). The 16-bit
-figures hold under ``--precision mixed`` and under autocast (``amp=bf16|fp16``); fp32 doubles
-the layers' part. It equals :func:`bench.training.analytic.activations` wherever that applies
-(``tests/advise/test_advise.py``). Other families have no activation model (None); a ps server runs
-no forward (0).
+pipeline stages, their tensor-parallel shards (``tp_local``), then the data strategy's ``held``
+over the data group on exactly those parameters (a strategy whose ranks differ, ps, says its
+own). Activations: :func:`bench.training.analytic.held_activations` for tensor and pipeline
+degrees together, equal to :func:`bench.training.analytic.activations` wherever that applies
+(``tests/advise/test_advise.py``). docs/advise.md (Memory).
 """
 
 from __future__ import annotations

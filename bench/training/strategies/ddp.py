@@ -1,21 +1,9 @@
-"""``ddp``: DistributedDataParallel, each rank a replica on ``batch_size`` samples.
-
-Gradient buckets are averaged by DDP's own AllReduce (``hook: default``), compressed to
-fp16/bf16 (DDP's compression hooks; losses then match the reference to ~1e-3), or run through a
-commbench AllReduce schedule over the torch p2p transport (``hook: ring``, ``tree``, ...), so
-algorithms can be compared inside real training.
-
-Communication: one all_reduce per bucket, in backward. Buckets as torch 2.13 builds them
-(``torch/nn/parallel/distributed.py``, ``_BucketCapacityConfig``): commbench passes
-``bucket_cap_mb`` explicitly, so the first bucket's cap equals the others' (the 1 MiB first
-bucket applies only when bucket_cap_mb is left unset). The first step runs with one bucket
-(find_unused_parameters off); the Reducer then rebuilds them in the order gradients became
-ready, which for a chain of pieces is the reverse parameter order. Parameters are added to the
-open bucket until its bytes reach the cap (``int(bucket_mb * 2**20)``, gradients at their
-element size); the bucket then closes, so a bucket may exceed the cap by its last tensor. Each
-bucket is one all_reduce of its flat buffer; the fp16/bf16 compression hooks reduce it as
-2-byte elements; a commbench algorithm hook runs the bucket through that all_reduce schedule
-(sends and receives). Buckets overlap with backward. Memory: everything replicated.
+"""``ddp``: DistributedDataParallel, each rank a replica on ``batch_size`` samples. Gradient
+buckets are averaged by DDP's own AllReduce (``hook: default``), compressed to fp16/bf16 (DDP's
+compression hooks), or run through a commbench AllReduce schedule over the torch p2p transport
+(``hook: ring``, ``tree``, ...), so algorithms can be compared inside real training. Its buckets,
+as torch builds them, and their calls (:func:`buckets`): docs/advise.md (Communication per
+step). Memory: everything replicated.
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
-"""``zero1``: DDP for gradients + ZeroRedundancyOptimizer (optimizer state sharded by whole
-parameters, greedily by size; each owner broadcasts its updated parameters after the step).
-
-Communication: DDP's bucketed gradient all_reduces (:mod:`.ddp`), then one broadcast per
-parameter tensor from its owner (``parameters_as_bucket_view`` off, torch's default), every rank
-taking part in every broadcast; they follow the optimizer step and overlap nothing. Memory:
-everything replicated but the optimizer state of the parameters ZeroRedundancyOptimizer assigns
-to the rank (largest first, each to the least-loaded rank: :func:`greedy_owners`).
+"""``zero1``: DDP for gradients + ZeroRedundancyOptimizer: optimizer state sharded by whole
+parameters (:func:`greedy_owners`), each owner broadcasting its updated parameters after the
+step. Its calls and memory: docs/advise.md and docs/training.md (Memory model).
 """
 
 from __future__ import annotations
