@@ -35,7 +35,7 @@ BACKEND_ENV = "COMMBENCH_TRAINING_BACKEND"  # the self-launcher's choice for its
 def handle(args: argparse.Namespace, sc: TrainingScenario, sizes: tuple[int, ...]) -> int:
     """``sizes``: ``--world-sizes`` or else the scenario's (empty: one rank self-launched)."""
     from bench.launch.launcher import inside_mpi_job
-    from bench.training.distenv import in_torch_job
+    from bench.training.distenv import in_torch_job, pick_backend, visible_gpus
 
     resume = getattr(args, "resume", None)
     if os.environ.get(WORKER_ENV) or in_torch_job() or inside_mpi_job():
@@ -44,7 +44,9 @@ def handle(args: argparse.Namespace, sc: TrainingScenario, sizes: tuple[int, ...
         sizes = recorded_sizes(resume) or sizes  # a resumed run keeps its world sizes
     sizes = sizes or (1,)
     try:
-        backend = sweep_backend(sc.backend, sizes)
+        # every job of the sweep on this host: auto is nccl only when the largest world size
+        # gets a GPU per rank; ScenarioError (one line) before anything starts when nccl cannot
+        backend = pick_backend(sc.backend, max(sizes), visible_gpus())
         plan = plan_run(sc, args.out, resume)
         lock = plan.lock()
     except ScenarioError as e:
@@ -69,15 +71,6 @@ def _mpi_or_none() -> dict[str, str] | None:
         return probe_library().as_meta()
     except LaunchError as e:
         return {"library": f"unknown ({e})"}
-
-
-def sweep_backend(backend: str, sizes: tuple[int, ...]) -> str:
-    """The backend of every job of a self-launched sweep (all ranks on this host): ``auto``
-    is nccl only when the largest world size gets a GPU per rank. Raises
-    :class:`ScenarioError` with one line, before anything starts, when nccl cannot."""
-    from bench.training.distenv import pick_backend, visible_gpus
-
-    return pick_backend(backend, max(sizes), visible_gpus())
 
 
 def _in_job(args: argparse.Namespace, sc: TrainingScenario, sizes: tuple[int, ...]) -> int:
