@@ -59,11 +59,8 @@ class FlatConfig:
     tensor-parallel plan, no activation model (family ``flat``)."""
 
     family: ClassVar[str] = "flat"
+    heads: ClassVar[None] = None
     pieces: int
-
-    @property
-    def heads(self) -> int | None:
-        return None
 
     def tp_linears(self) -> None:
         return None
