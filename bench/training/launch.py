@@ -1,13 +1,9 @@
-"""``commbench run`` for training scenarios: self-launch with torch's launcher, or run the cases
-of the job we are in (torchrun, or mpiexec/srun).
-
-Self-launch starts ``python -m torch.distributed.run --standalone --nproc-per-node N`` (through
-:mod:`bench.training.torchrun`, which leaves out torch's traceback when a rank fails) once per
-world size, on loopback only, through the one self-launch loop (:mod:`bench.launch.selflaunch`: signals,
-in-flight marker, meta). When a job fails, the case it was in (from the in-flight marker) gets a
-``status: failed`` record and a new job goes on at the next case, so one bad case never sinks the
-sweep. A nonzero exit after every case finished is reported as a warning: torch ranks
-occasionally abort in interpreter shutdown, after the records are on disk.
+"""``commbench run`` for training scenarios: self-launch with torch's launcher (through
+:mod:`bench.training.torchrun`, once per world size, on loopback only, through the one
+self-launch loop :mod:`bench.launch.selflaunch`), or run the cases of the job we are in
+(torchrun, or mpiexec/srun). A failed job's case gets a ``status: failed`` record and a new job
+goes on at the next case, so one bad case never sinks the sweep; a nonzero exit after every case
+finished is a warning (torch ranks occasionally abort in interpreter shutdown).
 """
 
 from __future__ import annotations

@@ -1,17 +1,10 @@
 """Training scenarios: strategies x models x world sizes, validated at load time.
 
-A strategy is written as a mapping (``{name: pipeline, schedule: gpipe, microbatches: 8}``) or
-as a short string ``name[:option]`` (``ddp:ring``, ``ddp:fp16``, ``pipeline:interleaved``,
-``hybrid:2``, ``ps:1``). Two options belong to every strategy and are parsed here only:
-``checkpoint`` (activation checkpointing: ``true``, a list of piece indices, or a fraction f in
-(0, 1): the first ceil(f * pieces) pieces) and ``precision`` (``fp32``, or autocast ``bf16`` /
-``fp16`` with fp32 master weights; not to be confused with ddp's gradient-compression ``hook:
-fp16``). Every other key is the strategy's own option (its file's ``Options`` dataclass). Every
-(strategy, model, world size) combination is checked by the strategy's ``check`` (e.g. tensor
-degree must divide the heads, pipeline stages must not exceed the model's pieces), so a bad case
-fails before anything launches, with the key's name. Strategy files
-(:mod:`bench.training.strategy`) and the model names (:mod:`bench.models.catalog`) need no torch:
-validating a training scenario imports none.
+A strategy is a mapping (``{name: pipeline, schedule: gpipe}``) or a short string
+``name[:option]`` (``ddp:ring``, ``hybrid:2``); ``checkpoint`` and ``precision`` belong to every
+strategy and are parsed here only, every other key is the strategy's own ``Options``. Every
+(strategy, model, world size) is checked by the strategy's ``check`` before anything launches,
+without torch. The keys and the rules: docs/training.md (Scenario keys, Strategies).
 """
 
 from __future__ import annotations
