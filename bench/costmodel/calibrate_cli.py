@@ -116,13 +116,15 @@ def native_curves(recs: Sequence[dict[str, Any]], profile: Profile) -> dict[str,
 
 
 def _curve(c: str, recs: Sequence[dict[str, Any]], p: int, profile: Profile) -> dict[str, Any] | None:
-    rpn = max(placed_of(p, r.get("ranks_per_node")).node_sizes[0] for r in recs)
+    placed = [(r, placed_of(p, r.get("ranks_per_node"))) for r in recs]
+    rpn = max(pl.node_sizes[0] for _, pl in placed)
     pts: dict[int, list[float]] = {}
     means: dict[int, list[float]] = {}
-    for r in (r for r in recs if placed_of(p, r.get("ranks_per_node")).node_sizes[0] == rpn):
-        placed = placed_of(p, r.get("ranks_per_node"))
-        pr = Problem(placed.topology, int(r["count"]), ITEMSIZE.get(str(r["dtype"]), 4), c, 0)
-        net = Net(placed, profile)
+    for r, pl in placed:
+        if pl.node_sizes[0] != rpn:
+            continue
+        pr = Problem(pl.topology, int(r["count"]), ITEMSIZE.get(str(r["dtype"]), 4), c, 0)
+        net = Net(pl, profile)
         best = [e for a in algorithms_of(c) if not a.is_vendor
                 for e in [estimate_case(a, pr, net)] if not isinstance(e, str)]
         if best:
@@ -132,13 +134,12 @@ def _curve(c: str, recs: Sequence[dict[str, Any]], p: int, profile: Profile) -> 
                 means.setdefault(int(r["nbytes"]), []).append(r["time_us_mean"] / 1e6 / t)
     if not pts:
         return None
-    out: dict[str, Any] = {
-        "ranks_per_node": rpn,
-        "points": [[n, float(f"{sorted(v)[len(v) // 2]:.4g}")] for n, v in sorted(pts.items())]}
-    if means:
-        out["mean_points"] = [[n, float(f"{sorted(v)[len(v) // 2]:.4g}")]
-                              for n, v in sorted(means.items())]
-    return out
+    return {"ranks_per_node": rpn, "points": _medians(pts),
+            **({"mean_points": _medians(means)} if means else {})}
+
+
+def _medians(by_size: dict[int, list[float]]) -> list[list[float]]:
+    return [[n, float(f"{sorted(v)[len(v) // 2]:.4g}")] for n, v in sorted(by_size.items())]
 
 
 def calibrate_command(args: argparse.Namespace, say: Callable[[str], None]) -> int:
