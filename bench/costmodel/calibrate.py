@@ -1,22 +1,9 @@
 """Fitting a profile to measured runs: α, β per link class, γ, o and the hot-send cost h by
-robust least squares.
-
-Each measured record of an algorithm with a schedule (not the vendor call) is a point: its
-schedule, compiled once, is evaluated by the cost model for trial parameters, and
-``scipy.optimize.least_squares`` (soft-L1 loss, parameters in log space) minimises the relative
-errors (model - measured) / measured of the median times. A weak pull (1e-3 per e-fold) toward
-the start (the base profile, or a probe's α and β) keeps directions the runs cannot see at the
-start's values; a class never crossed is not fitted at all and the profile says so. h (seconds
-per sent byte its sender wrote earlier in the call, :mod:`bench.costmodel.evaluate`) is fitted when some
-measured algorithm sends such bytes (rings, trees, halving-doubling after their first step)
-and some point tells it from γ (a reduction without hot sends, or hot sends without one).
-
-o is fitted only when some rank posts two messages in one step (the `direct` algorithms):
-otherwise every message pays o + α together, so o is set to 0 and each fitted α is that
-effective per-message cost (a base's o, which the runs cannot confirm, is not kept). Every
-parameter stays within physically plausible :data:`BOUNDS` (no host link above 1 TB/s); a value
-that ends at a bound is reported (:attr:`Fit.at_bound`). The vendor calls' curves are kept as
-measured / best modelled schedule per size, which ``predict`` scales to other clusters.
+robust least squares (``scipy.optimize.least_squares``, soft-L1 loss on the relative errors of
+the median times, parameters in log space within plausible :data:`BOUNDS`, a weak pull toward
+the start). Each measured record of an algorithm with a schedule is a point, its schedule
+compiled once and evaluated by the cost model (:mod:`bench.costmodel.evaluate`) for trial
+parameters; what is fitted, what is not and why: docs/predict.md (Calibration).
 """
 
 from __future__ import annotations

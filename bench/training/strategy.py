@@ -1,20 +1,9 @@
 """What a training strategy is: one file under :mod:`bench.training.strategies` (or under a
-package named in ``COMMBENCH_PLUGINS``) that calls :func:`register` with a :class:`Strategy`.
-
-The file states everything commbench knows of the strategy, each part where the strategy is:
-
-- ``options``: its own frozen dataclass (defaults stated there once; ``short`` is the option a
-  ``name:value`` string sets), and ``label``: the options its records name;
-- ``build``: the torch wrapping, a :class:`TrainContext` -> :class:`Trainer` that runs one
-  optimiser step (torch imported inside it: nothing here or in a strategy file imports torch, so
-  loading a scenario, ``commbench memory`` and ``commbench advise`` never run a strategy's torch
-  code);
-- ``check``: its rules (which model, world size and batch it can run; ValueError with one line);
-- ``held`` and ``acts``: its analytic per-rank memory (:mod:`bench.training.analytic`);
-- ``calls``: its communication per step on one rank (:mod:`bench.advise.comm`), held equal to what
-  training counts by the tests;
-- ``layout`` and ``layouts``: what it is as an advise :class:`~bench.advise.layout.Layout`, and
-  the layouts it offers the advise search.
+package named in ``COMMBENCH_PLUGINS``) that calls :func:`register` with a :class:`Strategy`,
+which states everything commbench knows of it: its options, build, check, memory (``held``,
+``acts``), communication (``calls``) and advise layouts; what each part is and who reads it:
+docs/training.md (Adding a strategy: one file). Nothing here or at the top of a strategy file
+imports torch: ``build`` imports what it wraps.
 
 Strategies never time themselves and never count bytes: :mod:`bench.training.measure` owns the
 clock, :mod:`bench.training.comm` counts traffic and :mod:`bench.training.memory` reads the
