@@ -46,15 +46,21 @@ def merged(calls: Iterable[Call]) -> list[Call]:
 
 @dataclass
 class Counted:
-    """Bytes and calls by type, as a training record's ``comm_by_type`` / ``comm_calls_by_type``."""
+    """Bytes and calls by type, as a training record's ``comm_by_type`` / ``comm_calls_by_type``:
+    what training counts (:mod:`bench.training.comm`) and what :func:`counted` derives."""
 
     bytes: dict[str, int] = field(default_factory=dict)
     calls: dict[str, int] = field(default_factory=dict)
 
-    def add(self, op: str, nbytes: int, calls: int) -> None:
+    def add(self, op: str, nbytes: int, calls: int = 1) -> None:
         if calls:
             self.bytes[op] = self.bytes.get(op, 0) + nbytes * calls
             self.calls[op] = self.calls.get(op, 0) + calls
+
+    @property
+    def total(self) -> int:
+        """Bytes this rank puts into collectives and sends (receives excluded)."""
+        return sum(b for k, b in self.bytes.items() if k != "recv")
 
 
 def counted(calls: Iterable[Call], rank_in: dict[str, int], topo: dict[str, Topology]) -> Counted:

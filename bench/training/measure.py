@@ -19,9 +19,10 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+from bench.advise.calls import Counted
 from bench.collective.timer import CLOCK
 from bench.models.base import ModelSpec
-from bench.training.comm import CommCount, CommCounter
+from bench.training.comm import CommCounter
 from bench.training.memory import HeldBytes, PeakMemory, SavedActivations, held_bytes
 from bench.training.strategy import Trainer
 
@@ -55,7 +56,7 @@ class RankResult:
     """What one rank measured; gathered to rank 0."""
 
     held: HeldBytes
-    comm: CommCount | None
+    comm: Counted | None
     peak: int
     peak_above_start: int
     activations: int  # peak bytes held for backward in the counted step
@@ -115,7 +116,7 @@ def run_case(trainer: Trainer, model: ModelSpec, proto: Protocol, device: torch.
     global_batch = proto.batch_size * trainer.dp_degree
     losses: list[float] = []
     samples: list[float] = []
-    comm: CommCount | None = None
+    comm: Counted | None = None
     acts = 0
     tokens = 0
     clock = CLOCK  # the harness's clock (bench/collective/timer.py)
