@@ -3,8 +3,8 @@ microbatches) is fastest and fits, at any scale, from measured or stated pieces.
 
 - :mod:`.shape`: what the model is to the advice (parameters per piece, FLOPs, boundary widths);
 - :mod:`.layout`: one parallel layout and its rank groups;
-- :mod:`.comm`: the collectives each strategy issues per step (one registered file each),
-  checked exactly against what training runs count;
+- :mod:`.comm`: a layout's collectives per step (each strategy's ``calls``, in its own file,
+  and the tensor and pipeline axes), checked exactly against what training runs count;
 - :mod:`.memory`: per-rank memory of a layout from :mod:`bench.training.analytic`'s rules;
 - :mod:`.timing` and :mod:`.step`: collective times from the cost model on each group, compute,
   overlap and the pipeline bubble;

@@ -9,6 +9,7 @@ counts its sends and receives, which :func:`counted` derives from the schedule i
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -34,17 +35,32 @@ class Call:
             raise ValueError(f"call {self.op}: group {self.group!r} / phase {self.phase!r}")
 
 
+def merged(calls: Iterable[Call]) -> list[Call]:
+    """``calls`` with the alike ones (equal but for ``calls``) made one, in first-seen order."""
+    n: dict[Call, int] = {}
+    for c in calls:
+        one = dataclasses.replace(c, calls=1)
+        n[one] = n.get(one, 0) + c.calls
+    return [dataclasses.replace(c, calls=k) for c, k in n.items()]
+
+
 @dataclass
 class Counted:
-    """Bytes and calls by type, as a training record's ``comm_by_type`` / ``comm_calls_by_type``."""
+    """Bytes and calls by type, as a training record's ``comm_by_type`` / ``comm_calls_by_type``:
+    what training counts (:mod:`bench.training.comm`) and what :func:`counted` derives."""
 
     bytes: dict[str, int] = field(default_factory=dict)
     calls: dict[str, int] = field(default_factory=dict)
 
-    def add(self, op: str, nbytes: int, calls: int) -> None:
+    def add(self, op: str, nbytes: int, calls: int = 1) -> None:
         if calls:
             self.bytes[op] = self.bytes.get(op, 0) + nbytes * calls
             self.calls[op] = self.calls.get(op, 0) + calls
+
+    @property
+    def total(self) -> int:
+        """Bytes this rank puts into collectives and sends (receives excluded)."""
+        return sum(b for k, b in self.bytes.items() if k != "recv")
 
 
 def counted(calls: Iterable[Call], rank_in: dict[str, int], topo: dict[str, Topology]) -> Counted:

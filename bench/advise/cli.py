@@ -4,7 +4,7 @@ size, print the ranked tables (and predicted vs measured with ``--from``), write
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -68,19 +68,20 @@ def run_advice(args: argparse.Namespace, out: Path, say: Say) -> None:
     write_run(out, recs, {**meta, "profile": profile.provenance()})
 
 
-def _answers(q: Question, worlds: list[int], say: Say, top: int,
-             measured: dict[str, float] | None = None) -> Iterator[Ranked]:
+def _advise(q: Question, worlds: list[int], say: Say, top: int
+            ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Answer ``q`` at each world size: print its ranked tables; its records and their context."""
     jobs = q.jobs()
+    ctx = {"topology": q.cluster.spec, "global_batch": q.global_batch,
+           "compute_source": jobs(1).compute.describe, "precision": q.precision.name}
+    recs = []
     for w in worlds:
         ranked = q.answer(w, jobs)
         say(f"## {q.shape.name} on {w} ranks ({q.cluster.place(w).describe()}), global batch "
             f"{q.global_batch}, {q.precision.name} precision, {len(ranked.results)} layouts")
-        print_ranked(ranked, jobs(1).memory_limit, top, say, measured)
-        yield ranked
-
-
-def _ranked_records(ranked: Ranked, model: str, ctx: dict[str, Any]) -> list[dict[str, Any]]:
-    return [record(r, i, ranked, model, ctx) for i, r in enumerate(ranked.results, 1)]
+        print_ranked(ranked, jobs(1).memory_limit, top, say)
+        recs += [record(r, i, ranked, q.shape.name, ctx) for i, r in enumerate(ranked.results, 1)]
+    return recs, ctx
 
 
 def _direct(args: argparse.Namespace, profile: Any, say: Say
@@ -92,11 +93,7 @@ def _direct(args: argparse.Namespace, profile: Any, say: Say
     q = Question(shape, profile, cluster, args.batch or 1024,
                  PRECISIONS[args.precision or "mixed"], bucket_mb=args.bucket_mb)
     worlds = _worlds(args.world_sizes, [cluster.world])
-    ctx = {"topology": cluster.spec, "global_batch": q.global_batch,
-           "compute_source": f"FLOPs / device.flops_per_s ({device_key(profile, 'flops_per_s'):.3g})",
-           "precision": q.precision.name}
-    recs = [rec for ranked in _answers(q, worlds, say, args.top)
-            for rec in _ranked_records(ranked, shape.name, ctx)]
+    recs, ctx = _advise(q, worlds, say, args.top)
     return recs, {"model": shape.name, "world_sizes": worlds, **ctx}
 
 
@@ -147,9 +144,6 @@ def _from_run(args: argparse.Namespace, profile: Any, say: Say
         for w in worlds:
             q = Question(shape_of(MODELS.get(model)), profile, cluster, args.batch or batch * w,
                          PRECISIONS[args.precision or "fp32"], compute, args.bucket_mb)
-            ctx = {"topology": cluster.spec, "global_batch": q.global_batch,
-                   "compute_source": compute.describe, "precision": q.precision.name}
-            for ranked in _answers(q, [w], say, args.top):
-                recs += _ranked_records(ranked, model, ctx)
+            recs += _advise(q, [w], say, args.top)[0]
     return recs, {"from_run": str(args.from_run), "world_sizes": worlds,
                   "topology": cluster.spec}

@@ -11,14 +11,13 @@ stages and its tensor-parallel shards.
 from __future__ import annotations
 
 import functools
-import math
 from dataclasses import dataclass
 
-from bench.advise.calls import Call
+from bench.advise.calls import Call, merged
 from bench.advise.layout import Layout
 from bench.advise.shape import Shape, local_params
 from bench.training.analytic import Param
-from bench.training.stages import balanced_split
+from bench.training.stages import local_stages, stage_pieces, stage_starts
 from bench.training.strategy import strategies
 
 
@@ -43,18 +42,16 @@ class CommContext:
     @functools.cached_property
     def stage_starts(self) -> tuple[int, ...]:
         """First piece of each stage, then the number of pieces."""
-        n = self.layout.stages
-        return (*stage_starts(self.shape.piece_sizes, n), self.shape.model.num_pieces)
+        return stage_starts(self.shape.piece_sizes, self.layout.stages)
 
     @property
     def my_stages(self) -> list[int]:
         """This rank's stages: pp, pp + p, ... (the interleaved layout)."""
-        return [self.pp + k * self.layout.pipeline for k in range(self.layout.stages_per_rank)]
+        return local_stages(self.layout.stages_per_rank, self.pp, self.layout.pipeline)
 
     @functools.cached_property
     def my_pieces(self) -> frozenset[int]:
-        s = self.stage_starts
-        return frozenset(i for st in self.my_stages for i in range(s[st], s[st + 1]))
+        return stage_pieces(self.stage_starts, self.my_stages)
 
     @functools.cached_property
     def params(self) -> tuple[Param, ...]:
@@ -64,12 +61,6 @@ class CommContext:
     @property
     def microbatch(self) -> int:
         return self.batch // self.layout.microbatches
-
-
-@functools.cache
-def stage_starts(piece_sizes: tuple[int, ...], stages: int) -> tuple[int, ...]:
-    """The pipeline's stage cut (:func:`bench.training.stages.balanced_split`)."""
-    return tuple(balanced_split(list(piece_sizes), stages))
 
 
 def representative_stages(shape: Shape, layout: Layout) -> list[int]:
@@ -85,10 +76,6 @@ def representative_stages(shape: Shape, layout: Layout) -> list[int]:
     return list(seen.values())
 
 
-def numel(p: Param) -> int:
-    return math.prod(p.shape)
-
-
 def tensor_calls(ctx: CommContext) -> list[Call]:
     """The layout's tensor axis: Megatron pairs as DTensor ``ColwiseParallel`` /
     ``RowwiseParallel`` shard them over the model's ``tp_plan``.
@@ -101,19 +88,15 @@ def tensor_calls(ctx: CommContext) -> list[Call]:
     microbatch when pipelined. These calls sit on the critical path: nothing overlaps them."""
     m, tokens, act = ctx.layout.microbatches, ctx.shape.tokens_per_sample, ctx.bytes.act
     rows = ctx.microbatch * tokens * act
-    sizes: dict[tuple[str, int], int] = {}
-    mine = ctx.my_pieces
+    out = []
     for piece, lin in ctx.shape.linears:
-        if piece not in mine:
+        if piece not in ctx.my_pieces:
             continue
         if lin.style == "rowwise":
-            key = ("forward", rows * lin.out_features)
+            out.append(Call("all_reduce", rows * lin.out_features, m, "tensor", "forward", False))
         elif piece != 0:
-            key = ("backward", rows * lin.in_features)
-        else:
-            continue
-        sizes[key] = sizes.get(key, 0) + m
-    return [Call("all_reduce", n, k, "tensor", phase, False) for (phase, n), k in sizes.items()]
+            out.append(Call("all_reduce", rows * lin.in_features, m, "tensor", "backward", False))
+    return merged(out)
 
 
 def pipeline_calls(ctx: CommContext) -> list[Call]:

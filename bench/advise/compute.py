@@ -1,15 +1,8 @@
-"""Compute time per step on one rank, before communication and the bubble.
-
-Two sources, one rule: a rank computes its pipeline stages' share of the model's FLOPs
-(:attr:`Shape.piece_flops`, the most loaded stage), divided by the tensor degree, for the
-samples of its replica. ``Flops`` prices it at the profile's ``device.flops_per_s`` (the
-throughput you state: the presets hold peak dense figures, so their predictions are a lower
-bound on time). ``Measured`` scales a measured world-size-1 step of the same model and batch
-per replica by the same fractions (the rank's FLOPs over the whole model's), except a part
-``fixed_s`` that every rank pays whole: the cost of the strategy's own machinery (DTensor's
-dispatch per op, a pipeline schedule's work per microbatch), measured as the strategy's
-world-size-1 step minus plain ddp's (``advise --from`` validation). Backward is two thirds of
-compute (twice the forward's FLOPs).
+"""Compute time per step on one rank, before communication and the bubble: the rank's pipeline
+stages' share of the model's FLOPs (:attr:`Shape.piece_flops`), divided by the tensor degree,
+for its replica's samples; priced at the profile's ``device.flops_per_s`` (:class:`Flops`) or as
+a measured world-size-1 step scaled by that share (:class:`Measured`, ``fixed_s`` paid whole by
+every rank). The rule and the knobs' factors: docs/advise.md (Compute, Knobs).
 """
 
 from __future__ import annotations

@@ -55,19 +55,12 @@ def relative_gap(asked: int, built: int) -> float:
 
 @dataclass(frozen=True)
 class FlatConfig:
-    """A model known only by its parameter count: ``tensors`` pieces, no attention, no
+    """A model known only by its parameter count: ``pieces`` tensors, no attention, no
     tensor-parallel plan, no activation model (family ``flat``)."""
 
     family: ClassVar[str] = "flat"
-    tensors: int
-
-    @property
-    def pieces(self) -> int:
-        return self.tensors
-
-    @property
-    def heads(self) -> int | None:
-        return None
+    heads: ClassVar[None] = None
+    pieces: int
 
     def tp_linears(self) -> None:
         return None

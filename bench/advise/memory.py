@@ -1,23 +1,13 @@
 """Per-rank memory of a layout, from :mod:`bench.training.analytic`'s rules composed: the rank's
-pipeline stages, their tensor-parallel shards (``tp_local``), then the ZeRO stage's rule over the
-data group (its data strategy's ``held`` at ``data`` ranks) on exactly those parameters; a
-parameter-server layout takes the ``ps`` strategy's own ranks (worker 0 and server 0, the larger).
-
-Activations are the analytic model's formula (:func:`bench.training.analytic.held_activations`;
-Korthikanti et al. 2022, 16-bit, flash attention) for tensor and pipeline degrees together: per layer
-``s * b * h * (10 + 24 / t)`` with b the microbatch, for ``ceil(L / stages) * v * in_flight``
-layers (in flight: m microbatches under GPipe, min(m, p) under 1F1B and interleaved), plus the
-fp32 logits ``4 * s * b * V``. Checkpointing (every piece) keeps a layer's input only,
-``2 * s * b * h``, instead of its per-layer figure (analytic's checkpoint rule). The 16-bit
-figures hold under ``--precision mixed`` and under autocast (``amp=bf16|fp16``); fp32 doubles
-the layers' part. It equals :func:`bench.training.analytic.activations` wherever that applies
-(``tests/advise/test_advise.py``). Other families have no activation model (None); a ps server runs
-no forward (0).
+pipeline stages, their tensor-parallel shards (``tp_local``), then the data strategy's ``held``
+over the data group on exactly those parameters (a strategy whose ranks differ, ps, says its
+own). Activations: :func:`bench.training.analytic.held_activations` for tensor and pipeline
+degrees together, equal to :func:`bench.training.analytic.activations` wherever that applies
+(``tests/advise/test_advise.py``). docs/advise.md (Memory).
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from bench.advise.comm import CommContext, representative_stages
@@ -43,12 +33,9 @@ def activations(shape: Shape, lay: Layout, batch: int, prec: Precision) -> int |
     cfg = shape.model.config
     if not isinstance(cfg, GPTConfig):
         return None
-    in_flight, layers = 1, None
-    if lay.pipeline > 1:
-        in_flight = lay.microbatches if lay.schedule == "gpipe" else min(lay.microbatches,
-                                                                         lay.pipeline)
-        layers = math.ceil(cfg.layers / lay.stages) * lay.stages_per_rank
-    plan = Acts(lay.tensor, lay.microbatches, in_flight, layers)
+    plan = Acts.pipelined(cfg.layers, lay.pipeline, lay.microbatches, lay.schedule,
+                          lay.stages_per_rank, tensor=lay.tensor) if lay.pipeline > 1 else \
+        Acts(lay.tensor, lay.microbatches)
     every = frozenset(range(shape.model.num_pieces)) if lay.checkpoint else frozenset()
     return held_activations(shape.model, plan, every, batch, prec, lay.amp)
 

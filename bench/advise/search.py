@@ -1,14 +1,8 @@
-"""Every valid layout of a world size, priced and ranked.
-
-Enumerated: what each strategy offers (``Strategy.layouts``, over the splits of
-:class:`bench.advise.space.Space`): ddp at every split, ZeRO-1 wherever there is a data group,
-ZeRO-2/3 without a pipeline (they re-gather per microbatch, which this model does not price),
-the parameter server ``ps[servers=N]`` for N = 1, 2, 4, ... up to half the world whose W - N
-workers divide the global batch (pure data parallelism). Each of these with and
-without activation checkpointing of every piece, and under each autocast precision asked
-(``amps``: bf16 beside fp32 when the question's precision is fp32; under ``mixed`` every layout
-already computes in 16 bits). Ranked: layouts that fit the device memory first, by predicted
-step time (ties: less memory), then the rest by memory.
+"""Every valid layout of a world size, priced and ranked: what each strategy offers
+(``Strategy.layouts``, over the splits of :class:`bench.advise.space.Space`), each with and
+without activation checkpointing of every piece and under each autocast precision asked. Ranked:
+layouts that fit the device memory first, by predicted step time (ties: less memory), then the
+rest by memory. docs/advise.md (Search).
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
 """What a model is to the advice: its parameters by piece (the same list the analytic memory
-model uses), FLOPs per piece and the width of the activation between two pieces.
-
-Built from a named model (:mod:`bench.models`), or a custom GPT of a stated shape
-(:func:`custom_gpt`). FLOPs per sample, forward + backward (no recomputation): 6 x the
-parameters a matmul multiplies per token (every Linear weight, the LM head included; embedding
-lookups excluded) x the tokens, plus, per GPT block, attention scores and their weighted sum:
-2 x 2 x seq x embd per token forward, x 3 with backward (12 x seq x embd per token).
+model uses), FLOPs per piece (the rule: docs/advise.md, Compute) and the width of the activation
+between two pieces. Built from a named model (:mod:`bench.models`), or a custom GPT of a stated
+shape (:func:`custom_gpt`).
 """
 
 from __future__ import annotations

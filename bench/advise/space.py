@@ -1,11 +1,7 @@
-"""The layouts a world size allows, as strategies offer them to the search (``Strategy.layouts``).
-
-A :class:`Point` is one split of the world: tensor degree t dividing the world and the model's
-heads and sharded widths; pipeline degree p dividing what is left; data degree d = world / (t p)
-dividing the global batch; with a pipeline, microbatches m = p, 2p, 4p, 8p that divide the batch
-per replica, under GPipe, 1F1B and (m a multiple of p, 2p stages at most the pieces) interleaved
-1F1B with v = 2. A data strategy offers its layouts at the points it can run on
-(:func:`data_layouts`); a strategy with ranks of its own (ps) offers its own.
+"""The layouts a world size allows, as strategies offer them to the search (``Strategy.layouts``):
+each :class:`Point` is one split of the world into tensor, pipeline and data degrees with the
+pipeline variants the model and batch allow (docs/advise.md, Search). A data strategy offers its
+layouts at the points it can run on (:func:`data_layouts`); ps offers its own.
 """
 
 from __future__ import annotations

@@ -1,28 +1,9 @@
 """Step time of one layout on one rank: compute + exposed communication + the pipeline bubble.
 
-The overlap rule (what "exposed" means):
-
-- calls marked ``overlap`` (DDP's gradient buckets, FSDP's all_gathers and reduce_scatters) run
-  under the compute of their phase (forward: one third of compute, backward: two thirds),
-  except one call per phase that nothing can hide: the first forward all_gather (nothing to
-  prefetch it under) and the last backward call (the last bucket or reduce_scatter is ready only
-  when backward ends); the phase's largest call stands in for it. Exposed = that call +
-  max(0, the phase's other calls - the phase's compute), shared among types by their time;
-- with a pipeline the window is one microbatch's compute (data-parallel calls run after the
-  flush, under the last microbatch's backward);
-- every other call (tensor-parallel all_reduces, pipeline sends and receives, ZeRO-1's
-  broadcasts) is exposed in full.
-
-A device that cannot overlap (``device.overlaps_communication: false`` in the profile: a CPU
-rank whose one core both computes and moves its messages, as gloo over TCP or shared-memory
-copies do) exposes every call: the prediction is the no-overlap bound.
-
-Bounds: ``no_overlap`` exposes every call; ``full_overlap`` hides every overlappable call under
-all of compute (exposed = max(0, overlappable - compute) + the rest).
-
-Bubble: (p - 1) microbatch-stage slots of ``compute / m`` each for GPipe and 1F1B, i.e. the
-fraction (p - 1) / (m + p - 1) of the step; (p - 1) / v slots for interleaved 1F1B with v
-stages per rank, the fraction (p - 1) / (v m + p - 1) (Narayanan et al. 2021).
+The overlap rule (calls marked ``overlap`` run under their phase's compute, but for one call per
+phase that nothing can hide; every other call is exposed in full; a device that cannot overlap
+exposes every call), the ``no_overlap`` and ``full_overlap`` bounds and the bubble (Narayanan et
+al. 2021): docs/advise.md (Overlap, Bubble).
 """
 
 from __future__ import annotations

@@ -1,26 +1,10 @@
-"""Collective times from the cost model (:mod:`bench.costmodel`), each on its own group's ranks.
-
-A group (the ranks of one data, tensor or pipeline group through rank 0) is placed on the nodes
-its ranks occupy in the job (``Cluster.place``), as a cluster of its own. The groups of one axis
-run at the same time, so a node's NICs are shared among them: the group's inter-node and spine
-bandwidth is the profile's times (group ranks on the node / job ranks on the node). A collective
-is what the strategy runs: torch's vendor call (NCCL, gloo), priced by the profile's measured
-curve of that call where ``calibrate`` stored one (measured / best modelled schedule, per size),
-else by the fastest schedule the model has (the stand-in for a vendor that picks its algorithm
-well); a DDP hook's call runs the schedule it names. ``best`` is always the fastest schedule:
-the algorithm to recommend (for the gradient all_reduce: a ``ddp:<algorithm>`` hook). A
-point-to-point message of the pipeline costs one ``sendrecv`` between the two stages' ranks;
-a receive costs what its send does (the rank waits for it).
-
-A parameter server's exchange (:meth:`Timer.ps`) is priced on the whole job's placement, the
-workers first and the servers the last ranks, as the cost model prices one step of messages
-(:mod:`bench.costmodel.net`: concurrent flows share a rank's port or NIC, a node's NICs and the
-leaf uplinks, so W - N workers pushing to one server share that server's NIC: incast). Push:
-every worker sends server s its shard at once (its j-th message posted j overheads late);
-a server is ready when its last gradient arrived, plus gamma x the bytes it sums. Pull: server s
-sends its shard to the workers one after another (o x j) from that moment; the exchange ends
-when the last worker has every shard. Both phases are scaled by the profile's measured
-``sendrecv`` curve (measured / modelled at the largest message) where ``calibrate`` stored one.
+"""Collective times from the cost model (:mod:`bench.costmodel`), each on its own group's ranks
+(placed on the nodes they occupy in the job, sharing a node's NICs with the axis's other
+groups): the vendor call at the profile's measured curve where ``calibrate`` stored one, else the
+fastest schedule modelled; a DDP hook's call runs the schedule it names; ``best`` is always the
+fastest schedule (the recommendation). A parameter server's exchange (:meth:`Timer.ps`) is priced
+on the whole job's placement as the cost model prices one step of messages (incast on a server's
+NIC). The rules: docs/advise.md (Collective times, Parameter server).
 """
 
 from __future__ import annotations

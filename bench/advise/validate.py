@@ -1,19 +1,9 @@
 """Predicted against measured: the strategies a training run measured, priced at the run's own
-world sizes from its world-size-1 steps (``advise --from RUN``).
-
-Compute of a strategy comes from the world-size-1 record of the same strategy and model (its
-wrapper's own cost included), else from ``tensor``'s for a layout with tensor parallelism
-(hybrid: DTensor's cost per op is most of a small model's step), else from plain ``ddp``'s;
-the batch per replica and fp32 precision are the run's. A record of the same strategy at one
-rank carries its checkpointing and autocast already (no knob factor on top); ``ps`` has no
-world-size-1 record and takes ``ddp``'s (a worker's forward and backward).
-
-Pipeline bubble (:func:`idle_checks`): a pipeline record carries each stage's measured idle
-fraction of the step (``stage_idle_fraction_by_rank``: its waits on neighbour stages plus its
-wait for the slowest rank at the step's end, :mod:`bench.training.measure`) and its schedule's
-modelled bubble (``bubble_fraction_model``: (p - 1)/(m + p - 1) for GPipe and 1F1B, (p - 1)/(v m
-+ p - 1) for interleaved with m >= p); ``advise --from`` prints them side by side and writes
-them as ``advice`` records with ``bubble_check: true`` (the report's "Which strategy" table).
+world sizes from its world-size-1 steps (``advise --from RUN``): compute from the world-size-1
+record of the same strategy, else ``tensor``'s for a tensor-parallel layout, else plain
+``ddp``'s (docs/advise.md, Compute). A pipeline record's measured idle per stage is listed beside
+its schedule's modelled bubble (:func:`idle_checks`) and written as ``advice`` records with
+``bubble_check: true``.
 """
 
 from __future__ import annotations

@@ -1,22 +1,9 @@
 """Fitting a profile to measured runs: α, β per link class, γ, o and the hot-send cost h by
-robust least squares.
-
-Each measured record of an algorithm with a schedule (not the vendor call) is a point: its
-schedule, compiled once, is evaluated by the cost model for trial parameters, and
-``scipy.optimize.least_squares`` (soft-L1 loss, parameters in log space) minimises the relative
-errors (model - measured) / measured of the median times. A weak pull (1e-3 per e-fold) toward
-the start (the base profile, or a probe's α and β) keeps directions the runs cannot see at the
-start's values; a class never crossed is not fitted at all and the profile says so. h (seconds
-per sent byte its sender wrote earlier in the call, :mod:`bench.costmodel.evaluate`) is fitted when some
-measured algorithm sends such bytes (rings, trees, halving-doubling after their first step)
-and some point tells it from γ (a reduction without hot sends, or hot sends without one).
-
-o is fitted only when some rank posts two messages in one step (the `direct` algorithms):
-otherwise every message pays o + α together, so o is set to 0 and each fitted α is that
-effective per-message cost (a base's o, which the runs cannot confirm, is not kept). Every
-parameter stays within physically plausible :data:`BOUNDS` (no host link above 1 TB/s); a value
-that ends at a bound is reported (:attr:`Fit.at_bound`). The vendor calls' curves are kept as
-measured / best modelled schedule per size, which ``predict`` scales to other clusters.
+robust least squares (``scipy.optimize.least_squares``, soft-L1 loss on the relative errors of
+the median times, parameters in log space within plausible :data:`BOUNDS`, a weak pull toward
+the start). Each measured record of an algorithm with a schedule is a point, its schedule
+compiled once and evaluated by the cost model (:mod:`bench.costmodel.evaluate`) for trial
+parameters; what is fitted, what is not and why: docs/predict.md (Calibration).
 """
 
 from __future__ import annotations
@@ -30,7 +17,7 @@ from typing import Any
 import numpy as np
 from scipy.optimize import least_squares
 
-from bench.costmodel.evaluate import Prepared, evaluate, prepare, run, schedule_job
+from bench.costmodel.evaluate import Prepared, prepare, run, schedule_job
 from bench.costmodel.model import Cluster, Placed
 from bench.costmodel.net import Net
 from bench.costmodel.profile import Link, Profile
@@ -127,10 +114,6 @@ def point(rec: dict[str, Any], max_ranks: int = 256) -> Point | str:
                  placed, comp, atoms, count, item, bool(multi), bool(reduces), bool(hot))
 
 
-def model_time(pt: Point, profile: Profile) -> float:
-    return evaluate(pt.comp, Net(pt.placed, profile), pt.count, pt.itemsize, pt.atoms).time_s
-
-
 def prepared(points: Sequence[Point]) -> list[tuple[list[int], Prepared, Placed]]:
     """The points grouped by compiled schedule, each group prepared once for every fit step."""
     groups: dict[tuple[int, int, int, int], list[int]] = {}
@@ -151,7 +134,7 @@ def prepared(points: Sequence[Point]) -> list[tuple[list[int], Prepared, Placed]
 
 def model_times(points: Sequence[Point], profile: Profile,
                 batches: list[tuple[list[int], Prepared, Placed]] | None = None) -> np.ndarray:
-    """:func:`model_time` of every point, the sizes of one compiled schedule in one batch."""
+    """The modelled time of every point, the sizes of one compiled schedule in one batch."""
     out = np.empty(len(points))
     for idx, prep, placed in batches if batches is not None else prepared(points):
         out[idx] = run(prep, Net(placed, profile))
@@ -192,32 +175,21 @@ def _params(points: Sequence[Point]) -> tuple[list[str], dict[str, str]]:
     return names, fixed
 
 
-def _get(profile: Profile, name: str) -> float:
-    if name == "gamma":
-        return profile.gamma
-    if name == "overhead":
-        return profile.overhead
-    if name == "hot":
-        return profile.hot
-    cls, k = name.split(".")
-    link = profile.links[cls]
-    return link.alpha if k == "alpha" else link.beta
+def value_of(profile: Profile, name: str) -> float:
+    """A fitted parameter's value: ``gamma``, ``overhead``, ``hot``, ``intra.alpha``, ..."""
+    cls, _, k = name.rpartition(".")
+    return float(getattr(profile.links[cls] if cls else profile, k))
 
 
-def _with(profile: Profile, names: Sequence[str], values: Sequence[float]) -> Profile:
-    links, gamma, overhead, hot = dict(profile.links), profile.gamma, profile.overhead, profile.hot
+def with_values(profile: Profile, names: Sequence[str], values: Sequence[float]) -> Profile:
+    links, flat = dict(profile.links), {}
     for name, v in zip(names, values):
-        if name == "gamma":
-            gamma = float(v)
-        elif name == "overhead":
-            overhead = float(v)
-        elif name == "hot":
-            hot = float(v)
+        cls, _, k = name.rpartition(".")
+        if cls:
+            links[cls] = replace(links[cls], **{k: float(v)})
         else:
-            cls, k = name.split(".")
-            old = links[cls]
-            links[cls] = Link(float(v), old.beta) if k == "alpha" else Link(old.alpha, float(v))
-    return replace(profile, links=links, gamma=gamma, overhead=overhead, hot=hot)
+            flat[k] = float(v)
+    return replace(profile, links=links, **flat)
 
 
 def fit(points: Sequence[Point], base: Profile | None = None,
@@ -251,18 +223,18 @@ def fit(points: Sequence[Point], base: Profile | None = None,
     lo = np.log([bounds.of(n)[0] for n in names])
     hi = np.log([bounds.of(n)[1] for n in names])
     with np.errstate(divide="ignore"):
-        x0 = np.clip(np.log([_get(start, n) for n in names]), lo + 1e-6, hi - 1e-6)
+        x0 = np.clip(np.log([value_of(start, n) for n in names]), lo + 1e-6, hi - 1e-6)
     batches = prepared(points)
     meas = np.array([pt.measured for pt in points])
 
     def residuals(x: np.ndarray) -> np.ndarray:
-        prof = _with(start, names, np.exp(x))
+        prof = with_values(start, names, np.exp(x))
         model = model_times(points, prof, batches)
         return np.concatenate(((model - meas) / meas, PRIOR * (x - x0)))
 
     sol = least_squares(residuals, x0, bounds=(lo, hi), loss="soft_l1", f_scale=0.05,
                         method="trf", diff_step=1e-4, max_nfev=200 * (len(names) + 1))
-    prof = _with(start, names, np.exp(sol.x))
+    prof = with_values(start, names, np.exp(sol.x))
     used = {n.split(".")[0] for n in names if "." in n}
     prof = replace(prof, links={c: v for c, v in prof.links.items() if c in used or c in keep})
     errs = model_times(points, prof, batches) / meas - 1.0

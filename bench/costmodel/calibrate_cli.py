@@ -25,10 +25,12 @@ from bench.costmodel.calibrate import (
     placed_of,
     point,
     summary,
+    value_of,
+    with_values,
 )
 from bench.costmodel.net import Net
 from bench.costmodel.predict import estimate_case
-from bench.costmodel.profile import Link, Profile, ProfileError, load_profile, save_profile
+from bench.costmodel.profile import Profile, ProfileError, load_profile, save_profile
 from bench.probe.fit import ProbeFit, fit_probe
 from bench.probe.fit import residuals as probe_residuals
 from bench.store.records import StoreError, load_results, read_meta
@@ -114,13 +116,15 @@ def native_curves(recs: Sequence[dict[str, Any]], profile: Profile) -> dict[str,
 
 
 def _curve(c: str, recs: Sequence[dict[str, Any]], p: int, profile: Profile) -> dict[str, Any] | None:
-    rpn = max(placed_of(p, r.get("ranks_per_node")).node_sizes[0] for r in recs)
+    placed = [(r, placed_of(p, r.get("ranks_per_node"))) for r in recs]
+    rpn = max(pl.node_sizes[0] for _, pl in placed)
     pts: dict[int, list[float]] = {}
     means: dict[int, list[float]] = {}
-    for r in (r for r in recs if placed_of(p, r.get("ranks_per_node")).node_sizes[0] == rpn):
-        placed = placed_of(p, r.get("ranks_per_node"))
-        pr = Problem(placed.topology, int(r["count"]), ITEMSIZE.get(str(r["dtype"]), 4), c, 0)
-        net = Net(placed, profile)
+    for r, pl in placed:
+        if pl.node_sizes[0] != rpn:
+            continue
+        pr = Problem(pl.topology, int(r["count"]), ITEMSIZE.get(str(r["dtype"]), 4), c, 0)
+        net = Net(pl, profile)
         best = [e for a in algorithms_of(c) if not a.is_vendor
                 for e in [estimate_case(a, pr, net)] if not isinstance(e, str)]
         if best:
@@ -130,13 +134,12 @@ def _curve(c: str, recs: Sequence[dict[str, Any]], p: int, profile: Profile) -> 
                 means.setdefault(int(r["nbytes"]), []).append(r["time_us_mean"] / 1e6 / t)
     if not pts:
         return None
-    out: dict[str, Any] = {
-        "ranks_per_node": rpn,
-        "points": [[n, float(f"{sorted(v)[len(v) // 2]:.4g}")] for n, v in sorted(pts.items())]}
-    if means:
-        out["mean_points"] = [[n, float(f"{sorted(v)[len(v) // 2]:.4g}")]
-                              for n, v in sorted(means.items())]
-    return out
+    return {"ranks_per_node": rpn, "points": _medians(pts),
+            **({"mean_points": _medians(means)} if means else {})}
+
+
+def _medians(by_size: dict[int, list[float]]) -> list[list[float]]:
+    return [[n, float(f"{sorted(v)[len(v) // 2]:.4g}")] for n, v in sorted(by_size.items())]
 
 
 def calibrate_command(args: argparse.Namespace, say: Callable[[str], None]) -> int:
@@ -198,12 +201,6 @@ def calibrate_command(args: argparse.Namespace, say: Callable[[str], None]) -> i
     return 0
 
 
-def _value(prof: Profile, name: str) -> float:
-    """``intra.alpha`` and the like of ``prof``."""
-    link = prof.links[name.split(".")[0]]
-    return link.alpha if name.endswith("alpha") else link.beta
-
-
 def _missing(got: Loaded, why: dict[str, int]) -> str:
     """What the runs held instead of measured points, for the one-line refusal."""
     parts = [f"{n} predicted records, never fitted" for n in
@@ -219,7 +216,7 @@ def _moved(result: Fit, probe: ProbeFit | None, factor: float = 2.0) -> dict[str
     out = {}
     for k, v in probe.values.items():
         if k in result.fitted:
-            got = _value(result.profile, k)
+            got = value_of(result.profile, k)
             if v <= 0 or not 1 / factor <= got / v <= factor:
                 out[k] = (v, got)
     return out
@@ -228,12 +225,9 @@ def _moved(result: Fit, probe: ProbeFit | None, factor: float = 2.0) -> dict[str
 def with_probe(base: Profile | None, probe: ProbeFit) -> Profile:
     """``base`` (or the calibration's default start) with the probe's α and β in its links."""
     start = base or replace(DEFAULT, links={}, gamma=0.0, overhead=0.0)
-    links = dict(start.links)
-    for name, v in probe.values.items():
-        cls, k = name.split(".")
-        old = links.get(cls) or DEFAULT.links[cls]
-        links[cls] = Link(v, old.beta) if k == "alpha" else Link(old.alpha, v)
-    return replace(start, links=links)
+    probed = {name.split(".")[0]: DEFAULT.links[name.split(".")[0]] for name in probe.values}
+    return with_values(replace(start, links={**probed, **start.links}), list(probe.values),
+                       list(probe.values.values()))
 
 
 def _not_fitted(prof: Profile, probe: ProbeFit) -> dict[str, str]:
@@ -275,7 +269,7 @@ def _finish(args: argparse.Namespace, result: Fit, points: Sequence[Point],
         fitted["probe"] = {
             "runs": sorted({str(r["_run"]) for r in probe_recs}),
             "parameters": {k: {**d, "value": float(f"{d['value']:.6g}"),
-                               **({"refitted_by_sweep": float(f"{_value(prof, k):.6g}")}
+                               **({"refitted_by_sweep": float(f"{value_of(prof, k):.6g}")}
                                   if k in result.fitted else {})}
                            for k, d in sorted(probe.details.items())},
             "method": "medians over pairs (bench/probe/fit.py); the sweep's fit starts from them "

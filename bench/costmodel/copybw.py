@@ -1,13 +1,7 @@
-"""This host's local-copy bandwidth, as the runs' drift canary measured it.
-
-Every ``commbench run`` times memory copies per rank at the start, between world sizes and at
-the end (``bench/collective/canary.py``: GB/s of read + write traffic, the slowest rank): 16 MiB, past the
-caches, and 256 KiB, which they hold (2-3x faster on the development VM). Schedules with local
-copies (Bruck's rotations, alltoall's own block, hierarchical gathers) spend that time: the cost
-model prices a copy of n bytes at 2n / the bandwidth at n, interpolated between the two sizes in
-log-log and held flat beyond them (``device.copy_bandwidth_curve`` of the profile; without one,
-``device.memory_bandwidth_bytes_per_s``; without either, copies are free). ``commbench
-calibrate`` takes the median of every reading of its runs at each size.
+"""This host's local-copy bandwidth, as the runs' drift canary measured it
+(``bench/collective/canary.py``: per rank, a 16 MiB copy past the caches and a 256 KiB one they
+hold): the median of every reading at each size, which ``commbench calibrate`` writes into the
+profile's ``device`` keys. How copies are priced: docs/predict.md (Calibration, local copies).
 """
 
 from __future__ import annotations
@@ -20,7 +14,7 @@ from typing import Any
 
 from bench.collective import canary
 
-SIZES = {"memcpy_256KiB_GBps": 256 << 10, "memcpy_GBps": 16 << 20}  # bytes copied per reading
+SIZES = {key: 4 * n for key, (n, _) in canary.COPIES.items()}  # bytes copied (float32s) per reading
 
 
 @dataclass(frozen=True)

@@ -1,22 +1,13 @@
-"""Topologies read from the launch instead of typed: Slurm's allocation, a measured run, this host.
-
-``--topology`` (``predict``, ``advise``) accepts, besides a spec (``64x8``, ``8,8,4``, options after
-``:``, see :mod:`bench.costmodel.model`):
-
-- ``slurm``: the allocation of the job it runs in: ``SLURM_TASKS_PER_NODE`` (``8(x3),4``: three
-  nodes of 8 tasks and one of 4), else ``SLURM_JOB_NUM_NODES`` x ``SLURM_NTASKS_PER_NODE``;
-- ``run:DIR``: the nodes a measured run used: per-rank hosts where its records name them (the link
-  probe), else the ``nodes`` x ``ranks_per_node`` of its largest world size;
-- ``here``: this host, one rank per core.
-
-Options after ``:`` apply as for a spec (``slurm:leaf=16:oversub=2``); without ``nics=``, a
-topology read from the launch takes the NIC count :func:`nics_here` sees on this host (InfiniBand
-HCA ports, else up Ethernet interfaces) when it sees any. :func:`network_facts` is what
-``commbench env`` prints about the network.
+"""Topologies read from the launch instead of typed (``--topology`` of ``predict`` and
+``advise``; docs/predict.md, Topology and profiles): ``slurm`` (the allocation of the job it runs
+in), ``run:DIR`` (the nodes a measured run used), ``here`` (this host, one rank per core), each
+with options after ``:`` as for a spec. Without ``nics=``, such a topology takes the NIC count
+:func:`nics_here` sees on this host; :func:`network_facts` is what ``commbench env`` prints.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -151,6 +142,4 @@ def resolve_topology(spec: str, env: Mapping[str, str] | None = None) -> Cluster
         if n:
             options.append(f"nics={n}")
     text = ",".join(str(s) for s in sizes) + "".join(f":{o}" for o in options)
-    cluster = parse_topology(text)
-    return Cluster(cluster.node_sizes, cluster.placement, cluster.nodes_per_leaf,
-                   cluster.oversubscription, cluster.nics_per_node, f"{spec} = {text}")
+    return dataclasses.replace(parse_topology(text), spec=f"{spec} = {text}")

@@ -13,7 +13,7 @@ from typing import Any
 
 from bench.costmodel.model import Cluster
 from bench.costmodel.net import Net
-from bench.costmodel.predict import MAX_SCHEDULE_RANKS, Prediction, predict, record
+from bench.costmodel.predict import MAX_SCHEDULE_RANKS, predict, record
 from bench.costmodel.profile import Profile
 from bench.store import kinds
 from bench.store.meta import git_commit, host_facts, package_versions
@@ -167,5 +167,3 @@ def all_collectives(text: str | None) -> tuple[str, ...]:
         return tuple(coll.names())
     return tuple(coll.resolve(c.strip()).name for c in text.split(",") if c.strip())
 
-
-__all__ = ["Prediction", "Request", "RequestError", "all_collectives", "check", "parse_sizes", "run"]

@@ -48,6 +48,7 @@ class ModelConfig(Protocol):
 @dataclass(frozen=True)
 class MLPConfig:
     family: ClassVar[str] = "mlp"
+    heads: ClassVar[None] = None  # no attention
     d_in: int
     hidden: int
     layers: int  # hidden layers
@@ -61,10 +62,6 @@ class MLPConfig:
     @property
     def pieces(self) -> int:
         return len(self.dims) - 1
-
-    @property
-    def heads(self) -> int | None:
-        return None
 
     def tp_linears(self) -> dict[str, TPLinear]:
         """Megatron pairs: even layers column-parallel, the following layer row-parallel. An odd
@@ -118,6 +115,7 @@ class GPTConfig:
 @dataclass(frozen=True)
 class ConvConfig:
     family: ClassVar[str] = "convnet"
+    heads: ClassVar[None] = None  # no attention
     channels: int
     blocks: int
     image: int  # square images of this side, 3 channels
@@ -126,10 +124,6 @@ class ConvConfig:
     @property
     def pieces(self) -> int:
         return self.blocks + 2  # stem, the blocks, the classifier
-
-    @property
-    def heads(self) -> int | None:
-        return None
 
     def tp_linears(self) -> dict[str, TPLinear] | None:
         return None  # no tensor-parallel plan

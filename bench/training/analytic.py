@@ -1,35 +1,14 @@
-"""Analytic per-rank memory of each strategy, from parameter shapes alone (meta device).
+"""Analytic per-rank memory of each strategy, from parameter shapes alone (meta device): model
+states by the ZeRO paper's accounting in two precisions (``mixed``, K = 12, and ``fp32``, which
+equals the bytes measured on the small models exactly), activations of the reference GPT
+(Korthikanti et al. 2022, with activation checkpointing) and the recomputation checkpointing
+costs (:func:`recompute_fraction`). The rules and their sources: docs/training.md (Memory model).
 
-Model states follow the ZeRO paper's accounting: parameters, gradients and optimizer state,
-``K`` bytes of optimizer state per parameter. Two precisions: ``mixed`` (fp16/bf16 params and
-grads, K = 12: fp32 master weights, Adam m and v; what ``commbench memory`` reports) and
-``fp32`` (what the CPU tests train: 4 + 4 bytes, K = 8 plus Adam's 4-byte ``step`` per tensor),
-which matches the bytes measured on the small models exactly.
-
-Sharding (per parameter, exactly as torch shards it) is each strategy's ``held`` in its own
-file (:mod:`bench.training.strategies`); the helpers they share are here: FSDP2's dim-0 chunks of
-ceil(d0 / N) rows (:func:`chunk_rows`, :func:`fsdp_held`), tensor parallelism's local shapes
-(:func:`tp_local`), ZeroRedundancyOptimizer's greedy owners (:func:`greedy_owners`).
-
-Activations (GPT only; Korthikanti et al. 2022, no sequence parallelism): per layer
-``s*b*h*(10 + 24/t + 5*a*s/(h*t))`` bytes at 16-bit with tensor degree t, where the ``5as/h``
-attention-score term is dropped with flash attention (the default here), plus the fp32 logits
-``4*s*b*V``; what a rank holds of that (tensor degree, microbatches in flight, its layers) is
-the strategy's ``acts`` (:class:`Acts`): pipelines hold L/p layers for m (GPipe) or min(m, p)
-(1F1B) microbatches. The
-16-bit figures hold for mixed precision and for ``precision: bf16 | fp16``; fp32 activations
-(fp32 accounting and ``precision: fp32``) are twice them.
-
-Activation checkpointing (``checkpoint``; Korthikanti et al. 2022, "full recomputation"): a
-checkpointed layer keeps only its input, ``2*s*b*h`` bytes at 16-bit (``4*s*b*h`` in fp32; not
-divided by t: the layer input is replicated across a tensor group without sequence
-parallelism), instead of the per-layer figure above; for a pipeline, the checkpointed layers
-counted are those of the rank's stages. The cost is recomputation: one extra forward of the
-checkpointed pieces in backward. :func:`recompute_fraction` (``Estimate.recompute_fraction``)
-is that extra work as a fraction of one whole-model forward, from matmul FLOPs per sample
-(``2 * tokens`` per weight of every ``nn.Linear``/``nn.Conv*``, plus ``4 * s^2 * h`` of
-attention per GPT layer; convolutions counted once per sample, not per pixel, an approximation).
-With backward ~ 2 forwards, a step's compute grows by the factor ``1 + recompute_fraction / 3``.
+Sharding (per parameter, exactly as torch shards it) is each strategy's ``held`` in its own file
+(:mod:`bench.training.strategies`); the helpers they share are here: FSDP2's dim-0 chunks
+(:func:`chunk_rows`, :func:`fsdp_held`), tensor parallelism's local shapes (:func:`tp_local`),
+ZeroRedundancyOptimizer's greedy owners (:func:`greedy_owners`); what a rank holds of the
+activations is the strategy's ``acts`` (:class:`Acts`).
 """
 
 from __future__ import annotations
@@ -176,6 +155,13 @@ class Acts:
     layers: int | None = None  # layers held per microbatch (None: every layer of the model)
     pieces: frozenset[int] | None = None  # the rank's pieces (None: all)
     forward: bool = True  # False: the rank runs no forward (a parameter server)
+
+    @classmethod
+    def pipelined(cls, layers: int, p: int, m: int, schedule: str, v: int, **kw: Any) -> Acts:
+        """``v`` of ``p * v`` stages of ``layers`` for ``m`` microbatches in flight (GPipe) or
+        ``min(m, p)`` (1F1B, interleaved)."""
+        return cls(microbatches=m, in_flight=m if schedule == "gpipe" else min(m, p),
+                   layers=math.ceil(layers / (p * v)) * v, **kw)
 
 
 def activations(model: ModelSpec, s: StrategySpec, n: int, batch: int, prec: Precision,

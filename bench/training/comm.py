@@ -10,11 +10,12 @@ send: the bytes this rank sends (receives are counted apart, as ``recv``).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
+
+from bench.advise.calls import Counted
 
 
 def _bytes(x: Any) -> int:
@@ -54,28 +55,13 @@ RULES: dict[str, Rule] = {
 NAMESPACES = ("c10d", "_c10d_functional")
 
 
-@dataclass
-class CommCount:
-    calls: dict[str, int] = field(default_factory=dict)
-    bytes: dict[str, int] = field(default_factory=dict)
-
-    def add(self, kind: str, nbytes: int) -> None:
-        self.calls[kind] = self.calls.get(kind, 0) + 1
-        self.bytes[kind] = self.bytes.get(kind, 0) + nbytes
-
-    @property
-    def total(self) -> int:
-        """Bytes this rank puts into collectives and sends (receives excluded)."""
-        return sum(b for k, b in self.bytes.items() if k != "recv")
-
-
 class CommCounter(TorchDispatchMode):
     """``with CommCounter() as c: step()``; then ``c.count``. Costs a Python call per op, so
     the harness counts one untimed step, never the timed ones."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.count = CommCount()
+        self.count = Counted()
 
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple[Any, ...] = (),
                            kwargs: dict[str, Any] | None = None) -> Any:

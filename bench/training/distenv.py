@@ -1,13 +1,7 @@
 """Joining the job's process group from whatever launched us: torchrun (RANK, WORLD_SIZE,
 MASTER_ADDR/PORT set), or mpiexec/srun (rank and size from the MPI environment; rank 0's host
-and a free port shared over mpi4py).
-
-Backend and device: ``gloo`` runs every rank on CPU; ``nccl`` gives each rank the GPU of its
-local rank; ``auto`` is nccl when every rank on the host gets a GPU of its own, else gloo (the
-self-launcher decides once for the whole sweep, so one run never mixes devices). NCCL cannot run
-two ranks on one GPU, so ``nccl`` with more ranks on a host than GPUs is refused with one line
-before any process group exists. On GPUs, TF32 is switched off (cuDNN convolutions default to TF32 in
-torch): the benchmark trains in IEEE fp32, as the memory model and the loss check assume.
+and a free port shared over mpi4py). The backend and device each rank gets, and TF32 switched
+off on GPUs: docs/training.md (Backend and device).
 """
 
 from __future__ import annotations
@@ -21,8 +15,6 @@ import torch.distributed as dist
 from bench.scenario_base import ScenarioError
 from kernels.transports.rendezvous import rendezvous
 
-MPI_RANK_VARS = (("PMI_RANK", "PMI_SIZE"), ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"),
-                 ("SLURM_PROCID", "SLURM_NTASKS"))
 LOCAL_RANK_VARS = ("LOCAL_RANK", "MPI_LOCALRANKID", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID")
 
 

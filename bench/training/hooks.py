@@ -7,7 +7,6 @@ plan) and the timed steps do no planning.
 """
 
 import os
-from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -63,13 +62,9 @@ def schedule_hook(state: ScheduleHook, bucket: dist.GradBucket) -> torch.futures
     return fut
 
 
-def install_hook(model: DDP, hook: str, device: torch.device) -> Any:
-    """Register ``hook`` on ``model``; returns the hook state (None for DDP's default)."""
-    if hook == "default":
-        return None
+def install_hook(model: DDP, hook: str, device: torch.device) -> None:
+    """Register ``hook`` on ``model`` (nothing for DDP's default)."""
     if hook in COMPRESSION:
         model.register_comm_hook(None, COMPRESSION[hook])
-        return None
-    state = ScheduleHook(hook, device)
-    model.register_comm_hook(state, schedule_hook)
-    return state
+    elif hook != "default":
+        model.register_comm_hook(ScheduleHook(hook, device), schedule_hook)

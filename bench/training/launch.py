@@ -1,13 +1,9 @@
-"""``commbench run`` for training scenarios: self-launch with torch's launcher, or run the cases
-of the job we are in (torchrun, or mpiexec/srun).
-
-Self-launch starts ``python -m torch.distributed.run --standalone --nproc-per-node N`` (through
-:mod:`bench.training.torchrun`, which leaves out torch's traceback when a rank fails) once per
-world size, on loopback only, through the one self-launch loop (:mod:`bench.launch.selflaunch`: signals,
-in-flight marker, meta). When a job fails, the case it was in (from the in-flight marker) gets a
-``status: failed`` record and a new job goes on at the next case, so one bad case never sinks the
-sweep. A nonzero exit after every case finished is reported as a warning: torch ranks
-occasionally abort in interpreter shutdown, after the records are on disk.
+"""``commbench run`` for training scenarios: self-launch with torch's launcher (through
+:mod:`bench.training.torchrun`, once per world size, on loopback only, through the one
+self-launch loop :mod:`bench.launch.selflaunch`), or run the cases of the job we are in
+(torchrun, or mpiexec/srun). A failed job's case gets a ``status: failed`` record and a new job
+goes on at the next case, so one bad case never sinks the sweep; a nonzero exit after every case
+finished is a warning (torch ranks occasionally abort in interpreter shutdown).
 """
 
 from __future__ import annotations
@@ -25,14 +21,17 @@ from bench.scenario_base import ScenarioError
 from bench.store.records import ResultWriter, write_meta
 from bench.store.resume import RESUME_ENV, RunDirError, done_training, plan_run, recorded_sizes
 from bench.training import record
-from bench.training.jobenv import BACKEND_ENV, CASE_SKIP_ENV, CASE_START_ENV
-from bench.training.scenario import TrainingScenario
+from bench.training.scenario import StrategySpec, TrainingScenario
+
+# What the self-launcher tells each rank of a training job, by environment
+CASE_START_ENV = "COMMBENCH_CASE_START"
+BACKEND_ENV = "COMMBENCH_TRAINING_BACKEND"  # the self-launcher's choice for its whole sweep
 
 
 def handle(args: argparse.Namespace, sc: TrainingScenario, sizes: tuple[int, ...]) -> int:
     """``sizes``: ``--world-sizes`` or else the scenario's (empty: one rank self-launched)."""
     from bench.launch.launcher import inside_mpi_job
-    from bench.training.distenv import in_torch_job
+    from bench.training.distenv import in_torch_job, pick_backend, visible_gpus
 
     resume = getattr(args, "resume", None)
     if os.environ.get(WORKER_ENV) or in_torch_job() or inside_mpi_job():
@@ -41,7 +40,9 @@ def handle(args: argparse.Namespace, sc: TrainingScenario, sizes: tuple[int, ...
         sizes = recorded_sizes(resume) or sizes  # a resumed run keeps its world sizes
     sizes = sizes or (1,)
     try:
-        backend = sweep_backend(sc.backend, sizes)
+        # every job of the sweep on this host: auto is nccl only when the largest world size
+        # gets a GPU per rank; ScenarioError (one line) before anything starts when nccl cannot
+        backend = pick_backend(sc.backend, max(sizes), visible_gpus())
         plan = plan_run(sc, args.out, resume)
         lock = plan.lock()
     except ScenarioError as e:
@@ -68,15 +69,6 @@ def _mpi_or_none() -> dict[str, str] | None:
         return {"library": f"unknown ({e})"}
 
 
-def sweep_backend(backend: str, sizes: tuple[int, ...]) -> str:
-    """The backend of every job of a self-launched sweep (all ranks on this host): ``auto``
-    is nccl only when the largest world size gets a GPU per rank. Raises
-    :class:`ScenarioError` with one line, before anything starts, when nccl cannot."""
-    from bench.training.distenv import pick_backend, visible_gpus
-
-    return pick_backend(backend, max(sizes), visible_gpus())
-
-
 def _in_job(args: argparse.Namespace, sc: TrainingScenario, sizes: tuple[int, ...]) -> int:
     worker_of = os.environ.get(WORKER_ENV)
     resume = getattr(args, "resume", None)
@@ -95,8 +87,15 @@ def _in_job(args: argparse.Namespace, sc: TrainingScenario, sizes: tuple[int, ..
     from bench.training.runner import JobContext, run_job  # a rank: torch from here on
 
     ctx = JobContext(run_dir, worker_of or run_dir.name, sc, sizes, bool(worker_of),
-                     progress=not args.no_progress, resume=resume is not None)
+                     progress=not args.no_progress,
+                     resume=resume is not None or os.environ.get(RESUME_ENV) == "1")
     return run_job(ctx)
+
+
+def recorded(run_dir: Path, cases: list[tuple[StrategySpec, str]], world: int) -> set[int]:
+    """Indices of ``cases`` at ``world`` ranks that have a record (measured or failed) in RUN."""
+    done = done_training(run_dir)
+    return {i for i, (spec, model) in enumerate(cases) if (spec.label, model, world) in done}
 
 
 class TrainingKind:
@@ -114,9 +113,8 @@ class TrainingKind:
         """Cases from ``start`` on with no record in results.jsonl (this run's or, resumed,
         earlier ones)."""
         cases = self.sc.cases(world)
-        done = done_training(self.run_dir)
-        return [i for i in range(start, len(cases))
-                if (cases[i][0].label, cases[i][1], world) not in done]
+        have = recorded(self.run_dir, cases, world)
+        return [i for i in range(start, len(cases)) if i not in have]
 
     def first(self, world: int) -> int | None:
         return next(iter(self._pending(world)), None)
@@ -128,10 +126,7 @@ class TrainingKind:
                "--out", str(run_dir), "--world-sizes", str(world)]
         if self.args.no_progress:
             cmd.append("--no-progress")
-        todo = set(self._pending(world, start))
-        skip = [i for i in range(start, len(self.sc.cases(world))) if i not in todo]
         env = dict(os.environ, **{WORKER_ENV: run_dir.name, CASE_START_ENV: str(start),
-                                  CASE_SKIP_ENV: ",".join(map(str, skip)),
                                   BACKEND_ENV: self.backend, "OMP_NUM_THREADS": "1",
                                   "TORCHELASTIC_ERROR_FILE": str(run_dir / "torch-error.json")})
         if self.resuming:

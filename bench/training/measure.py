@@ -1,22 +1,12 @@
 """The training harness: the one place that owns the clock for training cases.
 
-Protocol per case: ``warmup`` untimed steps, then ``steps`` timed steps, each preceded by a
-barrier and a device synchronisation, timed alone with ``perf_counter_ns`` and ended by a
-synchronisation (the sample kept is the max over ranks of that step), then one last untimed step
-under the :class:`~bench.training.comm.CommCounter` and
-:class:`~bench.training.memory.SavedActivations` (activation bytes held for backward). Counting
-last means DDP has rebuilt its buckets (in its second step) whatever ``warmup`` is, and counting
-costs the timed steps nothing.
-Batches are generated, and copied to the device, before the barrier. Loss per step is the mean
-over the ranks that see a loss (every replica reports equally often, so this is the mean over
-replicas).
-
-Idle time per stage (pipeline trainers, :class:`Waits`): in each timed step, each rank keeps its
-own step time and the nanoseconds its schedule spent in point-to-point waits (the trainer times
-them, :mod:`bench.training.strategies.pipeline`). Idle of rank r in step k = its waits + (the
-slowest rank's step - its own step), the time it would wait at the next barrier. Both parts lie
-inside the kept sample (the max over ranks), so 0 <= idle <= step on every rank, exactly: the
-sums are taken in integer nanoseconds.
+Per case: ``warmup`` untimed steps, then ``steps`` steps each timed alone after a barrier and a
+device synchronisation (the sample kept: the max over ranks), then one last untimed step under
+the :class:`~bench.training.comm.CommCounter` and
+:class:`~bench.training.memory.SavedActivations` (last, so DDP has rebuilt its buckets). Batches
+are made and copied to the device before the barrier. Pipeline trainers (:class:`Waits`) also
+report each rank's own step and waits, from which :class:`Idle` takes the idle time per stage
+in integer nanoseconds. What each field means: docs/training.md (What is measured, and how).
 """
 
 from __future__ import annotations
@@ -29,14 +19,12 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+from bench.advise.calls import Counted
 from bench.collective.timer import CLOCK
 from bench.models.base import ModelSpec
-from bench.training.comm import CommCount, CommCounter
+from bench.training.comm import CommCounter
 from bench.training.memory import HeldBytes, PeakMemory, SavedActivations, held_bytes
 from bench.training.strategy import Trainer
-
-TIMER = ("time.perf_counter_ns around each step, after a barrier and a device sync, ended by a "
-         "device sync; max over ranks per step")
 
 
 @dataclass(frozen=True)
@@ -68,7 +56,7 @@ class RankResult:
     """What one rank measured; gathered to rank 0."""
 
     held: HeldBytes
-    comm: CommCount | None
+    comm: Counted | None
     peak: int
     peak_above_start: int
     activations: int  # peak bytes held for backward in the counted step
@@ -128,7 +116,7 @@ def run_case(trainer: Trainer, model: ModelSpec, proto: Protocol, device: torch.
     global_batch = proto.batch_size * trainer.dp_degree
     losses: list[float] = []
     samples: list[float] = []
-    comm: CommCount | None = None
+    comm: Counted | None = None
     acts = 0
     tokens = 0
     clock = CLOCK  # the harness's clock (bench/collective/timer.py)

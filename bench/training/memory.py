@@ -1,19 +1,8 @@
-"""Memory per rank, measured: exact bytes of the tensors a trainer holds, and the peak.
-
-Parameters, gradients and optimizer state are counted from the tensors themselves (DTensors by
-their local shard, tensors shared by several modules once). The peak is CUDA's
-``max_memory_allocated`` on GPUs; on CPU, where torch keeps no allocator statistics, it is the
-process's peak resident set (VmHWM, reset per case through /proc/self/clear_refs), which
-includes the Python and torch runtime; ``mem_peak_above_start_bytes`` subtracts the resident
-set at the start of the case.
-
-Activation memory is measured exactly on every device by :class:`SavedActivations`: the peak,
-over one step, of the bytes autograd holds for backward (every tensor packed by
-``saved_tensors_hooks``, by storage, counted while the graph holds it). Parameters and views of
-them are left out (they are model states); the inputs that ``torch.utils.checkpoint`` keeps for
-recomputation are included (it saves them through the same hooks), the tensors recomputed
-inside a checkpointed piece during backward are not (they live under the checkpoint's own
-hooks, one piece at a time).
+"""Memory per rank, measured: exact bytes of the tensors a trainer holds (DTensors by their local
+shard, shared tensors once), the peak (CUDA's ``max_memory_allocated``, or on CPU the process's
+peak resident set, VmHWM, reset per case) and the activations held for backward
+(:class:`SavedActivations`: every tensor packed by ``saved_tensors_hooks``, by storage,
+parameters excluded). What each field means: docs/training.md (What is measured, and how).
 """
 
 from __future__ import annotations

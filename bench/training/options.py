@@ -1,24 +1,11 @@
 """The options every strategy takes, applied to the model's pieces: activation checkpointing
 and autocast precision. Parsed and validated in :class:`bench.training.scenario.StrategySpec`
 (``checkpoint``, ``precision``); applied here, once, by :meth:`TrainContext.build_model`, before
-any strategy wraps, shards or cuts the model.
-
-- *Checkpointing* runs each chosen piece under ``torch.utils.checkpoint`` (``use_reentrant=False``):
-  its forward keeps only the piece's input for backward and runs again during backward (one
-  extra forward of the checkpointed pieces). The piece's own ``forward`` is replaced on the
-  instance, so parameter names, the tensor-parallel plan's module paths, FSDP2's units and the
-  pipeline's cuts are unchanged, and whatever hooks a strategy registers on the piece (FSDP2's
-  unshard, DTensor's redistributions inside it) stay outside (resp. inside) the checkpoint, as
-  torchtitan orders them. Recomputation re-runs the forward's collectives inside a piece:
-  tensor parallelism all-reduces those pieces' forward outputs twice.
-- *Precision* ``bf16`` / ``fp16`` runs each piece's forward under ``torch.autocast`` with the
-  parameters kept in fp32 (torch AMP: fp32 master weights, low-precision matmuls and
-  activations); the loss is computed in fp32 on the upcast logits. fp16 scales the loss by a
-  static :data:`FP16_LOSS_SCALE` (a power of two, so scaling and unscaling are exact) and divides
-  the gradients by it before the optimizer step. A dynamic scaler (``torch.amp.GradScaler``)
-  skips steps on overflow, which would leave the trajectory apart from the fp32 reference and,
-  with sharded gradients, needs an extra all-reduce of the overflow flag (FSDP's
-  ``ShardedGradScaler``): the static scale keeps communication what the strategy sends.
+any strategy wraps, shards or cuts the model: each chosen piece's own ``forward`` is replaced on
+the instance (``torch.utils.checkpoint``, ``use_reentrant=False``; ``torch.autocast`` with fp32
+master weights; fp16 with the static :data:`FP16_LOSS_SCALE`), so parameter names, plans, FSDP2's
+units and the pipeline's cuts are unchanged. Why so, and what it costs: docs/training.md
+(Activation checkpointing, Mixed precision).
 """
 
 from __future__ import annotations
@@ -79,13 +66,10 @@ def apply_options(model: Chain, checkpointed: frozenset[int], amp: Amp) -> Chain
     the autocast) for the pieces in ``checkpointed``. Returns ``model``."""
     for i, piece in enumerate(model.pieces):
         fwd = piece.forward
-        wrapped = False
         if amp.dtype is not None:
             fwd = functools.partial(_autocast, fwd, amp.device_type, amp.dtype)
-            wrapped = True
         if i in checkpointed:
             fwd = functools.partial(_checkpointed, fwd)
-            wrapped = True
-        if wrapped:
+        if amp.dtype is not None or i in checkpointed:
             piece.forward = fwd  # on the instance: names, plans and hooks are untouched
     return model

@@ -7,12 +7,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bench.collective.stats import summarize
-from bench.store.records import SCHEMA_VERSION, iter_records
+from bench.store import kinds
+from bench.store.records import iter_records
 from bench.training.scenario import StrategySpec, TrainingScenario
 
 if TYPE_CHECKING:  # the launcher writes failed records without importing torch (measure does)
     from bench.training.measure import CaseResult, Idle
 
+TIMER = ("time.perf_counter_ns around each step, after a barrier and a device sync, ended by a "
+         "device sync; max over ranks per step")
 IDLE = ("per rank: time in the schedule's point-to-point waits (perf_counter_ns around "
         "torch.distributed.pipelining's _wait_batch_p2p) + (the kept step, the max over ranks, "
         "- the rank's own step); mean per timed step, and its fraction of the kept steps")
@@ -26,10 +29,10 @@ SCALING = ("weak: samples_per_s(N) / (N * samples_per_s(1)) of the same strategy
 
 def base(sc: TrainingScenario, spec: StrategySpec, model: str, world: int, status: str,
          extra: dict[str, Any]) -> dict[str, Any]:
-    return {"schema_version": SCHEMA_VERSION, "kind": "training", "status": status,
-            "strategy": spec.label, "strategy_name": spec.name, "model": model,
-            "world_size": world, "batch_size_per_replica": sc.batch_size,
-            "strategy_options": spec.model_dump(mode="json"), "time_unix": time.time(), **extra}
+    return kinds.training(status=status, strategy=spec.label, strategy_name=spec.name,
+                          model=model, world_size=world, batch_size_per_replica=sc.batch_size,
+                          strategy_options=spec.model_dump(mode="json"), time_unix=time.time(),
+                          **extra)
 
 
 def failed(sc: TrainingScenario, spec: StrategySpec, model: str, world: int, error: str,
@@ -87,16 +90,10 @@ def measured(sc: TrainingScenario, spec: StrategySpec, model: str, world: int, r
         "loss": res.losses,
         "loss_reference": reference,
         "loss_max_abs_diff": diff,
-        "timer": _timer(),
+        "timer": TIMER,
         "samples_ms": [round(x, 4) for x in res.samples_ms],
         **(idle_fields(res.idle) if res.idle else {}),
     }
-
-
-def _timer() -> str:
-    from bench.training.measure import TIMER
-
-    return TIMER
 
 
 def idle_fields(idle: Idle) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """Rules the strategies share, without torch, checked on model metadata
 (:mod:`bench.models.catalog`) alone: whether a tensor degree shards a model, whether the
-installed torch is an accelerator build, and the options every strategy takes. Each strategy's
+installed torch is an accelerator build. Each strategy's
 own rule is its ``check`` (:class:`bench.training.strategy.Strategy`), judged by the same
 function when a scenario loads and when a rank is about to run the case."""
 
@@ -9,13 +9,8 @@ from __future__ import annotations
 import ast
 import importlib.util
 from pathlib import Path
-from typing import Any
 
 from bench.models.catalog import ModelInfo
-
-# bench.training.scenario.StrategySpec, named and not imported: the scenario imports this
-# module, so importing it back (even for type checking) would make them import each other.
-StrategySpec = Any
 
 
 def check_degree(model: ModelInfo, degree: int) -> None:
@@ -58,10 +53,3 @@ def _constants(path: Path) -> dict[str, object]:
             found[target.id] = value.value
     return found
 
-
-def check_options(spec: StrategySpec, model: ModelInfo) -> None:
-    """The options every strategy takes: checkpointed pieces must exist in the model."""
-    bad = sorted(i for i in spec.checkpointed(model.num_pieces) if i >= model.num_pieces)
-    if bad:
-        raise ValueError(f"checkpoint names piece {bad[0]}, but the model has {model.num_pieces} "
-                         f"pieces (0..{model.num_pieces - 1})")

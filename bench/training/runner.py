@@ -29,11 +29,11 @@ from bench.scenario_base import ScenarioError
 from bench.store.records import ResultWriter
 from bench.training import record
 from bench.training.distenv import init_from_env
-from bench.training.jobenv import BACKEND_ENV, CASE_SKIP_ENV, CASE_START_ENV
+from bench.training.launch import BACKEND_ENV, CASE_START_ENV, recorded
 from bench.training.measure import CaseResult, Protocol, run_case
-from bench.training.reference import reference_losses
 from bench.training.scenario import StrategySpec, TrainingScenario, check_case
 from bench.training.strategy import TrainContext
+from bench.training.trainer import reference_losses
 
 
 @dataclass(frozen=True)
@@ -66,11 +66,11 @@ def run_job(ctx: JobContext) -> int:
     cases = sc.cases(world)
     writer = ResultWriter(ctx.run_dir) if rank == 0 else None
     extra = {"run_id": ctx.run_id, "scenario": sc.name, "backend": backend,
-             "device": str(device.type), "oversubscribed": _oversubscribed(),
-             "tf32": False if device.type == "cuda" else None}
+             "device": str(device.type), "tf32": False if device.type == "cuda" else None,
+             "oversubscribed": oversubscribed(int(os.environ.get("LOCAL_WORLD_SIZE", "1")))}
     refs: dict[tuple[str, int], list[float]] = {}
     dog = Watchdog(rank, _leave)
-    skip = _skip(ctx, world)
+    skip = recorded(ctx.run_dir, cases, world) if ctx.resume else set()  # a resumed run
     for i in range(start, len(cases)):
         spec, model = cases[i]
         label = f"{spec.label} {model} p={world}"
@@ -134,25 +134,6 @@ def _train(tctx: TrainContext, proto: Protocol) -> CaseResult:
         return run_case(trainer, tctx.model, proto, tctx.device)
     finally:
         trainer.close()
-
-
-def _oversubscribed() -> bool:
-    return oversubscribed(int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
-
-
-def _skip(ctx: JobContext, world: int) -> set[int]:
-    """Case indices this job leaves out: named by the self-launcher, or (a resumed run in the
-    user's job) those with a record in results.jsonl."""
-    named = os.environ.get(CASE_SKIP_ENV)
-    if named is not None:
-        return {int(i) for i in named.split(",") if i}
-    if not ctx.resume:
-        return set()
-    from bench.store.resume import done_training
-
-    done = done_training(ctx.run_dir)
-    return {i for i, (spec, model) in enumerate(ctx.scenario.cases(world))
-            if (spec.label, model, world) in done}
 
 
 def _print_row(rec: dict[str, Any]) -> None:

@@ -1,17 +1,10 @@
 """Training scenarios: strategies x models x world sizes, validated at load time.
 
-A strategy is written as a mapping (``{name: pipeline, schedule: gpipe, microbatches: 8}``) or
-as a short string ``name[:option]`` (``ddp:ring``, ``ddp:fp16``, ``pipeline:interleaved``,
-``hybrid:2``, ``ps:1``). Two options belong to every strategy and are parsed here only:
-``checkpoint`` (activation checkpointing: ``true``, a list of piece indices, or a fraction f in
-(0, 1): the first ceil(f * pieces) pieces) and ``precision`` (``fp32``, or autocast ``bf16`` /
-``fp16`` with fp32 master weights; not to be confused with ddp's gradient-compression ``hook:
-fp16``). Every other key is the strategy's own option (its file's ``Options`` dataclass). Every
-(strategy, model, world size) combination is checked by the strategy's ``check`` (e.g. tensor
-degree must divide the heads, pipeline stages must not exceed the model's pieces), so a bad case
-fails before anything launches, with the key's name. Strategy files
-(:mod:`bench.training.strategy`) and the model names (:mod:`bench.models.catalog`) need no torch:
-validating a training scenario imports none.
+A strategy is a mapping (``{name: pipeline, schedule: gpipe}``) or a short string
+``name[:option]`` (``ddp:ring``, ``hybrid:2``); ``checkpoint`` and ``precision`` belong to every
+strategy and are parsed here only, every other key is the strategy's own ``Options``. Every
+(strategy, model, world size) is checked by the strategy's ``check`` before anything launches,
+without torch. The keys and the rules: docs/training.md (Scenario keys, Strategies).
 """
 
 from __future__ import annotations
@@ -31,7 +24,6 @@ from pydantic import (
 
 from bench.models.catalog import CATALOG, ModelInfo
 from bench.scenario_base import Frozen
-from bench.training.rules import check_options
 from bench.training.strategy import Strategy as StrategyDef
 from bench.training.strategy import strategies
 
@@ -182,12 +174,7 @@ class TrainingScenario(Frozen):
                                  f"valid: {', '.join(strategies().names())}")
         for m in self.models:
             for s in self.strategies:
-                errors = []
-                for w in self.world_sizes:
-                    try:
-                        check_case(s, CATALOG.get(m), w, self.batch_size)
-                    except ValueError as e:
-                        errors.append(e)
+                errors = [e for w in self.world_sizes if (e := _misfit(s, m, w, self.batch_size))]
                 if errors and len(errors) == len(self.world_sizes):
                     raise errors[0]  # fits no world size: a mistake, not a sweep boundary
         return self
@@ -196,17 +183,18 @@ class TrainingScenario(Frozen):
         """(strategy, model) pairs that fit ``world`` ranks, models outermost (record order).
         With world sizes named in the file, a pair that does not fit one of them (hybrid:2 at
         1 rank) is left out there; with none named, every pair runs and a misfit fails its case."""
-        if world not in self.world_sizes:
-            return [(s, m) for m in self.models for s in self.strategies]
-        out = []
-        for m in self.models:
-            for s in self.strategies:
-                try:
-                    check_case(s, CATALOG.get(m), world, self.batch_size)
-                except ValueError:
-                    continue
-                out.append((s, m))
-        return out
+        named = world in self.world_sizes
+        return [(s, m) for m in self.models for s in self.strategies
+                if not named or _misfit(s, m, world, self.batch_size) is None]
+
+
+def _misfit(s: StrategySpec, model: str, world: int, batch_size: int) -> ValueError | None:
+    """Why the case cannot run (:func:`check_case`), or None."""
+    try:
+        check_case(s, CATALOG.get(model), world, batch_size)
+    except ValueError as e:
+        return e
+    return None
 
 
 def check_case(s: StrategySpec, model: ModelInfo, world: int, batch_size: int) -> None:
@@ -214,6 +202,9 @@ def check_case(s: StrategySpec, model: ModelInfo, world: int, batch_size: int) -
     (``model``: a catalog entry, or the torch :class:`~bench.models.base.ModelSpec`, which is one)."""
     try:
         s.strategy.check(s.options, model, world, batch_size)
-        check_options(s, model)
+        bad = sorted(i for i in s.checkpointed(model.num_pieces) if i >= model.num_pieces)
+        if bad:  # checkpointed pieces must exist in the model
+            raise ValueError(f"checkpoint names piece {bad[0]}, but the model has "
+                             f"{model.num_pieces} pieces (0..{model.num_pieces - 1})")
     except ValueError as e:
         raise ValueError(f"{s.label} on {model.name} at world size {world}: {e}") from None

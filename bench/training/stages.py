@@ -6,7 +6,6 @@ costs no torch.distributed (``python -X importtime``)."""
 from __future__ import annotations
 
 import functools
-import itertools
 from typing import TYPE_CHECKING, Literal, get_args
 
 if TYPE_CHECKING:
@@ -16,9 +15,10 @@ Schedule = Literal["gpipe", "1f1b", "interleaved"]  # torch's pipeline schedules
 SCHEDULES: tuple[str, ...] = get_args(Schedule)
 
 
-def balanced_split(sizes: list[int], stages: int) -> list[int]:
-    """Start index of each stage: contiguous groups of ``sizes`` (>= 1 each) minimising the
-    largest group's sum (ties: earlier cuts)."""
+@functools.cache
+def stage_starts(sizes: tuple[int, ...], stages: int) -> tuple[int, ...]:
+    """First piece of each stage, then ``len(sizes)``: contiguous groups of ``sizes`` (parameters
+    per piece, >= 1 piece a group) minimising the largest group's sum (ties: earlier cuts)."""
     n = len(sizes)
     prefix = [0]
     for s in sizes:
@@ -38,15 +38,17 @@ def balanced_split(sizes: list[int], stages: int) -> list[int]:
         assert out is not None
         return out
 
-    return list(best(0, stages)[1])
+    return (*best(0, stages)[1], n)
 
 
-def stage_pieces(model: ModelSpec, stages: int) -> list[range]:
-    """The pieces of each of ``stages`` stages (the model built on the meta device)."""
-    meta = model.build_meta()
-    sizes = [sum(p.numel() for p in piece.parameters()) for piece in meta.pieces]
-    starts = [*balanced_split(sizes, stages), len(sizes)]
-    return [range(a, b) for a, b in itertools.pairwise(starts)]
+def piece_sizes(model: ModelSpec) -> tuple[int, ...]:
+    """Parameters per piece (the model built on the meta device)."""
+    return tuple(sum(p.numel() for p in piece.parameters()) for piece in model.build_meta().pieces)
+
+
+def stage_pieces(starts: tuple[int, ...], stages: list[int]) -> frozenset[int]:
+    """The pieces of ``stages`` under the cut ``starts`` (:func:`stage_starts`)."""
+    return frozenset(i for s in stages for i in range(starts[s], starts[s + 1]))
 
 
 def local_stages(per_rank: int, rank: int, world: int) -> list[int]:

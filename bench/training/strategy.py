@@ -1,20 +1,9 @@
 """What a training strategy is: one file under :mod:`bench.training.strategies` (or under a
-package named in ``COMMBENCH_PLUGINS``) that calls :func:`register` with a :class:`Strategy`.
-
-The file states everything commbench knows of the strategy, each part where the strategy is:
-
-- ``options``: its own frozen dataclass (defaults stated there once; ``short`` is the option a
-  ``name:value`` string sets), and ``label``: the options its records name;
-- ``build``: the torch wrapping, a :class:`TrainContext` -> :class:`Trainer` that runs one
-  optimiser step (torch imported inside it: nothing here or in a strategy file imports torch, so
-  loading a scenario, ``commbench memory`` and ``commbench advise`` never run a strategy's torch
-  code);
-- ``check``: its rules (which model, world size and batch it can run; ValueError with one line);
-- ``held`` and ``acts``: its analytic per-rank memory (:mod:`bench.training.analytic`);
-- ``calls``: its communication per step on one rank (:mod:`bench.advise.comm`), held equal to what
-  training counts by the tests;
-- ``layout`` and ``layouts``: what it is as an advise :class:`~bench.advise.layout.Layout`, and
-  the layouts it offers the advise search.
+package named in ``COMMBENCH_PLUGINS``) that calls :func:`register` with a :class:`Strategy`,
+which states everything commbench knows of it: its options, build, check, memory (``held``,
+``acts``), communication (``calls``) and advise layouts; what each part is and who reads it:
+docs/training.md (Adding a strategy: one file). Nothing here or at the top of a strategy file
+imports torch: ``build`` imports what it wraps.
 
 Strategies never time themselves and never count bytes: :mod:`bench.training.measure` owns the
 clock, :mod:`bench.training.comm` counts traffic and :mod:`bench.training.memory` reads the
@@ -24,10 +13,11 @@ tensors each trainer reports as held.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from bench.training.analytic import Acts
 from kernels.registry import Registry
 
 if TYPE_CHECKING:
@@ -36,7 +26,7 @@ if TYPE_CHECKING:
 
     from bench.models.base import Batch, Chain, ModelSpec
     from bench.models.catalog import ModelInfo
-    from bench.training.analytic import Acts, Held, Param, Precision
+    from bench.training.analytic import Held, Param, Precision
     from bench.training.options import Amp
 
 # bench.training.scenario.StrategySpec, named and not imported: the scenario imports this
@@ -64,28 +54,6 @@ class NoOptions:
     """The options of a strategy that takes none of its own."""
 
 
-def no_check(opts: Any, model: ModelInfo, world: int, batch: int) -> None:
-    return None
-
-
-def no_label(opts: Any) -> str:
-    return ""
-
-
-def whole_model(model: ModelSpec, opts: Any, world: int, rank: int) -> Acts:
-    from bench.training.analytic import Acts
-
-    return Acts()
-
-
-def no_layouts(space: Space) -> Iterator[tuple[Layout, int]]:
-    return iter(())
-
-
-def no_layout_label(lay: Layout) -> list[str]:
-    return []
-
-
 @dataclass(frozen=True)
 class Strategy:
     name: str
@@ -96,11 +64,11 @@ class Strategy:
     layout: Callable[[Any, int], Layout]  # (opts, world) -> the strategy as an advise layout
     options: type = NoOptions
     short: str | None = None  # the option that ``name:value`` sets
-    label: Callable[[Any], str] = no_label  # the options a record's label names
-    check: Callable[[Any, ModelInfo, int, int], None] = no_check  # (opts, model, world, batch)
-    acts: Callable[[ModelSpec, Any, int, int], Acts] = whole_model  # (model, opts, world, rank)
-    layouts: Callable[[Space], Iterable[tuple[Layout, int]]] = no_layouts  # offered to search
-    layout_label: Callable[[Layout], list[str]] = no_layout_label  # a data strategy's [options]
+    label: Callable[[Any], str] = lambda opts: ""  # the options a record's label names
+    check: Callable[[Any, ModelInfo, int, int], None] = lambda opts, model, world, batch: None
+    acts: Callable[[ModelSpec, Any, int, int], Acts] = lambda model, opts, world, rank: Acts()
+    layouts: Callable[[Space], Iterable[tuple[Layout, int]]] = lambda space: ()  # for search
+    layout_label: Callable[[Layout], list[str]] = lambda lay: []  # a data strategy's [options]
     # a data strategy whose ranks are not all alike (ps): its ranks' memory and its priced calls
     states: Callable[[Shape, Layout, int, Precision], tuple[Memory, ...]] | None = None
     price: Callable[[Job, CommContext], list[Priced]] | None = None

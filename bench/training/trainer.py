@@ -1,5 +1,6 @@
 """The torch side shared by strategies (imported by their ``build`` only): one loss step, the
-trainer of strategies that wrap one whole model, DDP's wrapping and the job's device mesh."""
+trainer of strategies that wrap one whole model, DDP's wrapping and the job's device mesh; and
+the single-process reference every strategy's losses are held against."""
 
 from __future__ import annotations
 
@@ -47,6 +48,17 @@ def loss_step(model: nn.Module, spec: ModelSpec, batch: Batch, device: torch.dev
         amp.unscale(p for g in opt.param_groups for p in g["params"])
     opt.step()
     return float(loss.detach()) / (amp.scale if amp else 1.0)
+
+
+def reference_losses(model: ModelSpec, global_batch: int, steps: int, seed: int, lr: float,
+                     device: torch.device) -> list[float]:
+    """The same model, seed, optimiser and global batches on one rank, to measure how far a
+    strategy's loss trajectory drifts from it."""
+    torch.manual_seed(seed)
+    net = model.build().to(device)
+    opt = torch.optim.Adam(net.parameters(), lr=lr, foreach=False)
+    return [loss_step(net, model, model.batch(global_batch, s, seed), device, opt)
+            for s in range(steps)]
 
 
 class ModelTrainer(Trainer):

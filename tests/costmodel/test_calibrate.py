@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from bench.cli import main
-from bench.costmodel.calibrate import model_time, point
+from bench.costmodel.calibrate import model_times, point
 from bench.costmodel.profile import Link, Profile, load_profile
 from bench.store.records import SCHEMA_VERSION, ResultWriter, write_meta
 from kernels import collective as coll
@@ -65,7 +65,7 @@ def _generate(truth: Profile, layouts: tuple[tuple[int, int], ...],
                 for nb in sizes:
                     r = _record(c, a, nodes * rpn, rpn, nb)
                     pt = point({**r, "algorithm": "ring" if a == "native" else a})
-                    t = 1e-6 if isinstance(pt, str) else model_time(pt, truth)  # str: 1 rank
+                    t = 1e-6 if isinstance(pt, str) else model_times([pt], truth)[0]  # str: 1 rank
                     t *= 0.8 if a == "native" else 1.0
                     r["time_us_median"] = t * 1e6 * float(np.exp(rng.normal(0, noise)))
                     r["time_us_mean"] = 1.5 * r["time_us_median"]  # a heavy tail

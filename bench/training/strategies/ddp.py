@@ -1,21 +1,9 @@
-"""``ddp``: DistributedDataParallel, each rank a replica on ``batch_size`` samples.
-
-Gradient buckets are averaged by DDP's own AllReduce (``hook: default``), compressed to
-fp16/bf16 (DDP's compression hooks; losses then match the reference to ~1e-3), or run through a
-commbench AllReduce schedule over the torch p2p transport (``hook: ring``, ``tree``, ...), so
-algorithms can be compared inside real training.
-
-Communication: one all_reduce per bucket, in backward. Buckets as torch 2.13 builds them
-(``torch/nn/parallel/distributed.py``, ``_BucketCapacityConfig``): commbench passes
-``bucket_cap_mb`` explicitly, so the first bucket's cap equals the others' (the 1 MiB first
-bucket applies only when bucket_cap_mb is left unset). The first step runs with one bucket
-(find_unused_parameters off); the Reducer then rebuilds them in the order gradients became
-ready, which for a chain of pieces is the reverse parameter order. Parameters are added to the
-open bucket until its bytes reach the cap (``int(bucket_mb * 2**20)``, gradients at their
-element size); the bucket then closes, so a bucket may exceed the cap by its last tensor. Each
-bucket is one all_reduce of its flat buffer; the fp16/bf16 compression hooks reduce it as
-2-byte elements; a commbench algorithm hook runs the bucket through that all_reduce schedule
-(sends and receives). Buckets overlap with backward. Memory: everything replicated.
+"""``ddp``: DistributedDataParallel, each rank a replica on ``batch_size`` samples. Gradient
+buckets are averaged by DDP's own AllReduce (``hook: default``), compressed to fp16/bf16 (DDP's
+compression hooks), or run through a commbench AllReduce schedule over the torch p2p transport
+(``hook: ring``, ``tree``, ...), so algorithms can be compared inside real training. Its buckets,
+as torch builds them, and their calls (:func:`buckets`): docs/advise.md (Communication per
+step). Memory: everything replicated.
 """
 
 from __future__ import annotations
@@ -25,10 +13,10 @@ from typing import TYPE_CHECKING, Annotated
 
 from pydantic import Field
 
-from bench.advise.calls import Call
+from bench.advise.calls import Call, merged
 from bench.advise.layout import Layout
 from bench.advise.space import Space, data_layouts
-from bench.training.analytic import replicated
+from bench.training.analytic import numel, replicated
 from bench.training.rules import accelerator_build
 from bench.training.strategy import Strategy, TrainContext, Trainer, register
 
@@ -92,12 +80,10 @@ def build(ctx: TrainContext) -> Trainer:
 
 def buckets(ctx: CommContext) -> list[int]:
     """Elements per bucket, in the order they are reduced."""
-    from bench.advise.comm import numel
-
     cap = int(ctx.layout.bucket_mb * 2**20)
     out, size, elems = [], 0, 0
     for p in reversed(ctx.params):
-        n = numel(p)
+        n = numel(p.shape)
         size, elems = size + n * ctx.bytes.grad, elems + n
         if size >= cap:
             out.append(elems)
@@ -110,11 +96,8 @@ def gradient_calls(ctx: CommContext) -> list[Call]:
     hook = ctx.layout.hook
     item = COMPRESSED.get(hook, ctx.bytes.grad)
     alg = None if hook in ("default", *COMPRESSED) else hook
-    sizes: dict[int, int] = {}
-    for n in buckets(ctx):
-        sizes[n] = sizes.get(n, 0) + 1
-    return [Call("all_reduce", n * item, k, "data", "backward", True, alg, item)
-            for n, k in sizes.items()]
+    return merged(Call("all_reduce", n * item, 1, "data", "backward", True, alg, item)
+                  for n in buckets(ctx))
 
 
 def layout(opts: Options, world: int) -> Layout:

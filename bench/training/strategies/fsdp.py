@@ -1,19 +1,9 @@
-"""``zero2`` and ``zero3``: FSDP2 ``fully_shard`` on every model piece and on the root.
-
-zero3 reshards parameters after forward (all-gathered again for backward); zero2 keeps them
-unsharded from forward to the end of backward (one all-gather per step). Both shard gradients
-(reduce-scatter) and optimizer state; parameters rest sharded between steps.
-
-Memory: dim-0 chunks of ceil(d0 / N) rows, so a rank holds
-``clamp(d0 - r * ceil(d0 / N), 0, ceil(d0 / N))`` rows of params, grads and state
-(:func:`bench.training.analytic.fsdp_held`). Communication, per unit (piece; the root holds no
-parameters of its own, so it adds no group): one all_gather of the unit's parameters (all
-tensors of the unit in one flat buffer) and one reduce_scatter of its gradients. Each parameter
-is padded to ``ceil(d0 / N)`` rows per rank on dim 0, so a call carries
-``N * sum(ceil(d0 / N) * inner)`` elements. zero3 gathers every unit again in backward (two
-all_gathers per unit); zero2 keeps them gathered (one). Forward gathers are prefetched under the
-previous unit's compute and backward ones under the next's; reduce_scatters run under the
-backward of earlier units.
+"""``zero2`` and ``zero3``: FSDP2 ``fully_shard`` on every model piece and on the root. zero3
+reshards parameters after forward (all-gathered again for backward); zero2 keeps them unsharded
+from forward to the end of backward. Both shard gradients (reduce-scatter) and optimizer state in
+dim-0 chunks of ceil(d0 / N) rows (:func:`bench.training.analytic.fsdp_held`); one unit per piece,
+each parameter padded to ceil(d0 / N) rows per rank in its calls (:func:`unit_elements`).
+Communication and memory: docs/advise.md and docs/training.md (Memory model).
 """
 
 from __future__ import annotations

@@ -1,39 +1,21 @@
 """``pipeline``: torch.distributed.pipelining with GPipe, 1F1B or interleaved 1F1B.
 
 The model's pieces are cut into ``world * stages_per_rank`` contiguous stages balanced by
-parameter count (the split minimising the largest stage). Rank r holds stages r, r + world, ...
-(the interleaved layout). The whole batch is one replica, cut into ``microbatches``; gradients
-are scaled by 1/microbatches, so the update equals one step on the whole batch. Checkpointing
-and precision act on the pieces inside each stage (autocast keeps GPT's residual stream in
-fp32, so the activations between stages stay fp32).
+parameter count (:mod:`bench.training.stages`); rank r holds stages r, r + world, ... The whole
+batch is one replica, cut into ``microbatches``; the update equals one step on the whole batch.
 
-Idle time per stage (what :mod:`bench.training.measure` reports as ``stage_idle_*``): every
-wait the schedules make on point-to-point works goes through one function,
-``torch.distributed.pipelining.schedules._wait_batch_p2p(works)`` (``for w in works:
-w.wait()``), looked up as a module global at each call by GPipe, 1F1B and the runtime of
-interleaved 1F1B. That is the narrowest point that sees the waits and nothing else: the stage
-only builds ``P2POp``s, and the works come from ``dist.isend``/``irecv``/``batch_isend_irecv``
-(wrapping the ops or the group would change which of those run). During :meth:`step` only,
-:func:`timed_waits` swaps that global for one that calls the original between a
-``perf_counter_ns`` pair and adds the difference to this trainer's :class:`WaitClock`; the
-original is restored on leaving, even on error. The same works are waited on in the same order,
-so what is communicated (``comm_by_type``) is unchanged. What the waits hold: receives of
-activations (forward) and gradients (backward) from the neighbour stages, the sends that 1F1B
-fuses with them into one batch, and the completions of earlier sends.
-
-The schedule's own bubble (:func:`bubble_fraction`) replays the order of forward and backward
-actions each rank executes, exactly as torch runs it, with unit-time forwards, backwards of
-twice that, equal stages and free communication: (p - 1)/(m + p - 1) for GPipe and 1F1B, and
-(p - 1)/(v m + p - 1) for interleaved 1F1B with ``m >= p`` (checked for p <= 8, v <= 3);
-with fewer microbatches than ranks torch's interleaved order idles more (p = 4, v = 2, m = 2:
-5/9 against 3/7), and the replay reports that.
+Idle time per stage: during :meth:`PipelineTrainer.step` only, :func:`timed_waits` swaps the
+schedules' one wait function, ``torch.distributed.pipelining.schedules._wait_batch_p2p``, for
+one that times the original into a :class:`WaitClock` (restored on leaving, even on error; the
+same works are waited on in the same order). The schedule's own bubble (:func:`bubble_fraction`)
+replays the forward and backward order each rank runs, exactly as torch runs it. Both:
+docs/training.md (Pipeline idle per stage).
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
-import math
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -46,7 +28,14 @@ from pydantic import Field
 from bench.advise.comm import pipeline_calls
 from bench.advise.layout import Layout
 from bench.training.analytic import Acts, Held, numel
-from bench.training.stages import Schedule, check_pipeline, local_stages, stage_pieces
+from bench.training.stages import (
+    Schedule,
+    check_pipeline,
+    local_stages,
+    piece_sizes,
+    stage_pieces,
+    stage_starts,
+)
 from bench.training.strategy import Strategy, TrainContext, Trainer, register
 
 if TYPE_CHECKING:
@@ -211,9 +200,9 @@ class PipelineTrainer(Trainer):
         opts: Options = ctx.opts
         n = ctx.world * opts.per_rank
         full = ctx.build_model()
-        pieces = stage_pieces(ctx.model, n)
+        starts = stage_starts(piece_sizes(ctx.model), n)
         self.stage_ids = local_stages(opts.per_rank, ctx.rank, ctx.world)
-        self.mods = [nn.Sequential(*(full.pieces[i] for i in pieces[s])).to(ctx.device)
+        self.mods = [nn.Sequential(*full.pieces[starts[s]:starts[s + 1]]).to(ctx.device)
                      for s in self.stage_ids]
         schedules = torch_schedules()
         stages = [PipelineStage(m, s, n, ctx.device) for m, s in zip(self.mods, self.stage_ids)]
@@ -221,20 +210,15 @@ class PipelineTrainer(Trainer):
         loss = functools.partial(self.amp.loss, ctx.model.loss)  # fp32 loss, scaled for fp16
         if opts.schedule == "interleaved":
             self.schedule = schedules.ScheduleInterleaved1F1B(stages, opts.microbatches, loss_fn=loss)
-            orders = interleaved_orders(self.schedule)
         else:
             make = getattr(schedules, SINGLE_STAGE[opts.schedule])
             self.schedule = make(stages[0], opts.microbatches, loss_fn=loss)
-            orders = [single_stage_order(opts.schedule, s, n, opts.microbatches)
-                      for s in range(n)]
-        self.bubble = float(replay(orders, n))  # the order this job runs
+        self.bubble = float(bubble_fraction(opts.schedule, ctx.world, opts.microbatches,
+                                            opts.per_rank))
         self.first, self.last = 0 in self.stage_ids, n - 1 in self.stage_ids
         self.opt = ctx.optimizer([p for m in self.mods for p in m.parameters()])
         self.waits = WaitClock()
-
-    def take_waits(self) -> tuple[int, int]:
-        """(nanoseconds, calls) in point-to-point waits since the last call (see the module)."""
-        return self.waits.take()
+        self.take_waits = self.waits.take  # what measure.Waits reads after each step
 
     def step(self, batch: Batch) -> float | None:
         import torch
@@ -265,8 +249,8 @@ def check(opts: Options, model: ModelInfo, world: int, batch: int) -> None:
 
 def _mine(model: ModelSpec, opts: Options, n: int, r: int) -> frozenset[int]:
     """The pieces of rank ``r``'s stages."""
-    stages = stage_pieces(model, n * opts.per_rank)
-    return frozenset(i for st in local_stages(opts.per_rank, r, n) for i in stages[st])
+    starts = stage_starts(piece_sizes(model), n * opts.per_rank)
+    return stage_pieces(starts, local_stages(opts.per_rank, r, n))
 
 
 def held(model: ModelSpec, opts: Options, ps: list[Param], n: int, r: int) -> Held:
@@ -276,10 +260,8 @@ def held(model: ModelSpec, opts: Options, ps: list[Param], n: int, r: int) -> He
 
 
 def acts(model: ModelSpec, opts: Options, n: int, r: int) -> Acts:
-    """L/p layers per microbatch, for m microbatches in flight (GPipe) or min(m, p) (1F1B)."""
-    m, v = opts.microbatches, opts.per_rank
-    return Acts(microbatches=m, in_flight=m if opts.schedule == "gpipe" else min(m, n),
-                layers=math.ceil(model.config.layers / (n * v)) * v, pieces=_mine(model, opts, n, r))
+    return Acts.pipelined(model.config.layers, n, opts.microbatches, opts.schedule, opts.per_rank,
+                          pieces=_mine(model, opts, n, r))
 
 
 def layout(opts: Options, world: int) -> Layout:

@@ -1,32 +1,9 @@
-"""``ps:N``: a synchronous parameter server over torch.distributed point-to-point.
-
-Ranks: the last N of the W ranks are servers, the first W - N are workers. Worker ``w`` is
-data-parallel replica ``w`` on ``batch_size`` samples, so the global batch is
-``batch_size * (W - N)`` (the servers see no data) and the update equals one step of the
-single-process reference on it. Parameters go to servers as whole tensors, largest first to the
-least-loaded server (:func:`bench.training.analytic.greedy_owners`, ZeroRedundancyOptimizer's
-rule); every rank builds the same model from the seed, so no initial broadcast is needed.
-
-One step: each worker runs forward and backward on its share, flattens the gradients of each
-server's parameters (in model order) into one buffer and ``isend``\\ s it there; each server
-``irecv``\\ s one buffer from every worker, sums them in worker order, divides by W - N, sets the
-result as its parameters' gradients and steps Adam; then it ``isend``\\ s its updated parameters,
-flat, to every worker, which ``irecv``\\ s them and copies them in before the next step.
-
-Communication per step, counted as ``send`` and ``recv`` (element size e, 4 in fp32; Psi_s the
-elements on server s, Psi = sum of Psi_s): a worker pushes e*Psi bytes of gradients in N sends
-and pulls e*Psi bytes of parameters in N receives; server s receives e*Psi_s*(W-N) bytes in W-N
-receives and sends e*Psi_s*(W-N) bytes in W-N sends. Memory: a worker holds the whole model
-and its gradients and no optimizer state; server s holds its parameters, their averaged
-gradients and their Adam state; transient: a worker's flat push and pull buffers (2 Psi), a
-server's W - N receive buffers and its flat send buffer ((W - N + 1) Psi_s).
-
-For advise, gradients travel at the question's gradient size (fp32 in this codebase's
-strategies, also under autocast: the master gradients), parameters at its parameter size.
-Nothing overlaps: the push starts when backward ends and the next forward waits for the pull.
-The exchange is priced as one step of messages on the job's placement, incast on a server's NIC
-included (:meth:`bench.advise.timing.Timer.ps`); advise offers ``ps[servers=N]`` for N = 1, 2,
-4, ... up to half the world whose W - N workers divide the global batch.
+"""``ps:N``: a synchronous parameter server over torch.distributed point-to-point. The last N
+ranks are servers holding whole tensors (largest first to the least-loaded server,
+:func:`bench.training.analytic.greedy_owners`); the others are workers, each a data-parallel
+replica that pushes its flat gradients to every server and pulls the updated parameters back,
+every step. Ranks, step, communication and memory: docs/training.md (Parameter server); how
+advise prices the exchange (:meth:`bench.advise.timing.Timer.ps`): docs/advise.md.
 """
 
 from __future__ import annotations
@@ -39,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated
 
 from pydantic import Field
 
-from bench.advise.calls import Call
+from bench.advise.calls import Call, merged
 from bench.advise.layout import Layout
 from bench.training.analytic import Acts, Held, greedy_owners, numel
 from bench.training.strategy import Strategy, TrainContext, Trainer, register
@@ -184,15 +161,12 @@ def shard_elements(ctx: CommContext) -> list[int]:
 
 def calls(ctx: CommContext) -> list[Call]:
     b, shards = ctx.bytes, shard_elements(ctx)
-    counts: dict[tuple[str, int], int] = {}
     if ctx.server is None:  # a worker: one push and one pull per server
-        for n in shards:
-            for op, size in (("send", n * b.grad), ("recv", n * b.param)):
-                counts[op, size] = counts.get((op, size), 0) + 1
+        ops, k = [x for n in shards for x in (("send", n * b.grad), ("recv", n * b.param))], 1
     else:  # server s: one receive and one send per worker
         n = shards[ctx.server]
-        counts = {("recv", n * b.grad): ctx.layout.data, ("send", n * b.param): ctx.layout.data}
-    return [Call(op, size, k, "server", "step", False) for (op, size), k in counts.items()]
+        ops, k = [("recv", n * b.grad), ("send", n * b.param)], ctx.layout.data
+    return merged(Call(op, size, k, "server", "step", False) for op, size in ops)
 
 
 def price(job: Job, ctx: CommContext) -> list[Priced]:

@@ -1,11 +1,6 @@
-"""``zero1``: DDP for gradients + ZeroRedundancyOptimizer (optimizer state sharded by whole
-parameters, greedily by size; each owner broadcasts its updated parameters after the step).
-
-Communication: DDP's bucketed gradient all_reduces (:mod:`.ddp`), then one broadcast per
-parameter tensor from its owner (``parameters_as_bucket_view`` off, torch's default), every rank
-taking part in every broadcast; they follow the optimizer step and overlap nothing. Memory:
-everything replicated but the optimizer state of the parameters ZeroRedundancyOptimizer assigns
-to the rank (largest first, each to the least-loaded rank: :func:`greedy_owners`).
+"""``zero1``: DDP for gradients + ZeroRedundancyOptimizer: optimizer state sharded by whole
+parameters (:func:`greedy_owners`), each owner broadcasting its updated parameters after the
+step. Its calls and memory: docs/advise.md and docs/training.md (Memory model).
 """
 
 from __future__ import annotations
@@ -15,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 
 from pydantic import Field
 
-from bench.advise.calls import Call
+from bench.advise.calls import Call, merged
 from bench.advise.layout import Layout
 from bench.advise.space import Space, data_layouts
 from bench.training.analytic import Held, greedy_owners, numel
@@ -55,12 +50,8 @@ def held(model: ModelSpec, opts: Options, ps: list[Param], n: int, r: int) -> He
 
 
 def calls(ctx: CommContext) -> list[Call]:
-    sizes: dict[int, int] = {}
-    for p in ctx.params:
-        n = numel(p.shape) * ctx.bytes.param
-        sizes[n] = sizes.get(n, 0) + 1
-    return [*gradient_calls(ctx),
-            *(Call("broadcast", n, k, "data", "step", False) for n, k in sizes.items())]
+    return [*gradient_calls(ctx), *merged(Call("broadcast", numel(p.shape) * ctx.bytes.param, 1,
+                                               "data", "step", False) for p in ctx.params)]
 
 
 def layout(opts: Options, world: int) -> Layout:
