@@ -304,3 +304,24 @@ class Ctx:
         crossing = int(np.bincount(src[x], minlength=self.p).max()) if x.any() else 0
         t = reduce_steps * (cmax + self.gamma * k * nb) + plain_steps * cmax
         return estimate(t, steps, steps * k * nb, steps * crossing * nb)
+
+    def pat(self, reduce: bool) -> Estimate:
+        """PAT (p, l powers of two, ranks numbered node by node, one leaf): at distance 2^d each
+        rank sends m = p/2^(d+1) one-block messages to one peer; the ranks of a node with
+        local index below 2^d (all, from 2^d >= l) cross, and local index 0 (all_gather) or
+        l-1 (reduce_scatter) both crosses and receives from inside its node, so it is on the
+        step's dearest message every step: Σ_d o (m-1) + max(C_in(mB), C_x(mB)) (+ γ m B)."""
+        p, b, net = self.p, self.b, self.net
+        t = 0.0
+        for d in range((p - 1).bit_length()):
+            m, dist = p >> (d + 1), 1 << d
+            c = 0.0
+            if dist < self.l:
+                c = self.intra(m * b)
+            if self.N > 1:
+                nx = min(dist, self.l)
+                c = max(c, net.o + net.alpha[INTER]
+                        + m * b / min(net.rank_cap[0], net.node_cap / nx))
+            t += net.o * (m - 1) + c + (self.gamma * m * b if reduce else 0.0)
+        steps = (p - 1).bit_length()
+        return estimate(t, steps, (p - 1) * b, (p - 1) * b * (self.N > 1))
