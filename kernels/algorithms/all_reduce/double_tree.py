@@ -81,7 +81,7 @@ def _pipeline(parent: np.ndarray, k: int) -> list[tuple[np.ndarray, ...]]:
                       np.concatenate((c[up], final[down])),
                       np.concatenate((np.ones(up.size), np.zeros(down.size))),
                       np.concatenate((np.zeros(up.size), slot[down]))))
-        np.add.at(got, (parent[up], c[up]), 1)
+        got[parent[up], c[up]] += 1  # siblings never send one chunk in one step: no repeats
         sent_up[up] += 1
         final[down] += 1
         while final[root] < k and got[root, final[root]] == nch[root]:
@@ -105,13 +105,18 @@ def _plan(order: tuple[int, ...], k: int) -> Plan:
     return tuple(out)
 
 
+@lru_cache(maxsize=32)
+def _generated(order: tuple[int, ...], k: int) -> Compiled:
+    """:func:`_plan` compiled (one object per plan: the sizes that share it price in one batch)."""
+    return Compiled(len(order), 2 * k, tuple(messages(s, d, c, c + 1, r, sl)
+                                             for s, d, c, r, sl in _plan(order, k)))
+
+
 def _closed(x: Ctx) -> Estimate | Compiled | str:
     """Both trees' messages, generated step by step (evaluated exactly)."""
     if x.p == 1:
         return Estimate(0.0, 0, 0, 0, "generated")
-    k = num_chunks(x.n, x.e)
-    return Compiled(x.p, 2 * k, tuple(messages(s, d, c, c + 1, r, sl)
-                                      for s, d, c, r, sl in _plan(x.order, k)))
+    return _generated(x.order, num_chunks(x.n, x.e))
 
 
 SHAPE = Shape(count=lambda pr: 2 * num_chunks(pr.count, pr.itemsize),
