@@ -97,9 +97,12 @@ def _plan(order: tuple[int, ...], k: int) -> Plan:
     trees = [_pipeline(par, k) for par in parents(len(order))]
     out = []
     for i in range(max(len(t) for t in trees)):
-        parts = [(t, st) for t, steps in enumerate(trees) if i < len(steps) for st in [steps[i]]]
-        src, dst, ch, red, slot = (np.concatenate(x) for x in zip(
-            *[(rank[s], rank[d], c + t * k, r, sl + 3 * t) for t, (s, d, c, r, sl) in parts]))
+        cols = []
+        for t, steps in enumerate(trees):
+            if i < len(steps):
+                s, d, c, r, sl = steps[i]
+                cols.append((rank[s], rank[d], c + t * k, r, sl + 3 * t))
+        src, dst, ch, red, slot = (np.concatenate(col) for col in zip(*cols))
         idx = np.lexsort((slot, src))
         out.append((src[idx], dst[idx], ch[idx], red[idx], slot[idx]))
     return tuple(out)
