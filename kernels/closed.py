@@ -270,3 +270,58 @@ class Ctx:
             costs.append(self.intra(nbytes))
         return max(costs, default=0.0)
 
+
+    def channel_hops(self, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """One step of k rail-aligned rings (:func:`kernels.rings.channel_ring`) as (src, dst,
+        j): in channel c local index a of node m sends to a+1 of its node, or, at a = c mod l_m,
+        to local index c+1 of node m+1; a rank posts its channels in order (j = c+1)."""
+        pl = self.net.placed
+        sizes, order = np.asarray(pl.node_sizes), np.asarray(pl.order)
+        start = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+        node = np.repeat(np.arange(len(sizes)), sizes)
+        local, ln = np.arange(self.p) - start[node], sizes[node]
+        nxt = (node + 1) % len(sizes)
+        c = np.arange(k)[:, None]
+        dpos = np.where(local == c % ln, start[nxt] + (c + 1) % sizes[nxt],
+                        start[node] + (local + 1) % ln)
+        return (np.broadcast_to(order, dpos.shape).ravel(), order[dpos].ravel(),
+                np.repeat(np.arange(1, k + 1), self.p))
+
+    def channel_rings(self, k: int, reduce_steps: int, plain_steps: int) -> Estimate:
+        """Steps of k concurrent rings, each message n/(kp) elements (the first
+        ``reduce_steps`` reduced). Every step has the same messages sharing the same links, so
+        the pair of ranks with the dearest message C_max paces each one:
+        reduce_steps (C_max + γ n/p) + plain_steps C_max."""
+        steps = reduce_steps + plain_steps
+        if self.p == 1 or steps == 0:
+            return estimate(0.0, steps, 0, 0)
+        net = self.net
+        src, dst, j = self.channel_hops(k)
+        cls = net.cls(src, dst)
+        nb = self.n // (k * self.p) * self.e
+        cmax = float((net.o * j + net.alpha[cls] + nb / net.rates(src, dst, cls)).max())
+        x = cls != INTRA
+        crossing = int(np.bincount(src[x], minlength=self.p).max()) if x.any() else 0
+        t = reduce_steps * (cmax + self.gamma * k * nb) + plain_steps * cmax
+        return estimate(t, steps, steps * k * nb, steps * crossing * nb)
+
+    def pat(self, reduce: bool) -> Estimate:
+        """PAT (p, l powers of two, ranks numbered node by node, one leaf): at distance 2^d each
+        rank sends m = p/2^(d+1) one-block messages to one peer; the ranks of a node with
+        local index below 2^d (all, from 2^d >= l) cross, and local index 0 (all_gather) or
+        l-1 (reduce_scatter) both crosses and receives from inside its node, so it is on the
+        step's dearest message every step: Σ_d o (m-1) + max(C_in(mB), C_x(mB)) (+ γ m B)."""
+        p, b, net = self.p, self.b, self.net
+        t = 0.0
+        for d in range((p - 1).bit_length()):
+            m, dist = p >> (d + 1), 1 << d
+            c = 0.0
+            if dist < self.l:
+                c = self.intra(m * b)
+            if self.N > 1:
+                nx = min(dist, self.l)
+                c = max(c, net.o + net.alpha[INTER]
+                        + m * b / min(net.rank_cap[0], net.node_cap / nx))
+            t += net.o * (m - 1) + c + (self.gamma * m * b if reduce else 0.0)
+        steps = (p - 1).bit_length()
+        return estimate(t, steps, (p - 1) * b, (p - 1) * b * (self.N > 1))

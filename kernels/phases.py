@@ -124,3 +124,16 @@ def halve(b: StepBuilder, real: Sequence[int], blocks: Sequence[Range]) -> list[
             held[v] = keep
         d //= 2
     return held
+
+
+def pat_dims(p: int) -> list[int]:
+    """0, 1, ..., ceil(log2 p) - 1: the dimensions (distances 2^d) of PAT's steps."""
+    return list(range((p - 1).bit_length()))
+
+
+def pat_offsets(p: int, d: int) -> list[int]:
+    """Block offsets s a rank holds before PAT all_gather's step at distance 2^d and passes on
+    (those reduce_scatter's step at 2^d reduces in): multiples of 2^(d+1) with s + 2^d < p.
+    Block offset s' reaches its rank at the step of its lowest set bit, after hops along its
+    higher bits, so every offset below p arrives exactly once and none beyond is sent."""
+    return list(range(0, p - (1 << d), 2 << d))

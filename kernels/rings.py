@@ -1,10 +1,20 @@
-"""Ring phases shared by ``ring`` and ``hierarchical`` (not an algorithm of its own)."""
+"""Ring phases shared by ``ring``, ``ring_channels`` and ``hierarchical`` (not an algorithm of
+its own), and the channels of the rail-aligned rings."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
+import numpy as np
+
+from kernels.chunks import split
+from kernels.compiled import Shape
 from kernels.schedule import Range, StepBuilder
+from kernels.topology import Topology
+
+if TYPE_CHECKING:
+    from kernels.problem import Problem
 
 
 def reduce_scatter(
@@ -33,3 +43,43 @@ def all_gather(
 
 def open_steps(b: StepBuilder, n: int) -> list[int]:
     return [b.step() for _ in range(n)]
+
+
+# Channels exist to spread a step's node-crossing flows over a node's NICs (rails), one per rank
+# at most, so a channel per rank of the largest node; beyond 8 (the NICs of the largest GPU
+# nodes modelled) a channel only adds messages. On one node there is no NIC to spread over.
+MAX_CHANNELS = 8
+
+
+def channels(node_sizes: Sequence[int]) -> int:
+    """k, the number of rail-aligned ring channels on nodes of these sizes: 1 on one node, else
+    the largest node's ranks, at most :data:`MAX_CHANNELS`."""
+    return 1 if len(node_sizes) < 2 else min(max(node_sizes), MAX_CHANNELS)
+
+
+def channel_ring(nodes: Sequence[Sequence[int]], c: int) -> list[int]:
+    """Channel c's ring: each node's ranks from local index c+1 round to c (mod its size), nodes
+    in order, so the ring leaves every node from local index c (its rail) and enters the next
+    one at c+1. Inside a node every channel follows the same cycle a -> a+1 with one edge cut."""
+    return [node[(c + 1 + i) % len(node)] for node in nodes for i in range(len(node))]
+
+
+def sub_blocks(blocks: Sequence[Range], k: int) -> list[list[Range]]:
+    """``[c][j]``: piece c of block j, each block cut into k near-equal pieces (channel c's)."""
+    pieces = [split(blk.size, k, blk.start) for blk in blocks]
+    return [[pieces[j][c] for j in range(len(blocks))] for c in range(k)]
+
+
+def channels_of(topology: Topology) -> int:
+    return channels([len(node) for node in topology.nodes()])
+
+
+def _piece_atoms(pr: Problem, n: int) -> np.ndarray:
+    """Real elements per atom of :data:`CHANNEL_BLOCKS`: each of the p blocks cut in k pieces."""
+    return np.tile([c.size for c in split(n // pr.world, channels_of(pr.topology))], pr.world)
+
+
+# Symbolic builds of the channel rings: k*p chunks of the buffer (all_reduce), or each of the p
+# blocks in k pieces (all_gather, reduce_scatter).
+CHANNEL_CHUNKS = Shape(count=lambda pr: channels_of(pr.topology) * pr.world)
+CHANNEL_BLOCKS = Shape(count=lambda pr: channels_of(pr.topology) * pr.world, atoms=_piece_atoms)

@@ -1,0 +1,37 @@
+"""Multi-channel rail-aligned ring reduce_scatter (NCCL's ring over k channels)."""
+
+from __future__ import annotations
+
+from kernels import rings
+from kernels.algorithm import Problem, algorithm
+from kernels.closed import Ctx, Estimate
+from kernels.schedule import StepBuilder
+
+
+def _closed(x: Ctx) -> Estimate | str:
+    """k rings at once, p-1 steps of k messages of n/(kp) elements per rank, each reduced, each
+    step at the pace of its dearest message: (p-1)(C_max + γ n/p)."""
+    k = rings.channels(x.net.placed.node_sizes)
+    return x.need(equal=False, divides=k * x.p) or x.channel_rings(k, x.p - 1, 0)
+
+
+@algorithm("ring_channels", "reduce_scatter", shape=rings.CHANNEL_BLOCKS, closed=_closed,
+           sent=lambda pr, r: (pr.world - 1) * pr.block)
+def ring_channels(problem: Problem, b: StepBuilder) -> None:
+    """k rings at once, each reducing piece c of every block and leaving every node from a
+    different rank (its rail): p-1 steps.
+
+    k (``kernels.rings.channels``): 1 on one node, else the ranks of the largest node, at most
+    8. Each block of n/p is cut into k pieces; channel c reduces the pieces c around its own
+    ring order (``kernels.rings.channel_ring``: it crosses to the next node from local index
+    c mod l), all channels in the same steps. Elements sent per rank: (p-1) * n/p, the optimum,
+    in k messages a step; between nodes, (p-1) n/(kp) per channel it leaves its node in.
+    """
+    nodes, p = problem.topology.nodes(), problem.world
+    k = rings.channels_of(problem.topology)
+    steps = rings.open_steps(b, p - 1)
+    for c, pieces in enumerate(rings.sub_blocks(problem.blocks(), k)):
+        members = rings.channel_ring(nodes, c)
+        # rings.reduce_scatter ends with member i owning chunk (i+1) % p: make it its own piece.
+        owned = [pieces[members[(i - 1) % p]] for i in range(p)]
+        rings.reduce_scatter(b, members, owned, steps)
