@@ -143,7 +143,7 @@ class RunPlan:
         inflight.clear(self.run_dir)
         info = dict(self.old)
         info.setdefault("resumed", []).append(
-            {"at": dt.datetime.now(dt.timezone.utc).isoformat(), "argv": sys.argv,
+            {"at": kinds.now(), "argv": sys.argv,
              "world_sizes": list(sizes)})
         return info
 
@@ -158,13 +158,9 @@ def plan_run(scenario: Any, out: Path | None, resume: Path | None) -> RunPlan:
 
 def collective_key(collective: str, algorithm: str, transport: str, world_size: int,
                    ranks_per_node: int, nbytes: int, dtype: str, op: str) -> CaseKey:
-    from kernels.collective import resolve
+    from kernels.collective import canonical  # "allreduce" and "all_reduce" are one collective
 
-    try:
-        name = resolve(collective).name  # "allreduce" and "all_reduce" are one collective
-    except KeyError:  # a collective this checkout does not know: its own name
-        name = collective
-    return (name, algorithm, transport, int(world_size), int(ranks_per_node),
+    return (canonical(collective), algorithm, transport, int(world_size), int(ranks_per_node),
             int(nbytes), dtype, op)
 
 

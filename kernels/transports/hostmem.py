@@ -21,7 +21,6 @@ from pathlib import Path
 import numpy as np
 
 HUGE = 2 << 20
-MODES = ("off", "on", "auto")
 
 
 def allocate(count: int, dtype: str, mode: str = "off") -> np.ndarray:

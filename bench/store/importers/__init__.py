@@ -54,8 +54,7 @@ class Importer:
     parse: Callable[[str, Options], Imported]
 
 
-IMPORTERS: Registry[Importer] = Registry("importer")
-MODULES = ("bench.store.importers.nccl_tests", "bench.store.importers.osu")
+IMPORTERS: Registry[Importer] = Registry("importer", ("bench.store.importers",))
 
 
 def importer(name: str, summary: str) -> Callable[[Callable[[str, Options], Imported]],
