@@ -1,10 +1,7 @@
-"""Run directories: a fresh one (safe name, never over another run) or one to finish.
-
-``--resume RUN`` finishes exactly the cases of RUN that have no record: the scenario must be
-the one RUN was made from (a hash of the validated scenario, kept in ``meta.json``), a last line
-cut short by a crash is cut off, and the new jobs are appended to the same ``meta.json``.
-A case is identified by its record's (collective, algorithm, transport, world_size,
-ranks_per_node, nbytes, dtype, op), or (strategy, model, world_size) for training.
+"""Run directories: a fresh one (safe name, never over another run) or one to finish with
+``--resume RUN`` (same scenario, checked by the hash kept in ``meta.json``; a last line cut short
+by a crash cut off; the new jobs appended to the same ``meta.json``). Cases and their keys:
+docs/results.md, "Resume".
 """
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
 """nccl-tests (``all_reduce_perf`` and friends, and rccl-tests): text tables and ``-J`` JSON.
 
-Each result row gives a record per placement: out-of-place (``algorithm: native``) and in-place
-(``algorithm: native_inplace``), with ``transport: nccl``. nccl-tests reports the mean time over
-its timed iterations (of rank 0's process, after a barrier), so ``samples_us`` holds that one
-mean, marked ``samples_are_summaries``. algbw/busbw are recomputed with commbench's definitions
-(identical to nccl-tests'); the log's own are kept as ``algbw_log_gbps``/``busbw_log_gbps``, and
-a row whose busbw is not the computed one rounded as printed is refused: the collective or the
-world size is not what the log measured. Rows with ``#wrong`` > 0 get ``status: "wrong"``.
+A row gives an out-of-place (``native``) and an in-place (``native_inplace``) record, ``transport:
+nccl``; ``samples_us`` holds nccl-tests' mean time, marked ``samples_are_summaries``. algbw/busbw
+are recomputed (the log's kept as ``*_log_gbps``), and a row whose printed busbw is not the
+computed one rounded as printed is refused. docs/results.md, "Import".
 """
 
 from __future__ import annotations
