@@ -140,7 +140,6 @@ def _world(text: str) -> int:
 
 world_size = _typed("world size", "8", _world)
 world_list = _list_of(world_size, "world sizes (1 to 2^20 ranks)", "2,4")
-size_list = _list_of(size, "sizes (8B, 64KiB, 1MiB)", "8B,64KiB")
 name_list = _list_of(str, "names", "ring")
 
 _SCALE = {"": 1.0, "K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12}

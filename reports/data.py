@@ -53,14 +53,14 @@ class ReportData:
     def labels(self) -> list[str]:
         return [r.label for r in self.runs]
 
-    def ok_collectives(self) -> pd.DataFrame:
+    def ok(self, kind: str) -> pd.DataFrame:
+        """The records of ``kind`` that passed."""
         f = self.frame
-        return f[(f["kind"] == "collective") & (f["status"] == "ok")
-                 & f["time_us_median"].notna()]
+        return f[(f["kind"] == kind) & (f["status"] == "ok")]
 
-    def training(self) -> pd.DataFrame:
-        f = self.frame
-        return f[(f["kind"] == "training") & (f["status"] == "ok")]
+    def ok_collectives(self) -> pd.DataFrame:
+        ok = self.ok("collective")
+        return ok[ok["time_us_median"].notna()]
 
     def failed(self) -> pd.DataFrame:
         return self.frame[self.frame["status"] != "ok"]

@@ -73,14 +73,25 @@ def _grid(rows: int, cols: int, col_w: float, row_h: float, legend_w: float = 1.
     return fig, axes
 
 
-def _legend(fig: Figure, axes: Any, width_frac_right: float) -> None:
+def _panels(n: int, cols: int, col_w: float = 3.6, row_h: float = 2.9) -> tuple[Figure, list[Any]]:
+    """A figure of ``n`` panels, ``cols`` to a row (the cells left over hidden), and the panels."""
+    fig, axes = _grid(math.ceil(n / cols), cols, col_w, row_h)
+    for ax in axes.flat[n:]:
+        ax.set_visible(False)
+    return fig, list(axes.flat[:n])
+
+
+def _finish(fig: Figure, title: str) -> Markup:
+    """One legend for all panels, on the right; the title; the figure as SVG."""
     seen: dict[str, Any] = {}
-    for ax in axes.flat:
+    for ax in fig.axes:
         for h, lab in zip(*ax.get_legend_handles_labels()):
             seen.setdefault(lab, h)
     fig.legend(list(seen.values()), list(seen.keys()), loc="upper left", fontsize=8,
-               bbox_to_anchor=(width_frac_right + 0.005, 1 - 0.5 / fig.get_figheight()),
+               bbox_to_anchor=(fig.subplotpars.right + 0.005, 1 - 0.5 / fig.get_figheight()),
                frameon=False)
+    fig.suptitle(title)
+    return to_svg(fig, title)
 
 
 def _label(alg: str, run: str, several_runs: bool) -> str:
@@ -101,14 +112,11 @@ def by_world_size(points: pd.DataFrame, runs: Sequence[str], y: str, ylabel: str
     message size, a line per algorithm and run. ``points`` is from :func:`aggregate.points`."""
     worlds = spread(points[["world_size", "ranks_per_node", "where"]].drop_duplicates()
                     .sort_values(["world_size", "ranks_per_node"])["where"].tolist(), max_subplots)
-    cols = 2 if len(worlds) == 4 else min(len(worlds), 3)
-    rows = math.ceil(len(worlds) / cols)
     colors = algorithm_colors(points["algorithm"].unique())
     several = len(runs) > 1
     with style():
-        fig, axes = _grid(rows, cols, 3.6, 2.9)
-        for i, w in enumerate(worlds):
-            ax = axes[i // cols][i % cols]
+        fig, axes = _panels(len(worlds), 2 if len(worlds) == 4 else min(len(worlds), 3))
+        for w, ax in zip(worlds, axes):
             sub = points[points["where"] == w]
             for (run, alg), line in sub.groupby(["run", "algorithm"], sort=True):
                 line = line.sort_values("nbytes")
@@ -120,11 +128,7 @@ def by_world_size(points: pd.DataFrame, runs: Sequence[str], y: str, ylabel: str
             ax.set_title(w)
             ax.set_xlabel("message size")
             ax.set_ylabel(ylabel)
-        for j in range(len(worlds), rows * cols):
-            axes[j // cols][j % cols].set_visible(False)
-        _legend(fig, axes, fig.subplotpars.right)
-        fig.suptitle(title)
-        return to_svg(fig, title)
+        return _finish(fig, title)
 
 
 def scaling(points: pd.DataFrame, runs: Sequence[str], sizes: Sequence[int], title: str) -> Markup:
@@ -150,9 +154,7 @@ def scaling(points: pd.DataFrame, runs: Sequence[str], sizes: Sequence[int], tit
                 axes[r][c].xaxis.set_major_formatter(FuncFormatter(
                     lambda v, _: str(int(v)) if v >= 1 and float(v).is_integer() else ""))
                 axes[r][c].xaxis.set_minor_locator(NullLocator())
-        _legend(fig, axes, fig.subplotpars.right)
-        fig.suptitle(title)
-        return to_svg(fig, title)
+        return _finish(fig, title)
 
 
 def memory(bars: pd.DataFrame, title: str) -> Markup:

@@ -1,11 +1,6 @@
-"""``commbench ab BASE HEAD SCENARIO``: the paired regression gate between two git revisions.
-
-Both revisions are checked out as worktrees in a temporary directory and run the scenario
-alternately, ``--rounds`` times each, in this environment (refused in one line, exit 2, when their
-``pyproject.toml`` dependencies differ). Keys are decided on the per-round ratios HEAD/BASE
-(:mod:`bench.gate.paired`); exit codes and table as ``commbench compare``: 0 no regression,
-1 regression, 2 unusable input, 128 + signal when SIGINT, SIGTERM or SIGHUP stopped it (the run in
-flight ended, the sides marked interrupted, the worktrees removed).
+"""``commbench ab BASE HEAD SCENARIO``: the paired regression gate between two git revisions run
+alternately in worktrees of this environment (:mod:`bench.gate.ab`, :mod:`bench.gate.paired`);
+exit 0 no regression, 1 regression, 2 unusable input, 128 + signal when interrupted. docs/gate.md.
 """
 
 from __future__ import annotations

@@ -4,26 +4,19 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import importlib
 import sys
 from pathlib import Path
 
 from bench.argtypes import UsageError, in_path, out_dir, positive_int, world_size
 from bench.commands import register
-from bench.store.importers import IMPORTERS, MODULES, Options, ParseError
+from bench.store.importers import IMPORTERS, Options, ParseError
 from bench.store.importers.common import write_import
 from bench.store.importers.detect import canonical
 from kernels.collective import names
 
 
-def _names() -> list[str]:
-    for mod in MODULES:
-        importlib.import_module(mod)
-    return IMPORTERS.names()
-
-
 def configure(p: argparse.ArgumentParser) -> None:
-    p.add_argument("tool", choices=_names(), help="the tool that wrote FILE")
+    p.add_argument("tool", choices=IMPORTERS.names(), help="the tool that wrote FILE")
     p.add_argument("file", type=in_path, help="the tool's output (text, or nccl-tests -J JSON)")
     p.add_argument("--out", type=out_dir, default=None,
                    help="run directory to create (default: runs/<time>-<tool>)")

@@ -4,6 +4,7 @@ every strategy (nothing is run; parameter shapes come from the meta device)."""
 from __future__ import annotations
 
 import argparse
+import math
 
 from bench.argtypes import UsageError, params, positive_int, world_list
 from bench.commands import register
@@ -58,7 +59,7 @@ def handle(args: argparse.Namespace) -> int:
         raise UsageError(str(e).splitlines()[0], "memory") from None
     prec, unit = PRECISIONS[args.precision], UNITS[args.units]
     ps = ps if ps is not None else parameters(model)
-    total = sum(_numel(p.shape) for p in ps)
+    total = sum(math.prod(p.shape) for p in ps)
     if args.params and args.layers is not None:  # a GPT of that shape: the two must agree
         from bench.advise.custom import check_params
 
@@ -113,13 +114,6 @@ def _zero_stages(model, ps, sizes, prec, units: str) -> None:  # type: ignore[no
     for w in sizes:
         got = stages(model, ps, w, prec)
         print(f"{w:>6} " + " ".join(f"{got[s] / UNITS[units]:10.2f}" for s in STAGES))
-
-
-def _numel(shape: tuple[int, ...]) -> int:
-    n = 1
-    for d in shape:
-        n *= d
-    return n
 
 
 register("memory", "analytic per-rank memory of each training strategy (no run)", configure, handle,

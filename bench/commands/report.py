@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from pathlib import Path
 
@@ -42,13 +43,9 @@ def handle(args: argparse.Namespace) -> int:
         skipped[(path, line)] = why
 
     try:
-        if args.strict:
+        with contextlib.nullcontext() if args.strict else skipping_bad_lines(skip):
             path = render_report(args.runs, out, Options(max_panels=args.max_figures,
                                                          max_rows=args.max_rows))
-        else:
-            with skipping_bad_lines(skip):
-                path = render_report(args.runs, out, Options(max_panels=args.max_figures,
-                                                             max_rows=args.max_rows))
     except StoreError as e:
         raise UsageError(f"{e}{' (--strict)' if args.strict else ''}", "report") from None
     for (where, line), why in sorted(skipped.items()):

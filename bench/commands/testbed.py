@@ -1,9 +1,5 @@
-"""``commbench testbed up|down|status|exec|mpiexec``: hosts on this machine to rehearse a bring-up.
-
-``up --hosts 4 [--rate 1gbit] [--pace 3=250mbit[:recv]]`` makes hosts ``tb-0`` ... ``tb-3``
-(:mod:`bench.testbed`); ``exec HOST CMD...`` runs a command on one; ``mpiexec --ppn 2 CMD...``
-runs an MPI job across them with MPICH's bytes on the links (TCP); ``down`` removes them and
-every process left on them; ``status`` lists them. Root only; see docs/testbed.md.
+"""``commbench testbed up|down|status|exec|mpiexec``: hosts on this machine to rehearse a bring-up
+(:mod:`bench.testbed`). Root only; docs/testbed.md.
 """
 
 from __future__ import annotations

@@ -66,7 +66,7 @@ class GateResult:
         return 1 if self.failures else 0
 
 
-def _exact(base: Case, cur: Case) -> str:
+def exact_changes(base: Case, cur: Case) -> str:
     """The deterministic fields that differ, as 'field a -> b'; '' when equal."""
     changes = []
     for f in DETERMINISTIC:
@@ -78,6 +78,28 @@ def _exact(base: Case, cur: Case) -> str:
 
 def _one(values: set[object]) -> str:
     return str(next(iter(values))) if len(values) == 1 else "{" + ", ".join(map(str, values)) + "}"
+
+
+def status_row(base: Case, cur: Case) -> Row | None:
+    """The outcome of a key that failed in either run (no timing question), else None."""
+    if base.ok and not cur.ok:
+        return Row(cur.key, cur.kind, "failed", detail="status " + ",".join(sorted(set(cur.statuses))))
+    return None if base.ok else Row(cur.key, cur.kind, "fixed" if cur.ok else "both failed")
+
+
+def demoted(outcome: str, rule: Rule, base: Case, cur: Case) -> str:
+    """``outcome``, but slower / faster of a key whose timing does not gate (:data:`DEMOTED`)."""
+    if rule.strict or outcome not in ("slower", "faster"):
+        return outcome
+    if rule.reference and cur.key[KEY.index("algorithm")] == REFERENCE:
+        return DEMOTED["reference"][outcome]
+    return DEMOTED["oversubscribed"][outcome] if base.oversubscribed or cur.oversubscribed else outcome
+
+
+def one_sided(base: Mapping[Key, Case], cur: Mapping[Key, Case]) -> list[Row]:
+    """Rows of the keys only one side has."""
+    return ([Row(k, c.kind, "only in baseline") for k, c in base.items() if k not in cur]
+            + [Row(k, c.kind, "only in current") for k, c in cur.items() if k not in base])
 
 
 @dataclass(frozen=True)
@@ -102,11 +124,9 @@ class Side:
 def compare_case(key: Key, base_side: Side, cur_side: Side, rule: Rule,
                  noise: Mapping[Key, Noise] | None = None) -> Row:
     base, cur = base_side.cases[key], cur_side.cases[key]
-    if base.ok and not cur.ok:
-        return Row(cur.key, cur.kind, "failed", detail="status " + ",".join(sorted(set(cur.statuses))))
-    if not base.ok:
-        return Row(cur.key, cur.kind, "fixed" if cur.ok else "both failed")
-    changed = _exact(base, cur)
+    if (done := status_row(base, cur)) is not None:
+        return done
+    changed = exact_changes(base, cur)
     b, c = base.array(), cur.array()
     meds = (_median(b), _median(c))
     rel_b, rel_c = ((base_side.relative(key), cur_side.relative(key)) if rule.reference
@@ -119,13 +139,8 @@ def compare_case(key: Key, base_side: Side, cur_side: Side, rule: Rule,
                floor=floor_of(key, noise or {}))
     if changed:
         return Row(cur.key, cur.kind, "changed", d, changed, *meds)
-    outcome, detail = d.verdict, f"relative to {REFERENCE}" if relative_to else ""
-    if not rule.strict and outcome in ("slower", "faster"):
-        if rule.reference and cur.key[KEY.index("algorithm")] == REFERENCE:
-            outcome = DEMOTED["reference"][outcome]
-        elif base.oversubscribed or cur.oversubscribed:
-            outcome = DEMOTED["oversubscribed"][outcome]
-    return Row(cur.key, cur.kind, outcome, d, detail, *meds)
+    return Row(cur.key, cur.kind, demoted(d.verdict, rule, base, cur), d,
+               f"relative to {REFERENCE}" if relative_to else "", *meds)
 
 
 def _median(a: np.ndarray) -> float:
@@ -134,10 +149,8 @@ def _median(a: np.ndarray) -> float:
 
 def compare_cases(base: Side, cur: Side, rule: Rule) -> list[Row]:
     noise = estimate(base.runs, rule)
-    rows = [compare_case(k, base, cur, rule, noise) for k in base.cases if k in cur.cases]
-    rows += [Row(k, c.kind, "only in baseline") for k, c in base.cases.items() if k not in cur.cases]
-    rows += [Row(k, c.kind, "only in current") for k, c in cur.cases.items() if k not in base.cases]
-    return rows
+    return ([compare_case(k, base, cur, rule, noise) for k in base.cases if k in cur.cases]
+            + one_sided(base.cases, cur.cases))
 
 
 def compare_runs(baseline: Path | Sequence[Path], current: Path,

@@ -1,22 +1,10 @@
 """Deciding one key: slower, faster or unchanged, beyond noise and beyond a minimum effect.
 
-Times are "lower is better". For each key with raw samples in both runs:
-
-* effect: ``ratio`` = median(current) / median(baseline);
-* significance: one-sided Mann-Whitney U on the raw samples (``scipy.stats.mannwhitneyu``),
-  ``alternative="greater"`` for slower, ``"less"`` for faster, at level ``alpha``;
-* confidence: a percentile bootstrap interval of the median ratio (``scipy.stats.bootstrap``,
-  fixed seed, so a decision never changes between invocations);
-* resolution: differences of medians under ``min_abs`` (1 µs) are not decided;
-* drift: iterations are timed in repetition blocks; the spread between the blocks' medians within
-  one run is slow machine drift the samples of one run cannot show. It widens the required effect;
-* run-to-run noise: with several baseline runs, :mod:`bench.gate.noise` estimates how far one
-  run's median moves from the next run's, and that *floor* widens the required effect too.
-
-A key is *slower* (a regression) only when all agree: U significant, and the interval's lower end
-above ``1 + max(threshold, drift, floor)``. *Faster* is the mirror image. A 2-core machine shared with
-other work moves medians by several percent between runs while U, on thousands of samples, calls
-a 1 % shift significant: the effect bound, not the p-value, is what keeps the gate quiet on noise.
+Times are "lower is better". A key is *slower* only when a one-sided Mann-Whitney U test is
+significant and the bootstrap interval of median(current)/median(baseline) (fixed seed) lies
+above ``1 + max(threshold, drift, floor)``, with the medians at least ``min_abs`` apart; *faster*
+is the mirror image. *drift*: the spread of one run's repetition-block medians; *floor*: the
+run-to-run noise of :mod:`bench.gate.noise`. The rule in full: docs/compare.md.
 """
 
 from __future__ import annotations

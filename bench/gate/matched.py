@@ -1,15 +1,10 @@
 """Rounds whose two runs saw the same machine: the drift canary of each run, compared.
 
-A paired round cancels what the machine does to both of its runs only when it does the same to
-both. The development VM (and shared runners like it) switch for stretches into a mode where
-64 KiB – 4 MiB transfers take 3x as long; when one run of a round falls in that mode and the
-other does not, that round's HEAD/BASE ratio is the mode (0.2x or 6x), not the code, and one such
-round in five hides any regression (the signed-rank test needs every round to agree). Every run
-measures its drift canary (``bench/collective/canary.py``: a 1 MiB all_reduce at the start, between world
-sizes and at the end); a round is *matched* when its two runs' canaries did not change speed
-by the canary's one rule (:func:`bench.collective.canary.changed_speed`, on each run's median),
-and only matched rounds are decided. ``commbench ab`` runs extra rounds for the
-mismatched ones (up to as many again), and says which it set aside and why.
+A round's ratio cancels what the machine did only when it did the same to both runs. Every run
+measures its drift canary (``bench/collective/canary.py``); a round is *matched* when its two
+runs' canaries did not change speed by the canary's one rule
+(:func:`bench.collective.canary.changed_speed`, on each run's median), and only matched rounds
+are decided (docs/gate.md, "Matched rounds").
 """
 
 from __future__ import annotations

@@ -1,23 +1,11 @@
 """Run-to-run noise, estimated from several baseline runs of the same scenario.
 
-One run's samples show the noise *within* the run; they cannot show that the next run, an hour
-later on the same machine, is much slower at every algorithm of one size (ordinary on a shared
-machine). Given k >= 2 baseline runs, the gate measures that noise and refuses to
-call a key slower unless the current run is out of what the baselines themselves did:
-
-* for each key, the log of each baseline run's median (in the mode being gated: raw, or relative
-  to ``native``);
-* keys of one *group* (the same case but for algorithm / strategy: same world size, size, dtype,
-  op, transport, ...) share the machine's state, so their within-key variances pool into one
-  estimate ``sigma`` with ``sum(runs - 1)`` degrees of freedom: with 3 runs and 6 algorithms,
-  12 degrees of freedom instead of 2 per key;
-* a new run differs from the mean of k runs by ``sigma * sqrt(1 + 1/k)`` (one standard
-  deviation), so the effect a current run must exceed is
-  ``floor = exp(t(1 - run_alpha, dof) * sigma * sqrt(1 + 1/k)) - 1``, Student's t because
-  ``sigma`` is itself estimated.
-
-The floor joins the threshold and the block drift in :func:`bench.gate.decide.decide`: the
-interval of the ratio must clear the largest of the three.
+The log of each baseline run's median per key (raw, or relative to ``native``), its variance
+pooled over the keys of one group (the same case but for algorithm / strategy) into ``sigma``
+with ``sum(runs - 1)`` degrees of freedom; a current run must then exceed the floor
+``exp(t(1 - run_alpha, dof) * sigma * sqrt(1 + 1/k)) - 1`` (k baselines), which joins the
+threshold and the block drift in :func:`bench.gate.decide.decide`. Why: docs/compare.md,
+"Several baselines".
 """
 
 from __future__ import annotations

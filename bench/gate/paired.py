@@ -1,31 +1,9 @@
 """Paired A/B statistics: BASE and HEAD run alternately, round after round, and each key is decided
-on the per-round ratio HEAD/BASE of its medians.
-
-A shared machine moves every run's medians by tens of percent from one minute to the next (other
-jobs, frequency, cache). Two runs of one round ran a few seconds apart, so what the machine did
-is nearly the same in both and cancels in their ratio; slow drift across rounds cancels too. Per
-key, with ``d_r = log(median(HEAD_r) / median(BASE_r))`` over the rounds r:
-
-* an exact one-sided Wilcoxon signed-rank test on the ``d_r`` (distribution-free: heavy tails,
-  a wild round, the VM's slow mode in one run do not break its false-alarm rate): the key is
-  *paired slower* when the test rejects "log ratio <= log(1 + threshold)" at ``alpha`` (default
-  0.05: the stated false-alarm rate per key; n rounds can reach ``2^-n`` at best, so 5 rounds for
-  0.05, 7 for 0.01). Equivalently the one-sided lower bound of the ratio (the ``c``-th largest
-  Walsh average ``(d_i + d_j) / 2``, ``c`` the critical count) exceeds ``1 + threshold``. The
-  ratio shown is the Hodges-Lehmann estimate (median of the Walsh averages) and the effect a key
-  can detect is ``need = (1 + threshold) * exp(estimate - bound) - 1``. Not a paired t test: one
-  burst in one round of five inflates its spread enough to hide a large slowdown, and pooling the
-  spread over the algorithms measured beside a key makes that worse;
-* the existing within-run tests must agree: :func:`bench.gate.decide.decide` (Mann-Whitney U
-  and the bootstrap interval of the median ratio) on all rounds' samples, each round's divided by
-  the geometric mean of its two medians (so the rounds' drift does not swamp them).
-
-*Slower* (exit 1) needs both; *faster* is the mirror image. With ``Rule.reference`` every median
-and sample is first divided, block by block, by ``native`` measured beside it in the same run
-(:mod:`bench.gate.reference`): a machine that changed speed *between* the two runs of a round
-cancels too, at the price of missing a slowdown of everything (native included). Failed cases,
-changed exact fields (``bytes_sent_max``, ``wrong``) and oversubscribed keys are handled as
-:mod:`bench.gate.compare` handles them.
+on the per-round log ratios ``d_r = log(median(HEAD_r) / median(BASE_r))``, so what the machine
+did during a round cancels: an exact one-sided Wilcoxon signed-rank test on the ``d_r`` (its
+bounds the Walsh averages, its estimate Hodges-Lehmann) and the within-run tests of
+:func:`bench.gate.decide.decide` on the rounds' normalised samples must agree. The rule, and why
+not a paired t test: docs/gate.md, "How a key is decided".
 """
 
 from __future__ import annotations
@@ -37,17 +15,16 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.gate.compare import DEMOTED, GateResult, Row, Side
+from bench.gate.compare import GateResult, Row, Side, demoted, exact_changes, one_sided, status_row
 from bench.gate.decide import Decision, Rule, decide
-from bench.gate.keys import DETERMINISTIC, KEY, Case, InputError, Key, cases, load_cases
+from bench.gate.keys import Case, InputError, Key, cases, load_cases
 from bench.gate.matched import mismatched, round_speeds
-from bench.gate.reference import REFERENCE, relative
+from bench.gate.reference import relative
 from bench.store.records import iter_records
 
 ROUND = "round"  # the field `commbench ab` tags each record with
 PAIRED_ALPHA = 0.05  # default false-alarm rate per key of the paired test
 Round = tuple[Mapping[Key, Case], Mapping[Key, Case]]  # (BASE, HEAD) cases of one round
-_ALG = KEY.index("algorithm")
 
 
 @dataclass(frozen=True)
@@ -157,22 +134,12 @@ def normalized(rounds: Sequence[Round], key: Key,
             np.concatenate(parts[1]) if parts[1] else np.array([]))
 
 
-def settled(b: Case, h: Case) -> Row | None:
-    """Outcomes that are not timing questions: failures, fixes, changed exact fields."""
-    if b.ok and not h.ok:
-        return Row(h.key, h.kind, "failed", detail="status " + ",".join(sorted(set(h.statuses))))
-    if not b.ok:
-        return Row(h.key, h.kind, "fixed" if h.ok else "both failed")
-    changes = [f"{f} {sorted(b.exact[f])} -> {sorted(h.exact[f])}" for f in DETERMINISTIC
-               if f in b.exact and f in h.exact and b.exact[f] != h.exact[f]]
-    return Row(h.key, h.kind, "changed", detail="; ".join(changes)) if changes else None
-
-
 def decide_key(key: Key, rounds: Sequence[Round], base: Side, head: Side, rule: Rule,
                alpha: float = PAIRED_ALPHA) -> Row:
     b, h = base.cases[key], head.cases[key]
     meds = (float(np.median(b.array())), float(np.median(h.array())))
-    done = settled(b, h)
+    done = status_row(b, h) or (Row(h.key, h.kind, "changed", detail=changes)
+                                if (changes := exact_changes(b, h)) else None)
     if done is not None:
         return replace(done, base_median=meds[0], cur_median=meds[1])
     rel = rule.reference
@@ -184,13 +151,8 @@ def decide_key(key: Key, rounds: Sequence[Round], base: Side, head: Side, rule: 
         within = Decision("same", math.nan, math.nan, math.nan, math.nan, math.nan, rule.threshold,
                           "not run")
     d = combine(within, pr, rule, alpha)
-    outcome = d.verdict
-    if not rule.strict and outcome in ("slower", "faster"):
-        if rel and key[_ALG] == REFERENCE:
-            outcome = DEMOTED["reference"][outcome]
-        elif b.oversubscribed or h.oversubscribed:
-            outcome = DEMOTED["oversubscribed"][outcome]
-    return Row(key, h.kind, outcome, d, "relative to native" if rel else "", *meds)
+    return Row(key, h.kind, demoted(d.verdict, rule, b, h), d, "relative to native" if rel else "",
+               *meds)
 
 
 def decide_rounds(rounds: Sequence[Round], rule: Rule, base_dir: Path = Path("BASE"),
@@ -201,9 +163,7 @@ def decide_rounds(rounds: Sequence[Round], rule: Rule, base_dir: Path = Path("BA
         raise InputError("no rounds to compare")
     base, head = Side.of([b for b, _ in rounds]), Side.of([h for _, h in rounds])
     rows = [decide_key(k, rounds, base, head, rule, alpha) for k in base.cases if k in head.cases]
-    rows += [Row(k, c.kind, "only in baseline") for k, c in base.cases.items() if k not in head.cases]
-    rows += [Row(k, c.kind, "only in current") for k, c in head.cases.items() if k not in base.cases]
-    return GateResult((base_dir,), head_dir, rule, rows)
+    return GateResult((base_dir,), head_dir, rule, rows + one_sided(base.cases, head.cases))
 
 
 def load_rounds(run_dir: Path) -> dict[int, dict[Key, Case]]:

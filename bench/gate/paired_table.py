@@ -8,8 +8,7 @@ import math
 import numpy as np
 
 from bench.gate.compare import GateResult
-from bench.gate.keys import KEY
-from bench.gate.table import ORDER, SHOWN, line
+from bench.gate.table import by_world, table
 
 
 def render(res: GateResult, rounds: int, alpha: float, everything: bool = False) -> str:
@@ -22,26 +21,13 @@ def render(res: GateResult, rounds: int, alpha: float, everything: bool = False)
             f"and {rule.confidence:.0%} bootstrap interval on the rounds' samples (each round scaled "
             f"by its medians) agree\n"
             f"# ratio = Hodges-Lehmann estimate of the per-round ratio, interval = its one-sided "
-            f"bounds, need = the slowdown a key must show to be flagged (its detectable effect)\n"
-            f"{'# outcome':<17} {'base':>10} {'head':>10} {'':<2} {'ratio':>7} "
-            f"{'interval':<17} {'need':>5} {'p(slower)':>8} key")
-    rank = {o: i for i, o in enumerate(ORDER)}
-    rows = sorted((r for r in res.rows if everything or r.outcome in SHOWN),
-                  key=lambda r: (rank.get(r.outcome, len(ORDER)), -(r.decision.ratio
-                                 if r.decision and math.isfinite(r.decision.ratio) else 0)))
-    counts = ", ".join(f"{res.count(o)} {o}" for o in ORDER if res.count(o))
-    verdict = (f"FAIL: {len(res.failures)} of {len(res.rows)} keys regressed"
-               if res.failures else f"PASS: no regression in {len(res.rows)} keys")
-    return "\n".join([head, *(line(r) for r in rows), f"# {counts}", *detectable(res), verdict])
+            f"bounds, need = the slowdown a key must show to be flagged (its detectable effect)")
+    return table(res, head, ("base", "head"), everything, detectable(res))
 
 
 def detectable(res: GateResult) -> list[str]:
     """Per world size: the median and largest detectable slowdown over the keys it decided."""
-    by_world: dict[object, list[float]] = {}
-    for r in res.rows:
-        d = r.decision
-        if d and math.isfinite(d.needed) and d.method.startswith("paired"):
-            by_world.setdefault(r.key[KEY.index("world_size")], []).append(d.needed)
+    needs = by_world(res, lambda r: r.decision.needed if r.decision and math.isfinite(
+        r.decision.needed) and r.decision.method.startswith("paired") else None)
     return [f"# detectable at world_size={w}: median +{float(np.median(n)):.0%}, largest "
-            f"+{max(n):.0%} over {len(n)} keys"
-            for w, n in sorted(by_world.items(), key=lambda kv: str(kv[0]))]
+            f"+{max(n):.0%} over {len(n)} keys" for w, n in needs]

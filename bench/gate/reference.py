@@ -1,10 +1,6 @@
-"""Samples relative to the vendor collective measured beside them.
-
-The harness times the algorithms of one case in repetition blocks, taking turns, so block k of
-``ring`` and block k of ``native`` saw the same state of the machine. Dividing each block of an
-algorithm's samples by the median of the vendor's same block cancels what the machine did to
-both (another job, frequency changes), and keeps what the algorithm's code did. This is the
-DESIGN's "measure as ratios within one run" applied to the gate.
+"""Samples relative to the vendor collective measured beside them: each repetition block of an
+algorithm divided by the median of ``native``'s same block, so what the machine did to both
+cancels (docs/compare.md, ``--relative``).
 """
 
 from __future__ import annotations

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 
@@ -30,6 +31,22 @@ def line(r: Row) -> str:
             f"{describe(r.key)}{'  (' + r.detail + ')' if r.detail else ''}")
 
 
+def table(res: GateResult, head: str, sides: tuple[str, str], everything: bool,
+          notes: list[str]) -> str:
+    """``head``, the column header (``sides`` naming the medians), a line per row shown (failing
+    outcomes first, then by ratio), the counts, ``notes`` and the verdict."""
+    rank = {o: i for i, o in enumerate(ORDER)}
+    rows = sorted((r for r in res.rows if everything or r.outcome in SHOWN),
+                  key=lambda r: (rank.get(r.outcome, len(ORDER)), -(r.decision.ratio
+                                 if r.decision and math.isfinite(r.decision.ratio) else 0)))
+    counts = ", ".join(f"{res.count(o)} {o}" for o in ORDER if res.count(o))
+    verdict = (f"FAIL: {len(res.failures)} of {len(res.rows)} keys regressed"
+               if res.failures else f"PASS: no regression in {len(res.rows)} keys")
+    return "\n".join([head, f"{'# outcome':<17} {sides[0]:>10} {sides[1]:>10} {'':<2} {'ratio':>7} "
+                      f"{'interval':<17} {'need':>5} {'p(slower)':>8} key",
+                      *map(line, rows), f"# {counts}", *notes, verdict])
+
+
 def render(res: GateResult, everything: bool = False) -> str:
     rule = res.rule
     k = len(res.baselines)
@@ -39,32 +56,29 @@ def render(res: GateResult, everything: bool = False) -> str:
     head = (f"# commbench compare  baseline={res.baseline}  current={res.current}\n"
             f"# slower = U test p<{rule.alpha} (one-sided) and the {rule.confidence:.0%} bootstrap "
             f"interval of median(current)/median(baseline) above 1+need, need = max("
-            f"{rule.threshold:.0%}, block drift{', noise floor' if k > 1 else ''})\n{source}\n"
-            f"{'# outcome':<17} {'baseline':>10} {'current':>10} {'':<2} {'ratio':>7} "
-            f"{'interval':<17} {'need':>5} {'p(slower)':>8} key")
-    rank = {o: i for i, o in enumerate(ORDER)}
-    rows = sorted((r for r in res.rows if everything or r.outcome in SHOWN),
-                  key=lambda r: (rank.get(r.outcome, len(ORDER)), -(r.decision.ratio
-                                 if r.decision and math.isfinite(r.decision.ratio) else 0)))
-    shift = machine_shift(res)
-    counts = ", ".join(f"{res.count(o)} {o}" for o in ORDER if res.count(o))
-    verdict = (f"FAIL: {len(res.failures)} of {len(res.rows)} keys regressed"
-               if res.failures else f"PASS: no regression in {len(res.rows)} keys")
-    return "\n".join([head, *(line(r) for r in rows), f"# {counts}", *shift, *blind(res), verdict])
+            f"{rule.threshold:.0%}, block drift{', noise floor' if k > 1 else ''})\n{source}")
+    return table(res, head, ("baseline", "current"), everything, [*machine_shift(res), *blind(res)])
+
+
+def by_world(res: GateResult, value: Callable[[Row], float | None]) -> list[tuple[object, list[float]]]:
+    """``value`` of each row that has one, grouped by world size (in order of its text)."""
+    out: dict[object, list[float]] = {}
+    for r in res.rows:
+        if (v := value(r)) is not None:
+            out.setdefault(r.key[KEY.index("world_size")], []).append(v)
+    return sorted(out.items(), key=lambda kv: str(kv[0]))
 
 
 def blind(res: GateResult) -> list[str]:
     """A note per world size where noise (drift or the baselines' spread) raised the effect a
     key must show above the threshold: slowdowns below it are invisible there, not absent."""
-    by_world: dict[object, list[float]] = {}
-    for r in res.rows:
-        if r.decision and math.isfinite(r.decision.needed):
-            by_world.setdefault(r.key[KEY.index("world_size")], []).append(r.decision.needed)
     out = []
-    for w, needs in sorted(by_world.items(), key=lambda kv: str(kv[0])):
-        wide = [n for n in needs if n > res.rule.threshold + 1e-12]
+    needs = by_world(res, lambda r: r.decision.needed
+                     if r.decision and math.isfinite(r.decision.needed) else None)
+    for w, need in needs:
+        wide = [n for n in need if n > res.rule.threshold + 1e-12]
         if wide:
-            out.append(f"# note: at world_size={w}, {len(wide)} of {len(needs)} keys need more than "
+            out.append(f"# note: at world_size={w}, {len(wide)} of {len(need)} keys need more than "
                        f"{res.rule.threshold:.0%} (median +{float(np.median(wide)):.0%}, largest "
                        f"+{max(wide):.0%}): smaller slowdowns there are within this machine's noise")
     return out
@@ -73,15 +87,12 @@ def blind(res: GateResult) -> list[str]:
 def machine_shift(res: GateResult) -> list[str]:
     """A note per world size whose keys moved together (median raw ratio beyond 1.5x either
     way): then the machine, not one algorithm, changed between the runs."""
-    by_world: dict[object, list[float]] = {}
-    for r in res.rows:
-        if r.base_median > 0 and math.isfinite(r.cur_median):
-            by_world.setdefault(r.key[KEY.index("world_size")], []).append(
-                r.cur_median / r.base_median)
     out = []
-    for w, ratios in sorted(by_world.items(), key=lambda kv: str(kv[0])):
-        med = float(np.median(ratios))
-        if len(ratios) >= 4 and not 1 / 1.5 < med < 1.5:
+    ratios = by_world(res, lambda r: r.cur_median / r.base_median
+                      if r.base_median > 0 and math.isfinite(r.cur_median) else None)
+    for w, ratio in ratios:
+        med = float(np.median(ratio))
+        if len(ratio) >= 4 and not 1 / 1.5 < med < 1.5:
             out.append(f"# note: at world_size={w} the median key is {med:.2f}x the baseline: "
                        "the machine was busier or different in one run; rerun, or use --relative")
     return out

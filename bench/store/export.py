@@ -1,10 +1,6 @@
-"""Export a run's records: pytest-benchmark JSON, CSV, Parquet (a registry of writers).
-
-pytest-benchmark: one benchmark per case, named by its key, ``stats`` computed from the raw
-samples in seconds (the unit pytest-benchmark stores), so ``pytest-benchmark compare`` and any
-dashboard that reads its files can track commbench cases next to the suite's own benchmarks.
-CSV and Parquet: one row per record; a nested value (a list such as ``samples_us``, a dict such
-as ``profile`` or ``emulation``) becomes a JSON string in CSV, and a list column in Parquet.
+"""Export a run's records: pytest-benchmark JSON (one benchmark per case, ``stats`` from the raw
+samples in seconds), CSV and Parquet (one row per record; a nested value is a JSON string in CSV,
+a list column in Parquet); a registry of writers. docs/results.md, "Export".
 """
 
 from __future__ import annotations

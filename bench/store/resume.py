@@ -1,10 +1,7 @@
-"""Run directories: a fresh one (safe name, never over another run) or one to finish.
-
-``--resume RUN`` finishes exactly the cases of RUN that have no record: the scenario must be
-the one RUN was made from (a hash of the validated scenario, kept in ``meta.json``), a last line
-cut short by a crash is cut off, and the new jobs are appended to the same ``meta.json``.
-A case is identified by its record's (collective, algorithm, transport, world_size,
-ranks_per_node, nbytes, dtype, op), or (strategy, model, world_size) for training.
+"""Run directories: a fresh one (safe name, never over another run) or one to finish with
+``--resume RUN`` (same scenario, checked by the hash kept in ``meta.json``; a last line cut short
+by a crash cut off; the new jobs appended to the same ``meta.json``). Cases and their keys:
+docs/results.md, "Resume".
 """
 
 from __future__ import annotations
@@ -143,7 +140,7 @@ class RunPlan:
         inflight.clear(self.run_dir)
         info = dict(self.old)
         info.setdefault("resumed", []).append(
-            {"at": dt.datetime.now(dt.timezone.utc).isoformat(), "argv": sys.argv,
+            {"at": kinds.now(), "argv": sys.argv,
              "world_sizes": list(sizes)})
         return info
 
@@ -158,13 +155,9 @@ def plan_run(scenario: Any, out: Path | None, resume: Path | None) -> RunPlan:
 
 def collective_key(collective: str, algorithm: str, transport: str, world_size: int,
                    ranks_per_node: int, nbytes: int, dtype: str, op: str) -> CaseKey:
-    from kernels.collective import resolve
+    from kernels.collective import canonical  # "allreduce" and "all_reduce" are one collective
 
-    try:
-        name = resolve(collective).name  # "allreduce" and "all_reduce" are one collective
-    except KeyError:  # a collective this checkout does not know: its own name
-        name = collective
-    return (name, algorithm, transport, int(world_size), int(ranks_per_node),
+    return (canonical(collective), algorithm, transport, int(world_size), int(ranks_per_node),
             int(nbytes), dtype, op)
 
 

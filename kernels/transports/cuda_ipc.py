@@ -17,9 +17,6 @@ Buffers are plain ``cudaMalloc`` allocations (``cupy.cuda.Memory``), not CuPy-po
 IPC handle maps exactly the buffer's base. ``native`` is MPI: ``MPI_Allreduce`` on the device
 buffer when the MPI library is CUDA-aware, else on a pinned host copy (as in ``mpi-cupy``).
 There is no CUDA-graph variant: host barriers sit between steps.
-
-Written from CuPy's documented API; not yet run on a GPU (none was available to the session that
-wrote it). The pull plans are tested on CPU by executing them on numpy buffers.
 """
 
 from __future__ import annotations

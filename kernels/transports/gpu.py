@@ -3,9 +3,9 @@
 timing, device memory accounting, reductions, and the buffer handling common to all three.
 
 CuPy is imported inside functions only, so this module (and every transport module) imports on
-machines without CuPy. What needs a GPU here was written from CuPy's documented API and has not
-been run on a GPU by the session that wrote it; the pure logic lives in :mod:`gpu_plan` and is
-tested on CPU.
+machines without CuPy. The CuPy transports were written from CuPy's, NCCL's and MPI's documented
+APIs and have not yet run on a GPU (docs/gpu.md); their pure logic (step and pull plans, staging,
+bfloat16) lives in :mod:`gpu_plan` and is tested on CPU.
 """
 
 from __future__ import annotations

@@ -1,16 +1,7 @@
-"""Host buffers for the MPI transport with transparent huge pages on or off, as the scenario says.
-
-Why it matters: numpy asks the kernel for huge pages on arrays of >= 4 MiB (``madvise``), while
-OSU and nccl-tests' host buffers come from ``posix_memalign``/``malloc`` without that advice, and
-huge pages alone change the time of a large in-place ``MPI_Allreduce`` (figures in
-``benchmarks/results/vs_osu.md``). So:
-
-- ``off`` (default, like the peer tools): an anonymous mapping advised ``MADV_NOHUGEPAGE``;
-- ``on``: a 2 MiB-aligned anonymous mapping advised ``MADV_HUGEPAGE``;
-- ``auto``: numpy's own allocator (huge pages at >= 4 MiB where the kernel allows them).
-
-What the kernel actually gave is read back from ``/proc/self/smaps`` (``AnonHugePages`` of the
-mapping holding the buffer) and recorded with every case.
+"""Host buffers for the MPI transport with transparent huge pages ``off`` (default, like the peer
+tools' ``malloc``: ``MADV_NOHUGEPAGE``), ``on`` (2 MiB-aligned, ``MADV_HUGEPAGE``) or ``auto``
+(numpy's allocator), and what the kernel actually gave, read back from ``/proc/self/smaps``.
+Why: docs/measuring.md, "huge pages".
 """
 
 from __future__ import annotations
@@ -21,7 +12,6 @@ from pathlib import Path
 import numpy as np
 
 HUGE = 2 << 20
-MODES = ("off", "on", "auto")
 
 
 def allocate(count: int, dtype: str, mode: str = "off") -> np.ndarray:

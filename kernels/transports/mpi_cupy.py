@@ -8,9 +8,6 @@ requests are made once at compile time, and reductions run as CuPy kernels on th
 ranks may share one GPU. ``native`` is the collective's declared MPI call (on the device buffers
 when CUDA-aware, else on the staged copy; bfloat16 reductions always staged, reduced by a
 user-defined MPI op).
-
-Written from the documented APIs; not yet run on a GPU (none was available to the session that
-wrote it). The staging plan and the bfloat16 MPI op are pure and tested on CPU.
 """
 
 from __future__ import annotations

@@ -10,9 +10,6 @@ plan captured once as a CUDA graph (see :class:`~kernels.transports.gpu.GraphPla
 
 The communicator is bootstrapped with ``get_unique_id()`` on rank 0, broadcast over MPI. One rank
 per GPU: NCCL refuses two ranks on one device, so that case is a skip with the reason.
-
-Written from CuPy's and NCCL's documented API; not yet run on a GPU (no GPU was available to the
-session that wrote it). The step plans it is compiled from are tested on CPU.
 """
 
 from __future__ import annotations

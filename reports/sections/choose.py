@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 
 from bench.units import format_size
-from reports.aggregate import iter_groups
+from reports.aggregate import iter_groups, panel_title, world_label
 from reports.data import VENDOR, ReportData
 from reports.sections import Options, Section, section
 
@@ -67,11 +67,8 @@ def build(data: ReportData, opts: Options) -> Section:
             break
         rows = ranges(g)
         if rows:
-            tables.append({"run": run, "title": f"{coll} · {transport} · {dtype} · {op} · "
-                                                f"world size {int(world)}"
-                                                + (f" ({int(world // rpn)} nodes × {int(rpn)})"
-                                                   if rpn == rpn and 0 < rpn < world else ""),
-                           "rows": rows})
+            title = f"{panel_title((coll, transport, dtype, op))} · {world_label(world, rpn)}"
+            tables.append({"run": run, "title": title, "rows": rows})
     total = per_size.groupby(list(GROUP)).ngroups if not per_size.empty else 0
     return Section("choose", "What to choose", "choose.html.j2",
                    {"tables": tables, "total": total,

@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from bench.store.records import KEY_FIELDS
 from reports.data import ReportData
 from reports.sections import Options, Section, section
 
-KEY = ("collective", "algorithm", "transport", "world_size", "ranks_per_node", "nbytes", "dtype",
-       "op")
+KEY = KEY_FIELDS[1:]  # the gate's key but for the record kind
 
 
 def ratio_table(df: pd.DataFrame, labels: list[str]) -> pd.DataFrame:

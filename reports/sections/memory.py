@@ -29,7 +29,7 @@ def bars(train: pd.DataFrame, several_runs: bool) -> pd.DataFrame:
 
 @section("memory", 30, reads=("collective", "training"))
 def build(data: ReportData, opts: Options) -> Section:
-    train = data.training()
+    train = data.ok("training")
     if train.empty:
         return Section("memory", "Memory", "memory.html.j2", {"rows": [], "figure": None})
     train = train.assign(loss_max_abs_diff=pd.to_numeric(train["loss_max_abs_diff"],

@@ -7,7 +7,6 @@ transport or run); several records of one side are reduced to their median first
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import pandas as pd
@@ -18,7 +17,7 @@ from reports import figures
 from reports.aggregate import world_label
 from reports.data import ReportData
 from reports.sections import Options, Section, section
-from reports.svg import later, style, to_svg
+from reports.svg import later, style
 
 KEY = ["collective", "algorithm", "world_size", "ranks_per_node", "nbytes", "dtype"]
 
@@ -49,13 +48,10 @@ def curves(df: pd.DataFrame, title: str, max_subplots: int) -> Markup:
     both = pts.groupby(["world_size", "ranks_per_node"])["_pred"].nunique()
     worlds = [w for w, n in both.items() if n == 2] or list(both.index)
     worlds = sorted(worlds)[:max_subplots]
-    cols = min(len(worlds), 2)
-    rows = math.ceil(len(worlds) / cols)
     colors = figures.algorithm_colors(pts["algorithm"].unique())
     with style():
-        fig, axes = figures._grid(rows, cols, 3.6, 2.9)
-        for i, (w, rpn) in enumerate(worlds):
-            ax = axes[i // cols][i % cols]
+        fig, axes = figures._panels(len(worlds), min(len(worlds), 2))
+        for (w, rpn), ax in zip(worlds, axes):
             sub = pts[(pts.world_size == w) & (pts.ranks_per_node == rpn)]
             for (alg, pred), line in sub.groupby(["algorithm", "_pred"], sort=True):
                 line = line.sort_values("nbytes")
@@ -69,11 +65,7 @@ def curves(df: pd.DataFrame, title: str, max_subplots: int) -> Markup:
             ax.set_title(world_label(w, rpn))
             ax.set_xlabel("message size")
             ax.set_ylabel("median time (µs)")
-        for j in range(len(worlds), rows * cols):
-            axes[j // cols][j % cols].set_visible(False)
-        figures._legend(fig, axes, fig.subplotpars.right)
-        fig.suptitle(title)
-        return to_svg(fig, title)
+        return figures._finish(fig, title)
 
 
 def _summary(errs: Sequence[float]) -> dict[str, object]:

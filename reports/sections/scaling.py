@@ -1,9 +1,6 @@
-"""Scaling efficiency: time and busbw against world size at a few message sizes.
-
-Every rank holds the same S-byte buffer at every world size (as data-parallel gradients do), so
-this is fixed-buffer scaling. Two efficiencies relative to the smallest world size p0:
-time efficiency T(p0)/T(p), and bus-bandwidth efficiency busbw(p)/busbw(p1) with p1 the smallest
-world size above 1 (busbw is 0 at p = 1 by definition).
+"""Scaling efficiency (fixed-buffer): time and busbw against world size at a few message sizes,
+``E_time(p) = T(p0)/T(p)`` and ``E_bus(p) = busbw(p)/busbw(p1)`` (p0 the smallest world size, p1
+the smallest above 1). docs/results.md, "The HTML report".
 """
 
 from __future__ import annotations

@@ -59,8 +59,7 @@ def _draw(rows: list[dict[str, Any]], title: str) -> Markup:
 
 @section("strategy", 50)
 def build(data: ReportData, opts: Options) -> Section | None:
-    f = data.frame
-    adv = f[(f["kind"] == "advice") & (f["status"] == "ok")]
+    adv = data.ok("advice")
     if adv.empty:
         return None
     tables = []

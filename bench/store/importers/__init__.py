@@ -1,12 +1,8 @@
-"""Importers: results other tools already produced, turned into commbench run directories.
-
-Each module registers an :class:`Importer` under its tool's name; ``commbench import NAME FILE``
-looks it up here. The records have the harness's schema, so imported runs join the same reports
-and comparisons; their ``samples_us`` hold the tool's summary value, marked as such.
-
-Importers read logs as people paste them (launcher prefixes, Markdown fences, noise between rows,
-several tests in one file; :mod:`bench.store.importers.lines`), and either return records or raise
-:class:`ParseError`: one line, naming the line to blame where there is one.
+"""Importers: results other tools already produced, turned into commbench run directories with
+the harness's schema (``samples_us`` the tool's summary value, marked as such). Each module
+registers an :class:`Importer` under its tool's name (discovered); it reads logs as people paste
+them (:mod:`bench.store.importers.lines`) and returns records or raises :class:`ParseError`: one
+line, naming the line to blame where there is one. docs/results.md, "Import".
 """
 
 from __future__ import annotations
@@ -54,8 +50,7 @@ class Importer:
     parse: Callable[[str, Options], Imported]
 
 
-IMPORTERS: Registry[Importer] = Registry("importer")
-MODULES = ("bench.store.importers.nccl_tests", "bench.store.importers.osu")
+IMPORTERS: Registry[Importer] = Registry("importer", ("bench.store.importers",))
 
 
 def importer(name: str, summary: str) -> Callable[[Callable[[str, Options], Imported]],

@@ -1,13 +1,8 @@
-"""Which collective a log is of, from the evidence peer tools leave, strongest first.
-
-1. ``--collective`` (the user's word);
-2. what the tool says: nccl-tests' ``# Collective test starting: all_gather_perf``, OSU's title;
-3. the command line in the paste (``./build/all_gather_perf``, ``mpirun ... osu_allgather``);
-4. the table itself (nccl-tests): old ``broadcast`` headers have ``root`` and no ``redop``; rows
-   name the reduction and root, and the count is per rank exactly for the split collectives;
-5. the file's name.
-
-Never a default: a log that says none of these is refused with a line naming ``--collective``.
+"""Which collective a log is of, from the evidence peer tools leave, strongest first:
+``--collective``, the tool's own words (nccl-tests' ``# Collective test starting``, OSU's title),
+the command line in the paste, the table itself (nccl-tests: its columns, rows and counts), the
+file's name. Never a default: a log that says none of these is refused with a line naming
+``--collective``.
 """
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
 """nccl-tests (``all_reduce_perf`` and friends, and rccl-tests): text tables and ``-J`` JSON.
 
-Each result row gives a record per placement: out-of-place (``algorithm: native``) and in-place
-(``algorithm: native_inplace``), with ``transport: nccl``. nccl-tests reports the mean time over
-its timed iterations (of rank 0's process, after a barrier), so ``samples_us`` holds that one
-mean, marked ``samples_are_summaries``. algbw/busbw are recomputed with commbench's definitions
-(identical to nccl-tests'); the log's own are kept as ``algbw_log_gbps``/``busbw_log_gbps``, and
-a row whose busbw is not the computed one rounded as printed is refused: the collective or the
-world size is not what the log measured. Rows with ``#wrong`` > 0 get ``status: "wrong"``.
+A row gives an out-of-place (``native``) and an in-place (``native_inplace``) record, ``transport:
+nccl``; ``samples_us`` holds nccl-tests' mean time, marked ``samples_are_summaries``. algbw/busbw
+are recomputed (the log's kept as ``*_log_gbps``), and a row whose printed busbw is not the
+computed one rounded as printed is refused. docs/results.md, "Import".
 """
 
 from __future__ import annotations
@@ -210,14 +207,11 @@ def parse_json(text: str, opts: Options) -> Imported:
         for placement in ALGORITHM:
             b = r.get(placement) if isinstance(r, dict) else None
             if isinstance(b, dict):
-                toks = (_tok(b.get("time", b.get("cpu_time")), f"{w}.{placement}.time"),
-                        _tok(b.get("alg_bw", "N/A"), f"{w}.{placement}.alg_bw"),
-                        _tok(b.get("bus_bw", "N/A"), f"{w}.{placement}.bus_bw"),
-                        _tok(b.get("nwrong", "N/A"), f"{w}.{placement}.nwrong"))
-                blocks.append((placement, toks))
+                b = {"time": b.get("cpu_time"), **b}  # its time, else its cpu_time
+                blocks.append((placement, tuple(_tok(b.get(k, "N/A"), f"{w}.{placement}.{k}")
+                                                for k in ("time", "alg_bw", "bus_bw", "nwrong"))))
         dtype = dtype_of(str(_get(r, "type", w)))
-        size = integer(_tok(_get(r, "size", w), f"{w}.size"), 0, f"{w}.size")
-        count = integer(_tok(_get(r, "count", w), f"{w}.count"), 0, f"{w}.count")
+        size, count = (integer(_tok(_get(r, k, w), f"{w}.{k}"), 0, f"{w}.{k}") for k in ("size", "count"))
         root = r.get("root")
         row = Row(0, size, count, dtype, str(_get(r, "redop", w)).lower(),
                   integer(str(root).strip(), 0, f"{w}.root") if root is not None else None,

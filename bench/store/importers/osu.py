@@ -1,15 +1,10 @@
 """OSU Micro-Benchmarks collective latency tests (``osu_allreduce`` and friends, and the NCCL /
-xccl builds: ``# OSU MPI-NCCL Allreduce Latency Test``), text output.
+xccl builds), text output, several tests per file.
 
-Without ``-f`` a row is ``size  avg``: the mean over iterations of each rank, averaged over ranks.
-With ``-f`` it adds min and max over ranks of those per-rank means, and the iteration count; with
-``-c`` a ``Validation`` column (``Fail`` rows get ``status: "wrong"``). commbench's time is the
-slowest rank per iteration, so the closest OSU number is the max over ranks (``-f``); without
-``-f`` the average is used and the record says so. OSU does not print how many ranks ran: pass
-``--world-size``. OSU's size is what each rank sends per peer for allgather and alltoall (the
-records' ``nbytes`` is commbench's: the whole output / per-rank buffer, ``size * p``) and the
-whole buffer otherwise. Records: ``algorithm: native``, ``transport: mpi`` (``nccl`` for the NCCL,
-RCCL and xccl builds). Several tests in one file are read one by one.
+The time is OSU's Max Latency with ``-f`` (the closest to commbench's slowest rank per
+iteration), else its average, and the record says which; OSU's size is per peer for allgather and
+alltoall (``nbytes`` = size * p). OSU does not print its rank count: ``--world-size``.
+docs/results.md, "Import".
 """
 
 from __future__ import annotations
