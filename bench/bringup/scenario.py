@@ -39,6 +39,10 @@ class BringupScenario(Frozen):
     slow_pct: Annotated[float, Field(gt=0, lt=100)] = Field(25.0, **_help(
         "a host or link is slow when its bandwidth is this many percent below its reference: "
         "the median of its peers (hosts alike), or the profile's prediction"))
+    confirm_blocks: Annotated[int, Field(ge=0)] = Field(3, **_help(
+        "a suspect of the host and pairs stages (a host or link below its peers) is re-measured "
+        "alone this many times, alternating with a reference group alone, and named only when "
+        "slow again (0: no re-measuring)"))
     profile: str | None = Field(None, **_help(
         "a cost-model profile (preset name or file) whose predictions each case is also held "
         "against, as percent of expected"))
@@ -56,10 +60,11 @@ class BringupScenario(Frozen):
         self.cases(2)  # the collectives and algorithms exist: checked by the collective kind
         return self
 
-    def cases(self, world: int) -> CollectiveScenario:
-        """The collective cases each group of ``world`` ranks runs."""
+    def cases(self, world: int, sizes: list[int] | None = None) -> CollectiveScenario:
+        """The collective cases each group of ``world`` ranks runs (at ``sizes``, default the
+        scenario's)."""
         return CollectiveScenario(name=self.name, collectives=self.collectives,
-                                  algorithms=self.algorithms, sizes=self.sizes,
+                                  algorithms=self.algorithms, sizes=sizes or self.sizes,
                                   world_sizes=[world], timing=self.timing, check=True,
                                   case_timeout_s=self.case_timeout_s)
 

@@ -12,6 +12,12 @@ case's status at any size:
 - **all**, **scale**: against the prediction only (no peers); a slow or failed group is the
   cluster's verdict at that size.
 
+A slow host or link of the host and pairs stages is a suspect (:func:`suspects`): the run
+re-measures it alone, alternating with a reference group of good hosts alone (nothing else
+running), and its verdict is what that found (stage ``<stage>-confirm``): slow only when slower
+than the reference again. Peers measured at the same time share this machine's cores and the
+switch; alone, they share nothing.
+
 A ratio is the median over the stage's (collective, algorithm) keys, so one odd algorithm does not
 decide. Any case not ``ok`` (wrong, failed, timed out) fails its group: its host, its link, or the
 cluster at that scale. Verdicts of several stages merge per host and link: the worst wins, and the
@@ -240,6 +246,68 @@ class _Judge:
                                         f"{len(g)} hosts: {f.evidence}"))
 
 
+    def confirmed(self, stage: str, recs: list[dict[str, Any]]) -> None:
+        """Each slow finding of ``stage`` whose target was re-measured alone (``recs``, stage
+        ``<stage>-confirm``) is replaced by what the re-measuring found: slow only if the
+        suspect group was slower than the reference group again, block after block."""
+        by_target: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for r in recs:
+            if r.get("status") == "ok":
+                by_target[r["confirm_of"]].append(r)
+        for target, got in by_target.items():
+            kind, _, name = target.partition(":")
+            table = self.hosts if kind == "host" else self.links
+            ratios, worst = [], None
+            for k in {_key(r) for r in got}:
+                sus = [r["busbw_gbps"] for r in got if _key(r) == k and r["role"] == "suspect"]
+                ref = [r["busbw_gbps"] for r in got if _key(r) == k and r["role"] == "reference"]
+                if sus and ref and statistics.median(ref) > 0:
+                    ratios.append(statistics.median(sus) / statistics.median(ref))
+                    if worst is None or ratios[-1] <= min(ratios):
+                        worst = (k, statistics.median(sus), statistics.median(ref), len(sus))
+            if not ratios or worst is None:
+                continue
+            ratio = statistics.median(ratios)
+            (coll, alg), a, b, n = worst
+            f = self.finding(ratio, f"{stage}, re-measured alone", (
+                f"{coll} {alg}: {a:.3g} GB/s busbw against a reference group's {b:.3g}, "
+                f"medians of {n} blocks each alone"))
+            table[name] = [x for x in table[name] if not (x.stage == stage and x.status == SLOW)]
+            table[name].append(f)
+
+
+def _groups(recs: list[dict[str, Any]]) -> list[tuple[str, ...]]:
+    return sorted({tuple(r["group_hosts"]) for r in recs})
+
+
+def suspects(records: Iterable[Mapping[str, Any]], slow_pct: float,
+             ) -> list[tuple[str, tuple[str, ...], tuple[str, ...]]]:
+    """What one stage's records (``host`` or ``pairs``) make suspect, to re-measure alone:
+    (target, the suspect group's hosts, a reference group's hosts of good hosts). A target is
+    ``host:NAME`` or ``link:A -- B``."""
+    recs = [dict(r) for r in records]
+    if not recs:
+        return []
+    stage = recs[0]["stage"]
+    j = _Judge(slow_pct)
+    (j.host_stage if stage == "host" else j.pair_stage)(recs)
+    bad = {h for h, f in j.hosts.items() if any(x.status == SLOW for x in f)}
+    good = [h for h in sorted({h for g in _groups(recs) for h in g}) if h not in bad]
+    out: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = []
+    if stage == "host":
+        return [(f"host:{h}", (h,), (good[len(good) // 2],)) for h in sorted(bad) if good]
+    if len(good) >= 2:
+        out += [(f"host:{h}", (h, good[0]), (good[0], good[1])) for h in sorted(bad)]
+    slow_links = [n for n, f in j.links.items() if any(x.status == SLOW for x in f)]
+    fine = [g for g in _groups(recs) if link_name(*g) not in slow_links and not set(g) & bad]
+    for n in slow_links:
+        a, b = n.split(" -- ")
+        ref = next((g for g in fine if g != (a, b)), None)
+        if ref is not None:
+            out.append((f"link:{n}", (a, b), ref))
+    return out
+
+
 def judge(records: Iterable[Mapping[str, Any]], slow_pct: float) -> Verdict:
     """The verdict on a bring-up's records (each with ``stage`` and ``group_hosts``)."""
     by_stage: dict[str, list[dict[str, Any]]] = defaultdict(list)
@@ -250,7 +318,9 @@ def judge(records: Iterable[Mapping[str, Any]], slow_pct: float) -> Verdict:
             hosts.update(r["group_hosts"])
     j = _Judge(slow_pct)
     j.host_stage(by_stage.get("host", []))
+    j.confirmed("host", by_stage.get("host-confirm", []))
     j.pair_stage(by_stage.get("pairs", []))
+    j.confirmed("pairs", by_stage.get("pairs-confirm", []))
     for stage in ("all", "scale"):
         j.cluster_stage(by_stage.get(stage, []), stage)
     order = {h: tuple(j.hosts.get(h, ())) for h in sorted(hosts)}

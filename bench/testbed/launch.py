@@ -23,19 +23,17 @@ MPICH_OVER_TCP = {"MPIR_CVAR_CH4_NETMOD": "ofi", "FI_PROVIDER": "tcp", "MPIR_CVA
                   "FI_TCP_IFACE": IFACE}
 
 
-def enter(tb: Testbed, host: int, sysfs: bool = True) -> list[str]:
-    """The argv prefix that runs a command on ``host``: its network, hostname and /etc/hosts,
-    and with ``sysfs`` a /sys of its own (``ip netns exec``: /sys/class/net is the host's). That
-    /sys hides the machine's cgroup hierarchy: a daemon that needs it (slurmd) enters without."""
+def enter(tb: Testbed, host: int) -> list[str]:
+    """The argv prefix that runs a command on ``host``: its network namespace and hostname, and
+    a mount namespace whose /etc/hosts names the testbed's hosts. /sys stays the machine's (as
+    ``ip netns exec``, which remounts it, would not): slurmd and a CPU-limited host's cgroup
+    need the machine's cgroup hierarchy there."""
     if not 0 <= host < tb.hosts:
         raise TestbedError(f"testbed: host {host} is not one of 0..{tb.hosts - 1}")
     uts = f"--uts={tb.state / 'uts' / tb.name(host)}"
-    cg = cpu.join_prefix(tb, host)  # a CPU-limited host: its cgroup first (before /sys changes)
-    if sysfs:
-        return [*cg, "ip", "netns", "exec", tb.netns(host), "nsenter", uts, "--"]
-    return [*cg, "nsenter", f"--net=/run/netns/{tb.netns(host)}", uts, "--", "unshare", "--mount",
-            "--propagation", "private", "sh", "-c", 'mount --bind "$0" /etc/hosts && exec "$@"',
-            f"/etc/netns/{tb.netns(host)}/hosts"]
+    return [*cpu.join_prefix(tb, host), "nsenter", f"--net=/run/netns/{tb.netns(host)}", uts, "--",
+            "unshare", "--mount", "--propagation", "private", "sh", "-c",
+            'mount --bind "$0" /etc/hosts && exec "$@"', f"/etc/netns/{tb.netns(host)}/hosts"]
 
 
 def launcher(tb: Testbed) -> Path:

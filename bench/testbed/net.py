@@ -3,7 +3,7 @@
 Layout: a switch namespace holds a bridge; host i is a network namespace with a veth pair into the
 switch (``eth0`` in the host, ``v{tag}{i}s`` on the bridge), its address on the host end, and
 a UTS namespace (a bind-mounted file under the testbed's state directory) with its hostname. Names
-resolve through ``/etc/netns/<netns>/hosts``, which ``ip netns exec`` mounts over ``/etc/hosts``.
+resolve through ``/etc/netns/<netns>/hosts``, bound over ``/etc/hosts`` (:func:`bench.testbed.launch.enter`).
 Pacing is a tbf qdisc: the host end's egress paces what the host sends, the switch end's egress
 what it receives.
 """

@@ -7,7 +7,7 @@ import itertools
 from typing import Any
 
 from bench.bringup import stages
-from bench.bringup.verdict import FAILED, OK, SLOW, judge
+from bench.bringup.verdict import FAILED, OK, SLOW, judge, suspects
 
 HOSTS = [f"h{i}" for i in range(4)]
 
@@ -95,3 +95,40 @@ def test_pair_rounds_cover_every_pair_once_with_disjoint_groups() -> None:
         assert len(rounds) == (0 if n < 2 else n - 1 if n % 2 == 0 else n)
     assert stages.scale_counts(9) == [2, 4, 8] and stages.scale_counts(4) == [2]
     assert stages.host_ranks(["b", "a", "b", "a"]) == [[0, 2], [1, 3]]
+
+
+def confirm(stage: str, target: str, sus: list[str], ref: list[str], sus_bw: float,
+            ref_bw: float, blocks: int = 3) -> list[dict[str, Any]]:
+    return [rec(f"{stage}-confirm", group, bw, confirm_of=target, role=role, block=b)
+            for b in range(blocks)
+            for role, group, bw in (("suspect", sus, sus_bw), ("reference", ref, ref_bw))]
+
+
+def test_suspects_and_their_reference_groups() -> None:
+    host = [r for r in run(host={"h1": 3.0}) if r["stage"] == "host"]
+    assert suspects(host, 25) == [("host:h1", ("h1",), ("h2",))]
+    slow = {p: 0.5 for p in itertools.combinations(HOSTS, 2) if "h3" in p}
+    pairs = [r for r in run(pair=slow) if r["stage"] == "pairs"]
+    assert suspects(pairs, 25) == [("host:h3", ("h3", "h0"), ("h0", "h1"))]
+    pairs = [r for r in run(pair={("h0", "h2"): 1.0}) if r["stage"] == "pairs"]
+    assert suspects(pairs, 25) == [("link:h0 -- h2", ("h0", "h2"), ("h0", "h1"))]
+    assert suspects([r for r in run() if r["stage"] == "host"], 25) == []
+
+
+def test_a_suspect_fast_when_re_measured_alone_is_cleared() -> None:
+    extra = confirm("host", "host:h0", ["h0"], ["h2"], 9.8, 10.0)
+    v = judge(run(host={"h0": 5.0}, extra=extra), 25)
+    assert v.ok and v.bad_hosts() == []
+    stages_seen = [f.stage for f in v.hosts["h0"]]
+    assert "host, re-measured alone" in stages_seen and "host" not in stages_seen
+
+
+def test_a_suspect_slow_again_alone_is_named_with_that_evidence() -> None:
+    slow = {p: 0.5 for p in itertools.combinations(HOSTS, 2) if "h3" in p}
+    extra = confirm("pairs", "host:h3", ["h3", "h0"], ["h0", "h1"], 0.5, 2.0)
+    v = judge(run(pair=slow, extra=extra), 25)
+    assert v.bad_hosts() == ["h3"]
+    w = v.worst(v.hosts["h3"])
+    assert w is not None and (w.stage, w.by_pct) == ("pairs, re-measured alone", 75.0)
+    assert w.evidence.endswith(": 0.5 GB/s busbw against a reference group's 2, medians of 3 "
+                               "blocks each alone")

@@ -143,16 +143,16 @@ PartitionName=debug Nodes={node_list} Default=YES MaxTime=INFINITE State=UP Over
     def node_names(self) -> list[str]:
         return [NODE] if self.testbed is None else self.testbed.names()
 
-    def on(self, host: int, sysfs: bool = True) -> list[str]:
+    def on(self, host: int) -> list[str]:
         """The argv prefix that runs a command on the cluster's host ``host`` (none on one host,
-        nor for ``host`` -1: this machine itself); ``sysfs``: :func:`bench.testbed.launch.enter`."""
+        nor for ``host`` -1: this machine itself)."""
         if self.testbed is None or host < 0:
             return []
-        return tb_launch.enter(self.testbed, host, sysfs)
+        return tb_launch.enter(self.testbed, host)
 
-    def _start(self, *cmd: str, host: int = 0, log: str = "", sysfs: bool = True) -> None:
+    def _start(self, *cmd: str, host: int = 0, log: str = "") -> None:
         out = (self.root / f"{log or Path(cmd[0]).name}.out").open("ab")
-        self.procs.append(subprocess.Popen([*self.on(host, sysfs), *cmd], stdout=out,
+        self.procs.append(subprocess.Popen([*self.on(host), *cmd], stdout=out,
                                            stderr=subprocess.STDOUT, env=self.env,
                                            start_new_session=True))
 
@@ -166,7 +166,7 @@ PartitionName=debug Nodes={node_list} Default=YES MaxTime=INFINITE State=UP Over
         self._start(_daemon("slurmctld"), "-D", "-i", "-f", str(self.conf))
         for i, name in enumerate(self.node_names):
             self._start(_daemon("slurmd"), "-D", "-N", name, "-f", str(self.conf), host=i,
-                        log=f"slurmd-{name}", sysfs=False)  # slurmd needs the machine's cgroups
+                        log=f"slurmd-{name}")
         self._wait(self._idle, timeout, "every node idle in sinfo")
 
     def _idle(self) -> bool:

@@ -4,6 +4,7 @@ with MPICH's bytes on the links. Skipped, with the reason, without root or Slurm
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from bench.testbed.spec import Testbed
 from tests.conftest import ROOT
 from tests.helpers.slurm_cluster import Cluster, ensure_slurm
 from tests.helpers.testbed import running_testbed
-from tests.launch.test_slurm import SMALL, sbatch, scenario
+from tests.launch.test_slurm import sbatch
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 HOSTS = 4
@@ -35,21 +36,26 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
             c.stop()
 
 
-def test_sbatch_across_four_hosts(cluster: Cluster, tmp_path: Path) -> None:
+def test_sbatch_bringup_across_four_hosts(cluster: Cluster, tmp_path: Path) -> None:
+    """``sbatch -N 4 scripts/slurm/bringup.sbatch`` on the testbed: every stage across four
+    network stacks, the verdict, and the page's path last."""
     tb: Testbed = cluster.testbed  # type: ignore[assignment]
     out = tmp_path / "bringup"
     rc, state, text = sbatch(cluster, tmp_path, ROOT / "scripts/slurm/bringup.sbatch",
                              "-N", str(HOSTS), "--ntasks-per-node", "1",
-                             env={"SCENARIO": str(scenario(tmp_path, SMALL)), "OUT": str(out),
+                             env={"OUT": str(out), "BRINGUP_ARGS": "--sizes 64KiB",
                                   **MPICH_OVER_TCP})
-    assert rc == 0 and state == "COMPLETED", text[-3000:]
-    assert f"{HOSTS} node(s), {HOSTS} rank(s)" in text and text.strip().endswith(".html")
+    assert state in ("COMPLETED", "FAILED") and rc in (0, 1), text[-3000:]
+    assert f"{HOSTS} node(s), {HOSTS} rank(s)" in text and text.strip().endswith("report.html")
     recs = list(iter_records(out))
-    assert recs and {(r["world_size"], r["nodes"], r["status"]) for r in recs} == \
-        {(HOSTS, HOSTS, "ok")}
+    groups = {(r["stage"], tuple(r["group_hosts"])) for r in recs}
+    names = tb.names()
+    assert groups == {("host", (h,)) for h in names} | \
+        {("pairs", (a, b)) for i, a in enumerate(names) for b in names[i + 1:]} | \
+        {("all", tuple(names)), ("scale", tuple(names[:2]))}
+    assert all(r["status"] == "ok" and r["wrong"] == 0 for r in recs)
     assert all(r["bytes_sent_inter_max"] == r["bytes_sent_max"] for r in recs
-               if r["algorithm"] != "native")  # one rank per host: every byte crosses hosts
-    assert read_meta(out)["hosts"] == tb.names()
-    probe = list(iter_records(tmp_path / "bringup-probe"))
-    assert {(r["src"], r["dst"]) for r in probe} == \
-        {(a, b) for a in range(HOSTS) for b in range(HOSTS) if a < b}
+               if r["algorithm"] != "native" and r["stage"] != "host")  # one rank per host
+    assert read_meta(out)["hosts"] == names
+    verdict = json.loads((out / "verdict.json").read_text())
+    assert rc == (0 if verdict["ok"] else 1)  # unpaced hosts: the verdict is noise's, not asserted

@@ -84,7 +84,7 @@ sys.stdout.write(f"{c.rank} {MPI.Get_processor_name()}\n"); sys.stdout.flush()
 
 def _tx(tb: Testbed, host: int) -> int:
     h, _ = net.veths(tb, host)
-    return int(_on(tb, host, f"cat /sys/class/net/{h}/statistics/tx_bytes"))
+    return int(json.loads(_on(tb, host, f"ip -s -j link show {h}"))[0]["stats64"]["tx"]["bytes"])
 
 
 @pytest.mark.parametrize("over_tcp", [True, False])
