@@ -1,7 +1,8 @@
 """Collective times from the cost model (:mod:`bench.costmodel`), each on its own group's ranks
 (placed on the nodes they occupy in the job, sharing a node's NICs with the axis's other
-groups): the vendor call at the profile's measured curve where ``calibrate`` stored one, else the
-fastest schedule modelled; a DDP hook's call runs the schedule it names; ``best`` is always the
+groups): the vendor call at the profile's measured curve where ``calibrate`` stored one, else, on
+a profile with a ``fabric``, at the model of NCCL's choice on it (:mod:`bench.costmodel.vendor`:
+rails, channels, NVLS, trees; named as ``native ALGO/PROTO``), else the fastest schedule modelled; a DDP hook's call runs the schedule it names; ``best`` is always the
 fastest schedule (the recommendation). A parameter server's exchange (:meth:`Timer.ps`) is priced
 on the whole job's placement as the cost model prices one step of messages (incast on a server's
 NIC). The rules: docs/advise.md (Collective times, Parameter server).
@@ -21,6 +22,7 @@ from bench.costmodel.model import Cluster, Placed
 from bench.costmodel.net import Net
 from bench.costmodel.predict import Estimate, estimate_case, native_ratio
 from bench.costmodel.profile import Link, Profile
+from bench.costmodel.vendor.choose import choose
 from kernels import collective as coll
 from kernels.algorithm import VENDOR, Problem, algorithms_of
 
@@ -102,7 +104,13 @@ class Timer:
         t = found[best].time_s
         ratio = native_ratio(self.profile, spec.name, VENDOR, pr.nbytes, p, "mean") \
             if call.algorithm is None else None  # a step sums its calls: their means add
-        return Timed(t * ratio, VENDOR, best) if ratio is not None else Timed(t, best, best)
+        if ratio is not None:
+            return Timed(t * ratio, VENDOR, best)
+        if call.algorithm is None and self.profile.fabric is not None:
+            c = choose(g.placed, self.profile.fabric, spec.name, pr.nbytes)
+            if not isinstance(c, str):  # the vendor's own choice on the fabric (NCCL's model)
+                return Timed(c.time_s, f"{VENDOR} {c.label}", best)
+        return Timed(t, best, best)
 
     def ps(self, workers: int, push: list[int], pull: list[int]) -> tuple[float, float]:
         """(push, pull) seconds of one parameter-server step: ``workers`` workers, then one

@@ -24,14 +24,27 @@ BAD = ("0", "-1", "-0", "nan", "inf", "-inf", "1e400", "", " ", "abc", "1,,2", "
 SCRIPTS = ("benchmarks", "bench.commands.env")
 
 
+def _subcommands(name: str, parser: argparse.ArgumentParser,
+                 ) -> Iterator[tuple[str, argparse.ArgumentParser]]:
+    """``parser``, or each of its actions' parsers where it has actions (``testbed up``)."""
+    subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if not subs:
+        yield name, parser
+    for action in subs:
+        for sub, p in action.choices.items():
+            yield from _subcommands(f"{name} {sub}", p)
+
+
 def command_parsers() -> Iterator[tuple[str, argparse.ArgumentParser]]:
-    """(name, parser) of every registered ``commbench`` command."""
+    """(name, parser) of every registered ``commbench`` command (of each of its actions, for a
+    command with actions)."""
     from bench.cli import build_parser
 
     top = build_parser()
     for action in top._actions:
         if isinstance(action, argparse._SubParsersAction):
-            yield from action.choices.items()
+            for name, p in action.choices.items():
+                yield from _subcommands(name, p)
 
 
 class _Captured(Exception):
