@@ -37,11 +37,27 @@ class Call:
 
 def merged(calls: Iterable[Call]) -> list[Call]:
     """``calls`` with the alike ones (equal but for ``calls``) made one, in first-seen order."""
-    n: dict[Call, int] = {}
-    for c in calls:
-        one = dataclasses.replace(c, calls=1)
-        n[one] = n.get(one, 0) + c.calls
-    return [dataclasses.replace(c, calls=k) for c, k in n.items()]
+    n: dict[tuple[object, ...], list[Call | int]] = {}
+    for c in calls:  # keyed by every field but ``calls`` (hot in advise's search: no replace)
+        key = (c.op, c.nbytes, c.group, c.phase, c.overlap, c.algorithm, c.itemsize)
+        got = n.get(key)
+        if got is None:
+            n[key] = [c, c.calls]
+        else:
+            got[1] += c.calls  # type: ignore[operator]
+    return [c if k == c.calls else dataclasses.replace(c, calls=k)  # type: ignore[union-attr]
+            for c, k in n.values()]
+
+
+def tally(op: str, sizes: Iterable[int], group: str, phase: str, overlap: bool,
+          algorithm: str | None = None, itemsize: int = 4, per: int = 1) -> list[Call]:
+    """One call per distinct size of ``sizes``, ``calls`` ``per`` times how often it occurs (what
+    :func:`merged` makes of one call per size, without building them: advise's search runs this
+    for every bucket and parameter of every layout)."""
+    n: dict[int, int] = {}
+    for size in sizes:
+        n[size] = n.get(size, 0) + per
+    return [Call(op, size, k, group, phase, overlap, algorithm, itemsize) for size, k in n.items()]
 
 
 @dataclass

@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-from bench.advise.calls import Call, merged
+from bench.advise.calls import Call
 from bench.advise.layout import Layout
 from bench.advise.shape import Shape, local_params
 from bench.training.analytic import Param
@@ -88,15 +88,19 @@ def tensor_calls(ctx: CommContext) -> list[Call]:
     microbatch when pipelined. These calls sit on the critical path: nothing overlaps them."""
     m, tokens, act = ctx.layout.microbatches, ctx.shape.tokens_per_sample, ctx.bytes.act
     rows = ctx.microbatch * tokens * act
-    out = []
+    sizes: dict[tuple[str, int], int] = {}  # (phase, bytes): calls (Calls built once: hot in search)
+    mine = ctx.my_pieces
     for piece, lin in ctx.shape.linears:
-        if piece not in ctx.my_pieces:
+        if piece not in mine:
             continue
         if lin.style == "rowwise":
-            out.append(Call("all_reduce", rows * lin.out_features, m, "tensor", "forward", False))
+            key = ("forward", rows * lin.out_features)
         elif piece != 0:
-            out.append(Call("all_reduce", rows * lin.in_features, m, "tensor", "backward", False))
-    return merged(out)
+            key = ("backward", rows * lin.in_features)
+        else:
+            continue
+        sizes[key] = sizes.get(key, 0) + m
+    return [Call("all_reduce", n, k, "tensor", phase, False) for (phase, n), k in sizes.items()]
 
 
 def pipeline_calls(ctx: CommContext) -> list[Call]:

@@ -2,10 +2,11 @@
 (placed on the nodes they occupy in the job, sharing a node's NICs with the axis's other
 groups): the vendor call at the profile's measured curve where ``calibrate`` stored one, else, on
 a profile with a ``fabric``, at the model of NCCL's choice on it (:mod:`bench.costmodel.vendor`:
-rails, channels, NVLS, trees; named as ``native ALGO/PROTO``), else the fastest schedule modelled; a DDP hook's call runs the schedule it names; ``best`` is always the
-fastest schedule (the recommendation). A parameter server's exchange (:meth:`Timer.ps`) is priced
-on the whole job's placement as the cost model prices one step of messages (incast on a server's
-NIC). The rules: docs/advise.md (Collective times, Parameter server).
+rails, channels, NVLS, trees; named ``native ALGO/PROTO``), else the fastest schedule modelled; a
+DDP hook's call runs the schedule it names; ``best`` is always the fastest schedule (the
+recommendation). A parameter server's exchange (:meth:`Timer.ps`) is priced on the whole job's
+placement as the cost model prices one step of messages (incast on a server's NIC). The rules:
+docs/advise.md (Collective times, Parameter server).
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated
 
 from pydantic import Field
 
-from bench.advise.calls import Call, merged
+from bench.advise.calls import Call, tally
 from bench.advise.layout import Layout
 from bench.advise.space import Space, data_layouts
 from bench.training.analytic import numel, replicated
@@ -96,8 +96,8 @@ def gradient_calls(ctx: CommContext) -> list[Call]:
     hook = ctx.layout.hook
     item = COMPRESSED.get(hook, ctx.bytes.grad)
     alg = None if hook in ("default", *COMPRESSED) else hook
-    return merged(Call("all_reduce", n * item, 1, "data", "backward", True, alg, item)
-                  for n in buckets(ctx))
+    return tally("all_reduce", (n * item for n in buckets(ctx)), "data", "backward", True, alg,
+                 item)
 
 
 def layout(opts: Options, world: int) -> Layout:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 
 from pydantic import Field
 
-from bench.advise.calls import Call, merged
+from bench.advise.calls import Call, tally
 from bench.advise.layout import Layout
 from bench.advise.space import Space, data_layouts
 from bench.training.analytic import Held, greedy_owners, numel
@@ -50,8 +50,8 @@ def held(model: ModelSpec, opts: Options, ps: list[Param], n: int, r: int) -> He
 
 
 def calls(ctx: CommContext) -> list[Call]:
-    return [*gradient_calls(ctx), *merged(Call("broadcast", numel(p.shape) * ctx.bytes.param, 1,
-                                               "data", "step", False) for p in ctx.params)]
+    return [*gradient_calls(ctx), *tally("broadcast", (numel(p.shape) * ctx.bytes.param
+                                                       for p in ctx.params), "data", "step", False)]
 
 
 def layout(opts: Options, world: int) -> Layout:
