@@ -21,7 +21,7 @@ import sys
 import time
 from pathlib import Path
 
-from bench.argtypes import OneLineParser, positive_int
+from bench.argtypes import OneLineParser, nonneg_int, positive_int
 from bench.testbed import launch, net
 from bench.testbed.spec import Pace, Testbed
 from bench.units import parse_rate
@@ -37,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=positive_int, default=10)
     ap.add_argument("--hosts", type=positive_int, default=4)
     ap.add_argument("--ppn", type=positive_int, default=2)
-    ap.add_argument("--slow", type=int, default=3)
+    ap.add_argument("--slow", type=nonneg_int, default=3)
     ap.add_argument("--rate", default="400mbit")
     ap.add_argument("--slow-rate", default="100mbit")
     ap.add_argument("--side", choices=("both", "recv"), default="both")
@@ -49,7 +49,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"# skipped: {why}")
         return 1
     out = fresh_dir("bringup_testbed", args.out)
-    fast, slow = parse_rate(args.rate), parse_rate(args.slow_rate)
+    try:
+        fast, slow = parse_rate(args.rate), parse_rate(args.slow_rate)
+        if args.slow >= args.hosts:
+            raise ValueError(f"--slow {args.slow}: hosts are 0..{args.hosts - 1}")
+    except ValueError as e:
+        ap.error(str(e))
     pace = tuple((i, Pace(fast, fast)) for i in range(args.hosts) if i != args.slow)
     pace += ((args.slow, Pace(slow if args.side == "both" else fast, slow)),)
     want = [f"bb-{args.slow}"]

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import yaml
 
-from bench.argtypes import OneLineParser
+from bench.argtypes import OneLineParser, positive_int
 from bench.store.records import load_results
 from bench.units import format_size
 from benchmarks import results
@@ -43,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--topology", default="2x2:nics=2")
     ap.add_argument("--profile", default="emulated-slow")
-    ap.add_argument("--world", type=int, default=4)
+    ap.add_argument("--world", type=positive_int, default=4)
     add_out(ap, "channels")
     args = ap.parse_args(argv)
     out = fresh_dir("channels", args.out)

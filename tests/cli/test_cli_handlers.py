@@ -25,10 +25,10 @@ from bench.argtypes import in_path, out_dir, out_file
 from bench.cli import main
 from bench.commands import COMMANDS, Command
 from tests.conftest import ROOT, commbench
-from tests.helpers.parsers import BAD, command_parsers, flags
+from tests.helpers.parsers import BAD, flags, top_parsers
 
 LOG = ROOT / "tests" / "data" / "import" / "all_reduce_perf.txt"  # a real nccl-tests log
-PARSERS = dict(command_parsers())
+PARSERS = dict(top_parsers())
 OFFLINE = [COMMANDS.get(n) for n in COMMANDS.names() if COMMANDS.get(n).offline]
 FREE = ("", " ", "\x00", "..", "abc", "-")  # values for flags that take any text (paths, names)
 TARGETS = [(c, a) for c in OFFLINE for a in flags(PARSERS[c.name])]

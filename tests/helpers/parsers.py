@@ -35,16 +35,21 @@ def _subcommands(name: str, parser: argparse.ArgumentParser,
             yield from _subcommands(f"{name} {sub}", p)
 
 
-def command_parsers() -> Iterator[tuple[str, argparse.ArgumentParser]]:
-    """(name, parser) of every registered ``commbench`` command (of each of its actions, for a
-    command with actions)."""
+def top_parsers() -> Iterator[tuple[str, argparse.ArgumentParser]]:
+    """(name, parser) of every registered ``commbench`` command."""
     from bench.cli import build_parser
 
     top = build_parser()
     for action in top._actions:
         if isinstance(action, argparse._SubParsersAction):
-            for name, p in action.choices.items():
-                yield from _subcommands(name, p)
+            yield from action.choices.items()
+
+
+def command_parsers() -> Iterator[tuple[str, argparse.ArgumentParser]]:
+    """(name, parser) of every command line to fuzz: each command's, or each of its actions'
+    for a command with actions (``testbed up``)."""
+    for name, p in top_parsers():
+        yield from _subcommands(name, p)
 
 
 class _Captured(Exception):

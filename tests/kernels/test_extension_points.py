@@ -217,7 +217,7 @@ def test_scenario_kind_file_is_what_commbench_run_dispatches_to(tmp_path: Path) 
     sc.write_text("kind: nothing\n")
     res = _commbench(env, "run", str(sc))
     assert res.stderr == (f"commbench: {sc}: kind: unknown kind 'nothing'; valid: collective, "
-                          "training, probe, echo\n")
+                          "training, probe, bringup, echo\n")
 
 
 def test_command_file_is_listed_by_help_and_runs(tmp_path: Path) -> None:

@@ -122,12 +122,14 @@ KEY = ("collective", "algorithm", "transport", "world_size", "ranks_per_node", "
        "dtype", "op", "status", "wrong", "bytes_sent_max", "bytes_sent_inter_max")
 
 
-SS = re.compile(r"^LISTEN\s+\S+\s+\S+\s+\[?([^\]\s]+?)\]?:(\d+)\s.*?\(\(\"([^\"]+)\",pid=(\d+)")
+SS = re.compile(r"^LISTEN\s+\S+\s+\S+\s+\[?([^\]\s]+?)\]?:(\d+)\s.*?users:\((.*)\)\s*$")
+USER = re.compile(r'\("([^"]+)",pid=(\d+)')
 
 
 def _listening(tb: Testbed) -> set[loopback.Listener]:
     """Every listening TCP socket on the testbed's hosts, read with ``ss`` inside each host's
-    network namespace (psutil reads sockets of its own namespace only)."""
+    network namespace (psutil reads sockets of its own namespace only); a socket several
+    processes hold (Hydra's, inherited by the ranks it forks) is listed for each of them."""
     out = set()
     for i in range(tb.hosts):
         text = subprocess.run(["ip", "netns", "exec", tb.netns(i), "ss", "-ltnpH"],
@@ -135,7 +137,8 @@ def _listening(tb: Testbed) -> set[loopback.Listener]:
         for line in text.splitlines():
             m = SS.match(line)
             if m:
-                out.add(loopback.Listener(m[1], int(m[2]), int(m[4]), m[3]))
+                out.update(loopback.Listener(m[1], int(m[2]), int(pid), name)
+                           for name, pid in USER.findall(m[3]))
     return out
 
 
