@@ -34,10 +34,11 @@ def missing() -> str:
     lack = [t for t in NEEDS if shutil.which(t) is None]
     if lack:
         return f"the testbed needs {', '.join(lack)} (iproute2, util-linux)"
-    probe = subprocess.run(["ip", "netns", "add", "cbtb-probe"], capture_output=True, text=True)
+    name = f"cbtb-probe{os.getpid()}"  # one per process: testbeds may be made side by side
+    probe = subprocess.run(["ip", "netns", "add", name], capture_output=True, text=True)
     if probe.returncode:
         return f"cannot make a network namespace: {probe.stderr.strip() or probe.returncode}"
-    subprocess.run(["ip", "netns", "del", "cbtb-probe"], capture_output=True)
+    subprocess.run(["ip", "netns", "del", name], capture_output=True)
     uts = subprocess.run(["unshare", "--uts", "true"], capture_output=True, text=True)
     if uts.returncode:
         return f"cannot make a UTS namespace: {uts.stderr.strip() or uts.returncode}"

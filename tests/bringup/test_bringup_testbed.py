@@ -25,16 +25,18 @@ FAST, SLOW = 50_000_000.0, 12_500_000.0  # 400 and 100 Mbit/s
 
 
 def bringup(pace: tuple[tuple[int, Pace], ...], out: Path, *flags: str,
-            cpu: tuple[tuple[int, float], ...] = (), sizes: str = "64KiB,1MiB",
+            cpu: tuple[tuple[int, float], ...] = (), sizes: str = "1MiB",
             ) -> tuple[int, dict[str, Any], str]:
     """Bring up 4 testbed hosts of 2 ranks, every link at 400 Mbit/s but ``pace``'s; (exit code,
-    verdict.json, stderr)."""
+    verdict.json, stderr). Slow means more than 50 % below the reference here: the suite's
+    other worker shares the two cores (the bad hosts are 70-90 % below; the default 25 % is
+    what benchmarks.bringup_testbed holds, with nothing else running)."""
     default = ((i, Pace(FAST, FAST)) for i in range(4))
     paced = tuple({**dict(default), **dict(pace)}.items())
     with running_testbed(4, "tu", pace=paced, cpu=cpu) as tb:
         argv = launch.mpiexec(tb, mpiexec(), 2, [sys.executable, "-m", "bench", "bringup",
                                                  "--sizes", sizes, "--out", str(out),
-                                                 "--no-report", *flags])
+                                                 "--no-report", "--slow-pct", "50", *flags])
         r = subprocess.run(argv, capture_output=True, text=True, timeout=500, cwd=ROOT,
                            env={**clean_env(), **launch.MPICH_OVER_TCP})
     assert r.returncode in (0, 1), r.stderr[-3000:]
@@ -53,7 +55,7 @@ def test_a_host_paced_at_a_quarter_is_named_and_nothing_else(tmp_path: Path) -> 
 
 
 def test_a_host_slow_only_on_its_receive_side_is_named(tmp_path: Path) -> None:
-    rc, verdict, _ = bringup(((2, Pace(FAST, SLOW)),), tmp_path / "run")
+    rc, verdict, _ = bringup(((2, Pace(FAST, SLOW)),), tmp_path / "run", "--stages", "pairs")
     assert named(verdict) == (["tu-2"], []) and rc == 1, verdict["lines"]
 
 

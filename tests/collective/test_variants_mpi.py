@@ -108,8 +108,8 @@ def test_two_open_mpi_settings_run_and_their_records_differ(
     cmd = [str(ompiexec), "-n", "4", "--host", "localhost:4", "--oversubscribe", "--bind-to",
            "none", *(["--allow-run-as-root"] if os.geteuid() == 0 else []), str(ompi_python),
            str(ORDER)]
-    prints = [_order(cmd, {**clean_env(), **s}) for s in (rd, ring, rd)]
-    assert prints[0] == prints[2] and prints[0] != prints[1]
+    prints = [_order(cmd, {**clean_env(), **s}) for s in (rd, ring)]  # (MPICH's test: repeatable)
+    assert prints[0] != prints[1]
 
 
 @pytest.mark.slow

@@ -48,7 +48,8 @@ def test_sbatch_bringup_across_four_hosts(cluster: Cluster, tmp_path: Path) -> N
     assert state in ("COMPLETED", "FAILED") and rc in (0, 1), text[-3000:]
     assert f"{HOSTS} node(s), {HOSTS} rank(s)" in text and text.strip().endswith("report.html")
     recs = list(iter_records(out))
-    groups = {(r["stage"], tuple(r["group_hosts"])) for r in recs}
+    groups = {(r["stage"], tuple(r["group_hosts"])) for r in recs
+              if not r["stage"].endswith("-confirm")}  # suspects re-measured: noise's, not ours
     names = tb.names()
     assert groups == {("host", (h,)) for h in names} | \
         {("pairs", (a, b)) for i, a in enumerate(names) for b in names[i + 1:]} | \
