@@ -14,7 +14,11 @@ from kernels.schedule import Range, StepBuilder
 from kernels.topology import Topology
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from kernels.problem import Problem
+
+    Phase = Callable[[StepBuilder, Sequence[int], Sequence[Range], Sequence[int]], None]
 
 
 def reduce_scatter(
@@ -68,6 +72,18 @@ def sub_blocks(blocks: Sequence[Range], k: int) -> list[list[Range]]:
     """``[c][j]``: piece c of block j, each block cut into k near-equal pieces (channel c's)."""
     pieces = [split(blk.size, k, blk.start) for blk in blocks]
     return [[pieces[j][c] for j in range(len(blocks))] for c in range(k)]
+
+
+def channel_blocks(problem: Problem, b: StepBuilder, phase: Phase) -> None:
+    """k rings at once over the p blocks (``phase``: :func:`all_gather` or
+    :func:`reduce_scatter`), channel c carrying piece c of every block around
+    :func:`channel_ring` ``c``; member i's own piece is the one ``phase`` starts (all_gather) or
+    ends (reduce_scatter) it owning: chunk (i+1) % p of its ring order."""
+    nodes, p = problem.topology.nodes(), problem.world
+    steps = open_steps(b, p - 1)
+    for c, pieces in enumerate(sub_blocks(problem.blocks(), channels_of(problem.topology))):
+        members = channel_ring(nodes, c)
+        phase(b, members, [pieces[members[(i - 1) % p]] for i in range(p)], steps)
 
 
 def channels_of(topology: Topology) -> int:

@@ -10,6 +10,7 @@ before the report's path; the command exits 1 when a host or link is not ok.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 from dataclasses import dataclass
@@ -55,8 +56,9 @@ def handle(args: argparse.Namespace, sc: BringupScenario, sizes: tuple[int, ...]
         mine = job.run_dir is not None and not os.environ.get(launcher.WORKER_ENV)
         return rc if rc or not mine else _verdict_exit_of(job.run_dir)  # type: ignore[arg-type]
     resuming = getattr(args, "resume", None) is not None
+    after = functools.partial(after_bringup, report=not getattr(args, "no_report", False))
     rc = start_sweep(BringupKind(args, sc, plan.run_dir, resuming), plan, _source(args),
-                     (world,), after_bringup, "bringup", **INTERRUPTED)
+                     (world,), after, "bringup", **INTERRUPTED)
     return rc if rc else _verdict_exit_of(plan.run_dir)
 
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from bench.argtypes import UsageError, out_dir
+from bench.argtypes import out_dir
 from bench.commands import register
-from bench.commands.probe import model_flags
+from bench.commands.probe import given, model_flags, run_kind, validated
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -29,27 +29,15 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 def scenario_of(args: argparse.Namespace) -> Any:
     """The flags as a validated bring-up scenario; ScenarioError (one line) when they are bad."""
-    from pydantic import ValidationError
-
     from bench.bringup.scenario import BringupScenario
-    from bench.scenario_base import ScenarioError, one_line
 
-    raw = {k: v for k in args.bringup_fields if (v := getattr(args, k)) is not None}
-    try:
-        return BringupScenario.model_validate(raw)
-    except ValidationError as e:
-        raise ScenarioError(one_line(e)) from None
+    return validated(BringupScenario, given(args, args.bringup_fields))
 
 
 def handle(args: argparse.Namespace) -> int:
     from bench.bringup.launch import handle as run_bringup
-    from bench.scenario_base import ScenarioError
 
-    try:
-        sc = scenario_of(args)
-    except ScenarioError as e:
-        raise UsageError(str(e), "bringup") from None
-    return run_bringup(args, sc)
+    return run_kind(args, "bringup", scenario_of, run_bringup)
 
 
 register("bringup", "bring a cluster up: each host, pairs of hosts, all, scale; a verdict per "

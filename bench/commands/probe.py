@@ -82,31 +82,50 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 def scenario_of(args: argparse.Namespace) -> Any:
     """The flags as a validated probe scenario; ScenarioError (one line) when they are bad."""
-    from pydantic import ValidationError
-
     from bench.probe.scenario import ProbeScenario
-    from bench.scenario_base import ScenarioError, one_line
+    from bench.scenario_base import ScenarioError
 
-    raw = {k: v for k in args.probe_fields if (v := getattr(args, k)) is not None}
+    raw = given(args, args.probe_fields)
     if (args.emulate is None) != (args.topology is None):
         raise ScenarioError("--emulate PROFILE and --topology SPEC go together")
     if args.emulate is not None:
         raw["emulate"] = {"profile": args.emulate, "topology": args.topology}
+    return validated(ProbeScenario, raw)
+
+
+def given(args: argparse.Namespace, fields: list[str]) -> dict[str, Any]:
+    """The flags of ``fields`` the user gave (their defaults are the scenario's)."""
+    return {k: v for k in fields if (v := getattr(args, k)) is not None}
+
+
+def validated(model: Any, raw: dict[str, Any]) -> Any:
+    """``raw`` as a ``model`` scenario; ScenarioError (one line) when it is not one."""
+    from pydantic import ValidationError
+
+    from bench.scenario_base import ScenarioError, one_line
+
     try:
-        return ProbeScenario.model_validate(raw)
+        return model.model_validate(raw)
     except ValidationError as e:
         raise ScenarioError(one_line(e)) from None
 
 
-def handle(args: argparse.Namespace) -> int:
-    from bench.probe.launch import handle as run_probe
+def run_kind(args: argparse.Namespace, command: str, scenario_of: Any, run: Any) -> int:
+    """``run(args, scenario)`` with the flags' scenario; a bad one is a UsageError of
+    ``command``."""
     from bench.scenario_base import ScenarioError
 
     try:
         sc = scenario_of(args)
     except ScenarioError as e:
-        raise UsageError(str(e), "probe") from None
-    return run_probe(args, sc)
+        raise UsageError(str(e), command) from None
+    return int(run(args, sc))
+
+
+def handle(args: argparse.Namespace) -> int:
+    from bench.probe.launch import handle as run_probe
+
+    return run_kind(args, "probe", scenario_of, run_probe)
 
 
 register("probe", "latency and bandwidth between every pair of ranks; slow links and nodes "

@@ -27,11 +27,4 @@ def ring_channels(problem: Problem, b: StepBuilder) -> None:
     c mod l), all channels in the same steps. Elements sent per rank: (p-1) * n/p, the optimum,
     in k messages a step; between nodes, (p-1) n/(kp) per channel it leaves its node in.
     """
-    nodes, p = problem.topology.nodes(), problem.world
-    k = rings.channels_of(problem.topology)
-    steps = rings.open_steps(b, p - 1)
-    for c, pieces in enumerate(rings.sub_blocks(problem.blocks(), k)):
-        members = rings.channel_ring(nodes, c)
-        # rings.reduce_scatter ends with member i owning chunk (i+1) % p: make it its own piece.
-        owned = [pieces[members[(i - 1) % p]] for i in range(p)]
-        rings.reduce_scatter(b, members, owned, steps)
+    rings.channel_blocks(problem, b, rings.reduce_scatter)
