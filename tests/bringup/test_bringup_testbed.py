@@ -60,10 +60,9 @@ def test_a_host_slow_only_on_its_receive_side_is_named(tmp_path: Path) -> None:
 
 
 def test_a_cpu_starved_host_is_named_in_the_host_stage(tmp_path: Path) -> None:
-    # the default threshold: a CPU-starved host is slower among peers that share the cores with
-    # the suite's other worker by less than a paced link is, and is then re-measured alone
-    rc, verdict, _ = bringup((), tmp_path / "run", "--stages", "host", cpu=((1, 0.1),),
-                             sizes="256KiB", slow_pct="25")
+    rc, verdict, _ = bringup((), tmp_path / "run", "--stages", "host", "--confirm-blocks", "1",
+                             "--algorithms", "native",
+                             cpu=((1, 0.05),), sizes="256KiB")
     assert named(verdict) == (["tu-1"], []) and rc == 1, verdict["lines"]
     (host,) = [h for h in verdict["hosts"] if h["name"] == "tu-1"]
     assert [f["stage"] for f in host["findings"] if f["status"] == "slow"] == \
