@@ -21,6 +21,8 @@ from bench.testbed.spec import Pace, Testbed
 from tests.conftest import ROOT, clean_env, commbench, mpiexec
 from tests.helpers.testbed import running_testbed
 
+pytestmark = pytest.mark.slow  # namespaces, MPI across hosts: the full suite, not make test-fast
+
 TAG = "tt"
 RATE = 12_500_000.0  # 100 Mbit/s
 
