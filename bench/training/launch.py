@@ -19,13 +19,12 @@ from bench.launch.launcher import WORKER_ENV
 from bench.launch.selflaunch import JobResult, Sweep, say
 from bench.scenario_base import ScenarioError
 from bench.store.records import ResultWriter, write_meta
-from bench.store.resume import RESUME_ENV, RunDirError, done_training, plan_run, recorded_sizes
+from bench.store.resume import RESUME_ENV, RunDirError, plan_run, recorded_sizes
 from bench.training import record
-from bench.training.scenario import StrategySpec, TrainingScenario
+from bench.training.record import BACKEND_ENV, CASE_START_ENV, recorded
+from bench.training.scenario import TrainingScenario
 
 # What the self-launcher tells each rank of a training job, by environment
-CASE_START_ENV = "COMMBENCH_CASE_START"
-BACKEND_ENV = "COMMBENCH_TRAINING_BACKEND"  # the self-launcher's choice for its whole sweep
 
 
 def handle(args: argparse.Namespace, sc: TrainingScenario, sizes: tuple[int, ...]) -> int:
@@ -90,12 +89,6 @@ def _in_job(args: argparse.Namespace, sc: TrainingScenario, sizes: tuple[int, ..
                      progress=not args.no_progress,
                      resume=resume is not None or os.environ.get(RESUME_ENV) == "1")
     return run_job(ctx)
-
-
-def recorded(run_dir: Path, cases: list[tuple[StrategySpec, str]], world: int) -> set[int]:
-    """Indices of ``cases`` at ``world`` ranks that have a record (measured or failed) in RUN."""
-    done = done_training(run_dir)
-    return {i for i, (spec, model) in enumerate(cases) if (spec.label, model, world) in done}
 
 
 class TrainingKind:

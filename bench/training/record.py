@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from bench.collective.stats import summarize
 from bench.store import kinds
 from bench.store.records import iter_records
+from bench.store.resume import done_training
 from bench.training.scenario import StrategySpec, TrainingScenario
 
 if TYPE_CHECKING:  # the launcher writes failed records without importing torch (measure does)
@@ -107,3 +108,14 @@ def idle_fields(idle: Idle) -> dict[str, Any]:
         "bubble_fraction_model": idle.bubble_model,
         "bubble_model_method": BUBBLE,
     }
+
+
+# what the self-launcher tells a training job's ranks (bench.training.launch sets, runner reads)
+CASE_START_ENV = "COMMBENCH_CASE_START"
+BACKEND_ENV = "COMMBENCH_TRAINING_BACKEND"  # the self-launcher's choice for its whole sweep
+
+
+def recorded(run_dir: Path, cases: list[tuple[StrategySpec, str]], world: int) -> set[int]:
+    """Indices of ``cases`` at ``world`` ranks that have a record (measured or failed) in RUN."""
+    done = done_training(run_dir)
+    return {i for i, (spec, model) in enumerate(cases) if (spec.label, model, world) in done}

@@ -29,8 +29,8 @@ from bench.scenario_base import ScenarioError
 from bench.store.records import ResultWriter
 from bench.training import record
 from bench.training.distenv import init_from_env
-from bench.training.launch import BACKEND_ENV, CASE_START_ENV, recorded
 from bench.training.measure import CaseResult, Protocol, run_case
+from bench.training.record import BACKEND_ENV, CASE_START_ENV, recorded
 from bench.training.scenario import StrategySpec, TrainingScenario, check_case
 from bench.training.strategy import TrainContext
 from bench.training.trainer import reference_losses
