@@ -169,6 +169,13 @@ def _bound(env: Env, group: Group) -> Iterator[_Bound]:
                 e.plan.close()
 
 
+def compiled(env: Env, group: Group) -> contextlib.AbstractContextManager[_Bound]:
+    """``group``'s algorithms compiled on one workspace, closed on exit: for a caller that runs
+    them untimed (the background load of :mod:`bench.concurrent`) or times them here
+    (:func:`time_plans`)."""
+    return _bound(env, group)
+
+
 def measure(env: Env, group: Group, timing: Timing, check: bool) -> list[dict[str, Any]]:
     """Measure every algorithm of ``group``; records on rank 0, ``[]`` on other ranks."""
     tr = env.transport

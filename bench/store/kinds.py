@@ -49,6 +49,15 @@ def advice(*, predicted: bool, model: str, world_size: int, status: str = "ok",
             "predicted": predicted, "model": model, "world_size": world_size, **fields}
 
 
+def overlap(*, status: str, collective: str, algorithm: str, progress: str, world_size: int,
+            nbytes: int, **fields: Any) -> dict[str, Any]:
+    """An ``overlap`` record: a collective overlapped with compute (``progress``: how it was
+    progressed), OSU's overall, compute and pure communication times and overlap %."""
+    return {"schema_version": SCHEMA_VERSION, "kind": "overlap", "status": status,
+            "collective": collective, "algorithm": algorithm, "progress": progress,
+            "world_size": world_size, "nbytes": nbytes, **fields}
+
+
 def now() -> str:
     """The time stamps of ``meta.json`` (``started``, ``finished``): UTC, ISO 8601."""
     return dt.datetime.now(dt.timezone.utc).isoformat()

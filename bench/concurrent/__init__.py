@@ -1,0 +1,3 @@
+"""``kind: concurrent``: groups of ranks communicating at once (each group timed alone and
+beside the others) and communication overlapped with a compute kernel, OSU-style
+(docs/concurrency.md)."""

@@ -1,0 +1,58 @@
+"""The definitions of this kind, on numbers alone (no MPI): which ranks form each communicator of
+a group, a group's slowdown, and OSU's overlap percentage.
+
+Overlap, as OSU Micro-Benchmarks' non-blocking collectives define it (osu_iallreduce and the
+others; ``print_stats_nbc`` in OMB's c/util/osu_util.c): with ``overall`` the time of start +
+compute + wait, ``compute`` the compute's own time (less the time of any MPI_Test calls inside
+it, none here) and ``comm`` the pure communication time (start + wait, no compute), each rank's
+mean over the timed iterations averaged over ranks,
+
+    overlap % = max(0, 100 - 100 * (overall - compute) / comm)
+
+OSU clamps at 0 only; an ``overall`` below ``compute`` (noise: the compute runs inside it) would
+exceed 100, so commbench clamps to [0, 100] and records the unclamped value beside it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from kernels.topology import Topology
+
+
+def communicators(members: str | Sequence[Sequence[int]], topo: Topology) -> list[list[int]]:
+    """The communicators (lists of world ranks) of a group whose members are ``members``:
+    ``node`` one per node, ``across`` one per place on a node (the ranks at the same local index
+    of every node), ``all`` every rank, or the explicit lists."""
+    if not isinstance(members, str):
+        out = [list(c) for c in members]
+        bad = [r for c in out for r in c if r >= topo.world]
+        if bad:
+            raise ValueError(f"members: rank {bad[0]} is not in a job of {topo.world} ranks")
+        return out
+    nodes = topo.nodes()
+    by = {"node": lambda: nodes,
+          "across": lambda: [[n[i] for n in nodes] for i in range(topo.ranks_per_node)],
+          "all": lambda: [list(range(topo.world))]}
+    return by[members]()
+
+
+def slowdown(alone_us: float, together_us: float) -> float:
+    """How many times longer a group takes beside the others than alone."""
+    return together_us / alone_us
+
+
+def overlap_unclamped(overall_us: float, compute_us: float, comm_us: float,
+                      test_us: float = 0.0) -> float:
+    """OSU's overlap before its clamp: 100 - 100 (overall - (compute - test)) / comm."""
+    return 100.0 - 100.0 * (overall_us - (compute_us - test_us)) / comm_us
+
+
+def overlap_pct(overall_us: float, compute_us: float, comm_us: float, test_us: float = 0.0) -> float:
+    """OSU's overlap %, clamped to [0, 100] (see the module's docstring)."""
+    return min(100.0, max(0.0, overlap_unclamped(overall_us, compute_us, comm_us, test_us)))
+
+
+def mean_over_ranks(per_rank_means: Sequence[float]) -> float:
+    """OSU's aggregate of a time: each rank's mean over iterations, summed and divided by p."""
+    return sum(per_rank_means) / len(per_rank_means)

@@ -1,0 +1,110 @@
+"""``kind: concurrent`` through the collective kind's launch (:mod:`bench.collective.launch`):
+self-launched as one ``mpiexec`` job on this host, or inside the user's own mpiexec/srun job,
+whose rank 0 writes the meta. MPI starts at ``MPI_THREAD_MULTIPLE`` (communicators and progress
+on threads) and BLAS on one thread per rank (the GEMM of the overlap cases; the user's setting
+wins)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bench.argtypes import UsageError
+from bench.collective.launch import CollectiveJob, CollectiveKind, after_run, in_job, start_sweep
+from bench.concurrent.scenario import ConcurrentScenario
+from bench.launch import inflight, launcher
+from bench.launch.selflaunch import JobResult
+from bench.scenario_base import ScenarioError
+from bench.store import resume
+from bench.store.resume import RunDirError
+
+DEFAULT_WORLD = 4  # ranks of a self-launched run that names none
+ONE_BLAS_THREAD = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+
+def handle(args: argparse.Namespace, sc: ConcurrentScenario, sizes: tuple[int, ...] = ()) -> int:
+    """Run ``sc``; ``sizes``: ``--world-sizes`` of ``commbench run`` (at most one)."""
+    inside = bool(os.environ.get(launcher.WORKER_ENV)) or launcher.inside_mpi_job()
+    try:
+        if len(sizes) > 1:
+            raise ScenarioError(f"--world-sizes: a concurrent run is one job, got "
+                                f"{','.join(map(str, sizes))}")
+        world = sizes[0] if sizes else sc.world_size or DEFAULT_WORLD
+        sc = ConcurrentScenario.model_validate({**sc.model_dump(), "world_size": world})
+        plan = None if inside else resume.plan_run(sc, args.out, getattr(args, "resume", None))
+    except (ScenarioError, RunDirError) as e:
+        raise UsageError(str(e)) from None
+    except ValueError as e:  # the scenario's own checks (pydantic)
+        raise UsageError(str(e).splitlines()[-1].strip()) from None
+    if inside:
+        from bench.launch.threadlevel import request
+
+        for k, v in ONE_BLAS_THREAD.items():
+            os.environ.setdefault(k, v)  # before numpy loads BLAS in this process
+        request("multiple")
+        return in_job(args, ConcurrentJob(args, sc))
+    assert plan is not None
+    return start_sweep(ConcurrentKind(args, sc, plan.run_dir, plan.resuming), plan,
+                       Path(args.scenario), (world,),
+                       lambda d: after_run(d, not getattr(args, "no_report", False)))
+
+
+class ConcurrentKind(CollectiveKind):
+    """One mpiexec job; a failed one names the step it was in."""
+
+    def first(self, world: int) -> int | None:
+        return 0
+
+    def command(self, world: int, start: int) -> tuple[list[str], dict[str, str]]:
+        cmd, env = super().command(world, start)
+        for k, v in ONE_BLAS_THREAD.items():
+            env.setdefault(k, v)
+        return cmd, env
+
+    def failed(self, job: JobResult) -> str:
+        return "concurrent run failed" + (f" during {job.case}" if job.case else "")
+
+
+@dataclass
+class ConcurrentJob(CollectiveJob):
+    """The groups, then the overlap cases, on every rank of the job."""
+
+    def check(self, comm: Any) -> str | None:
+        self.sizes = (comm.size,)
+        from bench.concurrent.define import communicators
+        from bench.concurrent.groups import job_topology
+
+        sc: ConcurrentScenario = self.sc
+        try:
+            topo = job_topology(comm, sc.ranks_per_node)
+            for g in sc.groups:
+                communicators(g.members, topo)
+        except ValueError as e:
+            return f"{self.source}: {e}"
+        return None
+
+    def measure(self, comm: Any, run_dir: Path, run_id: str) -> None:
+        from bench.collective.runner import oversubscribed_comm, recording
+        from bench.concurrent.groups import job_topology, run_groups
+        from bench.concurrent.overlap import run_overlap
+        from bench.launch.threadlevel import thread_fields
+
+        sc: ConcurrentScenario = self.sc
+        extra = {"run_id": run_id, "scenario": sc.name, "oversubscribed": oversubscribed_comm(comm),
+                 **thread_fields()}
+        with recording(comm, run_dir) as (dog, writer):
+
+            def arm(label: str) -> None:
+                if writer:
+                    inflight.mark(run_dir, label, sc.case_timeout_s, world_size=comm.size)
+                dog.arm(label, sc.case_timeout_s)
+
+            emit = writer.write if writer else None
+            if sc.groups:
+                run_groups(comm, sc, emit, extra, arm, dog.disarm)
+            if sc.overlap:
+                run_overlap(comm, sc, job_topology(comm, sc.ranks_per_node), emit, extra, arm,
+                            dog.disarm)

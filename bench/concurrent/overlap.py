@@ -1,0 +1,233 @@
+"""Communication overlapped with compute, measured as OSU's non-blocking collectives measure it.
+
+Per case (collective, algorithm, progress, size), on every rank of the job: the pure
+communication (start, wait), a GEMM whose time is calibrated to that communication time, and the
+overlapped iteration (start, GEMM, wait), timed by the collective harness in alternating turns
+(:func:`bench.collective.harness.time_plans`); each rank's mean of each, averaged over ranks,
+gives OSU's overall, compute and pure communication times and the overlap %
+(:mod:`bench.concurrent.define`). The case's result is then checked exactly on fresh input.
+
+How progress is made (recorded as ``progress`` and ``progress_how``):
+
+- ``nonblocking``: the vendor's non-blocking MPI call (the blocking call's ``I`` form:
+  ``MPI_Iallreduce`` for ``MPI_Allreduce`` ...), started before the GEMM and waited after it: the
+  library progresses it inside MPI calls, or on its own thread where its asynchronous progress is
+  switched on (MPICH: ``MPIR_CVAR_ASYNC_PROGRESS=1``, recorded);
+- ``thread``: a progress thread runs the compiled case (a vendor call or a commbench schedule of
+  blocking sends and receives) while the main thread runs the GEMM; numpy's GEMM releases the
+  GIL, the schedule's Python steps take it between MPI calls.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from mpi4py import MPI
+
+from bench.collective import harness
+from bench.collective.case import Group
+from bench.collective.scenario import Timing
+from bench.concurrent import define
+from bench.concurrent.scenario import ConcurrentScenario, OverlapSpec
+from bench.store import kinds
+from kernels.collective import resolve
+from kernels.ops import ITEMSIZE
+from kernels.topology import Topology
+from kernels.transports.base import Plan
+
+CALIBRATION = Timing(warmup=1, iters=5, repetitions=1)  # the GEMM's trial runs
+GEMM_N = (8, 4096)  # the GEMM's side is kept within these
+CALIBRATION_ROUNDS = 4  # GEMM sizings at most; stops within 10 % of the communication time
+ASYNC_ENV = ("MPIR_CVAR_ASYNC_PROGRESS", "MPICH_ASYNC_PROGRESS", "OMPI_MCA_opal_progress_thread")
+BLAS_ENV = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+class Gemm:
+    """C = A B on float32 n x n matrices made once (2 n^3 flops a run)."""
+
+    def __init__(self, n: int) -> None:
+        rng = np.random.default_rng(n)
+        self.n = n
+        self.a = rng.random((n, n), dtype=np.float32)
+        self.b = rng.random((n, n), dtype=np.float32)
+        self.c = np.empty((n, n), dtype=np.float32)
+
+    def run(self) -> None:
+        np.matmul(self.a, self.b, out=self.c)
+
+
+class Nonblocking:
+    """A vendor MPI plan's non-blocking form: ``start`` posts it, ``wait`` completes it."""
+
+    def __init__(self, plan: Plan) -> None:
+        run = getattr(plan, "run", None)
+        method = getattr(run, "func", None)
+        comm = getattr(method, "__self__", None)
+        if not isinstance(run, functools.partial) or not isinstance(comm, MPI.Comm):
+            raise ValueError("this vendor call has no non-blocking MPI form (not an MPI call)")
+        name = method.__name__  # type: ignore[union-attr]
+        self.call = "MPI_I" + name[0].lower() + name[1:]
+        self._start = functools.partial(getattr(comm, "I" + name[0].lower() + name[1:]),
+                                        *run.args, **run.keywords)
+        self._req: MPI.Request | None = None
+
+    def start(self) -> None:
+        self._req = self._start()
+
+    def wait(self) -> None:
+        assert self._req is not None
+        self._req.Wait()
+
+    def close(self) -> None:
+        pass
+
+
+class Background:
+    """A progress thread that runs ``plan`` once per ``start``; ``wait`` until it has."""
+
+    def __init__(self, plan: Plan) -> None:
+        self.plan, self.go, self.idle = plan, threading.Event(), threading.Event()
+        self.error: BaseException | None = None
+        self.closing = False
+        self.idle.set()
+        self.thread = threading.Thread(target=self._loop, daemon=True)
+        self.thread.start()
+
+    def _loop(self) -> None:
+        while True:
+            self.go.wait()
+            self.go.clear()
+            if self.closing:
+                return
+            try:
+                self.plan.run()
+            except BaseException as e:  # raised again by wait() on the main thread
+                self.error = e
+            self.idle.set()
+
+    def start(self) -> None:
+        self.idle.clear()
+        self.go.set()
+
+    def wait(self) -> None:
+        self.idle.wait()
+        if self.error is not None:
+            raise self.error
+
+    def close(self) -> None:
+        self.closing = True
+        self.go.set()
+        self.thread.join()
+
+
+class Run:
+    """A callable the harness times (its ``run``)."""
+
+    def __init__(self, run: Callable[[], object]) -> None:
+        self.run = run
+
+    def close(self) -> None:
+        pass
+
+
+def _agreed_median(env: harness.Env, samples: list[float]) -> float:
+    return float(env.control.bcast(float(np.median(samples)), root=0))
+
+
+def calibrate(env: harness.Env, target_us: float) -> tuple[Gemm, list[tuple[int, float]]]:
+    """A GEMM whose time (rank 0's median) is within 10 % of ``target_us``, and the trials
+    (side, µs): its side scaled by the cube root of the time ratio, within :data:`GEMM_N`."""
+    n, trials = 64, []
+    gemm = Gemm(n)
+    for _ in range(CALIBRATION_ROUNDS):
+        t = _agreed_median(env, harness.time_plans(env, CALIBRATION, [gemm])[0])
+        trials.append((n, t))
+        if abs(t - target_us) <= 0.1 * target_us:
+            break
+        n = int(min(GEMM_N[1], max(GEMM_N[0], round(n * (target_us / max(t, 1e-3)) ** (1 / 3)))))
+        if n == gemm.n:
+            break
+        gemm = Gemm(n)
+    return gemm, trials
+
+
+def _progress_how(spec: OverlapSpec, comm: Any) -> str:
+    if isinstance(comm, Nonblocking):
+        on = [f"{k}={os.environ[k]}" for k in ASYNC_ENV if os.environ.get(k)]
+        return (f"{comm.call} started before the GEMM, MPI_Wait after it; progressed by the MPI "
+                + (f"library's progress thread ({', '.join(on)})" if on
+                   else "library inside MPI calls only (no asynchronous progress set)"))
+    return (f"a progress thread runs {spec.algorithm} (blocking MPI calls, MPI_THREAD_MULTIPLE) "
+            "while the main thread runs the GEMM")
+
+
+def measure(env: harness.Env, spec: OverlapSpec, nbytes: int, sc: ConcurrentScenario
+            ) -> dict[str, Any] | None:
+    """One overlap case on every rank of ``env``; its record on rank 0 (None elsewhere, or when
+    the size rounds to no element)."""
+    coll = resolve(spec.collective)
+    p = env.transport.size
+    count = coll.round_count(nbytes // ITEMSIZE[sc.dtype], p)
+    if count < 1:
+        return None
+    g = Group(coll.name, "mpi", p, env.topology.ranks_per_node, count * ITEMSIZE[sc.dtype], count,
+              sc.dtype, "sum", (spec.algorithm,))
+    timing = sc.timing.for_size(g.nbytes)
+    with harness.compiled(env, g) as b:
+        plan = b.entries[0].plan
+        assert plan is not None
+        comm: Nonblocking | Background = (Nonblocking(plan) if spec.progress == "nonblocking"
+                                          else Background(plan))
+        try:
+            pure = Run(lambda: (comm.start(), comm.wait()))
+            first = _agreed_median(env, harness.time_plans(env, timing, [pure])[0])
+            gemm, trials = calibrate(env, first)
+            overall = Run(lambda: (comm.start(), gemm.run(), comm.wait()))
+            samples = harness.time_plans(env, timing, [pure, gemm, overall])
+        finally:
+            comm.close()
+    wrong = harness.check_group(env, g)[spec.algorithm] if sc.check else None
+    means = [float(np.mean(s)) for s in samples]
+    per_rank = env.control.gather(means, root=0)
+    if per_rank is None:
+        return None
+    comm_us, compute_us, overall_us = (define.mean_over_ranks([r[i] for r in per_rank])
+                                       for i in range(3))
+    return kinds.overlap(
+        status="wrong" if wrong else "ok", collective=coll.name, algorithm=spec.algorithm,
+        progress=spec.progress, progress_how=_progress_how(spec, comm), world_size=p,
+        nbytes=g.nbytes, count=count, dtype=sc.dtype,
+        overall_us=overall_us, compute_us=compute_us, comm_us=comm_us, test_us=0.0,
+        overlap_pct=define.overlap_pct(overall_us, compute_us, comm_us),
+        overlap_pct_unclamped=define.overlap_unclamped(overall_us, compute_us, comm_us),
+        comm_us_ranks=[r[0] for r in per_rank], compute_us_ranks=[r[1] for r in per_rank],
+        overall_us_ranks=[r[2] for r in per_rank], iters=len(samples[0]),
+        gemm="float32 n x n matmul (numpy)", gemm_n=gemm.n, gemm_trials=trials,
+        comm_us_before_calibration=first, wrong=wrong,
+        blas_threads={k: os.environ[k] for k in BLAS_ENV if k in os.environ},
+        statistic="OSU: each rank's mean over the timed iterations, averaged over ranks",
+        timer=harness.TIMER.split(";")[0] + "; each rank's own samples")
+
+
+def run_overlap(world: MPI.Comm, sc: ConcurrentScenario, topo: Topology,
+                emit: Callable[[dict[str, Any]], None] | None, extra: dict[str, Any],
+                arm: Callable[[str], None], disarm: Callable[[], None]) -> None:
+    """Every overlap case at every size on every rank of ``world``."""
+    from kernels.transports import TRANSPORTS
+
+    env = harness.Env(world, TRANSPORTS.get("mpi").create(world), topo, {})
+    try:
+        for spec in sc.overlap:
+            for nbytes in sc.sizes:
+                arm(f"overlap {spec.collective} {spec.algorithm} {spec.progress} at {nbytes} B")
+                rec = measure(env, spec, nbytes, sc)
+                disarm()
+                if rec is not None and emit is not None:
+                    emit({**rec, **extra, "requested_nbytes": nbytes})
+    finally:
+        env.transport.close()
