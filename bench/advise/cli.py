@@ -90,11 +90,24 @@ def _direct(args: argparse.Namespace, profile: Any, say: Say
         raise AdviceError("--topology is needed (NODESxRANKS, e.g. 64x8)")
     cluster = parse_topology(args.topology)
     shape = _shape(args, say)
+    measured = _measured(args, say)
     q = Question(shape, profile, cluster, args.batch or 1024,
-                 PRECISIONS[args.precision or "mixed"], bucket_mb=args.bucket_mb)
+                 PRECISIONS[args.precision or "mixed"], bucket_mb=args.bucket_mb,
+                 measured=measured)
     worlds = _worlds(args.world_sizes, [cluster.world])
     recs, ctx = _advise(q, worlds, say, args.top)
     return recs, {"model": shape.name, "world_sizes": worlds, **ctx}
+
+
+def _measured(args: argparse.Namespace, say: Say) -> Any:
+    """``--interference RUN``: its slowdowns and overlap, said (None without the flag)."""
+    if getattr(args, "interference", None) is None:
+        return None
+    from bench.advise.interference import load
+
+    m = load(args.interference)
+    say(f"# {m.describe()}")
+    return m
 
 
 def _from_run(args: argparse.Namespace, profile: Any, say: Say

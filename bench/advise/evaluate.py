@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from bench.advise.comm import Bytes, CommContext, layout_calls, representative_stages
 from bench.advise.compute import Compute, factor
+from bench.advise.interference import Measured
 from bench.advise.layout import Layout
 from bench.advise.memory import Memory, activations, states, with_activations
 from bench.advise.shape import Shape
@@ -37,6 +38,7 @@ class Job:
     timer: Timer
     memory_limit: float | None  # device.memory_bytes
     bytes: Bytes
+    measured: Measured | None = None  # a concurrent run's slowdowns and overlap (--interference)
     # priced calls and model states per layout without its knobs (filled as layouts are priced)
     cache: dict[tuple[str, Layout], object] = field(default_factory=dict, compare=False,
                                                     repr=False)
@@ -68,6 +70,8 @@ def _stages(job: Job, lay: Layout) -> list[Stage]:
             for c in layout_calls(ctx):
                 t = job.timer.time(c, job.timer.group(lay, c.group))
                 priced.append(Priced(c, t.seconds, t.algorithm, t.best))
+        if job.measured is not None:
+            priced = job.measured.apply(priced)
         out.append((priced, job.compute.seconds(ctx)))
     return out
 
@@ -89,6 +93,8 @@ def evaluate(job: Job, lay: Layout, mem: Memory | None = None) -> Result:
     for priced, compute in stages:
         st = step_time(priced, compute * knobs, lay.microbatches, lay.pipeline,
                        lay.stages_per_rank, overlap)
+        if job.measured is not None and overlap:
+            st = job.measured.overlapped(st, priced)
         if worst is None or st.time > worst.time:
             worst = st
     assert worst is not None

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from bench.advise.comm import Bytes
 from bench.advise.compute import Compute, Flops
 from bench.advise.evaluate import Job
+from bench.advise.interference import Measured
 from bench.advise.search import NoFit, Ranked, search, smallest_fit
 from bench.advise.shape import Shape
 from bench.advise.timing import Timer
@@ -42,6 +43,7 @@ class Question:
     precision: Precision
     compute: Compute | None = None  # None: FLOPs at the profile's device.flops_per_s
     bucket_mb: float = 25.0
+    measured: Measured | None = None  # a concurrent run's slowdowns and overlap (--interference)
 
     @property
     def amps(self) -> tuple[str, ...]:
@@ -62,7 +64,7 @@ class Question:
                                         float(sixteen) if sixteen else None)
         timer = Timer(self.profile, self.cluster)
         return functools.cache(lambda batch: Job(self.shape, batch, self.precision, compute,
-                                                 timer, limit, self.bytes))
+                                                 timer, limit, self.bytes, self.measured))
 
     def answer(self, world: int, jobs: Callable[[int], Job] | None = None) -> Ranked:
         jobs = jobs or self.jobs()

@@ -44,6 +44,9 @@ def configure(p: argparse.ArgumentParser) -> None:
                    help="mixed: 2-byte params/grads, K=12 (default); fp32 (default with --from)")
     p.add_argument("--bucket-mb", type=positive_float, default=25.0, help="DDP bucket cap in MiB (25)")
     p.add_argument("--top", type=positive_int, default=10, help="rows printed per world size (10)")
+    p.add_argument("--interference", type=in_path, default=None,
+                   help="a concurrent run (kind: concurrent): price each group with its measured "
+                        "slowdown beside the others, and overlap by its measured overlap %%")
     p.add_argument("--out", type=out_dir, default=None,
                    help="run directory to write (default: runs/<time>-advise)")
 
