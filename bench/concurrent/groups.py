@@ -6,7 +6,8 @@ check): *alone*, every communicator of the group at once while the other groups'
 without spinning; and *together*, the same while every communicator of every other group runs
 its collective back to back (the background load) until each measured communicator is done.
 Alone and together are the same cases on the same layouts, so a group's slowdown is the ratio of
-its two medians (:func:`bench.concurrent.define.slowdown`).
+its two medians (:func:`bench.concurrent.define.slowdown`); ``rounds`` repeats both, in swapped
+order every other round.
 
 How the groups run at once: a rank in one communicator of the step runs it on its main thread;
 a rank in several (a rank of a TP group and of a DP group) runs the measured one on its main
@@ -181,8 +182,8 @@ def run_groups(world: MPI.Comm, sc: ConcurrentScenario, emit: Emit | None,
             several = world.allreduce(len(mine) > 1, op=MPI.LOR)
             names = [g.name for g in sc.groups]
             for nbytes in sc.sizes:
-                for victim in names:
-                    for together in (False, True):
+                for victim, rnd in ((v, i) for v in names for i in range(sc.rounds)):
+                    for together in (False, True) if rnd % 2 == 0 else (True, False):
                         mode = "together" if together else "alone"
                         arm(f"group {victim} {mode} at {nbytes} B")
                         recs = step(ctl, mine, victim, together, nbytes, sc)
@@ -193,7 +194,7 @@ def run_groups(world: MPI.Comm, sc: ConcurrentScenario, emit: Emit | None,
                         others = [n for n in names if n != victim] if together else []
                         for r in (r for part in gathered for r in part):
                             emit({**r, **extra, "kind": "concurrent", "group": victim,
-                                  "mode": mode, "together_with": others,
+                                  "mode": mode, "round": rnd, "together_with": others,
                                   "requested_nbytes": nbytes,
                                   "concurrency": THREADS if several else SEPARATE,
                                   "background": BACKGROUND if together else None})

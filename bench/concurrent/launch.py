@@ -1,8 +1,8 @@
 """``kind: concurrent`` through the collective kind's launch (:mod:`bench.collective.launch`):
 self-launched as one ``mpiexec`` job on this host, or inside the user's own mpiexec/srun job,
 whose rank 0 writes the meta. MPI starts at ``MPI_THREAD_MULTIPLE`` (communicators and progress
-on threads) and BLAS on one thread per rank (the GEMM of the overlap cases; the user's setting
-wins)."""
+on threads); a self-launched job's ranks run BLAS on one thread each (the overlap cases' GEMM;
+the user's setting wins; a user's own job keeps the threads it was started with)."""
 
 from __future__ import annotations
 
@@ -42,9 +42,7 @@ def handle(args: argparse.Namespace, sc: ConcurrentScenario, sizes: tuple[int, .
     if inside:
         from bench.launch.threadlevel import request
 
-        for k, v in ONE_BLAS_THREAD.items():
-            os.environ.setdefault(k, v)  # before numpy loads BLAS in this process
-        request("multiple")
+        request("multiple")  # BLAS threads: as the job was started (numpy is loaded already)
         return in_job(args, ConcurrentJob(args, sc))
     assert plan is not None
     return start_sweep(ConcurrentKind(args, sc, plan.run_dir, plan.resuming), plan,

@@ -90,6 +90,10 @@ class ConcurrentScenario(Frozen):
     dtype: str = "float32"
     groups: list[GroupSpec] = Field([], **_help("communicators that run at once (none, or 2+)"))
     overlap: list[OverlapSpec] = Field([], **_help("overlap cases"))
+    rounds: PositiveInt = Field(2, **_help(
+        "rounds of each group's alone and together measurements, their order swapped every "
+        "other round (a slower stretch of the machine falls on both); the table takes the "
+        "median over rounds"))
     timing: Timing = Timing(warmup=2, time_budget_ms=100, min_iters=10, max_iters=500)
     check: bool = True
     case_timeout_s: Annotated[float, Field(gt=0)] = 300.0

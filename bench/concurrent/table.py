@@ -8,6 +8,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from bench.concurrent.define import slowdown
 
 TIME = "time_us_median"  # a group's time: the harness's median over iterations of the slowest rank
@@ -23,6 +25,7 @@ class GroupRow:
     alone_us: float
     together_us: float
     together_with: tuple[str, ...]
+    rounds: int = 1  # rounds that gave both
 
     @property
     def slowdown(self) -> float:
@@ -35,14 +38,19 @@ def _key(r: Mapping[str, Any]) -> tuple[Any, ...]:
 
 def group_rows(records: Iterable[Mapping[str, Any]]) -> list[GroupRow]:
     """One row per communicator and size measured both alone and together (status ok), in the
-    order the alone records came."""
-    alone: dict[tuple[Any, ...], Mapping[str, Any]] = {}
-    together: dict[tuple[Any, ...], Mapping[str, Any]] = {}
+    order the alone records came; with several rounds, each time the median over rounds."""
+    alone: dict[tuple[Any, ...], list[float]] = {}
+    together: dict[tuple[Any, ...], list[float]] = {}
+    beside: dict[tuple[Any, ...], tuple[str, ...]] = {}
     for r in records:
         if r.get("kind") == "concurrent" and r.get("status") == "ok":
-            (together if r["mode"] == "together" else alone)[_key(r)] = r
-    return [GroupRow(*k, float(a[TIME]), float(together[k][TIME]),
-                     tuple(together[k].get("together_with") or ()))
+            k = _key(r)
+            (together if r["mode"] == "together" else alone).setdefault(k, []).append(
+                float(r[TIME]))
+            if r["mode"] == "together":
+                beside[k] = tuple(r.get("together_with") or ())
+    return [GroupRow(*k, float(np.median(a)), float(np.median(together[k])), beside[k],
+                     min(len(a), len(together[k])))
             for k, a in alone.items() if k in together]
 
 

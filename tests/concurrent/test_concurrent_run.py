@@ -20,6 +20,7 @@ kind: concurrent
 world_size: 4
 ranks_per_node: 2
 sizes: [16KiB]
+rounds: 1
 timing: {warmup: 1, iters: 4, repetitions: 1}
 groups:
   - {name: tp, collective: all_reduce, members: node}

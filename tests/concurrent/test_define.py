@@ -63,6 +63,10 @@ def test_table_pairs_alone_and_together_and_takes_the_worst_communicator_at_the_
     assert [(r.members, r.nbytes, r.slowdown) for r in rows] == [
         ((0, 1), 1024, 3.0), ((2, 3), 1024, 5.0), ((0, 1), 64, 9.0)]
     assert rows[0].together_with == ("dp",)
+    rounds = group_rows([*recs[:2], _rec("tp", [0, 1], "alone", 1024, 20.0),
+                         _rec("tp", [0, 1], "together", 1024, 20.0),
+                         _rec("tp", [0, 1], "alone", 1024, 12.0)])
+    assert [(r.alone_us, r.together_us, r.rounds) for r in rounds] == [(12.0, 25.0, 2)]
     assert slowdowns(rows) == {"tp": 5.0}
     assert overlap_rows([{"kind": "overlap", "status": "wrong"}]) == []
 
@@ -102,3 +106,13 @@ def test_measured_overlap_meets_the_bounds_at_none_and_all(f: float, bound: str)
     assert (got.no_overlap, got.full_overlap) == (st.no_overlap, st.full_overlap)
     half = Measured(overlap=0.5).overlapped(st, priced)
     assert half.time == pytest.approx(10.0 + 1.0 + 2.5)  # compute + tensor + half of the pool
+
+
+def test_flows_on_one_link_share_its_bandwidth() -> None:
+    from bench.costmodel.shared import slowdown, together_s
+
+    assert together_s(0.03, 1e6, 5e7, 2) == pytest.approx(0.05)  # + 1 MB at 50 MB/s
+    assert slowdown(0.02, 1e6, 5e7, 1) == 1.0
+    assert slowdown(0.02, 1e6, 5e7, 3) == pytest.approx(3.0)  # bandwidth-bound: flows times
+    with pytest.raises(ValueError, match="flows must be >= 1"):
+        together_s(1.0, 1.0, 1.0, 0)
