@@ -78,10 +78,16 @@ class ConcurrentJob(CollectiveJob):
         sc: ConcurrentScenario = self.sc
         try:
             topo = job_topology(comm, sc.ranks_per_node)
-            for g in sc.groups:
-                communicators(g.members, topo)
+            comms = [communicators(g.members, topo) for g in sc.groups]
         except ValueError as e:
             return f"{self.source}: {e}"
+        from bench.launch.threadlevel import provided
+
+        several = sum(comm.rank in c for g in comms for c in g) > 1  # this rank in two
+        threads = comm.allreduce(several) or any(o.progress == "thread" for o in sc.overlap)
+        if threads and provided() != "multiple":
+            return (f"{self.source}: communicators on threads need MPI_THREAD_MULTIPLE; this "
+                    f"MPI provided {provided()} (unset MPI4PY_RC_THREAD_LEVEL)")
         return None
 
     def measure(self, comm: Any, run_dir: Path, run_id: str) -> None:

@@ -33,7 +33,7 @@ def _run(run: Run) -> dict[str, Any] | None:
             "background": _first(run, "concurrent", "background")}
 
 
-@section("concurrent", 45, reads=("concurrent", "overlap"))
+@section("concurrent", 47, reads=("concurrent", "overlap"))
 def build(data: ReportData, opts: Options) -> Section | None:
     runs = [r for r in (_run(run) for run in data.runs) if r is not None]
     if not runs:
