@@ -31,13 +31,18 @@ overlap:
 
 
 @pytest.fixture(scope="module")
-def records(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
+def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tmp = tmp_path_factory.mktemp("concurrent")
     (tmp / "c.yaml").write_text(SCENARIO)
     res = commbench("run", str(tmp / "c.yaml"), "--out", str(tmp / "run"), "--no-report",
                     "--no-progress")
     assert res.returncode == 0, res.stderr[-3000:]
-    return list(iter_records(Path(tmp / "run")))
+    return tmp / "run"
+
+
+@pytest.fixture(scope="module")
+def records(run: Path) -> list[dict[str, Any]]:
+    return list(iter_records(run))
 
 
 def test_each_communicator_of_each_group_is_measured_alone_and_together(
