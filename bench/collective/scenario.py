@@ -116,7 +116,7 @@ def _canonical(name: Any) -> str:
     if not isinstance(name, str):
         raise ValueError(f"a collective is a name, got {name!r}")
     try:
-        return coll.resolve(name).name
+        return coll.resolve(name).key
     except UnknownName as e:
         raise ValueError(str(e)) from None
 
