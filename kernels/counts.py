@@ -204,8 +204,10 @@ def _zipf(n: int, p: int, v: Mapping[str, object], rng: np.random.Generator) -> 
 @kind("hot", fraction=0.5, peer=-1)
 def _hot(n: int, p: int, v: Mapping[str, object], rng: np.random.Generator) -> np.ndarray:
     f, h = float(v["fraction"]), int(v["peer"])  # type: ignore[arg-type]
-    if not 0.0 <= f <= 1.0 or h >= p:
-        raise ValueError(f"count matrix hot: fraction={f} outside [0, 1] or peer={h} >= p={p}")
+    if not 0.0 <= f <= 1.0:
+        raise ValueError(f"count matrix hot: fraction={f} outside [0, 1]")
+    if h >= p:
+        raise ValueError(f"count matrix hot: peer={h} outside the {p} ranks")
     h = int(rng.integers(p)) if h < 0 else h
     w = np.full((p, p), (1 - f) / p)
     w[:, h] += f

@@ -181,7 +181,14 @@ def _bound(text: str) -> dict[str, object]:
 
 
 def _bind(args: str) -> Collective:
-    text = counts.CountSpec.parse(args).text
+    return _bound_to(counts.CountSpec.parse(args).text)
+
+
+@functools.cache
+def _bound_to(text: str) -> Collective:
+    """One instance per matrix, however its arguments were spelled."""
+    if text == DEFAULT:
+        return COLLECTIVES.get(NAME)
     return dataclasses.replace(COLLECTIVES.get(NAME), **_bound(text))  # type: ignore[arg-type]
 
 
