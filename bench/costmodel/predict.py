@@ -220,7 +220,7 @@ def record(pred: Prediction, placed: Placed, profile: Profile, transport: str,
     rpn = placed.node_sizes[0] if placed.equal_nodes else None
     return kinds.collective(
         status="ok",
-        collective=spec.name, algorithm=pred.algorithm, transport=transport,
+        collective=spec.key, algorithm=pred.algorithm, transport=transport,
         world_size=pred.world, ranks_per_node=rpn, nodes=placed.num_nodes,
         nbytes=pred.nbytes, count=pred.count, dtype=pred.dtype,
         op="sum" if spec.reduces else "none", root=0 if spec.rooted else None,

@@ -50,13 +50,13 @@ def _sent(problem: Problem, r: int) -> int:
 
 @algorithm("leader", "alltoallv", sent=_sent)
 def leader(problem: Problem, b: StepBuilder) -> None:
-    """Node-leader dispatch: gather off-node blocks at each node's first rank, one message per
-    pair of leaders, scatter at the destination node.
+    """Node-leader dispatch: gather at each node's leader, one message per leader pair, scatter.
 
-    Step 1: every rank sends its blocks for its own node directly (its own block copied), and
-    its blocks for other nodes to its leader, which stages them per destination node. Step 2:
-    leader A sends leader B, in one message, every block from A's ranks to B's ranks. Step 3:
-    each leader scatters what arrived to its ranks' outputs (its own by local copies).
+    Off-node blocks go through each node's first rank. Step 1: every rank sends its blocks for
+    its own node directly (its own block copied), and its blocks for other nodes to its leader,
+    which stages them per destination node. Step 2: leader A sends leader B, in one message,
+    every block from A's ranks to B's ranks. Step 3: each leader scatters what arrived to its
+    ranks' outputs (its own by local copies).
 
     Elements sent per rank: a non-leader row_r - C[r][r]; a leader also forwards its node's
     off-node traffic (step 2) and its node's incoming off-node traffic (step 3). Three steps; the
