@@ -102,6 +102,16 @@ def matrix(collective: str, n: int, p: int) -> np.ndarray:
     return plan_for(resolve(collective).args or DEFAULT, n, p).c
 
 
+def equal_blocks(problem: Problem) -> str | None:
+    """Why the matrix is not alltoall's (n/p elements between every pair), or None: a closed
+    form of alltoall then prices the same schedule."""
+    if (problem.spec.args or DEFAULT) != DEFAULT:
+        return f"count matrix {problem.spec.args} is not uniform"
+    if problem.count % problem.world:
+        return f"count {problem.count} not a multiple of p = {problem.world} (uneven blocks)"
+    return None
+
+
 def sent_elements(c: np.ndarray, rank: int) -> int:
     """Elements ``rank`` puts on the wire in any one-hop exchange: its row less its own block
     (the closed form the byte counter is tested against)."""

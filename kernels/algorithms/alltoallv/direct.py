@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 from kernels.algorithm import Problem, algorithm
-from kernels.collectives.alltoallv import plan, sent_elements
+from kernels.algorithms.alltoall import direct as equal
+from kernels.closed import Ctx, Estimate
+from kernels.collectives.alltoallv import equal_blocks, plan, sent_elements
 from kernels.schedule import StepBuilder
 
 
-@algorithm("direct", "alltoallv", sent=lambda pr, r: sent_elements(plan(pr).c, r))
+def _closed(x: Ctx) -> Estimate | str:
+    """On the uniform matrix with n/p-element blocks the schedule is alltoall's direct one
+    (the same messages, posted in the same order, and the own block's copy): its form."""
+    return equal_blocks(x.problem) or equal._closed(x)
+
+
+@algorithm("direct", "alltoallv", closed=_closed, sent=lambda pr, r: sent_elements(plan(pr).c, r))
 def direct(problem: Problem, b: StepBuilder) -> None:
     """Everything at once: every rank sends each peer its block in one step.
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from kernels.algorithm import Problem, algorithm
-from kernels.collectives.alltoallv import Plan, plan
+from kernels.closed import INTER, INTRA, Ctx, Estimate, estimate
+from kernels.collectives.alltoallv import Plan, equal_blocks, plan
 from kernels.schedule import Range, StepBuilder
 from kernels.topology import Topology
 
@@ -48,7 +49,36 @@ def _sent(problem: Problem, r: int) -> int:
                + v.c[others][:, [d for d in node if d != r]].sum())
 
 
-@algorithm("leader", "alltoallv", sent=_sent)
+def _closed(x: Ctx) -> Estimate | str:
+    """Uniform blocks of B bytes on N equal nodes of l, one leaf (one node: every rank posts
+    and receives l-1 messages at beta/(l-1) and copies its block). Step 1: a non-leader
+    posts p-1 messages (its last, to the leader, at beta/F, F = max(p-1, (l-1)(p-l+1)) the
+    leader's receives), the leader copies its own and p-l staged blocks. Step 2: each leader
+    posts N-1 messages of l^2 B. Step 3: each leader posts M3 = (N-1) l (l-1) messages (at
+    beta/M3) and copies (N-1) l blocks. The last leader paces every step."""
+    why = equal_blocks(x.problem) or x.need(contiguous=True, leaves="one")
+    if why:
+        return why
+    net, b, l, nn, p = x.net, x.b, x.l, x.N, x.p  # noqa: E741
+    if nn == 1:
+        t = net.copy_time(b) + (net.o * (l - 1) + net.alpha[INTRA] + b * (l - 1) / net.beta[INTRA]
+                                if l > 1 else 0.0)
+        return estimate(t, 3, (l - 1) * b, 0)
+    t = net.copy_time((1 + p - l) * b)
+    if l > 1:
+        f = max(p - 1, (l - 1) * (p - l + 1))
+        t += net.o * (p - 1) + net.alpha[INTRA] + b * f / net.beta[INTRA]
+    k = nn - 1
+    t += net.o * k + net.alpha[INTER] + l * l * b / min(net.rank_cap[0] / k, net.node_cap / k)
+    m3 = k * l * (l - 1)
+    t += net.copy_time(k * l * b)
+    if m3:
+        t += net.o * m3 + net.alpha[INTRA] + b * m3 / net.beta[INTRA]
+    sent = max((l - 1 + m3) * b + k * l * l * b, (p - 1) * b)
+    return estimate(t, 3, sent, k * l * l * b)
+
+
+@algorithm("leader", "alltoallv", sent=_sent, closed=_closed)
 def leader(problem: Problem, b: StepBuilder) -> None:
     """Node-leader dispatch: gather at each node's leader, one message per leader pair, scatter.
 

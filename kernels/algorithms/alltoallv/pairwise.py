@@ -3,11 +3,20 @@
 from __future__ import annotations
 
 from kernels.algorithm import Problem, algorithm
-from kernels.collectives.alltoallv import plan, sent_elements
+from kernels.algorithms.alltoall import pairwise as equal
+from kernels.closed import Ctx, Estimate
+from kernels.collectives.alltoallv import equal_blocks, plan, sent_elements
 from kernels.schedule import StepBuilder
 
 
-@algorithm("pairwise", "alltoallv", sent=lambda pr, r: sent_elements(plan(pr).c, r))
+def _closed(x: Ctx) -> Estimate | str:
+    """On the uniform matrix with n/p-element blocks the schedule is alltoall's pairwise one:
+    its form."""
+    return equal_blocks(x.problem) or equal._closed(x)
+
+
+@algorithm("pairwise", "alltoallv", closed=_closed,
+           sent=lambda pr, r: sent_elements(plan(pr).c, r))
 def pairwise(problem: Problem, b: StepBuilder) -> None:
     """Pairwise exchange: in step k rank r sends its block to r+k and receives r-k's.
 

@@ -4,7 +4,8 @@ nodes on that rail only."""
 from __future__ import annotations
 
 from kernels.algorithm import Problem, algorithm
-from kernels.collectives.alltoallv import Plan, plan
+from kernels.closed import INTER, INTRA, Ctx, Estimate, estimate
+from kernels.collectives.alltoallv import Plan, equal_blocks, plan
 from kernels.schedule import Range, StepBuilder
 from kernels.topology import Topology
 
@@ -38,7 +39,26 @@ def _sent(problem: Problem, r: int) -> int:
     return int(v.c[r, node].sum() - v.c[r, r] + v.c[r, other].sum() + v.c[node][:, rail].sum())
 
 
-@algorithm("rail", "alltoallv", sent=_sent)
+def _closed(x: Ctx) -> Estimate | str:
+    """Uniform blocks of B bytes on N equal nodes of l, one leaf. Hop 1: every rank posts
+    M1 = (l-1) N messages inside its node and receives as many (each at beta/M1), then copies
+    its own block; hop 2: every rank posts M2 = (N-1) l messages across nodes, the node's
+    l M2 sharing its NICs: T = o M1 + a_intra + B M1/b_intra + copy(B) + o M2 + a_inter
+    + B / min(cap_rank/M2, cap_node/(l M2)) (a hop without messages costs nothing)."""
+    why = equal_blocks(x.problem) or x.need(contiguous=True, leaves="one")
+    if why:
+        return why
+    net, b, l, nn = x.net, x.b, x.l, x.N  # noqa: E741
+    m1, m2 = (l - 1) * nn, (nn - 1) * l
+    t = net.copy_time(b)
+    if m1:
+        t += net.o * m1 + net.alpha[INTRA] + b * m1 / net.beta[INTRA]
+    if m2:
+        t += net.o * m2 + net.alpha[INTER] + b / min(net.rank_cap[0] / m2, net.node_cap / (l * m2))
+    return estimate(t, 2, (m1 + m2) * b, m2 * b)
+
+
+@algorithm("rail", "alltoallv", sent=_sent, closed=_closed)
 def rail(problem: Problem, b: StepBuilder) -> None:
     """Rail-aligned two hops (PXN-style): inside the node first, then across nodes on one rail.
 
