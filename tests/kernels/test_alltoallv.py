@@ -238,3 +238,15 @@ def test_real_ranks_p4_every_algorithm_and_native() -> None:
         "direct", "leader", "native", "pairwise", "rail"]
     spec = coll.resolve(keys[0])
     assert out["checks"] == len(keys) * len(counts_of(spec, 4)) * 5 * len(combos(spec, dtypes, 4))
+
+
+def test_the_example_scenario_runs_each_matrix_as_its_own_collective() -> None:
+    from bench.argtypes import names
+    from bench.collective.case import groups
+    from bench.scenario_base import load_scenario
+
+    assert names("alltoallv(zipf,s=1.2),all_reduce") == ["alltoallv(zipf,s=1.2)", "all_reduce"]
+    sc = load_scenario(ROOT / "scenarios" / "alltoallv.yaml")
+    keys = sorted({g.collective for g in groups(sc, 4, 2)})
+    assert keys == sorted(coll.resolve(c).key for c in sc.collectives) and len(keys) == 5
+    assert all(len(sc.algorithms_for(k)) == 5 for k in keys)  # native and the four schedules
