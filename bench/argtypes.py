@@ -33,6 +33,20 @@ class UsageError(Exception):
         super().__init__(f"{command}: {cause}" if command else cause)
 
 
+def names(text: str) -> list[str]:
+    """A comma-separated list of names, commas inside parentheses kept: a collective's
+    arguments (``alltoallv(zipf,s=1.2),all_reduce``) stay one name."""
+    out, depth, cur = [], 0, ""
+    for ch in text:
+        depth += (ch == "(") - (ch == ")")
+        if ch == "," and depth == 0:
+            out.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    return [x.strip() for x in [*out, cur] if x.strip()]
+
+
 def say(e: UsageError) -> int:
     """The one way a usage error reaches the user: its line on stderr; the exit code, 2."""
     sys.stderr.write(f"commbench: {e}\n")

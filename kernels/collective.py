@@ -41,6 +41,7 @@ class Layout:
     space: int
     inp: Range | None
     out: Range | None
+    count: int = 0  # the collective's n this layout is for (a vendor call of uneven counts needs it)
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +68,7 @@ class VendorArgs:
     root: int
     rank: int
     world: int
+    count: int = 0  # the collective's n (Layout.count)
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +116,19 @@ class Collective:
     # transport family -> the library's own name of the vendor call, as its settings and logs spell
     # it (MPICH's MPIR_CVAR_ALLREDUCE_*, Open MPI's coll_tuned_allreduce_*, NCCL's "AllReduce:")
     vendor_names: Mapping[str, str] = field(default_factory=dict)
+    # (n, p, rank, separate) -> Layout, for collectives whose ranks' buffers differ in size
+    # (alltoallv's rows and columns); None: from in_count/out_count/inplace_at as below
+    layout_of: Callable[[int, int, int, bool], Layout] | None = None
+    # parameters: ``name(args)`` resolves to ``bind(args)``, this collective bound to them (the
+    # count matrix of alltoallv); None: the collective takes none
+    bind: Callable[[str], Collective] | None = None
+    args: str = ""  # the arguments this instance is bound to ("" unbound)
+
+    @property
+    def key(self) -> str:
+        """The name with the bound arguments (``alltoallv(zipf,s=1.2)``): what scenarios,
+        cases and records carry, and what :func:`resolve` reads back."""
+        return f"{self.name}({self.args})" if self.args else self.name
 
     def round_count(self, n: int, p: int) -> int:
         """Elements actually measured for a requested ``n``: whole blocks of p when divided."""
@@ -122,15 +137,17 @@ class Collective:
     def layout(self, n: int, p: int, rank: int, root: int = 0, *, separate: bool = False) -> Layout:
         """Rank ``rank``'s workspace: in place (as the schedules run) or with separate send and
         receive buffers (send first, then receive)."""
+        if self.layout_of is not None:
+            return self.layout_of(n, p, rank, separate)
         cin, cout = self.in_count(n, p), self.out_count(n, p)
         has_in, has_out = self.has_input(rank, root), self.has_output(rank, root)
         if separate or self.inplace_at is None:
             inp = Range(0, cin) if has_in else None
             out = Range(cin, cin + cout) if has_out else None
-            return Layout(cin + cout, inp, out)
+            return Layout(cin + cout, inp, out, n)
         a, b = self.inplace_at(n, p, rank)
         return Layout(max(a + cin, b + cout), Range(a, a + cin) if has_in else None,
-                      Range(b, b + cout) if has_out else None)
+                      Range(b, b + cout) if has_out else None, n)
 
 
 COLLECTIVES: Registry[Collective] = Registry("collective")
@@ -152,12 +169,22 @@ def load() -> None:
 
 @functools.cache
 def resolve(name: str) -> Collective:
-    """The collective called ``name`` or one of its aliases (``allreduce`` -> ``all_reduce``)."""
+    """The collective called ``name`` or one of its aliases (``allreduce`` -> ``all_reduce``);
+    ``name(args)``: that collective bound to ``args`` (:attr:`Collective.bind`)."""
     load()
-    key = name.strip().lower().replace("-", "_")
+    head, paren, rest = name.strip().partition("(")
+    key = head.strip().lower().replace("-", "_")
     for c in (COLLECTIVES.get(n) for n in COLLECTIVES.names()):
         if key == c.name or key in c.aliases:
-            return c
+            if not paren:
+                return c
+            if c.bind is None or not rest.endswith(")"):
+                raise UnknownName(f"collective {name!r}: {c.name} takes no arguments"
+                                  if c.bind is None else f"collective {name!r}: no closing ')'")
+            try:
+                return c.bind(rest[:-1].strip())
+            except ValueError as e:
+                raise UnknownName(f"collective {name!r}: {e}") from None
     raise UnknownName(f"unknown collective {name!r}; valid: {', '.join(COLLECTIVES.names())}")
 
 
@@ -167,7 +194,7 @@ def canonical(name: Any) -> Any:
     if not isinstance(name, str):
         return name
     try:
-        return resolve(name).name
+        return resolve(name).key
     except UnknownName:
         return name
 

@@ -85,7 +85,7 @@ def groups(scenario: CollectiveScenario, world: int, ranks_per_node: int,
                                  f"{format_size(seen[count])}")
                     continue
                 seen[count] = requested
-                yield Group(spec.name, transport, world, ranks_per_node, count * ITEMSIZE[dtype],
+                yield Group(spec.key, transport, world, ranks_per_node, count * ITEMSIZE[dtype],
                             count, dtype, op, algorithms, scenario.root if spec.rooted else 0,
                             bases)
 

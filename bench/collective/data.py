@@ -85,7 +85,8 @@ def expected_blocks(spec: Collective, n: int, world: int, rank: int, root: int,
     nothing where the rank has no output."""
     if not spec.has_output(rank, root):
         return
-    total = spec.out_count(n, world)
+    out = spec.layout(n, world, rank, root).out
+    total = out.size if out is not None else 0
     for start in range(0, total, BLOCK):
         res = spec.result(n, world, rank, root, start, min(total, start + BLOCK))
         if res.source is None:

@@ -22,11 +22,12 @@ from typing import Any
 
 import yaml
 
+from bench.argtypes import names
 from bench.collective.scenario import ScenarioError, parse_scenario
 
 
 def _list(text: str) -> list[str]:
-    return [x.strip() for x in text.split(",") if x.strip()]
+    return names(text)
 
 
 def _ints(text: str) -> list[Any]:

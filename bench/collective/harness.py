@@ -242,7 +242,7 @@ def _records(env: Env, group: Group, spec: Collective, timing: Timing, entries: 
         t = (osu["time_us_osu_avg"] if timing.style == "osu" else s.median) / 1e6
         out.append(kinds.collective(
             status="wrong" if total_wrong else "ok",
-            collective=spec.name, algorithm=e.name, transport=group.transport,
+            collective=spec.key, algorithm=e.name, transport=group.transport,
             world_size=group.world_size, ranks_per_node=group.ranks_per_node,
             nodes=group.world_size // group.ranks_per_node,
             nbytes=group.nbytes, count=group.count, dtype=group.dtype, op=group.op,

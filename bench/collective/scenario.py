@@ -116,7 +116,7 @@ def _canonical(name: Any) -> str:
     if not isinstance(name, str):
         raise ValueError(f"a collective is a name, got {name!r}")
     try:
-        return coll.resolve(name).name
+        return coll.resolve(name).key
     except UnknownName as e:
         raise ValueError(str(e)) from None
 
@@ -296,10 +296,10 @@ class CollectiveScenario(Frozen):
 
     def algorithms_for(self, collective: str) -> tuple[str, ...]:
         """The algorithms this scenario runs for ``collective`` (native first when listed)."""
-        c = coll.resolve(collective).name
+        c = coll.resolve(collective)
         a = self.algorithms
-        chosen = a.get(c, ALL) if isinstance(a, dict) else a
-        valid = algorithm_names(c)
+        chosen = a.get(c.key, ALL) if isinstance(a, dict) else a
+        valid = algorithm_names(c.name)
         if chosen == ALL:
             return tuple(valid)
         return tuple(n.name if isinstance(n, Variant) else n for n in chosen

@@ -162,7 +162,7 @@ def predict(profile: Profile, placed: Placed, collective: str, sizes: Sequence[i
         count = spec.round_count(nbytes // ITEMSIZE[dtype], p)
         if count >= 1 and count not in seen:
             seen.add(count)
-            problems.append(Problem(placed.topology, count, ITEMSIZE[dtype], spec.name, 0))
+            problems.append(Problem(placed.topology, count, ITEMSIZE[dtype], spec.key, 0))
     vendor = any(a.is_vendor for a in algs)  # its reference: every schedule of the collective
     got = {a.name: estimate_sizes(a, problems, net, max_schedule_ranks)
            for a in algorithms_of(spec.name) if not a.is_vendor and (vendor or a in algs)}
@@ -175,7 +175,7 @@ def predict(profile: Profile, placed: Placed, collective: str, sizes: Sequence[i
                 e, choice = _native(profile, placed, a.name, real, here, problem)
             else:
                 e = here[a.name]
-            yield Prediction(spec.name, a.name, p, real, problem.count, dtype,
+            yield Prediction(spec.key, a.name, p, real, problem.count, dtype,
                              e if isinstance(e, Estimate) else None,
                              "" if isinstance(e, Estimate) else e, choice)
 
@@ -220,7 +220,7 @@ def record(pred: Prediction, placed: Placed, profile: Profile, transport: str,
     rpn = placed.node_sizes[0] if placed.equal_nodes else None
     return kinds.collective(
         status="ok",
-        collective=spec.name, algorithm=pred.algorithm, transport=transport,
+        collective=spec.key, algorithm=pred.algorithm, transport=transport,
         world_size=pred.world, ranks_per_node=rpn, nodes=placed.num_nodes,
         nbytes=pred.nbytes, count=pred.count, dtype=pred.dtype,
         op="sum" if spec.reduces else "none", root=0 if spec.rooted else None,

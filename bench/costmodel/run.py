@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench.argtypes import names
 from bench.costmodel.model import Cluster
 from bench.costmodel.net import Net
 from bench.costmodel.predict import MAX_SCHEDULE_RANKS, predict, record
@@ -165,5 +166,5 @@ def _meta(req: Request, out: Path, started: str) -> dict[str, Any]:
 def all_collectives(text: str | None) -> tuple[str, ...]:
     if not text or text == "all":
         return tuple(coll.names())
-    return tuple(coll.resolve(c.strip()).name for c in text.split(",") if c.strip())
+    return tuple(coll.resolve(c).key for c in names(text))
 

@@ -95,7 +95,7 @@ class VendorPlan:
         t = MPI.Datatype.fromcode(buf.dtype.char)  # what mpi4py infers from the array itself
         self.run = vendor_call(spec, "mpi")(VendorArgs(
             comm, buffer_spec(send, t), buffer_spec(recv, t), MPI_OPS[op.name] if op else None,
-            root, comm.rank, comm.size))
+            root, comm.rank, comm.size, layout.count))
 
     def close(self) -> None:
         pass

@@ -155,7 +155,7 @@ class MpiVendorPlan:
         self._host = None if aware and self._user_op is None else mirror(buf)
         send, recv = views(buf if self._host is None else self._host, layout)
         self._call = vendor_call(spec, "mpi")(VendorArgs(comm, send, recv, mpi_op, root, comm.rank,
-                                                         comm.size))
+                                                         comm.size, layout.count))
 
     def run(self) -> None:
         stream, host = self._stream, self._host

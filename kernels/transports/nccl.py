@@ -95,7 +95,7 @@ class NcclVendorPlan:
         send, recv = views(buf, layout)
         self.run = vendor_call(spec, "nccl")(VendorArgs(
             handle, send, recv, getattr(nccl, NCCL_OPS[op.name]) if op else None, root, rank,
-            world))
+            world, layout.count))
 
     def close(self) -> None:
         pass

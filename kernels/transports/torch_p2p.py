@@ -87,7 +87,7 @@ class VendorPlan:
         send, recv = views(buf, layout)
         self.run = vendor_call(spec, "torch")(VendorArgs(
             group, send, recv, VENDOR_OPS[op.name] if op else None, root,
-            dist.get_rank(group), dist.get_world_size(group)))
+            dist.get_rank(group), dist.get_world_size(group), layout.count))
 
     def close(self) -> None:
         pass

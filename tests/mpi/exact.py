@@ -1,6 +1,8 @@
 """Run under mpiexec: every collective x algorithm (native included) x dtype x op x awkward count
 on one transport (above 4 ranks, a sample of dtype x op: :func:`combos`), through the harness's
-own preparation and check, no clock (``exact.py TRANSPORT [RANKS_PER_NODE]``). Rank 0 prints one
+own preparation and check, no clock (``exact.py TRANSPORT [RANKS_PER_NODE [COLLECTIVES [DTYPES]]]``,
+COLLECTIVES: ``;``-separated names, bound ones included, e.g. ``alltoallv(zipf,s=1.5)``; DTYPES:
+``,``-separated, a subset of the transport's). Rank 0 prints one
 JSON line: the checks made and the failures (wrong elements summed over ranks), or
 ``{"skipped": reason}`` when the transport cannot run here (a device transport without a GPU)."""
 
@@ -45,10 +47,12 @@ def combos(spec: coll.Collective, dtypes: tuple[str, ...], p: int) -> list[tuple
 def main() -> None:
     transport_name = sys.argv[1] if len(sys.argv) > 1 else "mpi"
     rpn = int(sys.argv[2]) if len(sys.argv) > 2 else 0
+    chosen = sys.argv[3].split(";") if len(sys.argv) > 3 else coll.names()
     comm = MPI.COMM_WORLD
     p = comm.size
     topo = Topology.blocks(p, rpn) if rpn else Topology.flat(p)
     spec = TRANSPORTS.get(transport_name)
+    dtypes = tuple(sys.argv[4].split(",")) if len(sys.argv) > 4 else spec.dtypes
     try:
         tr = spec.create(comm)
     except TransportUnavailable as e:
@@ -57,13 +61,13 @@ def main() -> None:
         return
     env = harness.Env(comm, tr, topo, {})
     failures, checks, ran = [], 0, []
-    for name in coll.names():
+    for name in chosen:
         c = coll.resolve(name)
-        algs = runnable(c, transport_name, tuple(algorithm_names(name)), None)
+        algs = runnable(c, transport_name, tuple(algorithm_names(c.name)), None)
         ran += [f"{name}/{a}" for a in algs]
         for count in counts(c, p):
-            for dtype, op in combos(c, spec.dtypes, p):
-                g = Group(name, transport_name, p, rpn or p, count * ITEMSIZE[dtype], count,
+            for dtype, op in combos(c, dtypes, p):
+                g = Group(c.key, transport_name, p, rpn or p, count * ITEMSIZE[dtype], count,
                           dtype, op, algs, p - 1 if c.rooted else 0)
                 for alg, wrong in harness.check_group(env, g).items():
                     checks += 1

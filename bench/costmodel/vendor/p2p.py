@@ -1,7 +1,9 @@
-"""Point-to-point collectives (alltoall, sendrecv): NCCL runs them as grouped sends and receives,
-outside its tuning table. Alltoall: a rank sends S(l-1)/p to its node's ranks over its port and
+"""Point-to-point collectives (alltoall, alltoallv, sendrecv): NCCL runs them as grouped sends and
+receives, outside its tuning table. Alltoall: a rank sends S(l-1)/p to its node's ranks over its port and
 S(p-l)/p off the node, the node's l ranks sharing its NICs: busbw = (p-1)/p x S / the slower of
 the two. Sendrecv (one peer, rank r to r+1): its port inside a node, the NICs of one rank across.
+Alltoallv: its S is the busiest rank's bytes, priced as alltoall's (exact for the balanced
+matrices, uniform and distance; a skewed one at its busiest rank as if its blocks were even).
 Latency: one hop (NCCL's Simple ring hop, 3.4 us NVLink, 5.7 us PCIe, 14 us network) plus the
 network proxy's overhead (1 us) per remote peer.
 """
@@ -30,5 +32,5 @@ def latency(job: Job, collective: str, proto: str) -> float:
     return (HOP["net" if job.nodes > 1 else job.hw] + remote * PER_PEER) * US
 
 
-ALGORITHM = VendorAlgorithm("P2P", ("alltoall", "sendrecv"), ("Simple",), always, busbw, latency,
+ALGORITHM = VendorAlgorithm("P2P", ("alltoall", "alltoallv", "sendrecv"), ("Simple",), always, busbw, latency,
                             order=7)
