@@ -146,7 +146,7 @@ class BringupJob(CollectiveJob):
             extra = {"run_id": run_id, "scenario": sc.name, "oversubscribed": over}
             progress = say if not getattr(self.args, "no_progress", False) else None
             run_stages(comm, sc, emit if writer else None, extra, progress, arm, dog.disarm,
-                       done)
+                       done, dog.where)
 
     def after(self, run_dir: Path) -> None:
         after_bringup(run_dir, not getattr(self.args, "no_report", False))
