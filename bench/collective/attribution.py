@@ -23,7 +23,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from mpi4py import MPI
 
 LATE_SHARE = 0.75  # last in at least this share of a case's iterations ...
 MIN_ITERS = 10  # ... of at least this many ...
@@ -76,8 +75,9 @@ def fields(samples: np.ndarray, waits: np.ndarray, hosts: Sequence[str]) -> dict
             + late(finished, finish_margin, hosts, basis, "finish")}
 
 
-def gather(comm: MPI.Comm, samples: Sequence[float], waits: Sequence[float]) -> dict[str, Any] | None:
-    """:func:`fields` on rank 0 of ``comm`` (None elsewhere). Collective."""
+def gather(comm: Any, samples: Sequence[float], waits: Sequence[float]) -> dict[str, Any] | None:
+    """:func:`fields` on rank 0 of ``comm`` (an mpi4py communicator; None elsewhere).
+    Collective. (This module imports no MPI: reports read it.)"""
     got = comm.gather((socket.gethostname(), np.asarray(samples, dtype=np.float64),
                        np.asarray(waits, dtype=np.float64)), root=0)
     if got is None:

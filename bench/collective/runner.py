@@ -24,7 +24,7 @@ from typing import Any
 
 from mpi4py import MPI
 
-from bench.collective import canary, harness, nccl_log, table
+from bench.collective import attribution, canary, harness, nccl_log, table
 from bench.collective.case import Group, groups
 from bench.collective.progress import Progress
 from bench.collective.scenario import CollectiveScenario
@@ -210,6 +210,8 @@ def _run_group(ctx: RunContext, env: harness.Env, g: Group, dog: Watchdog,
         assert writer is not None
         writer.write(rec)
         table.print_row(rec, out)
+        for line in attribution.notes(rec):  # a rank or host consistently late
+            print(f"# note: {line}", file=out, flush=True)
     return len(records)
 
 
