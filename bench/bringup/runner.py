@@ -37,7 +37,7 @@ def host_names(comm: MPI.Comm) -> tuple[list[str], list[list[int]]]:
 
 def _measure(sub: MPI.Comm, sc: BringupScenario, extra: dict[str, Any],
              done: frozenset[tuple[Any, ...]], sizes: list[int] | None = None,
-             where: Where | None = None) -> list[dict[str, Any]]:
+             at: Where | None = None) -> list[dict[str, Any]]:
     """Every case of the scenario (at ``sizes``, default the scenario's) on ``sub`` that has no
     record yet (``done``: a resumed run's keys, :func:`bench.bringup.launch.key`); records on
     its rank 0."""
@@ -52,7 +52,7 @@ def _measure(sub: MPI.Comm, sc: BringupScenario, extra: dict[str, Any],
             todo = tuple(a for a in g.algorithms if (*where, a, g.nbytes) not in done)
             if todo:
                 g = dataclasses.replace(g, algorithms=todo)
-                out += harness.measure(harness.Env(sub, transport, topo, extra, where), g,
+                out += harness.measure(harness.Env(sub, transport, topo, extra, at), g,
                                        cases.timing, True)
     finally:
         transport.close()

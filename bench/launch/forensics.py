@@ -34,6 +34,7 @@ class Rank:
     op: str | None = None  # "recv" or "send"
     case: str | None = None  # the case a rank elsewhere is in
     algorithm: str | None = None
+    vendor: bool = False  # the algorithm is the vendor's call (no steps of commbench's)
 
 
 @dataclass(frozen=True)
@@ -59,8 +60,11 @@ def _who(rank: int | None, host: str | None) -> str:
 
 def _step(r: Rank) -> str:
     if r.step is None:
-        return (f"in a vendor call ({r.algorithm})" if r.algorithm
-                else "outside the schedule (the harness's barrier or gather)")
+        if r.algorithm and r.vendor:
+            return f"in a vendor call ({r.algorithm})"
+        if r.algorithm:
+            return f"between iterations of {r.algorithm} (the iteration's barrier)"
+        return "outside any algorithm (the harness's own synchronisation)"
     verb = "for" if r.op == "recv" else "sending to"
     return f"in step {r.step} of {r.steps} {verb} {_who(r.peer, r.peer_host)}"
 
@@ -75,7 +79,7 @@ def _rank(r: int, slot: Slot | None, live: bool, case: str, hosts: Mapping[int, 
     step = slot.get("step")
     at = dict(step=step + 1 if step is not None else None, steps=slot.get("steps"), peer=peer,
               peer_host=hosts.get(peer) if peer is not None else None, op=op,
-              algorithm=slot.get("algorithm"))
+              algorithm=slot.get("algorithm"), vendor=bool(slot.get("vendor")))
     if not live:
         return Rank(r, host, "not responding", **at)
     if slot.get("case") != case:

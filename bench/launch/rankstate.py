@@ -42,12 +42,13 @@ class Where:
 
     def state(self) -> dict[str, Any]:
         """The step this rank is in and the world ranks it waits for (``{}`` outside a plan;
-        ``step`` absent where the plan keeps no step index: a vendor call)."""
+        ``step`` absent between a schedule's iterations, and in a vendor call, whose plan keeps
+        no step index)."""
         plan = self.plan
         if plan is None:
             return {}
-        out: dict[str, Any] = {"algorithm": self.algorithm}
         trace, at = getattr(plan, "trace", None), getattr(plan, "at", -1)
+        out: dict[str, Any] = {"algorithm": self.algorithm, "vendor": trace is None}
         if trace is None or not 0 <= at < len(trace):
             return out
         step, recvs, sends = trace[at]

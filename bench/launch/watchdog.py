@@ -27,7 +27,9 @@ from bench.launch import forensics
 from bench.launch.rankstate import Slots, Where
 
 TIMEOUT_EXIT = 124  # the job's exit code when the watchdog aborts it (launchers pass it on)
-SETTLE_POLLS = 3  # polls between the two readings of the slots: a live rank beats meanwhile
+# polls between the two readings of the slots: a live rank beats meanwhile (a few, so that a
+# rank whose thread waits long for a core, on a host its ranks oversubscribe, still does)
+SETTLE_POLLS = 6
 GRACE_POLLS = 20  # polls a rank that did not explain the hang waits for the one that did
 
 
