@@ -21,6 +21,7 @@ import psutil
 
 from bench.argtypes import UsageError
 from bench.bringup.scenario import BringupScenario
+from bench.collective import floors
 from bench.collective.launch import CollectiveJob, CollectiveKind, after_run, in_job, start_sweep
 from bench.launch import inflight, launcher
 from bench.launch.selflaunch import JobResult, say
@@ -140,6 +141,7 @@ class BringupJob(CollectiveJob):
             def emit(rec: dict[str, Any]) -> None:
                 if sc.profile:
                     add_expected([rec], sc.profile)
+                floors.hold(rec, sc.expect, rec["group_hosts"])
                 assert writer is not None
                 writer.write(rec)
 

@@ -24,7 +24,7 @@ from typing import Any
 
 from mpi4py import MPI
 
-from bench.collective import attribution, canary, harness, nccl_log, table
+from bench.collective import attribution, canary, floors, harness, nccl_log, table
 from bench.collective.case import Group, groups
 from bench.collective.progress import Progress
 from bench.collective.scenario import CollectiveScenario
@@ -163,6 +163,7 @@ def _run_world(ctx: RunContext, comm: MPI.Comm, dog: Watchdog, writer: ResultWri
     bar = Progress(len(plan), enabled=ctx.progress and comm.rank == 0)
     extra = {"run_id": ctx.run_id, "scenario": sc.name, "oversubscribed": over,
              "hugepages": sc.hugepages, **thread_fields(), **(emu.describe() if emu else {})}
+    hosts = comm.allgather(socket.gethostname())  # named by a case below its floor
     written, shown = 0, None
     try:
         for transport_name in sc.transports:
@@ -181,7 +182,7 @@ def _run_world(ctx: RunContext, comm: MPI.Comm, dog: Watchdog, writer: ResultWri
                     print(table.banner(*head, over, sc.timing.style), file=out, flush=True)
                     shown = head
                 env = harness.Env(comm, transport, topo, extra, dog.where)
-                written += _run_group(ctx, env, g, dog, writer, bar, out, log)
+                written += _run_group(ctx, env, g, dog, writer, bar, out, log, hosts)
             transport.close()
     finally:
         bar.close()
@@ -190,7 +191,7 @@ def _run_world(ctx: RunContext, comm: MPI.Comm, dog: Watchdog, writer: ResultWri
 
 def _run_group(ctx: RunContext, env: harness.Env, g: Group, dog: Watchdog,
                writer: ResultWriter | None, bar: Progress, out: Any,
-               log: nccl_log.RankLog | None = None) -> int:
+               log: nccl_log.RankLog | None = None, hosts: list[str] | None = None) -> int:
     todo = tuple(a for a in g.algorithms if not ctx.done(g, a))  # resumed: only cases without a record
     if not todo:
         bar.advance()
@@ -208,10 +209,13 @@ def _run_group(ctx: RunContext, env: harness.Env, g: Group, dog: Watchdog,
     _annotate(ctx.scenario, g, env.transport.family, records, log)
     for rec in records:
         assert writer is not None
+        floors.hold(rec, ctx.scenario.expect, hosts or [])
         writer.write(rec)
         table.print_row(rec, out)
         for line in attribution.notes(rec):  # a rank or host consistently late
             print(f"# note: {line}", file=out, flush=True)
+        if rec["status"] == floors.BELOW:
+            print(f"# BELOW FLOOR: {floors.line(rec)}", file=out, flush=True)
     return len(records)
 
 

@@ -26,6 +26,7 @@ from typing import Any, Protocol
 
 import psutil
 
+from bench.collective import floors
 from bench.launch import forensics, inflight, loopback, rankstate, shmclean
 from bench.launch.signals import JOB_ENV, SignalGuard, end_job, end_leftovers, tree
 from bench.launch.watchdog import TIMEOUT_EXIT
@@ -256,9 +257,12 @@ class Sweep:
 
     def _finish(self) -> int:
         wrong = sum(1 for r in _records(self.run_dir) if r.get("status") == "wrong")
+        below = floors.failures(_records(self.run_dir))
         reasons = []
         if self.failures:
             reasons.append(f"{self.failures} job{'s' if self.failures > 1 else ''} failed")
+        if below:
+            reasons.append(floors.summary(below))
         if wrong:
             reasons.append(f"{wrong} case{'s' if wrong > 1 else ''} wrong (elements differ from "
                            "the exact expected values)")
@@ -267,6 +271,8 @@ class Sweep:
             self.info.pop(stale, None)
         self.save(status=status, reason="; ".join(reasons) or None, finished=_now())
         say(f"# {count_records(self.run_dir)} records in {self.run_dir / 'results.jsonl'}")
+        for line in below:
+            say(f"commbench: below its floor: {line}")
         if wrong:
             say(f"commbench: {reasons[-1]}: the run failed")
         return 1 if reasons else 0
