@@ -1,6 +1,7 @@
-"""Late ranks and hangs: ranks or hosts consistently last in a case
-(:mod:`bench.collective.attribution`), and what each rank was doing when a job hung or a rank
-died (:mod:`bench.launch.forensics`, from meta.json)."""
+"""Late ranks, hangs and floors: ranks or hosts consistently last in a case
+(:mod:`bench.collective.attribution`), what each rank was doing when a job hung or a rank died
+(:mod:`bench.launch.forensics`, from meta.json), and the cases below their floors
+(:mod:`bench.collective.floors`)."""
 
 from __future__ import annotations
 
@@ -8,11 +9,16 @@ from typing import Any
 
 import pandas as pd
 
+from bench.collective import floors
 from bench.collective.attribution import LATE_SHARE, describe
 from reports.data import ReportData, Run
 from reports.sections import Options, Section, section
 
 SOURCE = """\
+{% if ctx.below %}
+<p class="note">Cases below their floors (the scenario's <code>expect:</code>):</p>
+<ul>{% for b in ctx.below %}<li>{{ b }}</li>{% endfor %}</ul>
+{% endif %}
 {% if ctx.hangs %}
 <p class="note">Hangs: which ranks never arrived, and where each live rank waited.</p>
 <ul>{% for h in ctx.hangs %}<li><b>{{ h.run }}</b>: case '{{ h.case }}' {{ h.why }}</li>{% endfor %}</ul>
@@ -54,8 +60,10 @@ def rows(df: pd.DataFrame, limit: int) -> list[dict[str, Any]]:
 def build(data: ReportData, opts: Options) -> Section | None:
     found = [h for run in data.runs for h in hangs(run)]
     late = rows(data.frame, opts.max_rows) if not data.frame.empty else []
-    if not found and not late:
+    below = (floors.failures(data.frame.to_dict("records"))[:opts.max_rows]
+             if "floor" in data.frame.columns else [])
+    if not found and not late and not below:
         return None
-    return Section("late", "Late ranks and hangs", "",
-                   {"hangs": found, "rows": late, "share": round(100 * LATE_SHARE)},
-                   source=SOURCE)
+    return Section("late", "Late ranks, hangs and floors", "",
+                   {"hangs": found, "rows": late, "below": below,
+                    "share": round(100 * LATE_SHARE)}, source=SOURCE)
