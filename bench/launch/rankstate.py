@@ -66,6 +66,7 @@ class Slots:
     rank: int
     token: str
     host: str = field(default_factory=socket.gethostname)
+    _made: bool = field(default=False, init=False, repr=False)
 
     @property
     def folder(self) -> Path:
@@ -73,7 +74,9 @@ class Slots:
 
     def write(self, beat: int, case: str, where: Where) -> None:
         """This rank's slot, replaced atomically (a reader never sees half of it)."""
-        self.folder.mkdir(parents=True, exist_ok=True)
+        if not self._made:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            self._made = True
         path = self.folder / f"{self.rank}.json"
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps({"rank": self.rank, "host": self.host, "pid": os.getpid(),
