@@ -21,6 +21,7 @@ import psutil
 
 from bench.argtypes import UsageError
 from bench.bringup.scenario import BringupScenario
+from bench.collective import floors
 from bench.collective.launch import CollectiveJob, CollectiveKind, after_run, in_job, start_sweep
 from bench.launch import inflight, launcher
 from bench.launch.selflaunch import JobResult, say
@@ -140,13 +141,14 @@ class BringupJob(CollectiveJob):
             def emit(rec: dict[str, Any]) -> None:
                 if sc.profile:
                     add_expected([rec], sc.profile)
+                floors.hold(rec, sc.expect, rec["group_hosts"])
                 assert writer is not None
                 writer.write(rec)
 
             extra = {"run_id": run_id, "scenario": sc.name, "oversubscribed": over}
             progress = say if not getattr(self.args, "no_progress", False) else None
             run_stages(comm, sc, emit if writer else None, extra, progress, arm, dog.disarm,
-                       done)
+                       done, dog.where)
 
     def after(self, run_dir: Path) -> None:
         after_bringup(run_dir, not getattr(self.args, "no_report", False))

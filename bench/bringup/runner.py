@@ -22,6 +22,7 @@ from bench.bringup import stages
 from bench.bringup.scenario import BringupScenario
 from bench.collective import harness
 from bench.collective.case import groups
+from bench.launch.rankstate import Where
 from kernels.topology import Topology
 from kernels.transports import TRANSPORTS
 
@@ -36,7 +37,7 @@ def host_names(comm: MPI.Comm) -> tuple[list[str], list[list[int]]]:
 
 def _measure(sub: MPI.Comm, sc: BringupScenario, extra: dict[str, Any],
              done: frozenset[tuple[Any, ...]], sizes: list[int] | None = None,
-             ) -> list[dict[str, Any]]:
+             at: Where | None = None) -> list[dict[str, Any]]:
     """Every case of the scenario (at ``sizes``, default the scenario's) on ``sub`` that has no
     record yet (``done``: a resumed run's keys, :func:`bench.bringup.launch.key`); records on
     its rank 0."""
@@ -51,7 +52,7 @@ def _measure(sub: MPI.Comm, sc: BringupScenario, extra: dict[str, Any],
             todo = tuple(a for a in g.algorithms if (*where, a, g.nbytes) not in done)
             if todo:
                 g = dataclasses.replace(g, algorithms=todo)
-                out += harness.measure(harness.Env(sub, transport, topo, extra), g,
+                out += harness.measure(harness.Env(sub, transport, topo, extra, at), g,
                                        cases.timing, True)
     finally:
         transport.close()
@@ -84,8 +85,8 @@ class _Stages:
     def __init__(self, comm: MPI.Comm, sc: BringupScenario, emit: Emit | None,
                  extra: dict[str, Any], say: Callable[[str], None] | None,
                  arm: Callable[[str], None], disarm: Callable[[], None],
-                 done: frozenset[tuple[Any, ...]]) -> None:
-        self.comm, self.sc, self.emit, self.extra = comm, sc, emit, extra
+                 done: frozenset[tuple[Any, ...]], where: Where | None = None) -> None:
+        self.comm, self.sc, self.emit, self.extra, self.where = comm, sc, emit, extra, where
         self.say, self.arm, self.disarm, self.done = say, arm, disarm, done
         names, ranks = host_names(comm)
         self.hosts = [names[r[0]] for r in ranks]
@@ -108,7 +109,7 @@ class _Stages:
             # collective records of a bring-up stage: their own kind, so the sweep's sections
             # and the gate (keyed by collective case) do not mix groups of hosts
             recs = [{**r, **tag, "kind": "bringup"}
-                    for r in _measure(sub, self.sc, tag, self.done, job.sizes)]
+                    for r in _measure(sub, self.sc, tag, self.done, job.sizes, self.where)]
             sub.Free()
         quiet_wait(comm)
         gathered = comm.gather(recs, root=0)
@@ -155,10 +156,12 @@ CONFIRMED = ("host", "pairs")  # the stages whose suspects are re-measured alone
 
 def run_stages(comm: MPI.Comm, sc: BringupScenario, emit: Emit | None, extra: dict[str, Any],
                say: Callable[[str], None] | None, arm: Callable[[str], None],
-               disarm: Callable[[], None], done: frozenset[tuple[Any, ...]] = frozenset()) -> int:
+               disarm: Callable[[], None], done: frozenset[tuple[Any, ...]] = frozenset(),
+               where: Where | None = None) -> int:
     """Every stage of ``sc`` (cases in ``done`` skipped), each stage's suspects re-measured
-    alone; ``emit`` (rank 0) gets each record; returns how many."""
-    run = _Stages(comm, sc, emit, extra, say, arm, disarm, done)
+    alone; ``emit`` (rank 0) gets each record; returns how many. ``where``: kept current for
+    the watchdog (:mod:`bench.launch.rankstate`)."""
+    run = _Stages(comm, sc, emit, extra, say, arm, disarm, done, where)
     for stage in sc.stages:
         run.stage(stage)
     return run.written

@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
+from bench.collective.floors import Floor
 from bench.collective.scenario import CollectiveScenario, Size, Timing
 from bench.scenario_base import Frozen, PositiveInt
 
@@ -50,6 +51,8 @@ class BringupScenario(Frozen):
                             repetitions=2)
     case_timeout_s: Annotated[float, Field(gt=0)] = Field(120.0, **_help(
         "seconds a stage's case may take before the job is ended and the hang is named"))
+    # floors a case must reach (bench/collective/floors.py); in a scenario file, not a flag
+    expect: list[Floor] = Field(default=[])
 
     @model_validator(mode="after")
     def _valid(self) -> BringupScenario:

@@ -20,12 +20,13 @@ from typing import Any
 import numpy as np
 from mpi4py import MPI
 
-from bench.collective import data, devicestats, metrics
+from bench.collective import attribution, data, devicestats, metrics
 from bench.collective.case import Group
 from bench.collective.ranks import worst_over_ranks
 from bench.collective.scenario import Timing
 from bench.collective.stats import summarize
 from bench.collective.timer import Timer
+from bench.launch.rankstate import Where
 from bench.store import kinds
 from kernels.algorithm import VENDOR, Problem, get_algorithm
 from kernels.bytecount import bytes_sent
@@ -36,6 +37,7 @@ from kernels.transports.base import Plan, Transport, views
 from kernels.transports.hostmem import hugepage_bytes
 
 TIMER = "time.perf_counter_ns around each iteration, after a barrier; max over ranks per iteration"
+# each rank's wait in that barrier, on its own clock: who arrived last (bench.collective.attribution)
 
 
 def osu_statistic(comm: MPI.Comm, samples: Sequence[float]) -> dict[str, float] | None:
@@ -56,6 +58,26 @@ class Env:
     transport: Transport
     topology: Topology
     extra: dict[str, Any]  # fields stamped on every record (run id, scenario, oversubscribed)
+    where: Where | None = None  # kept current for the watchdog (the plan running, its step)
+
+    def enter(self, e: _Entry) -> None:
+        """``e``'s plan runs next (for the watchdog's account of a hang)."""
+        if self.where is not None:
+            self.where.enter(e.plan, e.name, world_ranks(self.control))
+
+    def leave(self) -> None:
+        if self.where is not None:
+            self.where.leave()
+
+
+def world_ranks(comm: MPI.Comm) -> tuple[int, ...]:
+    """``comm``'s ranks as ranks of ``MPI_COMM_WORLD``."""
+    group, world = comm.Get_group(), MPI.COMM_WORLD.Get_group()
+    try:
+        return tuple(MPI.Group.Translate_ranks(group, list(range(comm.size)), world))
+    finally:
+        group.Free()
+        world.Free()
 
 
 SENTINEL = -12345  # fills the output region before the check; no expected value is ever this
@@ -71,6 +93,7 @@ class _Entry:
     bytes_sent: int | None = None
     bytes_inter: int | None = None
     samples: list[float] = field(default_factory=list)
+    waits: list[float] = field(default_factory=list)  # this rank's wait in each barrier (µs)
     device_samples: list[float] | None = None  # CUDA-event times, device transports only
 
 
@@ -126,17 +149,20 @@ def _iterations(env: Env, timing: Timing, warm: Sequence[Sequence[float]]) -> in
 
 
 def time_plans(env: Env, timing: Timing, plans: Sequence[Plan],
-               device: list[list[float]] | None = None) -> list[list[float]]:
+               device: list[list[float]] | None = None,
+               waits: list[list[float]] | None = None,
+               on_turn: Any = None) -> list[list[float]]:
     """This rank's samples (us) per plan: warm-up, then ``repetitions`` blocks in which the plans
     take turns (:meth:`Timer.turns`). Plans share buffers; inputs are the caller's. With
-    ``device`` (one list per plan) a device transport's event times are appended there."""
+    ``device`` (one list per plan) a device transport's event times are appended there; with
+    ``waits``, this rank's barrier waits; ``on_turn(i)`` before each block of plan ``i``."""
     tr = env.transport
     timer = Timer(tr.barrier, tr.synchronize)
     runs = [p.run for p in plans]
     events = devicestats.clock_of(tr) if device is not None else None
     with np.errstate(all="ignore"):  # repeated in-place reductions overflow: harmless
         iters = _iterations(env, timing, timer.warm(runs, max(1, timing.warmup)))
-        return timer.turns(runs, iters, timing.repetitions, events, device)
+        return timer.turns(runs, iters, timing.repetitions, events, device, waits, on_turn)
 
 
 @dataclass
@@ -187,7 +213,10 @@ def measure(env: Env, group: Group, timing: Timing, check: bool) -> list[dict[st
         _prepare(tr, b.buf, b.entries[0].layout, group)
         device = [[] for _ in b.entries] if devicestats.has_clock(tr) else None
         plans = [e.plan for e in b.entries if e.plan is not None]
-        for i, (e, samples) in enumerate(zip(b.entries, time_plans(env, timing, plans, device))):
+        waits = [e.waits for e in b.entries]
+        timed = time_plans(env, timing, plans, device, waits, lambda i: env.enter(b.entries[i]))
+        env.leave()
+        for i, (e, samples) in enumerate(zip(b.entries, timed)):
             e.samples = samples
             e.device_samples = device[i] if device else None
         mem_after = devicestats.memory_of(tr)
@@ -216,8 +245,10 @@ def _check(env: Env, group: Group, spec: Collective, e: _Entry, buf: Any) -> int
     assert e.plan is not None
     _prepare(tr, buf, e.layout, group)
     tr.barrier()  # every rank's input is in place before anyone reads a peer's (device IPC)
+    env.enter(e)
     e.plan.run()
     tr.synchronize()
+    env.leave()
     _, out = views(buf, e.layout)
     host_out = tr.download(out) if out is not None else None
     return data.count_wrong_output(host_out, spec, group.count, group.world_size, tr.rank,
@@ -230,6 +261,7 @@ def _records(env: Env, group: Group, spec: Collective, timing: Timing, entries: 
     out = []
     for e, w in zip(entries, wrong):
         worst = worst_over_ranks(ctl, e.samples)
+        who = attribution.gather(ctl, e.samples, e.waits)
         osu = osu_statistic(ctl, e.samples)
         total_wrong = ctl.reduce(w, op=MPI.SUM, root=0) if w is not None else None
         sent = ctl.reduce(e.bytes_sent, op=MPI.MAX, root=0) if e.bytes_sent is not None else None
@@ -237,7 +269,7 @@ def _records(env: Env, group: Group, spec: Collective, timing: Timing, entries: 
         device = devicestats.record_fields(ctl, e.device_samples, memory)
         if ctl.rank != 0:
             continue
-        assert worst is not None and osu is not None
+        assert worst is not None and osu is not None and who is not None
         s = summarize(worst)
         t = (osu["time_us_osu_avg"] if timing.style == "osu" else s.median) / 1e6
         out.append(kinds.collective(
@@ -257,6 +289,7 @@ def _records(env: Env, group: Group, spec: Collective, timing: Timing, entries: 
             bytes_sent_max=sent, bytes_sent_inter_max=inter, steps=e.steps,
             timer=TIMER + (devicestats.TIMER_DEVICE if e.device_samples is not None else ""),
             samples_us=[round(x, 3) for x in worst.tolist()],
+            **who,
             time_unix=time.time(),
             **device,
             **env.extra,

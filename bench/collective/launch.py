@@ -18,7 +18,7 @@ from typing import Any
 import psutil
 
 from bench.argtypes import UsageError
-from bench.collective import flags, nccl_log
+from bench.collective import flags, floors, nccl_log
 from bench.collective import variants as var
 from bench.collective.progress import TTY_ENV
 from bench.collective.scenario import (
@@ -350,12 +350,16 @@ def _check_host_memory(comm: Any, sc: CollectiveScenario, source: Path) -> str |
 def _finish_users_job(run_dir: Path, after: Callable[[Path], None]) -> int:
     """Rank 0 of the user's job: status (failed when some case is wrong), then the report."""
     wrong = sum(1 for r in iter_records(run_dir, samples=False) if r.get("status") == "wrong")
-    reason = f"{wrong} case{'s' if wrong > 1 else ''} wrong" if wrong else None
+    below = floors.failures(iter_records(run_dir, samples=False))
+    reasons = ([f"{wrong} case{'s' if wrong > 1 else ''} wrong"] if wrong else []) + \
+        ([floors.summary(below)] if below else [])
     info = read_meta(run_dir)
-    info.update(status="failed" if wrong else "ok", reason=reason,
+    info.update(status="failed" if reasons else "ok", reason="; ".join(reasons) or None,
                 finished=dt.datetime.now(dt.timezone.utc).isoformat())
     write_meta(run_dir, info)
-    if reason:
-        say(f"commbench: {reason} (elements differ from the exact expected values): the run failed")
+    for line in below:
+        say(f"commbench: below its floor: {line}")
+    if wrong:
+        say(f"commbench: {reasons[0]} (elements differ from the exact expected values): the run failed")
     after(run_dir)
-    return 1 if wrong else 0
+    return 1 if reasons else 0

@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import datetime as dt
+import functools
 import os
 import socket
 import sys
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,16 +24,18 @@ from typing import Any
 
 from mpi4py import MPI
 
-from bench.collective import canary, harness, nccl_log, table
+from bench.collective import attribution, canary, floors, harness, nccl_log, table
 from bench.collective.case import Group, groups
 from bench.collective.progress import Progress
 from bench.collective.scenario import CollectiveScenario
 from bench.collective.variants import JOB_ENV, Settings
 from bench.launch import inflight
-from bench.launch.launcher import oversubscribed
+from bench.launch.forensics import Hang
+from bench.launch.launcher import WORKER_ENV, oversubscribed
+from bench.launch.rankstate import Slots
 from bench.launch.threadlevel import may_abort_from_thread, thread_fields
 from bench.launch.watchdog import Watchdog
-from bench.store.records import ResultWriter
+from bench.store.records import ResultWriter, read_meta, write_meta
 from bench.store.resume import CaseKey, collective_key, done_collective
 from bench.units import format_size
 from kernels.algorithm import get_algorithm
@@ -106,7 +111,11 @@ def recording(comm: MPI.Comm, run_dir: Path) -> Iterator[tuple[Watchdog, ResultW
     cleared at a clean end only (a case that raised, a peer dead, stays named for the launcher)."""
     # MPI_Abort from the watchdog's thread only where MPI allows it (thread level multiple);
     # else the rank ends itself and the launcher tears the job down
-    dog = Watchdog(comm.rank, comm.Abort if may_abort_from_thread() else os._exit)
+    slots = Slots(run_dir, comm.rank, comm.bcast(uuid.uuid4().hex if comm.rank == 0 else None))
+    users_job = not os.environ.get(WORKER_ENV)  # else the self-launcher owns meta.json
+    dog = Watchdog(comm.rank, comm.Abort if may_abort_from_thread() else os._exit, slots=slots,
+                   world_size=comm.size,
+                   on_hang=functools.partial(hang_in_meta, run_dir) if users_job else None)
     writer = ResultWriter(run_dir) if comm.rank == 0 else None
     try:
         yield dog, writer
@@ -114,8 +123,17 @@ def recording(comm: MPI.Comm, run_dir: Path) -> Iterator[tuple[Watchdog, ResultW
         dog.close()
         if writer:
             writer.close()
+    slots.remove()
     if writer:
         inflight.clear(run_dir)
+
+
+def hang_in_meta(run_dir: Path, hang: Hang) -> None:
+    """The user's own job: the run failed with ``hang`` (its launcher tears it down next)."""
+    info = read_meta(run_dir)
+    info.update(status="failed", reason=hang.line, failed_case=hang.case, hang=hang.as_dict(),
+                finished=dt.datetime.now(dt.timezone.utc).isoformat())
+    write_meta(run_dir, info)
 
 
 def _canary(ctx: RunContext, comm: MPI.Comm, when: str) -> None:
@@ -128,6 +146,10 @@ def _canary(ctx: RunContext, comm: MPI.Comm, when: str) -> None:
 def _run_world(ctx: RunContext, comm: MPI.Comm, dog: Watchdog, writer: ResultWriter | None,
                out: Any, log: nccl_log.RankLog | None = None) -> int:
     sc = ctx.scenario
+    # mpi4py makes a communicator's context for pickled messages (a collective, with the GIL
+    # held) at its first such call: made here, not inside a case, where a hung peer would block
+    # the watchdog's thread with it
+    comm.bcast(None, root=0)
     over = oversubscribed_comm(comm)
     plan: list[tuple[Topology, Group]] = []
     notes: list[str] = []
@@ -141,6 +163,7 @@ def _run_world(ctx: RunContext, comm: MPI.Comm, dog: Watchdog, writer: ResultWri
     bar = Progress(len(plan), enabled=ctx.progress and comm.rank == 0)
     extra = {"run_id": ctx.run_id, "scenario": sc.name, "oversubscribed": over,
              "hugepages": sc.hugepages, **thread_fields(), **(emu.describe() if emu else {})}
+    hosts = comm.allgather(socket.gethostname())  # named by a case below its floor
     written, shown = 0, None
     try:
         for transport_name in sc.transports:
@@ -158,8 +181,8 @@ def _run_world(ctx: RunContext, comm: MPI.Comm, dog: Watchdog, writer: ResultWri
                 if comm.rank == 0 and head != shown:
                     print(table.banner(*head, over, sc.timing.style), file=out, flush=True)
                     shown = head
-                env = harness.Env(comm, transport, topo, extra)
-                written += _run_group(ctx, env, g, dog, writer, bar, out, log)
+                env = harness.Env(comm, transport, topo, extra, dog.where)
+                written += _run_group(ctx, env, g, dog, writer, bar, out, log, hosts)
             transport.close()
     finally:
         bar.close()
@@ -168,7 +191,7 @@ def _run_world(ctx: RunContext, comm: MPI.Comm, dog: Watchdog, writer: ResultWri
 
 def _run_group(ctx: RunContext, env: harness.Env, g: Group, dog: Watchdog,
                writer: ResultWriter | None, bar: Progress, out: Any,
-               log: nccl_log.RankLog | None = None) -> int:
+               log: nccl_log.RankLog | None = None, hosts: list[str] | None = None) -> int:
     todo = tuple(a for a in g.algorithms if not ctx.done(g, a))  # resumed: only cases without a record
     if not todo:
         bar.advance()
@@ -186,8 +209,13 @@ def _run_group(ctx: RunContext, env: harness.Env, g: Group, dog: Watchdog,
     _annotate(ctx.scenario, g, env.transport.family, records, log)
     for rec in records:
         assert writer is not None
+        floors.hold(rec, ctx.scenario.expect, hosts or [])
         writer.write(rec)
         table.print_row(rec, out)
+        for line in attribution.notes(rec):  # a rank or host consistently late
+            print(f"# note: {line}", file=out, flush=True)
+        if rec["status"] == floors.BELOW:
+            print(f"# BELOW FLOOR: {floors.line(rec)}", file=out, flush=True)
     return len(records)
 
 

@@ -4,7 +4,9 @@ Collective cases (:mod:`bench.collective.harness`), the probe's point-to-point c
 (:mod:`bench.collective.p2p`), the drift canary and training steps are all timed here. One
 iteration: ``before`` (a barrier), read the clock, ``run``, ``after`` (a device synchronisation),
 read the clock; the sample is the difference in µs, this rank's. What the samples become (max
-over ranks per iteration, statistics) is the caller's. Importing this module starts no MPI.
+over ranks per iteration, statistics) is the caller's. Asked for ``waits``, the clock is also
+read before the barrier: the µs this rank waited in it, on its own clock (the rank that waited
+least arrived last: :mod:`bench.collective.attribution`). Importing this module starts no MPI.
 """
 
 from __future__ import annotations
@@ -27,12 +29,16 @@ class Timer:
     clock: Clock = CLOCK
 
     def time(self, run: Run, iters: int, out: list[float] | None = None, events: Any = None,
-             device_out: list[float] | None = None) -> list[float]:
+             device_out: list[float] | None = None, waits: list[float] | None = None,
+             ) -> list[float]:
         """``iters`` timed iterations of ``run`` appended to ``out`` (µs); with ``events`` (a
-        device clock: start, stop, elapsed_us) the device's time of each goes to ``device_out``."""
+        device clock: start, stop, elapsed_us) the device's time of each goes to ``device_out``;
+        with ``waits``, each iteration's wait in ``before`` (µs)."""
         out = [] if out is None else out
         clock, before, after = self.clock, self.before, self.after
         for _ in range(iters):
+            if waits is not None:
+                tb = clock()
             if before is not None:
                 before()
             t0 = clock()
@@ -44,6 +50,8 @@ class Timer:
             if after is not None:
                 after()
             out.append((clock() - t0) / 1e3)
+            if waits is not None:  # after the clock: outside the timed region
+                waits.append((t0 - tb) / 1e3)
             if events is not None and device_out is not None:
                 device_out.append(events.elapsed_us())
         return out
@@ -53,13 +61,19 @@ class Timer:
         return [self.time(r, warmup) for r in runs]
 
     def turns(self, runs: Sequence[Run], iters: int, repetitions: int, events: Any = None,
-              device: Sequence[list[float]] | None = None) -> list[list[float]]:
+              device: Sequence[list[float]] | None = None,
+              waits: Sequence[list[float]] | None = None,
+              on_turn: Callable[[int], object] | None = None) -> list[list[float]]:
         """``iters`` samples of each run in ``repetitions`` blocks in which the runs take turns,
-        order reversed every other block, so that each sees the same stretch of the machine."""
+        order reversed every other block, so that each sees the same stretch of the machine;
+        ``on_turn(i)`` before each block of run ``i``, ``waits[i]`` its barrier waits."""
         samples: list[list[float]] = [[] for _ in runs]
         block = math.ceil(iters / repetitions)
         order = list(range(len(runs)))
         for rep in range(repetitions):
             for i in order if rep % 2 == 0 else order[::-1]:
-                self.time(runs[i], block, samples[i], events, device[i] if device else None)
+                if on_turn is not None:
+                    on_turn(i)
+                self.time(runs[i], block, samples[i], events, device[i] if device else None,
+                          waits[i] if waits is not None else None)
         return samples

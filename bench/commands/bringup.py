@@ -22,7 +22,7 @@ def configure(p: argparse.ArgumentParser) -> None:
 
     p.add_argument("--out", type=out_dir, default=None,
                    help="run directory (default: runs/<time>-bringup)")
-    p.set_defaults(bringup_fields=model_flags(p, BringupScenario, skip=("timing",)), resume=None)
+    p.set_defaults(bringup_fields=model_flags(p, BringupScenario, skip=("timing", "expect")), resume=None)
     p.add_argument("--no-progress", action="store_true", help="no line per stage round")
     p.add_argument("--no-report", action="store_true", help="no HTML report at the end")
 

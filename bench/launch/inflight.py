@@ -28,12 +28,17 @@ def clear(run_dir: Path) -> None:
     (run_dir / (INFLIGHT + ".tmp")).unlink(missing_ok=True)
 
 
-def take(run_dir: Path) -> dict[str, Any] | None:
-    """The marker a job left behind (removed), or None when no case was in flight."""
-    path = run_dir / INFLIGHT
+def read(run_dir: Path) -> dict[str, Any] | None:
+    """The marker (left in place), or None when no case is in flight."""
     try:
-        data = json.loads(path.read_text())
+        data = json.loads((run_dir / INFLIGHT).read_text())
     except (OSError, ValueError):
         data = None
-    clear(run_dir)
     return data if isinstance(data, dict) else None
+
+
+def take(run_dir: Path) -> dict[str, Any] | None:
+    """The marker a job left behind (removed), or None when no case was in flight."""
+    data = read(run_dir)
+    clear(run_dir)
+    return data

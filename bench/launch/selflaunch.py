@@ -26,7 +26,8 @@ from typing import Any, Protocol
 
 import psutil
 
-from bench.launch import inflight, loopback, shmclean
+from bench.collective import floors
+from bench.launch import forensics, inflight, loopback, rankstate, shmclean
 from bench.launch.signals import JOB_ENV, SignalGuard, end_job, end_leftovers, tree
 from bench.launch.watchdog import TIMEOUT_EXIT
 from bench.store.records import iter_records, write_meta
@@ -51,6 +52,7 @@ class JobResult:
     shm_removed: int = 0  # /dev/shm files its killed ranks left, removed by us
     stuck: tuple[int, ...] = ()  # pids of its processes that could not be ended (in the kernel)
     listening: tuple[loopback.Listener, ...] = ()  # its listening sockets, seen as its first case began
+    hang: dict[str, Any] | None = None  # what its ranks were doing when it hung or one died
 
     @property
     def ok(self) -> bool:
@@ -63,6 +65,8 @@ class JobResult:
     @property
     def reason(self) -> str | None:
         m = self.inflight or {}
+        if self.signal is None and self.hang is not None:
+            return str(self.hang["why"])
         if self.signal is None and "timeout_s" in m and (
                 self.returncode == TIMEOUT_EXIT or self.ended - m.get("since", self.ended) >= m["timeout_s"]):
             # said here too: the abort can end the job before the aborting rank's line is out, and
@@ -86,6 +90,8 @@ class JobResult:
             out["stuck_pids"] = list(self.stuck)
         if self.listening:
             out["listening"] = [str(s) for s in self.listening]
+        if self.hang is not None and self.signal is None:
+            out["hang"] = self.hang
         return out
 
 
@@ -101,6 +107,8 @@ def run_job(cmd: list[str], env: dict[str, str], run_dir: Path, world: int, guar
     hung) never unlinked them."""
     token = uuid.uuid4().hex
     before = shmclean.snapshot()
+    rankstate.clear(run_dir)  # a previous job's rank slots and hang are not this job's
+    forensics.take(run_dir)
     t0 = time.monotonic()
     proc = subprocess.Popen(cmd, env={**env, JOB_ENV: token, "PYTHONUNBUFFERED": "1"},
                             start_new_session=True)
@@ -133,9 +141,10 @@ def run_job(cmd: list[str], env: dict[str, str], run_dir: Path, world: int, guar
         raise
     strays, left, stuck = end_leftovers(token, known.values())
     removed = shmclean.remove_orphans(held | left, before)
+    hang = forensics.take(run_dir)  # what its ranks were doing, when one explained a hang
     return JobResult(world, rc, time.monotonic() - t0, inflight.take(run_dir), first_case,
                      guard.name, strays, time.time(), len(removed),
-                     tuple(p.pid for p in stuck), tuple(sorted(listening)))
+                     tuple(p.pid for p in stuck), tuple(sorted(listening)), hang)
 
 
 def _mtime(path: Path) -> float:
@@ -248,9 +257,12 @@ class Sweep:
 
     def _finish(self) -> int:
         wrong = sum(1 for r in _records(self.run_dir) if r.get("status") == "wrong")
+        below = floors.failures(_records(self.run_dir))
         reasons = []
         if self.failures:
             reasons.append(f"{self.failures} job{'s' if self.failures > 1 else ''} failed")
+        if below:
+            reasons.append(floors.summary(below))
         if wrong:
             reasons.append(f"{wrong} case{'s' if wrong > 1 else ''} wrong (elements differ from "
                            "the exact expected values)")
@@ -259,6 +271,8 @@ class Sweep:
             self.info.pop(stale, None)
         self.save(status=status, reason="; ".join(reasons) or None, finished=_now())
         say(f"# {count_records(self.run_dir)} records in {self.run_dir / 'results.jsonl'}")
+        for line in below:
+            say(f"commbench: below its floor: {line}")
         if wrong:
             say(f"commbench: {reasons[-1]}: the run failed")
         return 1 if reasons else 0

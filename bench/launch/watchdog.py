@@ -5,20 +5,38 @@ the job's ``abort`` with :data:`TIMEOUT_EXIT`: ``MPI_Abort`` for MPI jobs (mpi4p
 MPI with thread support, so a helper thread may), which makes mpiexec/srun tear the job down;
 ``os._exit`` for torch jobs, whose launcher ends the other ranks. Collective and training runs
 share this watchdog.
+
+With :class:`~bench.launch.rankstate.Slots` (collective and bring-up jobs), the thread also
+writes this rank's slot every poll, and a case past its deadline is explained
+(:mod:`bench.launch.forensics`): the slots read twice, :data:`SETTLE_POLLS` polls apart, name
+the ranks that never arrived and what each live rank waits for. The first rank to explain it
+writes ``RUN/hang.json``, says the line, tells ``on_hang`` (the user's own job: meta.json) and
+aborts; the others keep beating for :data:`GRACE_POLLS` polls (so that they read as alive), then
+abort too.
 """
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import threading
 import time
 from collections.abc import Callable
 
+from bench.launch import forensics
+from bench.launch.rankstate import Slots, Where
+
 TIMEOUT_EXIT = 124  # the job's exit code when the watchdog aborts it (launchers pass it on)
+# polls between the two readings of the slots: a live rank beats meanwhile (a few, so that a
+# rank whose thread waits long for a core, on a host its ranks oversubscribe, still does)
+SETTLE_POLLS = 6
+GRACE_POLLS = 20  # polls a rank that did not explain the hang waits for the one that did
 
 
 class Watchdog:
-    def __init__(self, rank: int, abort: Callable[[int], object], poll_s: float = 0.5) -> None:
+    def __init__(self, rank: int, abort: Callable[[int], object], poll_s: float = 0.5,
+                 slots: Slots | None = None, world_size: int = 1,
+                 on_hang: Callable[[forensics.Hang], None] | None = None) -> None:
         self._rank = rank
         self._abort = abort
         self._lock = threading.Lock()
@@ -26,6 +44,9 @@ class Watchdog:
         self._label = ""
         self._timeout = 0.0
         self._stop = threading.Event()
+        self._slots, self._world, self._on_hang = slots, world_size, on_hang
+        self._beat, self._poll = 0, poll_s
+        self.where = Where()  # the main thread keeps it current (the harness)
         self._thread = threading.Thread(target=self._loop, args=(poll_s,), daemon=True)
         self._thread.start()
 
@@ -37,19 +58,56 @@ class Watchdog:
     def disarm(self) -> None:
         with self._lock:
             self._deadline = None
+            self.where.leave()
 
     def close(self) -> None:
         self._stop.set()
+        self._thread.join(2 * self._poll)  # its last write done, unless it is explaining a hang
+
+    def _write(self) -> None:
+        if self._slots is not None:
+            self._beat += 1
+            with self._lock:
+                case = self._label if self._deadline is not None else ""
+            # a full or vanished run directory must not end the rank
+            with contextlib.suppress(OSError):
+                self._slots.write(self._beat, case, self.where)
 
     def _loop(self, poll_s: float) -> None:
-        while not self._stop.wait(poll_s):
+        while True:
+            self._write()
+            if self._stop.wait(poll_s):
+                return
             with self._lock:
                 late = self._deadline is not None and time.monotonic() > self._deadline
                 label, timeout = self._label, self._timeout
             if late:
-                sys.stderr.write(
-                    f"commbench: rank {self._rank}: case '{label}' exceeded "
-                    f"case_timeout_s={timeout:g} (a rank hung or died); aborting the job\n")
-                sys.stderr.flush()
+                self._fire(label, timeout, poll_s)
+                return
+
+    def _fire(self, label: str, timeout: float, poll_s: float) -> None:
+        line = f"case '{label}' exceeded case_timeout_s={timeout:g} (a rank hung or died)"
+        slots = self._slots
+        if slots is not None:
+            before = slots.read(self._world)
+            self._beating(SETTLE_POLLS, poll_s)
+            hang = forensics.explain(label, forensics.timed_out(timeout), before,
+                                     slots.read(self._world), self._world)
+            if not forensics.claim(slots.run_dir, hang, self._rank):
+                self._beating(GRACE_POLLS, poll_s)  # the rank that explained it aborts the job
                 self._abort(TIMEOUT_EXIT)
                 return
+            line = hang.line
+            if self._on_hang is not None:
+                try:
+                    self._on_hang(hang)
+                except Exception as e:  # the line below still says it
+                    sys.stderr.write(f"commbench: rank {self._rank}: hang not recorded: {e}\n")
+        sys.stderr.write(f"commbench: rank {self._rank}: {line}; aborting the job\n")
+        sys.stderr.flush()
+        self._abort(TIMEOUT_EXIT)
+
+    def _beating(self, polls: int, poll_s: float) -> None:
+        for _ in range(polls):
+            time.sleep(poll_s)
+            self._write()

@@ -96,10 +96,12 @@ def read_meta(run_dir: Path) -> dict[str, Any]:
     return meta
 
 
-# Raw-sample arrays (``samples_us``, ``device_samples_us``, ``samples_ms``): most of a record's
-# bytes. Readers that only need the summaries cut them out before parsing.
-_SAMPLE_FIELDS = re.compile(rb',"[A-Za-z_]*samples_(?:us|ms)":\[[^\[\]]*\]')
-_SAMPLE_COLUMN = re.compile(r"^[A-Za-z_]*samples_(?:us|ms)$")
+# Raw-sample arrays (``samples_us``, ``device_samples_us``, ``samples_ms``, and the per-iteration
+# ``last_arrived_ranks``/``last_finished_ranks``): most of a record's bytes. Readers that only
+# need the summaries cut them out before parsing.
+_SAMPLE_FIELDS = re.compile(
+    rb',"(?:[A-Za-z_]*samples_(?:us|ms)|last_[a-z]+_ranks)":\[[^\[\]]*\]')
+_SAMPLE_COLUMN = re.compile(r"^(?:[A-Za-z_]*samples_(?:us|ms)|last_[a-z]+_ranks)$")
 
 
 BadLine = Callable[[Path, int, str], None]  # (results file, line number, why) of a skipped line

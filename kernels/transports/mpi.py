@@ -26,6 +26,8 @@ class MpiPlan:
     Receives that reduce land in ``scratch`` at the same offsets (a step never writes an element
     twice, so a workspace-sized scratch always fits) and are folded in after the step's Waitall;
     then the step's local copies. Steps in which this rank has nothing to do are dropped.
+    :attr:`at` is the index (into :attr:`trace`) of the step running, -1 between runs: one store
+    per step, read by the watchdog when a case hangs (``bench.launch.rankstate``).
     """
 
     def __init__(self, comm: MPI.Comm, schedule: Schedule, buf: np.ndarray,
@@ -33,7 +35,11 @@ class MpiPlan:
         self._ufunc = op.ufunc
         Pairs = list[tuple[np.ndarray, np.ndarray]]
         self._steps: list[tuple[list[MPI.Prequest], Pairs, Pairs]] = []
-        for st in schedule.steps:
+        # per step kept: (its index in the schedule, peers received from, peers sent to)
+        self.trace: list[tuple[int, tuple[int, ...], tuple[int, ...]]] = []
+        self.nsteps = len(schedule.steps)
+        self.at = -1
+        for i, st in enumerate(schedule.steps):
             reqs: list[MPI.Prequest] = []
             reds: Pairs = []
             for rv in st.recvs:
@@ -49,6 +55,8 @@ class MpiPlan:
             copies = [(buf[c.dst.start:c.dst.stop], buf[c.src.start:c.src.stop]) for c in st.copies]
             if reqs or copies:
                 self._steps.append((reqs, reds, copies))
+                self.trace.append((i, tuple(rv.peer for rv in st.recvs),
+                                   tuple(x.peer for x in st.sends)))
 
     @property
     def steps(self) -> list[tuple[list[MPI.Prequest], list[tuple[np.ndarray, np.ndarray]],
@@ -60,7 +68,8 @@ class MpiPlan:
 
     def run(self) -> None:
         ufunc, copyto = self._ufunc, np.copyto
-        for reqs, reds, copies in self._steps:
+        for i, (reqs, reds, copies) in enumerate(self._steps):
+            self.at = i
             if reqs:
                 MPI.Prequest.Startall(reqs)
                 MPI.Request.Waitall(reqs)
@@ -68,6 +77,7 @@ class MpiPlan:
                 ufunc(dst, src, out=dst)
             for dst, src in copies:
                 copyto(dst, src)
+        self.at = -1
 
     def close(self) -> None:
         for reqs, _, _ in self._steps:

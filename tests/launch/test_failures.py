@@ -116,8 +116,11 @@ def test_hung_rank_is_aborted_after_case_timeout(tmp_path: Path) -> None:
     assert left == [], f"processes of the job still there when the run ended: {left}"
     assert proc.returncode not in (0, None)
     # the launcher says why itself: the aborting rank's own line can be lost in the teardown
-    assert re.search(r"world size 3 failed during case '[^']+': exceeded case_timeout_s=3 "
-                     r"\(a rank hung or died\) \(mpiexec exit \d+\)", err), err
+    assert re.search(r"world size 3 failed during case '[^']+': exceeded case_timeout_s=3: "
+                     r"rank 2 on \S+ never arrived: not responding \(killed or stopped", err), err
+    hang = read_meta(run_dir)["jobs"][-1]["hang"]
+    assert [r["rank"] for r in hang["missing"]] == [2]
+    assert sorted(r["rank"] for r in hang["waiting"]) == [0, 1]
     assert read_meta(run_dir)["jobs"][-1]["reason"].startswith("exceeded case_timeout_s=3")
     _assert_kept(run_dir, 2)
     _assert_no_segment_left(segs, run_dir)

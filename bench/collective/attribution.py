@@ -1,0 +1,102 @@
+"""Per-rank attribution: which rank arrived last at each iteration and which finished last.
+
+Clocks of different hosts are never compared. Each rank measures, on its own clock, how long it
+waited in the iteration's barrier (:class:`bench.collective.timer.Timer`, ``waits``) and how long
+its call took after the barrier let it go (its sample). Every rank leaves the barrier at
+(nearly) the same moment, when the last one enters it: so the rank that waited least arrived
+last, and the rank with the longest sample finished last. Per iteration the record keeps both
+ranks (``last_arrived_ranks``, ``last_finished_ranks``, aligned with ``samples_us``).
+
+A rank is *consistently late* in a case when it is the last in at least :data:`LATE_SHARE` of
+the case's iterations (at least :data:`MIN_ITERS` of them) by a median margin of at least
+:data:`MIN_MARGIN` of the case's median time (margin: arriving, the median rank's wait minus the
+last's; finishing, the last's time minus the median rank's); a barrier's own release order gives
+one rank a few µs every time, which the margin leaves out. Where no rank is, a host is, by the
+same rule applied to the host of the last rank (several ranks of one slow host share the
+blame). The record's ``late`` lists them; the table's note, the report and the bring-up name them.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+LATE_SHARE = 0.75  # last in at least this share of a case's iterations ...
+MIN_ITERS = 10  # ... of at least this many ...
+MIN_MARGIN = 0.10  # ... by at least this share of the case's median time (median margin)
+AT = {"arrival": "arrived", "finish": "finished"}
+
+
+def last_ranks(samples: np.ndarray, waits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per iteration (columns of ``ranks x iterations`` arrays): the rank that arrived last
+    (waited least in the barrier) and the one that finished last (longest sample)."""
+    return np.argmin(waits, axis=0), np.argmax(samples, axis=0)
+
+
+def _named(who: np.ndarray, margin: np.ndarray, basis_us: float) -> list[tuple[int, float, float]]:
+    """(index, share, median margin) of each index last in enough iterations by enough."""
+    n = len(who)
+    out = []
+    for i, count in enumerate(np.bincount(who)):
+        if count and count / n >= LATE_SHARE:
+            m = float(np.median(margin[who == i]))
+            if m >= MIN_MARGIN * basis_us:
+                out.append((i, count / n, m))
+    return out
+
+
+def late(last: np.ndarray, margin: np.ndarray, hosts: Sequence[str], basis_us: float,
+         at: str) -> list[dict[str, Any]]:
+    """The ranks (else hosts) consistently last at ``at`` ("arrival", "finish")."""
+    if len(last) < MIN_ITERS or len(hosts) < 2:
+        return []
+    found = [{"at": at, "rank": int(r), "host": hosts[r], "share": round(s, 3),
+              "margin_us": round(m, 3)} for r, s, m in _named(last, margin, basis_us)]
+    names = sorted(set(hosts))
+    if found or len(names) < 2:
+        return found
+    index = np.array([names.index(hosts[r]) for r in last])
+    return [{"at": at, "rank": None, "host": names[h], "share": round(s, 3),
+             "margin_us": round(m, 3)} for h, s, m in _named(index, margin, basis_us)]
+
+
+def fields(samples: np.ndarray, waits: np.ndarray, hosts: Sequence[str]) -> dict[str, Any]:
+    """The record's attribution fields from every rank's samples and barrier waits (µs,
+    ``ranks x iterations``) and each rank's host."""
+    arrived, finished = last_ranks(samples, waits)
+    basis = float(np.median(np.max(samples, axis=0))) if samples.size else 0.0
+    arrive_margin = np.median(waits, axis=0) - np.min(waits, axis=0)
+    finish_margin = np.max(samples, axis=0) - np.median(samples, axis=0)
+    return {"last_arrived_ranks": arrived.tolist(), "last_finished_ranks": finished.tolist(),
+            "late": late(arrived, arrive_margin, hosts, basis, "arrival")
+            + late(finished, finish_margin, hosts, basis, "finish")}
+
+
+def gather(comm: Any, samples: Sequence[float], waits: Sequence[float]) -> dict[str, Any] | None:
+    """:func:`fields` on rank 0 of ``comm`` (an mpi4py communicator; None elsewhere).
+    Collective. (This module imports no MPI: reports read it.)"""
+    got = comm.gather((socket.gethostname(), np.asarray(samples, dtype=np.float64),
+                       np.asarray(waits, dtype=np.float64)), root=0)
+    if got is None:
+        return None
+    hosts = [h for h, _, _ in got]
+    return fields(np.stack([s for _, s, _ in got]), np.stack([w for _, _, w in got]), hosts)
+
+
+def describe(entry: Mapping[str, Any], iters: int) -> str:
+    """One ``late`` entry in words: "rank 5 on tu-3 arrived last in 92 % of 200 iterations
+    (by 120 µs, median)"."""
+    who = (f"rank {entry['rank']} on {entry['host']}" if entry.get("rank") is not None
+           else f"host {entry['host']}")
+    return (f"{who} {AT.get(entry['at'], entry['at'])} last in {100 * entry['share']:.0f} % of "
+            f"{iters} iterations (by {entry['margin_us']:.4g} µs, median)")
+
+
+def notes(rec: Mapping[str, Any]) -> list[str]:
+    """The table's notes for a record: each consistently late rank or host, and the case."""
+    case = (f"{rec.get('collective')} {rec.get('nbytes')} B {rec.get('algorithm')} "
+            f"p={rec.get('world_size')}")
+    return [f"{describe(e, int(rec.get('iters') or 0))}: {case}" for e in rec.get("late") or []]

@@ -1,0 +1,109 @@
+"""Where each rank is: a slot per rank under the run directory, for naming a hang.
+
+The main thread keeps :class:`Where` current with attribute stores only (the case, the plan it
+runs; a schedule's plan keeps its own step index, :class:`kernels.transports.mpi.MpiPlan`), so
+the timed loop pays nanoseconds. The watchdog's thread copies it to ``RUN/ranks/<rank>.json``
+every poll with a beat counter that only a live, running rank advances: a rank killed or stopped
+(SIGSTOP stops its threads too) leaves a slot whose beat no longer moves. The run directory is
+on a filesystem every host of the job sees (the testbed's hosts share it; on a cluster, the
+shared directory ``--out`` names); a host that does not see it shows as a rank without a slot.
+A slot carries the job's token (drawn by rank 0 as the job starts), so a previous job's slots
+are never read as this job's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import socket
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+SLOTS = "ranks"  # RUN/ranks/<world rank>.json
+
+
+@dataclass
+class Where:
+    """What this rank is doing, as the main thread last said (mutable: written by the main
+    thread, read by the watchdog's)."""
+
+    plan: Any = None  # the plan being run; one with ``trace`` and ``at`` names its step
+    algorithm: str = ""
+    world_ranks: tuple[int, ...] = ()  # the plan's communicator ranks as world ranks
+
+    def enter(self, plan: Any, algorithm: str, world_ranks: tuple[int, ...]) -> None:
+        self.plan, self.algorithm, self.world_ranks = plan, algorithm, world_ranks
+
+    def leave(self) -> None:
+        self.plan = None
+
+    def state(self) -> dict[str, Any]:
+        """The step this rank is in and the world ranks it waits for (``{}`` outside a plan;
+        ``step`` absent between a schedule's iterations, and in a vendor call, whose plan keeps
+        no step index)."""
+        plan = self.plan
+        if plan is None:
+            return {}
+        trace, at = getattr(plan, "trace", None), getattr(plan, "at", -1)
+        out: dict[str, Any] = {"algorithm": self.algorithm, "vendor": trace is None}
+        if trace is None or not 0 <= at < len(trace):
+            return out
+        step, recvs, sends = trace[at]
+        world = self.world_ranks
+        out.update(step=step, steps=plan.nsteps, recv_from=[world[p] for p in recvs],
+                   send_to=[world[p] for p in sends])
+        return out
+
+
+@dataclass
+class Slots:
+    """This rank's slot, and every rank's as read back."""
+
+    run_dir: Path
+    rank: int
+    token: str
+    host: str = field(default_factory=socket.gethostname)
+    _made: bool = field(default=False, init=False, repr=False)
+
+    @property
+    def folder(self) -> Path:
+        return self.run_dir / SLOTS
+
+    def write(self, beat: int, case: str, where: Where) -> None:
+        """This rank's slot, replaced atomically (a reader never sees half of it)."""
+        if not self._made:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            self._made = True
+        path = self.folder / f"{self.rank}.json"
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"rank": self.rank, "host": self.host, "pid": os.getpid(),
+                                   "token": self.token, "beat": beat, "case": case,
+                                   **where.state()}))
+        os.replace(tmp, path)
+
+    def read(self, world_size: int) -> dict[int, dict[str, Any]]:
+        """Every rank's slot of this job (a missing, unreadable or earlier job's slot: absent)."""
+        out = {}
+        for r in range(world_size):
+            try:
+                slot = json.loads((self.folder / f"{r}.json").read_text())
+            except (OSError, ValueError):
+                continue
+            if isinstance(slot, dict) and slot.get("token") == self.token:
+                out[r] = slot
+        return out
+
+    def remove(self) -> None:
+        """This rank's slot (a clean end); the folder once empty."""
+        (self.folder / f"{self.rank}.json").unlink(missing_ok=True)
+        (self.folder / f"{self.rank}.tmp").unlink(missing_ok=True)
+        with contextlib.suppress(OSError):  # only once every rank has removed its own
+            self.folder.rmdir()
+
+
+def clear(run_dir: Path) -> None:
+    """The slots a previous job left (before a job starts)."""
+    shutil.rmtree(run_dir / SLOTS, ignore_errors=True)
