@@ -9,6 +9,7 @@ overflow is dropped at the sources), and the rank priced is the busiest, the one
 expert beside ``experts / ep - 1`` others. **Measured** (:meth:`Routing.of_counts`): the exact
 fractions of one rank from a step's assignments per (layer, rank, expert), which training
 records as ``moe_dispatch_by_layer``: the bytes it gives are the bytes that rank sent.
+``advise --from`` prices a record's layout with its measured imbalance (:func:`of_record`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,13 @@ class Routing:
             received = sum(sum(layer[src][mine]) for src in group)
             out.append((Fraction(sum(layer[rank]), assignments), Fraction(received, assignments)))
         return cls(measured=tuple(out))
+
+
+def of_record(rec: dict[str, Any]) -> Routing:
+    """The skewed routing of a training record's router: the median over its steps of
+    ``moe_imbalance`` (uniform for a record without one)."""
+    steps = sorted(rec.get("moe_imbalance") or [1.0])
+    return Routing(imbalance=max(1.0, steps[len(steps) // 2]))
 
 
 @functools.lru_cache(maxsize=1024)  # the same for every layer of every layout searched

@@ -39,6 +39,13 @@ def test_measured_routing_is_the_ranks_exact_share() -> None:
     assert r2.measured == ((Fraction(4, 16), Fraction(1 + 1 + 0 + 0, 16)),)
 
 
+def test_a_record_is_priced_with_its_median_imbalance() -> None:
+    from bench.advise.routing import of_record
+
+    assert of_record({"moe_imbalance": [1.5, 1.2, 1.4]}) == Routing(imbalance=1.4)
+    assert of_record({"strategy": "ddp"}) == Routing()
+
+
 def test_search_offers_expert_degrees_for_moe_shapes_only() -> None:
     from bench.advise.search import plain_layouts
     from bench.models.catalog import CATALOG
