@@ -15,16 +15,18 @@ from dataclasses import dataclass, field
 
 from kernels.topology import Topology
 
-GROUPS = ("data", "tensor", "pipeline", "server")  # server: ps workers <-> servers
+# server: ps workers <-> servers; expert: an expert-parallel group; expert_data: the ranks
+# holding the same experts (bench.training.strategies.expert)
+GROUPS = ("data", "tensor", "pipeline", "server", "expert", "expert_data")
 PHASES = ("forward", "backward", "step")
 
 
 @dataclass(frozen=True)
 class Call:
-    op: str  # all_reduce, all_gather, reduce_scatter, broadcast, send, recv
+    op: str  # all_reduce, all_gather, reduce_scatter, broadcast, all_to_all, send, recv
     nbytes: int  # size S of one call
     calls: int  # how many such calls per step
-    group: str  # data, tensor, pipeline or server (ps)
+    group: str  # one of GROUPS
     phase: str  # forward, backward or step (after backward: the optimizer's)
     overlap: bool  # may run under compute of its phase (the rule: bench.advise.step)
     algorithm: str | None = None  # a commbench all_reduce schedule (DDP hook); None: vendor

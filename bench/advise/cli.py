@@ -4,16 +4,18 @@ size, print the ranked tables (and predicted vs measured with ``--from``), write
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bench.advise.compute import Measured
 from bench.advise.custom import check_params, parse_count, relative_gap
 from bench.advise.question import AdviceError, Question, device_key
 from bench.advise.records import record, write_run
+from bench.advise.routing import Routing
 from bench.advise.search import Ranked
-from bench.advise.shape import Shape, custom_gpt, shape_of, with_seq
+from bench.advise.shape import Shape, custom_gpt, custom_moe, shape_of, with_seq
 from bench.advise.table import print_ranked
 from bench.advise.timing import Timer
 from bench.advise.validate import (
@@ -27,7 +29,11 @@ from bench.advise.validate import (
 )
 from bench.costmodel.model import parse_topology
 from bench.costmodel.profile import load_profile
+from bench.models.configs import MoEConfig
 from bench.training.analytic import PRECISIONS
+
+if TYPE_CHECKING:
+    from bench.models.base import ModelSpec
 
 Say = Callable[[str], None]
 
@@ -42,13 +48,12 @@ def _shape(args: argparse.Namespace, say: Say) -> Shape:
 
     if args.model:
         model = MODELS.get(args.model)
-        return shape_of(with_seq(model, args.seq) if args.seq else model)
+        return routed(shape_of(with_seq(model, args.seq) if args.seq else model), args)
     missing = [k for k in ("layers", "hidden", "heads") if getattr(args, k) is None]
     if missing:
         raise AdviceError(f"--params needs the model's shape: --{', --'.join(missing)} "
                           f"(communication depends on layers, width and heads)")
-    shape = shape_of(custom_gpt(args.layers, args.hidden, args.heads, args.seq or 2048,
-                                args.vocab))
+    shape = routed(shape_of(custom_model(args)), args)
     try:
         check_params(args.params, shape.total)
     except ValueError as e:
@@ -56,6 +61,32 @@ def _shape(args: argparse.Namespace, say: Say) -> Shape:
     say(f"# {shape.name}: {shape.total / 1e9:.2f}B parameters from the shape (--params "
         f"{args.params}: {relative_gap(parse_count(args.params), shape.total):.0%} apart)")
     return shape
+
+
+def custom_model(args: argparse.Namespace) -> ModelSpec:
+    """The GPT of ``--layers --hidden --heads``, or with ``--experts`` its mixture of experts."""
+    seq = args.seq or 2048
+    if getattr(args, "experts", None) is None:
+        return custom_gpt(args.layers, args.hidden, args.heads, seq, args.vocab)
+    if args.ffn is None:
+        raise AdviceError("--experts needs --ffn, each expert's width (Mixtral 8x7B: 14336)")
+    try:
+        return custom_moe(MoEConfig(layers=args.layers, heads=args.heads, embd=args.hidden,
+                                    vocab=args.vocab, seq_len=seq, experts=args.experts,
+                                    top_k=args.top_k, ffn=args.ffn,
+                                    capacity_factor=args.capacity_factor))
+    except ValueError as e:
+        raise AdviceError(str(e)) from None
+
+
+def routed(shape: Shape, args: argparse.Namespace) -> Shape:
+    """``shape`` priced with ``--imbalance`` (a mixture of experts; refused for another model)."""
+    rho = getattr(args, "imbalance", 1.0)
+    if rho == 1.0:
+        return shape
+    if not isinstance(shape.model.config, MoEConfig):
+        raise AdviceError(f"--imbalance: {shape.name} has no experts")
+    return dataclasses.replace(shape, routing=Routing(imbalance=rho))
 
 
 def run_advice(args: argparse.Namespace, out: Path, say: Say) -> None:

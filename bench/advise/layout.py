@@ -5,7 +5,9 @@ the data group), microbatches and the pipeline schedule; its validity and its ra
 Ranks are ordered tensor fastest, then data, then pipeline (Megatron-LM's default order): rank
 ``r = (pp * data + dp) * tensor + tp``. Tensor groups are ``tensor`` consecutive ranks (inside a
 node whenever the node holds them), data groups stride ``tensor``, pipeline groups stride
-``tensor * data``. :mod:`bench.training.strategies.hybrid` lays out its 2-D mesh the same way.
+``tensor * data``; expert-parallel groups are ``expert`` consecutive members of a data group
+(DeepSpeed-MoE's and Megatron's expert groups inside the data group).
+:mod:`bench.training.strategies.hybrid` lays out its 2-D mesh the same way.
 """
 
 from __future__ import annotations
@@ -37,15 +39,19 @@ class Layout:
     checkpoint: bool = False  # activation checkpointing of every piece
     amp: str = "fp32"  # autocast precision with fp32 master weights (bench.training.options)
     servers: int = 0  # ps: parameter-server ranks beside the ``data`` workers (0: no ps)
+    expert: int = 1  # expert parallelism: experts sharded over groups of this many data ranks
 
     def __post_init__(self) -> None:
-        for k in ("data", "tensor", "pipeline", "microbatches", "stages_per_rank"):
+        for k in ("data", "tensor", "pipeline", "microbatches", "stages_per_rank", "expert"):
             if getattr(self, k) < 1:
                 raise ValueError(f"{k} degree must be >= 1, got {getattr(self, k)}")
         if self.schedule not in SCHEDULES:
             raise ValueError(f"unknown schedule {self.schedule!r}; valid: {', '.join(SCHEDULES)}")
         if self.amp not in AMPS:
             raise ValueError(f"unknown amp {self.amp!r}; valid: {', '.join(AMPS)}")
+        if self.data % self.expert:
+            raise ValueError(f"expert degree {self.expert} does not divide the data degree "
+                             f"{self.data}")
         if self.servers and (self.tensor > 1 or self.pipeline > 1):
             raise ValueError("server ranks serve pure data parallelism: no tensor or pipeline "
                              "with them")
@@ -89,10 +95,16 @@ class Layout:
         return (pp * self.data + dp) * self.tensor + tp
 
     def group(self, axis: str, dp: int = 0, tp: int = 0, pp: int = 0) -> list[int]:
-        """The ranks of ``axis`` ("data", "tensor", "pipeline") through the given coordinates."""
-        n = {"data": self.data, "tensor": self.tensor, "pipeline": self.pipeline}[axis]
+        """The ranks of ``axis`` ("data", "tensor", "pipeline"; "expert": ``expert`` consecutive
+        data indices, "expert_data": the data indices ``expert`` apart) through the given
+        coordinates."""
+        e, first = self.expert, dp - dp % self.expert
+        n = {"data": self.data, "tensor": self.tensor, "pipeline": self.pipeline,
+             "expert": e, "expert_data": self.data // e}[axis]
         at = {"data": lambda i: self.rank(i, tp, pp), "tensor": lambda i: self.rank(dp, i, pp),
-              "pipeline": lambda i: self.rank(dp, tp, i)}[axis]
+              "pipeline": lambda i: self.rank(dp, tp, i),
+              "expert": lambda i: self.rank(first + i, tp, pp),
+              "expert_data": lambda i: self.rank(dp % e + i * e, tp, pp)}[axis]
         return [at(i) for i in range(n)]
 
 

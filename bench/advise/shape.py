@@ -1,27 +1,34 @@
 """What a model is to the advice: its parameters by piece (the same list the analytic memory
 model uses), FLOPs per piece (the rule: docs/advise.md, Compute) and the width of the activation
-between two pieces. Built from a named model (:mod:`bench.models`), or a custom GPT of a stated
-shape (:func:`custom_gpt`).
+between two pieces. Built from a named model (:mod:`bench.models`), or a custom GPT or mixture
+of experts of a stated shape (:func:`custom_gpt`, :func:`custom_moe`); a mixture of experts
+carries the routing statistics its all-to-alls are priced with (:mod:`bench.advise.routing`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from bench.models.configs import GPTConfig, TPLinear
+from bench.advise.routing import Routing
+from bench.models.configs import GPTConfig, MoEConfig, TPLinear
 from bench.training.analytic import Param, parameters, tp_local, tp_plan_of
 
 if TYPE_CHECKING:
     from bench.models.base import ModelSpec
 
 
+UNIFORM = Routing()
+
+
 @dataclass(frozen=True, eq=False)  # hashed by identity: one per model (shape_of caches it)
 class Shape:
     model: ModelSpec
     params: tuple[Param, ...]
+    routing: Routing = UNIFORM  # a mixture of experts: how its router spreads tokens
 
     @property
     def name(self) -> str:
@@ -63,6 +70,8 @@ class Shape:
         for p in self.params:
             if len(p.shape) == 2 and not p.name.endswith(("wte.weight", "wpe.weight")):
                 out[p.piece] += 6.0 * math.prod(p.shape) * seq
+            elif len(p.shape) == 3:  # experts stacked on dim 0: a token passes top_k of them
+                out[p.piece] += 6.0 * math.prod(p.shape[1:]) * seq * getattr(cfg, "top_k", 1)
         if isinstance(cfg, GPTConfig):
             for i in range(1, cfg.layers + 1):
                 out[i] += 12.0 * seq * cfg.embd * seq
@@ -105,6 +114,17 @@ def custom_gpt(layers: int, hidden: int, heads: int, seq: int, vocab: int = 5030
                      batch=functools.partial(gpt.make_batch, cfg), loss=gpt.loss)
 
 
+def custom_moe(cfg: MoEConfig) -> ModelSpec:
+    """A mixture of experts of the reference family (:mod:`bench.models.moe`) with this shape,
+    unnamed in the catalog: ``moe-L{layers}-h{hidden}-e{experts}k{top_k}``."""
+    from bench.models import moe
+    from bench.models.base import ModelSpec
+
+    return ModelSpec(f"moe-L{cfg.layers}-h{cfg.embd}-e{cfg.experts}k{cfg.top_k}", cfg,
+                     build=functools.partial(moe.build, cfg),
+                     batch=functools.partial(moe.make_batch, cfg), loss=moe.loss)
+
+
 def with_seq(model: ModelSpec, seq: int) -> ModelSpec:
     """The same GPT with another sequence length (the position table follows it)."""
     cfg = model.config
@@ -112,4 +132,6 @@ def with_seq(model: ModelSpec, seq: int) -> ModelSpec:
         raise ValueError(f"--seq: model {model.name} has no sequence (it is a {cfg.family})")
     if seq == cfg.seq_len:
         return model
+    if isinstance(cfg, MoEConfig):
+        return custom_moe(dataclasses.replace(cfg, seq_len=seq))
     return custom_gpt(cfg.layers, cfg.embd, cfg.heads, seq, cfg.vocab)

@@ -52,12 +52,12 @@ class Timer:
 
     def __init__(self, profile: Profile, cluster: Cluster) -> None:
         self.profile, self.cluster = profile, cluster
-        self._nets: dict[tuple[int, int, int, str], GroupNet] = {}
+        self._nets: dict[tuple[int, int, int, int, str], GroupNet] = {}
         self._times: dict[tuple[object, ...], Timed] = {}
         self._ps_times: dict[tuple[object, ...], tuple[float, float]] = {}
 
     def group(self, lay: Layout, axis: str) -> GroupNet:
-        key = (lay.data, lay.tensor, lay.pipeline, axis)
+        key = (lay.data, lay.tensor, lay.pipeline, lay.expert, axis)
         got = self._nets.get(key)
         if got is None:
             ranks = lay.group(axis)[:2] if axis == "pipeline" else lay.group(axis)

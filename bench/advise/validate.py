@@ -8,6 +8,7 @@ its schedule's modelled bubble (:func:`idle_checks`) and written as ``advice`` r
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +18,7 @@ from bench.advise.comm import Bytes
 from bench.advise.compute import Measured
 from bench.advise.evaluate import Job, Result, evaluate
 from bench.advise.layout import as_layout
+from bench.advise.routing import of_record
 from bench.advise.shape import Shape, shape_of
 from bench.advise.timing import Timer
 from bench.store import kinds
@@ -114,7 +116,8 @@ def pairs(recs: list[dict[str, Any]], timer: Timer, limit: float | None) -> Iter
                           ("tensor", PLAIN) if lay.tensor > 1 else (PLAIN,))
         if one is None:
             continue
-        shape: Shape = shape_of(MODELS.get(r["model"]))
+        shape: Shape = dataclasses.replace(shape_of(MODELS.get(r["model"])),
+                                           routing=of_record(r))  # a MoE's measured router
         batch = int(r["batch_size_per_replica"])
         step = one["step_time_ms_median"] / 1e3
         plain = single_rank(recs, r["model"], PLAIN, ())

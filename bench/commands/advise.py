@@ -3,6 +3,8 @@ microbatches, the gradients' AllReduce algorithm) is fastest and fits, and by ho
 
     commbench advise --model gpt-6.7b --profile h100-ib400 --topology 64x8 --batch 512 --seq 2048
     commbench advise --params 70B --layers 80 --hidden 8192 --heads 64 --profile h100-ib400 --topology 128x8
+    commbench advise --params 47B --layers 32 --hidden 4096 --heads 32 --experts 8 --top-k 2 \
+        --ffn 14336 --imbalance 1.3 --profile h100-ib400 --topology 128x8
     commbench advise --from runs/<training run> --profile mine.yaml --world-sizes 2,4,64,512
 """
 
@@ -10,9 +12,19 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import math
 from pathlib import Path
 
-from bench.argtypes import UsageError, in_path, out_dir, params, positive_float, positive_int, world_list
+from bench.argtypes import (
+    UsageError,
+    in_path,
+    out_dir,
+    params,
+    positive_float,
+    positive_int,
+    ranged_float,
+    world_list,
+)
 from bench.commands import register
 
 
@@ -28,6 +40,16 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--hidden", type=positive_int, help="with --params: model width")
     p.add_argument("--heads", type=positive_int, help="with --params: attention heads")
     p.add_argument("--vocab", type=positive_int, default=50304, help="with --params: vocabulary (50304)")
+    p.add_argument("--experts", type=positive_int, default=None,
+                   help="with --params: a mixture of experts of this many experts per layer "
+                        "(with --ffn; expert parallelism is searched)")
+    p.add_argument("--top-k", type=positive_int, default=2, help="with --experts: experts per token (2)")
+    p.add_argument("--ffn", type=positive_int, default=None, help="with --experts: each expert's width")
+    p.add_argument("--capacity-factor", type=positive_float, default=1.25,
+                   help="with --experts: assignments an expert takes, over the mean (1.25)")
+    p.add_argument("--imbalance", type=ranged_float(1, math.inf, example="1.3"), default=1.0,
+                   help="a mixture of experts' routing: max/mean tokens per expert (1: uniform; "
+                        "a training record's moe_imbalance)")
     p.add_argument("--profile", required=True, help="cost-model profile: preset name or YAML; "
                    "needs device.memory_bytes (and device.flops_per_s without --from)")
     p.add_argument("--topology", default=None,

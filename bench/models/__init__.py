@@ -1,4 +1,5 @@
-"""Reference models by name: an MLP, a nanoGPT-like decoder and a small ResNet-style convnet.
+"""Reference models by name: an MLP, a nanoGPT-like decoder, its mixture-of-experts variant and a
+small ResNet-style convnet.
 
 Every model is a chain of *pieces* (``model.pieces``, an ``nn.ModuleList``) applied in order, so
 the pipeline strategy can cut it into balanced stages without knowing the model. Each named
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
 
 __all__ = ["CATALOG", "MODELS", "ModelInfo", "ModelSpec", "model_spec"]
 _TORCH_NAMES = ("MODELS", "ModelSpec", "model_spec")
-_FAMILIES = ("mlp", "gpt", "convnet")  # each registers a ModelSpec per catalog entry on import
+_FAMILIES = ("mlp", "gpt", "moe", "convnet")  # each registers a ModelSpec per catalog entry on import
 
 
 def __getattr__(name: str) -> Any:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from bench.models.configs import ConvConfig, GPTConfig, MLPConfig, ModelConfig
+from bench.models.configs import ConvConfig, GPTConfig, MLPConfig, ModelConfig, MoEConfig
 from kernels.registry import Registry
 
 
@@ -23,7 +23,7 @@ class ModelInfo:
     config: ModelConfig  # the family's frozen config dataclass
 
     @property
-    def family(self) -> str:  # "mlp", "gpt", "convnet"
+    def family(self) -> str:  # "mlp", "gpt", "moe", "convnet"
         return self.config.family
 
     @property
@@ -60,6 +60,11 @@ for _name, _cfg in (
     ("gpt-350m", GPTConfig(layers=24, heads=16, embd=1024, vocab=50304, seq_len=1024)),
     ("gpt-1.3b", GPTConfig(layers=24, heads=16, embd=2048, vocab=50304, seq_len=2048)),
     ("gpt-6.7b", GPTConfig(layers=32, heads=32, embd=4096, vocab=50304, seq_len=2048)),
+    # capacity 1.0 drops assignments in most steps: the tests see the drop path
+    ("moe-tiny", MoEConfig(layers=2, heads=2, embd=16, vocab=32, seq_len=8, experts=4, top_k=2,
+                           ffn=32, capacity_factor=1.0)),
+    ("moe-small", MoEConfig(layers=4, heads=4, embd=128, vocab=512, seq_len=64, experts=8,
+                            top_k=2, ffn=256)),
     ("convnet", ConvConfig(channels=16, blocks=2, image=16, classes=10)),
     ("resnet-medium", ConvConfig(channels=128, blocks=8, image=64, classes=100)),
 ):

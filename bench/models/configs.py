@@ -10,6 +10,7 @@ the built (meta) model.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import ClassVar, Literal, Protocol
 
@@ -110,6 +111,36 @@ class GPTConfig:
             plan[f"pieces.{i}.attn.proj"] = TPLinear("rowwise", e, e)
             plan[f"pieces.{i}.mlp.proj"] = TPLinear("rowwise", f, e)
         return plan
+
+
+@dataclass(frozen=True)
+class MoEConfig(GPTConfig):
+    """The GPT decoder with every MLP replaced by a mixture of ``experts`` SwiGLU experts of width
+    ``ffn``: each token goes to its ``top_k`` experts by a softmax router, and each expert takes at
+    most ``capacity`` assignments of one sequence (the rest are dropped, the residual passes).
+    No tensor-parallel plan: its experts are sharded by expert parallelism instead."""
+
+    family: ClassVar[str] = "moe"
+    experts: int = 4
+    top_k: int = 2
+    ffn: int = 64  # each expert's hidden width
+    capacity_factor: float = 1.25
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not 1 <= self.top_k <= self.experts:
+            raise ValueError(f"top_k {self.top_k} must lie in 1..experts ({self.experts})")
+        if self.capacity_factor <= 0:
+            raise ValueError(f"capacity_factor must be > 0, got {self.capacity_factor}")
+
+    @property
+    def capacity(self) -> int:
+        """Assignments one expert takes from one sequence: ceil(factor * seq * top_k / experts)
+        (GShard's per-group capacity, a sequence being the group: the same on one rank or many)."""
+        return math.ceil(self.capacity_factor * self.seq_len * self.top_k / self.experts)
+
+    def tp_linears(self) -> None:  # type: ignore[override]
+        return None
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,8 @@ the :class:`~bench.training.comm.CommCounter` and
 :class:`~bench.training.memory.SavedActivations` (last, so DDP has rebuilt its buckets). Batches
 are made and copied to the device before the barrier. Pipeline trainers (:class:`Waits`) also
 report each rank's own step and waits, from which :class:`Idle` takes the idle time per stage
-in integer nanoseconds. What each field means: docs/training.md (What is measured, and how).
+in integer nanoseconds; mixture-of-experts trainers (:class:`Routes`) report each step's
+assignments per expert. What each field means: docs/training.md (What is measured, and how).
 """
 
 from __future__ import annotations
@@ -51,6 +52,18 @@ class Waits(typing.Protocol):
         ...
 
 
+LayerRouting = tuple[tuple[int, ...], tuple[int, ...]]  # (routed, kept) assignments per expert
+
+
+@typing.runtime_checkable
+class Routes(typing.Protocol):
+    """A trainer of a mixture of experts that reports its routing (expert parallelism)."""
+
+    def routing(self) -> list[LayerRouting]:
+        """This rank's assignments per expert in each MoE layer of the last step."""
+        ...
+
+
 @dataclass(frozen=True)
 class RankResult:
     """What one rank measured; gathered to rank 0."""
@@ -63,6 +76,7 @@ class RankResult:
     step_ns: tuple[int, ...] = ()  # this rank's own time per timed step (Waits trainers)
     wait_ns: tuple[int, ...] = ()  # of which in point-to-point waits
     waits: int = 0  # waits per timed step
+    routing: tuple[tuple[LayerRouting, ...], ...] = ()  # per step, per MoE layer (Routes trainers)
 
 
 @dataclass(frozen=True)
@@ -124,6 +138,8 @@ def run_case(trainer: Trainer, model: ModelSpec, proto: Protocol, device: torch.
     own: list[int] = []
     waited: list[int] = []
     calls = 0
+    routes = trainer if isinstance(trainer, Routes) else None
+    routing: list[tuple[LayerRouting, ...]] = []
     for s in range(proto.total):
         batch = model.batch(global_batch, s, proto.seed).to(device)  # copied before the clock
         tokens = batch.tokens
@@ -148,8 +164,11 @@ def run_case(trainer: Trainer, model: ModelSpec, proto: Protocol, device: torch.
                 own.append(ns)
                 waited.append(wait_ns)
         losses.append(math.nan if loss is None else loss)
+        if routes:
+            routing.append(tuple(routes.routing()))
     mine = RankResult(held_bytes(trainer), comm, *peak.peak(), activations=acts,
-                      step_ns=tuple(own), wait_ns=tuple(waited), waits=calls)
+                      step_ns=tuple(own), wait_ns=tuple(waited), waits=calls,
+                      routing=tuple(routing))
     ranks = _gather(mine)
     idle = Idle.of(ranks, waiting.bubble) if waiting and own else None
     return CaseResult(global_batch, tokens, _mean_loss(losses, device), _max_samples(samples, device),

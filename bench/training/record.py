@@ -94,6 +94,7 @@ def measured(sc: TrainingScenario, spec: StrategySpec, model: str, world: int, r
         "timer": TIMER,
         "samples_ms": [round(x, 4) for x in res.samples_ms],
         **(idle_fields(res.idle) if res.idle else {}),
+        **(routing_fields(res) if res.ranks[0].routing else {}),
     }
 
 
@@ -108,6 +109,30 @@ def idle_fields(idle: Idle) -> dict[str, Any]:
         "bubble_fraction_model": idle.bubble_model,
         "bubble_model_method": BUBBLE,
     }
+
+
+IMBALANCE = ("router's load per step: assignments per expert (tokens x top_k, before capacity) "
+             "summed over the ranks, max / mean, the largest over MoE layers")
+
+
+def routing_fields(res: CaseResult) -> dict[str, Any]:
+    """A mixture of experts' routing: its load imbalance and drops per step, and the counted
+    step's kept assignments per (layer, rank, expert), what its all_to_alls moved."""
+    steps = len(res.ranks[0].routing)
+    imbalance, dropped = [], []
+    for s in range(steps):
+        worst, routed, kept = 0.0, 0, 0
+        for layer in range(len(res.ranks[0].routing[s])):
+            load = [sum(col) for col in zip(*(r.routing[s][layer][0] for r in res.ranks))]
+            worst = max(worst, max(load) * len(load) / sum(load))
+            routed += sum(load)
+            kept += sum(sum(r.routing[s][layer][1]) for r in res.ranks)
+        imbalance.append(round(worst, 6))
+        dropped.append(round(1 - kept / routed, 6))
+    last = [[list(r.routing[-1][layer][1]) for r in res.ranks]
+            for layer in range(len(res.ranks[0].routing[-1]))]
+    return {"moe_imbalance": imbalance, "moe_imbalance_method": IMBALANCE,
+            "moe_dropped_fraction": dropped, "moe_dispatch_by_layer": last}
 
 
 # what the self-launcher tells a training job's ranks (bench.training.launch sets, runner reads)

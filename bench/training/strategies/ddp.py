@@ -21,10 +21,11 @@ from bench.training.rules import accelerator_build
 from bench.training.strategy import Strategy, TrainContext, Trainer, register
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Iterator, Sequence
 
     from bench.advise.comm import CommContext
     from bench.models.catalog import ModelInfo
+    from bench.training.analytic import Param
 
 COMPRESSED = {"fp16": 2, "bf16": 2}  # DDP's compression hooks and their element size
 BUCKET_MB = 25.0
@@ -78,11 +79,11 @@ def build(ctx: TrainContext) -> Trainer:
                         held=model)
 
 
-def buckets(ctx: CommContext) -> list[int]:
-    """Elements per bucket, in the order they are reduced."""
+def buckets(ctx: CommContext, params: Sequence[Param] | None = None) -> list[int]:
+    """Elements per bucket, in the order they are reduced (of ``params``, default the rank's)."""
     cap = int(ctx.layout.bucket_mb * 2**20)
     out, size, elems = [], 0, 0
-    for p in reversed(ctx.params):
+    for p in reversed(ctx.params if params is None else params):
         n = numel(p.shape)
         size, elems = size + n * ctx.bytes.grad, elems + n
         if size >= cap:
