@@ -30,13 +30,14 @@ def strategy(case: Case) -> str:
     return f"replay {case.label}" + (f" from {case.group[case.root]}" if rooted else "")
 
 
-def annotate(rec: dict[str, Any], case: Case, calls: int, sc: ReplayScenario) -> dict[str, Any]:
-    """The replay's fields of a record of ``case`` (measured or predicted)."""
+def annotate(rec: dict[str, Any], case: Case, calls: int, ops: list[str],
+             source: str) -> dict[str, Any]:
+    """The replay's fields of a record of ``case`` (measured or predicted): the trace's
+    operations it stands for and how many such calls the step makes."""
     t = rec.get("time_us_median")
-    ops = sorted({c.op for c in sc.calls if c.case() == case})
     rec.update(strategy=strategy(case), replay_group=list(case.group),
                replay_root=case.group[case.root], replay_ops=ops, replay_calls=calls,
-               replay_step_us=calls * t if t is not None else None, replay_of=sc.source)
+               replay_step_us=calls * t if t is not None else None, replay_of=source)
     return rec
 
 
@@ -73,7 +74,8 @@ def run_replay(comm: MPI.Comm, sc: ReplayScenario, run_dir: Path, run_id: str,
                     if why and say and part == []:
                         say(why)
                     for rec, case, n in part:
-                        writer.write(annotate(rec, case, n, sc))
+                        ops = sorted({c.op for c in sc.calls if c.case() == case})
+                        writer.write(annotate(rec, case, n, ops, sc.source))
                         written += 1
                         if say:
                             say(f"# replay {transport} group {case.label}: {case.collective} "

@@ -49,10 +49,11 @@ def summarize(records: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def write_summary(run_dir: Path, records: Iterable[Mapping[str, Any]]) -> list[str]:
-    """``replay.json`` in ``run_dir``; returns its lines for the terminal."""
+def write_summary(run_dir: Path, records: Iterable[Mapping[str, Any]],
+                  name: str = SUMMARY) -> list[str]:
+    """``replay.json`` (or ``name``) in ``run_dir``; returns its lines for the terminal."""
     got = summarize(records)
-    (run_dir / SUMMARY).write_text(json.dumps(got, indent=1) + "\n")
+    (run_dir / name).write_text(json.dumps(got, indent=1) + "\n")
     lines = []
     for s in got:
         how = "predicted" if s["predicted"] else "measured"
