@@ -35,7 +35,7 @@ def annotate(rec: dict[str, Any], case: Case, calls: int, ops: list[str],
     """The replay's fields of a record of ``case`` (measured or predicted): the trace's
     operations it stands for and how many such calls the step makes."""
     t = rec.get("time_us_median")
-    rec.update(strategy=strategy(case), replay_group=list(case.group),
+    rec.update(strategy=strategy(case), replay_group=list(case.group), replay_dtype=case.dtype,
                replay_root=case.group[case.root], replay_ops=ops, replay_calls=calls,
                replay_step_us=calls * t if t is not None else None, replay_of=source)
     return rec
@@ -94,8 +94,8 @@ def _measure(sub: MPI.Comm, sc: ReplayScenario, transport: str, cases: list[tupl
         for case, n in cases:
             spec = resolve(case.collective)
             g = Group(case.collective, transport, sub.size, topo.ranks_per_node, case.nbytes,
-                      case.count, case.dtype, "sum" if spec.reduces else "none",
-                      tuple(sc.algorithms), case.root)
+                      case.count, case.on(TRANSPORTS.get(transport).dtypes),
+                      "sum" if spec.reduces else "none", tuple(sc.algorithms), case.root)
             label = f"replay group {case.label}: {g.label()}"
             if writes:
                 inflight.mark(run_dir, label, sc.case_timeout_s, world_size=sub.size)

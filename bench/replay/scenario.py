@@ -82,6 +82,16 @@ class Case:
     def label(self) -> str:
         return group_label(self.group)
 
+    def on(self, dtypes: tuple[str, ...]) -> str:
+        """The element type that replays this call on a transport of ``dtypes``: its own, else
+        one of the same size (bfloat16 as float16 on host transports): the same bytes."""
+        if self.dtype in dtypes:
+            return self.dtype
+        same = [d for d in dtypes if HARNESS_ITEMSIZE.get(d) == HARNESS_ITEMSIZE[self.dtype]]
+        if not same:
+            raise ValueError(f"no element type of {HARNESS_ITEMSIZE[self.dtype]} bytes")
+        return same[0]
+
 
 def group_label(group: tuple[int, ...] | list[int]) -> str:
     """``0-3`` for consecutive ranks, else ``0,2``."""
@@ -113,9 +123,12 @@ class ReplayScenario(Frozen):
         from kernels.algorithm import algorithm_names
         from kernels.transports import TRANSPORTS
 
-        for t in self.transports:
-            TRANSPORTS.get(t)
         for i, c in enumerate(self.calls):
+            for t in self.transports:
+                try:
+                    c.case().on(TRANSPORTS.get(t).dtypes)
+                except ValueError as e:
+                    raise ValueError(f"calls.{i}.dtype: transport {t} has {e}") from None
             if max(c.group) >= self.world_size:
                 raise ValueError(f"calls.{i}.group: rank {max(c.group)} of a "
                                  f"{self.world_size}-rank job")

@@ -26,6 +26,8 @@ def replayed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tmp = tmp_path_factory.mktemp("replay")
     assert main(["import", "nccl-coll", str(DATA / "nccl-coll.log"), "--out",
                  str(tmp / "step.yaml")]) == 0
+    with (tmp / "step.yaml").open("a") as f:  # few iterations: the records, not the times
+        f.write("timing: {warmup: 1, iters: 3, repetitions: 1}\n")
     run = tmp / "run"
     res = commbench("run", str(tmp / "step.yaml"), "--out", str(run), "--no-report",
                     "--no-progress")
@@ -35,11 +37,11 @@ def replayed(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_every_call_measured_and_checked(replayed: Path) -> None:
     recs = list(iter_records(replayed, samples=False))
-    got = sorted((r["collective"], r["nbytes"], r["dtype"], r["replay_calls"], r["strategy"])
-                 for r in recs)
-    assert got == [("all_gather", 1024, "bfloat16", 1, "replay 0,1"),
-                   ("all_reduce", 4096, "float32", 1, "replay 0,1"),
-                   ("broadcast", 256, "float32", 1, "replay 0,1 from 0")]
+    got = sorted((r["collective"], r["nbytes"], r["dtype"], r["replay_dtype"], r["replay_calls"],
+                  r["strategy"]) for r in recs)
+    assert got == [("all_gather", 1024, "float16", "bfloat16", 1, "replay 0,1"),  # same bytes
+                   ("all_reduce", 4096, "float32", "float32", 1, "replay 0,1"),
+                   ("broadcast", 256, "float32", "float32", 1, "replay 0,1 from 0")]
     assert all(r["status"] == "ok" and r["wrong"] == 0 for r in recs)
     assert len(cases(recs)) == len(recs)  # one gate key per call
 
