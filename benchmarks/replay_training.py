@@ -14,7 +14,6 @@ written there (tests/data/replay: the tests' recorded fixtures).
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
@@ -25,6 +24,7 @@ from typing import Any
 
 import yaml
 
+from bench.argtypes import OneLineParser, out_dir, world_list
 from benchmarks import results
 
 STRATEGIES = {"ddp": "ddp", "zero2": "zero2", "tensor": "tensor", "pipeline": "pipeline:gpipe"}
@@ -51,11 +51,13 @@ def main() -> int:
     from bench.replay.agree import differences
     from bench.scenario_base import load_scenario
 
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--world-sizes", default="2,4")
-    ap.add_argument("--fixtures", type=Path, default=None)
+    ap = OneLineParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--world-sizes", type=world_list, default=[2, 4],
+                    help="ranks of each training case (default 2,4)")
+    ap.add_argument("--fixtures", type=out_dir, default=None,
+                    help="also write the traces, cut, and the records' counts here")
     args = ap.parse_args()
-    worlds = [int(w) for w in args.world_sizes.split(",")]
+    worlds = list(args.world_sizes)
     tmp = Path(tempfile.mkdtemp(prefix="replay-training-"))
     scenario = tmp / "training.yaml"
     scenario.write_text(yaml.safe_dump({
@@ -66,7 +68,7 @@ def main() -> int:
     commbench("run", str(scenario), "--out", str(tmp / "training"), "--no-report",
               "--no-progress", env=env)
     recs = [json.loads(x) for x in (tmp / "training" / "results.jsonl").read_text().splitlines()]
-    print(f"# mlp, {', '.join(STRATEGIES)} at {args.world_sizes} ranks (gloo, CPU): the replay's "
+    print(f"# mlp, {', '.join(STRATEGIES)} at {','.join(map(str, worlds))} ranks (gloo, CPU): the replay's "
           "calls and bytes per rank against the training record's counted step")
     print(f"{'strategy':>9} {'p':>2} {'calls r0':>9} {'bytes by rank (replay = counted)':>40}  agree")
     bad = 0
