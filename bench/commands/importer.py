@@ -7,8 +7,9 @@ import datetime as dt
 import sys
 from pathlib import Path
 
-from bench.argtypes import UsageError, in_path, out_dir, positive_int, world_size
+from bench.argtypes import UsageError, in_path, positive_int, world_size
 from bench.commands import register
+from bench.replay.formats import FORMATS
 from bench.store.importers import IMPORTERS, Options, ParseError
 from bench.store.importers.common import write_import
 from bench.store.importers.detect import canonical
@@ -16,10 +17,15 @@ from kernels.collective import names
 
 
 def configure(p: argparse.ArgumentParser) -> None:
-    p.add_argument("tool", choices=IMPORTERS.names(), help="the tool that wrote FILE")
-    p.add_argument("file", type=in_path, help="the tool's output (text, or nccl-tests -J JSON)")
-    p.add_argument("--out", type=out_dir, default=None,
-                   help="run directory to create (default: runs/<time>-<tool>)")
+    p.add_argument("tool", choices=[*IMPORTERS.names(), *FORMATS.names()],
+                   help="the tool that wrote FILE; a trace format (torch-profiler, "
+                        "flight-recorder, nccl-coll) makes a replay scenario (docs/replay.md)")
+    p.add_argument("file", type=in_path, nargs="+",
+                   help="the tool's output (text, or nccl-tests -J JSON); a trace: every "
+                        "rank's file")
+    p.add_argument("--out", type=in_path, default=None,
+                   help="run directory to create (default: runs/<time>-<tool>); a trace: the "
+                        "scenario file to write (default: runs/<time>-<tool>.yaml)")
     p.add_argument("--world-size", type=world_size, default=None,
                    help="ranks that ran (required for OSU, which does not print it; for "
                         "nccl-tests it overrides the '# Rank' lines)")
@@ -31,6 +37,15 @@ def configure(p: argparse.ArgumentParser) -> None:
                         "or file name); any alias, e.g. allgather")
 
 def handle(args: argparse.Namespace) -> int:
+    if args.tool in FORMATS:
+        from bench.replay.importing import import_trace
+
+        return import_trace(args.tool, args.file, args.out)
+    if len(args.file) > 1:
+        raise UsageError(f"{args.tool}: one FILE, got {len(args.file)}", "import")
+    args.file = args.file[0]
+    if args.out is not None and args.out.exists() and not args.out.is_dir():
+        raise UsageError(f"--out {args.out} is a file; name a directory to write", "import")
     out = args.out or Path("runs") / f"{dt.datetime.now():%Y%m%d-%H%M%S}-{args.tool}"
     if (out / "results.jsonl").exists():
         raise UsageError(f"{args.file}: {out} already holds results; choose another --out",
@@ -63,5 +78,6 @@ def handle(args: argparse.Namespace) -> int:
     return 0
 
 
-register("import", "turn nccl-tests or OSU output into a commbench run", configure, handle,
+register("import", "turn nccl-tests or OSU output into a run, or a job's traces into a replay",
+         configure, handle,
          example="nccl-tests {log} --out imported", offline=True)

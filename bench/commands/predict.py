@@ -9,7 +9,7 @@ import datetime as dt
 import sys
 from pathlib import Path
 
-from bench.argtypes import UsageError, out_dir, positive_int, world_list
+from bench.argtypes import UsageError, in_path, out_dir, positive_int, world_list
 from bench.commands import register
 
 
@@ -39,6 +39,10 @@ def configure(p: argparse.ArgumentParser) -> None:
                         "ranks (default 256)")
     p.add_argument("--out", type=out_dir, default=None,
                    help="run directory to create (default: runs/<time>-predict)")
+    p.add_argument("--replay", type=in_path, default=None, metavar="SCENARIO",
+                   help="price a replay scenario's step (kind: replay, from commbench import) "
+                        "at --world-sizes, multiples of its traced world (default: the "
+                        "topology's), its groups rescaled (docs/replay.md)")
 
 def handle(args: argparse.Namespace) -> int:
     from bench.costmodel.launch import resolve_topology
@@ -59,6 +63,10 @@ def handle(args: argparse.Namespace) -> int:
         limit = args.max_schedule_ranks if args.max_schedule_ranks is not None else MAX_SCHEDULE_RANKS
         if limit < 0:
             raise RequestError("--max-schedule-ranks must be >= 0")
+        if args.replay is not None:
+            from bench.replay.price import replay_request
+
+            return replay_request(args, profile, cluster, worlds, out, limit)
         req = Request(profile, cluster, worlds, all_collectives(args.collectives), algs,
                       tuple(parse_sizes(args.sizes)),
                       tuple(d.strip() for d in args.dtypes.split(",") if d.strip()),

@@ -26,6 +26,7 @@ from bench.models.base import ModelSpec
 from bench.training.comm import CommCounter
 from bench.training.memory import HeldBytes, PeakMemory, SavedActivations, held_bytes
 from bench.training.strategy import Trainer
+from bench.training.tracing import traced
 
 
 @dataclass(frozen=True)
@@ -123,8 +124,10 @@ def _barrier(device: torch.device) -> None:
         dist.barrier()
 
 
-def run_case(trainer: Trainer, model: ModelSpec, proto: Protocol, device: torch.device) -> CaseResult:
-    """Train ``warmup + steps`` steps; every rank returns the same :class:`CaseResult`."""
+def run_case(trainer: Trainer, model: ModelSpec, proto: Protocol, device: torch.device,
+             trace_name: str | None = None) -> CaseResult:
+    """Train ``warmup + steps`` steps; every rank returns the same :class:`CaseResult`.
+    ``trace_name``: the counted step's profiler trace file (:mod:`bench.training.tracing`)."""
     peak = PeakMemory(device)
     peak.start()
     global_batch = proto.batch_size * trainer.dp_degree
@@ -146,7 +149,8 @@ def run_case(trainer: Trainer, model: ModelSpec, proto: Protocol, device: torch.
         if s < proto.warmup:
             loss = trainer.step(batch)
         elif s == proto.total - 1:
-            with CommCounter() as counter, SavedActivations() as saved:
+            with traced(trace_name, dist.get_rank()), CommCounter() as counter, \
+                    SavedActivations() as saved:
                 loss = trainer.step(batch)
             comm, acts = counter.count, saved.peak
         else:

@@ -131,7 +131,8 @@ def _one_case(ctx: JobContext, spec: StrategySpec, model_name: str, world: int, 
 def _train(tctx: TrainContext, proto: Protocol) -> CaseResult:
     trainer = tctx.spec.strategy.build(tctx)
     try:
-        return run_case(trainer, tctx.model, proto, tctx.device)
+        return run_case(trainer, tctx.model, proto, tctx.device,
+                        f"{tctx.spec.name}-{tctx.model.name}-p{tctx.world}")
     finally:
         trainer.close()
 
