@@ -1,0 +1,55 @@
+"""From two side specs (:mod:`bench.gate.sidespec`) to the sides ``commbench ab`` runs: a
+worktree for each side that names a revision (this checkout's code for one that does not), the
+dependency check where both sides share this interpreter, and each side's stack
+(:func:`bench.gate.stack.stacks`), which refuses a side that cannot run."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager, nullcontext
+from pathlib import Path
+
+from bench.gate.ab import AbError, Side, git, resolve, worktrees
+from bench.gate.abdeps import mismatch
+from bench.gate.sidespec import SideSpec
+from bench.gate.stack import CODE_ROOT, stacks
+
+
+def interpreter(spec: SideSpec) -> str:
+    """The side's interpreter; a relative path made absolute here (its runs start in its code's
+    folder), but not resolved: a virtual environment's ``python`` is a link that must stay one.
+    Under a prefix the path is the prefix's (a container's) and kept as given."""
+    if spec.python is None:
+        return sys.executable
+    if spec.prefix or "/" not in spec.python:
+        return spec.python
+    return str(Path(spec.python).expanduser().absolute())
+
+
+@contextmanager
+def prepared(specs: Mapping[str, SideSpec], out: Path) -> Iterator[list[Side]]:
+    """The sides (name -> spec, in run order), ready to run; their worktrees are removed on leaving,
+    whatever happens. :class:`AbError` (one line) when a side cannot run."""
+    revs = {n: s.rev for n, s in specs.items() if s.rev}
+    repo = Path(git(Path.cwd(), "rev-parse", "--show-toplevel")) if revs else CODE_ROOT
+    shas = {n: resolve(repo, r) for n, r in revs.items()}
+    with worktrees(repo, shas) if shas else nullcontext({}) as trees:
+        sides = [Side(n, s.rev or "", shas.get(n, ""), trees.get(n, CODE_ROOT), out / n,
+                      env=s.variables, python=interpreter(s), prefix=s.prefix, spec=s.describe())
+                 for n, s in specs.items()]
+        why = shared_environment(sides)
+        if why:
+            raise AbError(why)
+        stacks(sides)
+        yield sides
+
+
+def shared_environment(sides: list[Side]) -> str | None:
+    """Where revisions share this interpreter (no side names another, none runs under a prefix):
+    why their declared dependencies cannot both run here (:func:`bench.gate.abdeps.mismatch`),
+    or None."""
+    if any(s.python != sys.executable or s.prefix for s in sides) or not any(s.sha for s in sides):
+        return None
+    trees = {s.name.upper(): s.tree for s in sides if (s.tree / "pyproject.toml").is_file()}
+    return mismatch(trees) if trees else None
