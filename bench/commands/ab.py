@@ -19,7 +19,7 @@ from bench.gate.ab import AbError, AbInterrupted, Side, mark_interrupted, run_ro
 from bench.gate.absides import prepared
 from bench.gate.flags import add_rule_flags, rule_from
 from bench.gate.keys import InputError
-from bench.gate.matched import mismatched, round_speeds
+from bench.gate.matched import mismatched, own_stacks, round_speeds
 from bench.gate.paired import PAIRED_ALPHA, compare_dirs, min_rounds
 from bench.gate.paired_table import render
 from bench.gate.sidespec import PART_HELP, PARTS, SideSpec, SpecError, combine, parse
@@ -121,7 +121,8 @@ def handle(args: argparse.Namespace) -> int:
         return _interrupted(e, out)
     except (AbError, InputError, ValueError) as e:
         raise UsageError(str(e), "ab") from None
-    aside = mismatched(round_speeds(out / "base"), round_speeds(out / "head"))
+    aside = mismatched(round_speeds(out / "base"), round_speeds(out / "head"),
+                       own_stacks(out / "base", out / "head"))
     for m in aside:
         print(f"# set aside, {m.describe()}: the machine changed speed between the two runs")
     diffs = differences(*sides)

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.gate.comparable import incomparable
-from bench.gate.matched import mismatched, speed
+from bench.gate.matched import STACK_FIELDS, mismatched, speed
 from bench.gate.paired import ROUND
 from bench.launch.signals import STOP_SIGNALS, SignalGuard, end_job
 from bench.store.records import META, RESULTS, StoreError, read_meta, write_meta
@@ -255,15 +255,17 @@ def run_rounds(sides: Sequence[Side], scenario: Path, rounds: int, rounds_dir: P
                extra: int = 0) -> list[int]:
     """``rounds`` rounds of one run per side; the order rotates by one side per round (two sides:
     BASE, HEAD, then HEAD, BASE), so drift over the job favours no side. With two sides and
-    ``extra`` > 0, a round whose two runs' drift canaries disagree (:mod:`bench.gate.matched`)
-    is set aside and another run, up to ``extra`` more, until ``rounds`` rounds match. Two sides
-    whose first runs measured other world sizes or collectives: :class:`AbError`. The rounds
-    set aside."""
+    ``extra`` > 0, a round whose two runs' drift canaries disagree (:mod:`bench.gate.matched`;
+    for sides on stacks of their own, relative to their usual ratio so far) is set aside and
+    another run, up to ``extra`` more, until ``rounds`` rounds match. Two sides whose first runs
+    measured other world sizes or collectives: :class:`AbError`. The rounds set aside."""
     rounds_dir.mkdir(parents=True, exist_ok=True)
     for side in sides:
         check_origin(side)
         side.run_flags = quiet_flags(side)
     aside: list[int] = []
+    own = len(sides) == 2 and any(getattr(sides[0], f) != getattr(sides[1], f) for f in STACK_FIELDS)
+    canaries: list[dict[int, float]] = [{} for _ in sides]
     rnd = 0
     while rnd - len(aside) < rounds and rnd < rounds + min(extra, len(aside)):
         rnd += 1
@@ -279,9 +281,10 @@ def run_rounds(sides: Sequence[Side], scenario: Path, rounds: int, rounds_dir: P
             if why:
                 raise AbError(why)
         if extra and len(sides) == 2:
-            speeds = [{rnd: v} if (v := speed(rounds_dir / f"{x.name}-{rnd}")) else {}
-                      for x in sides]
-            for m in mismatched(*speeds):
+            for seen, x in zip(canaries, sides):
+                if v := speed(rounds_dir / f"{x.name}-{rnd}"):
+                    seen[rnd] = v
+            for m in (m for m in mismatched(*canaries, own_stacks=own) if m.round == rnd):
                 aside.append(rnd)
                 say(f"# ab: {m.describe()}: the machine changed speed between the two runs; "
                     "round set aside" + (", one more run" if len(aside) <= extra else ""))

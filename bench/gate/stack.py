@@ -112,6 +112,11 @@ def facts(stack: dict[str, Any]) -> dict[str, str]:
     return out
 
 
+def _effective(side: Side, name: str) -> str | None:
+    """The variable's value in the side's runs: its own setting, else what ab inherited."""
+    return side.env.get(name, os.environ.get(name))
+
+
 def _variable(side: Side, name: str) -> str:
     if name in side.env:
         return side.env[name]
@@ -126,7 +131,7 @@ def differences(base: Side, head: Side) -> list[Difference]:
         out.append(Difference("revision", *(f"{s.rev} ({s.sha[:10]})" if s.sha else
                                             "this checkout" for s in (base, head))))
     for name in sorted(set(base.env) | set(head.env)):
-        if _variable(base, name) != _variable(head, name):
+        if _effective(base, name) != _effective(head, name):
             out.append(Difference(f"variable {name}", _variable(base, name), _variable(head, name)))
     if base.python != head.python:
         out.append(Difference("interpreter", base.python, head.python))
