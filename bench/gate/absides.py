@@ -17,14 +17,13 @@ from bench.gate.stack import CODE_ROOT, stacks
 
 
 def interpreter(spec: SideSpec) -> str:
-    """The side's interpreter; a relative path made absolute here (its runs start in its code's
-    folder), but not resolved: a virtual environment's ``python`` is a link that must stay one.
-    Under a prefix the path is the prefix's (a container's) and kept as given."""
+    """The side's interpreter; a relative path that exists here made absolute (its runs start in
+    its code's folder), but not resolved: a virtual environment's ``python`` is a link that must
+    stay one. A bare name, or a path only the prefix knows (a container's), is kept as given."""
     if spec.python is None:
         return sys.executable
-    if spec.prefix or "/" not in spec.python:
-        return spec.python
-    return str(Path(spec.python).expanduser().absolute())
+    path = Path(spec.python).expanduser()
+    return str(path.absolute()) if "/" in spec.python and path.exists() else spec.python
 
 
 @contextmanager
