@@ -48,5 +48,5 @@ def test_benchmark_scripts_refuse_bad_values_in_one_line() -> None:
                          text=True, timeout=300, cwd=ROOT, env=clean_env())
     assert res.returncode == 0, res.stderr[-3000:]
     got = json.loads(res.stdout)
-    assert got["scripts"] == 17 and got["flags"] >= 40
+    assert got["scripts"] == 18 and got["flags"] >= 40
     assert got["failures"] == [] and got["raw"] == []
