@@ -154,7 +154,7 @@ def _run_sides(args: argparse.Namespace, specs: dict[str, SideSpec], scenario: P
                 _say(f"# ab: {args.rounds} rounds of {args.scenario}, "
                      + " vs ".join(f"{s.label} {s.spec}" for s in sides) + f", into {out}")
                 run_rounds(sides, scenario, args.rounds, out / "rounds", _say, guard,
-                           extra=args.rounds if args.reruns is None else args.reruns)
+                           extra=args.rounds if args.reruns is None else args.reruns, checked=True)
         except AbError:
             if guard.signum is not None:  # a git or check the signal killed too
                 raise AbInterrupted(guard.signum) from None

@@ -252,15 +252,16 @@ def append(run: Path, side: Side, rnd: int, seconds: float, rc: int) -> int:
 
 def run_rounds(sides: Sequence[Side], scenario: Path, rounds: int, rounds_dir: Path,
                say: Callable[[str], None], guard: SignalGuard | None = None,
-               extra: int = 0) -> list[int]:
+               extra: int = 0, checked: bool = False) -> list[int]:
     """``rounds`` rounds of one run per side; the order rotates by one side per round (two sides:
     BASE, HEAD, then HEAD, BASE), so drift over the job favours no side. With two sides and
     ``extra`` > 0, a round whose two runs' drift canaries disagree (:mod:`bench.gate.matched`;
     for sides on stacks of their own, relative to their usual ratio so far) is set aside and
     another run, up to ``extra`` more, until ``rounds`` rounds match. Two sides whose first runs
-    measured other world sizes or collectives: :class:`AbError`. The rounds set aside."""
+    measured other world sizes or collectives: :class:`AbError`. ``checked``: the sides'
+    :func:`check_origin` and :func:`quiet_flags` are done already. The rounds set aside."""
     rounds_dir.mkdir(parents=True, exist_ok=True)
-    for side in sides:
+    for side in () if checked else sides:
         check_origin(side)
         side.run_flags = quiet_flags(side)
     aside: list[int] = []

@@ -1,7 +1,8 @@
 """From two side specs (:mod:`bench.gate.sidespec`) to the sides ``commbench ab`` runs: a
 worktree for each side that names a revision (this checkout's code for one that does not), the
 dependency check where both sides share this interpreter, and each side's stack
-(:func:`bench.gate.stack.stacks`), which refuses a side that cannot run."""
+(:func:`bench.gate.stack.stacks`), which refuses a side that cannot run, probed while each side's
+code is checked (:func:`bench.gate.ab.check_origin`)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
-from bench.gate.ab import AbError, Side, git, resolve, worktrees
+from bench.gate.ab import AbError, Side, check_origin, git, quiet_flags, resolve, worktrees
 from bench.gate.abdeps import mismatch
 from bench.gate.sidespec import SideSpec
 from bench.gate.stack import CODE_ROOT, stacks
@@ -40,8 +41,15 @@ def prepared(specs: Mapping[str, SideSpec], out: Path) -> Iterator[list[Side]]:
         why = shared_environment(sides)
         if why:
             raise AbError(why)
-        stacks(sides)
+        stacks(sides, lambda: checked(sides))
         yield sides
+
+
+def checked(sides: list[Side]) -> None:
+    """Each side imports commbench from its own code, and says what its ``commbench run`` takes."""
+    for side in sides:
+        check_origin(side)
+        side.run_flags = quiet_flags(side)
 
 
 def shared_environment(sides: list[Side]) -> str | None:

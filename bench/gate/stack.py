@@ -15,7 +15,7 @@ import json
 import os
 import shlex
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -55,10 +55,21 @@ def probe_command(side: Side) -> list[str]:
     return side.command("-c", _PROBE)
 
 
-def stacks(sides: Sequence[Side]) -> None:
-    """Each side's ``commbench env``, into ``side.stack`` (the probes run at once);
-    :class:`AbError` naming the side when one cannot run."""
-    procs = []
+def stacks(sides: Sequence[Side], meanwhile: Callable[[], None] = lambda: None) -> None:
+    """Each side's ``commbench env``, into ``side.stack`` (the probes run at once, and
+    ``meanwhile`` while they do); :class:`AbError` naming the side when one cannot run (before
+    any error of ``meanwhile``, which a side that cannot run would cause too)."""
+    procs = started(sides)
+    try:
+        meanwhile()
+    except AbError:
+        finish(sides, procs)
+        raise
+    finish(sides, procs)
+
+
+def started(sides: Sequence[Side]) -> list[subprocess.Popen[str]]:
+    procs: list[subprocess.Popen[str]] = []
     for side in sides:
         probe = replace(side, tree=CODE_ROOT, path=())
         try:
@@ -70,6 +81,10 @@ def stacks(sides: Sequence[Side]) -> None:
                 p.kill()
             raise AbError(f"{side.label} ({side.spec}) cannot run: {shlex.join(side.command())}: "
                           f"{e.strerror or e}") from None
+    return procs
+
+
+def finish(sides: Sequence[Side], procs: Sequence[subprocess.Popen[str]]) -> None:
     for side, proc in zip(sides, procs):
         try:
             out, err = proc.communicate(timeout=PROBE_TIMEOUT_S)
