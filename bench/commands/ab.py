@@ -61,6 +61,7 @@ def configure(p: argparse.ArgumentParser) -> None:
                         f"{PAIRED_ALPHA:g}; n rounds reach 2^-n at best: 5 rounds for 0.05, 7 for 0.01)")
     p.add_argument("--all", action="store_true", help="list every key, not only changed ones")
 
+
 def _spec(fn: Callable[[str], SideSpec], name: str) -> Callable[[str], SideSpec]:
     """A side or part parser as an argparse type: its error is argparse's one line."""
     def typed(text: str) -> SideSpec:
