@@ -1,8 +1,9 @@
 """``commbench ab`` between environments, end to end on this machine.
 
-    python -m benchmarks.ab_env [--scenario scenarios/ci.yaml] [--rounds 5] [--factor 1.3]
+    python -m benchmarks.ab_env [--scenario benchmarks/ab_env.yaml] [--rounds 5] [--factor 1.3]
 
-Two real ``commbench ab`` jobs of the same code (this checkout), each of ``--rounds`` paired rounds:
+Two real ``commbench ab`` jobs of the same code (this checkout), each of ``--rounds`` matched
+rounds, with up to ``--reruns`` more where the machine changed speed within a round:
 
 1. **variables**: both sides load the test-only plugin ``tests/plugins/commbench_slowdown``
    (``COMMBENCH_PLUGINS`` and ``PYTHONPATH`` set alike); the only difference is
@@ -37,10 +38,11 @@ PLUGIN_DIR = ROOT / "tests" / "plugins"
 _ALG, _WORLD, _BYTES = (KEY.index(f) for f in ("algorithm", "world_size", "nbytes"))
 
 
-def ab(out: Path, scenario: Path, rounds: int, alpha: float, *sides: str) -> tuple[int, list[str], float]:
+def ab(out: Path, args: argparse.Namespace, *sides: str) -> tuple[int, list[str], float]:
     """One ``commbench ab`` job: (exit code, its ``# differs:``/``# sides:`` lines, seconds)."""
-    cmd = [sys.executable, "-m", "bench", "ab", str(scenario), "--rounds", str(rounds), "--alpha",
-           f"{alpha:g}", "--out", str(out), "--html", str(out / "ab.html"), *sides]
+    cmd = [sys.executable, "-m", "bench", "ab", str(args.scenario), "--rounds", str(args.rounds),
+           "--reruns", str(args.reruns), "--alpha", f"{args.alpha:g}", "--out", str(out), "--html",
+           str(out / "ab.html"), *sides]
     print("$ commbench " + " ".join(cmd[3:]), flush=True)
     t0 = time.monotonic()
     res = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
@@ -62,8 +64,7 @@ def outcomes(out: Path, alpha: float) -> tuple[list, list[int]]:
 
 def variables(args: argparse.Namespace, out: Path) -> None:
     common = f"COMMBENCH_PLUGINS=commbench_slowdown,PYTHONPATH={PLUGIN_DIR}"
-    rc, said, secs = ab(out, args.scenario, args.rounds, args.alpha,
-                        "--base-env", f"{common},COMMBENCH_SLOWDOWN=1",
+    rc, said, secs = ab(out, args, "--base-env", f"{common},COMMBENCH_SLOWDOWN=1",
                         "--head-env", f"{common},COMMBENCH_SLOWDOWN={args.factor:g}")
     rows, aside = outcomes(out, args.alpha)
     slowed = [r for r in rows if r.key[_ALG] == "ring" and (r.key[_WORLD] or 0) >= 2]
@@ -72,7 +73,7 @@ def variables(args: argparse.Namespace, out: Path) -> None:
     others = [r for r in rows if r not in slowed]
     hit = lambda rs: sum(r.outcome == "slower" for r in rs)  # noqa: E731
     print(f"# 1. variables: COMMBENCH_SLOWDOWN 1 vs {args.factor:g}, {args.rounds} rounds, "
-          f"{secs:.0f} s, exit {rc}, rounds set aside: {aside or 'none'}")
+          f"{secs:.0f} s, exit {rc}, rounds set aside (canaries): {aside or 'none'}")
     print(*said, sep="\n")
     print(f"named the variable: {any('variable COMMBENCH_SLOWDOWN' in s for s in said)}; "
           f"also in the HTML: {'variable COMMBENCH_SLOWDOWN' in (out / 'ab.html').read_text()}")
@@ -86,11 +87,10 @@ def variables(args: argparse.Namespace, out: Path) -> None:
 
 
 def interpreters(args: argparse.Namespace, out: Path) -> None:
-    rc, said, secs = ab(out, args.scenario, args.rounds, args.alpha,
-                        "--head-python", str(args.other_python))
+    rc, said, secs = ab(out, args, "--head-python", str(args.other_python))
     rows, aside = outcomes(out, args.alpha)
     print(f"# 2. interpreters: this one vs {args.other_python}, {args.rounds} rounds, {secs:.0f} s, "
-          f"exit {rc}, rounds set aside: {aside or 'none'}")
+          f"exit {rc}, rounds set aside (canaries): {aside or 'none'}")
     print(*said, sep="\n")
     print("outcomes: " + ", ".join(f"{n} {o}" for o, n in sorted(Counter(r.outcome for r in rows).items())))
 
@@ -98,8 +98,10 @@ def interpreters(args: argparse.Namespace, out: Path) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     p = OneLineParser(prog="python -m benchmarks.ab_env", description=__doc__,
                       formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--scenario", type=in_path, default=ROOT / "scenarios" / "ci.yaml")
+    p.add_argument("--scenario", type=in_path, default=Path(__file__).with_suffix(".yaml"))
     p.add_argument("--rounds", type=positive_int, default=5, help="rounds per ab job (default 5)")
+    p.add_argument("--reruns", type=positive_int, default=25,
+                   help="rounds run again, at most, when set aside (default 25)")
     p.add_argument("--alpha", type=probability, default=0.05, help="the paired test's level")
     p.add_argument("--factor", type=positive_float, default=1.3, help="HEAD's COMMBENCH_SLOWDOWN")
     p.add_argument("--min-bytes", type=positive_int, default=65536)
