@@ -285,8 +285,12 @@ def run_rounds(sides: Sequence[Side], scenario: Path, rounds: int, rounds_dir: P
             for seen, x in zip(canaries, sides):
                 if v := speed(rounds_dir / f"{x.name}-{rnd}"):
                     seen[rnd] = v
-            for m in (m for m in mismatched(*canaries, own_stacks=own) if m.round == rnd):
-                aside.append(rnd)
+            # all rounds again: for sides on their own stacks the usual ratio moves with each
+            # round, so the rounds set aside are those the final decision sets aside
+            now = mismatched(*canaries, own_stacks=own)
+            new = [m for m in now if m.round not in aside]
+            aside = [m.round for m in now]
+            for m in new:
                 say(f"# ab: {m.describe()}: the machine changed speed between the two runs; "
                     "round set aside" + (", one more run" if len(aside) <= extra else ""))
     return aside

@@ -165,3 +165,26 @@ def test_canaries_of_sides_on_their_own_stacks_are_matched_on_their_usual_ratio(
         write_meta(tmp_path / name, {"schema_version": SCHEMA_VERSION,
                                       "ab": {"env": {}, "python": py, "prefix": []}})
     assert own_stacks(tmp_path / "a", tmp_path / "b") and not own_stacks(tmp_path / "a", tmp_path / "c")
+
+
+def test_rounds_set_aside_on_the_usual_ratio_are_those_the_decision_sets_aside(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """HEAD's stack makes its canary 3x BASE's, except in round 1: the usual ratio moves as rounds
+    come in (round 2 makes both rounds depart from it), and ab runs until the rounds matched on the
+    final usual ratio are enough - the rounds :func:`compare_dirs` would then set aside."""
+    import bench.gate.ab as ab
+    from bench.gate.matched import mismatched
+
+    ratio = {1: 1.0}
+    monkeypatch.setattr(ab, "run_once", lambda side, sc, rnd, d, guard=None: 1.0)
+    monkeypatch.setattr(ab, "speed", lambda run: 100.0 * (
+        ratio.get(int(run.name.split("-")[1]), 3.0) if run.name.startswith("head") else 1.0))
+    sides = [Side("base", "", "", tmp_path, tmp_path / "base"),
+             Side("head", "", "", tmp_path, tmp_path / "head", python="/other/python")]
+    said: list[str] = []
+    aside = ab.run_rounds(sides, tmp_path / "sc.yaml", 3, tmp_path / "rounds", said.append,
+                          extra=5, checked=True)
+    assert aside == [1] and len(sides[0].seconds) == 4
+    canaries = [{r: 100.0 * (ratio.get(r, 3.0) if s == "head" else 1.0) for r in range(1, 5)}
+                for s in ("base", "head")]
+    assert [m.round for m in mismatched(*canaries, own_stacks=True)] == aside
