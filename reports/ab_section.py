@@ -4,10 +4,14 @@ the table of keys shared with ``compare`` (:func:`reports.gate_section.gate_rows
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from bench.gate.ab import Side
 from bench.gate.compare import GateResult
 from bench.gate.decide import Rule
 from bench.gate.paired import min_rounds
 from bench.gate.paired_table import detectable
+from bench.gate.stack import Difference
 from reports.gate_section import gate_rows
 from reports.sections import Section
 
@@ -48,9 +52,14 @@ def paired_rule(rule: Rule, rounds: int, alpha: float) -> list[str]:
     ]
 
 
-def ab_section(res: GateResult, rounds: int, alpha: float) -> Section:
+def ab_section(res: GateResult, rounds: int, alpha: float, sides: Sequence[Side] = (),
+               diffs: Sequence[Difference] = ()) -> Section:
+    """``sides``/``diffs``: what each side was and what differed between them
+    (:mod:`bench.gate.stack`), shown above the table."""
     return Section("gate", "Paired regression gate (ab)", "ab_gate.html.j2", {
         **gate_rows(res), "base_label": "BASE", "cur_label": "HEAD",
         "base": res.baseline, "head": str(res.current),
         "rule_parts": paired_rule(res.rule, rounds, alpha),
-        "detectable": [line.removeprefix("# ") for line in detectable(res)]})
+        "detectable": [line.removeprefix("# ") for line in detectable(res)],
+        "sides": [(s.label, s.spec) for s in sides],
+        "differs": [(d.what, d.base, d.head) for d in diffs]})

@@ -1,6 +1,7 @@
-"""``commbench ab BASE HEAD SCENARIO``: the paired regression gate between two git revisions run
-alternately in worktrees of this environment (:mod:`bench.gate.ab`, :mod:`bench.gate.paired`);
-exit 0 no regression, 1 regression, 2 unusable input, 128 + signal when interrupted. docs/gate.md.
+"""``commbench ab [BASE HEAD] SCENARIO``: the paired regression gate between two sides run
+alternately: revisions, variable sets, interpreters, command prefixes (:mod:`bench.gate.sidespec`,
+:mod:`bench.gate.ab`, :mod:`bench.gate.paired`); exit 0 no regression, 1 regression, 2 unusable
+input, 128 + signal when interrupted. docs/gate.md.
 """
 
 from __future__ import annotations
@@ -9,17 +10,20 @@ import argparse
 import datetime as dt
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from bench.argtypes import UsageError, in_path, nonneg_int, out_dir, out_file, positive_int, probability
 from bench.commands import register
-from bench.gate.ab import AbError, AbInterrupted, Side, git, mark_interrupted, resolve, run_rounds, worktrees
-from bench.gate.abdeps import mismatch
+from bench.gate.ab import AbError, AbInterrupted, Side, mark_interrupted, run_rounds
+from bench.gate.absides import prepared
 from bench.gate.flags import add_rule_flags, rule_from
 from bench.gate.keys import InputError
-from bench.gate.matched import mismatched, round_speeds
+from bench.gate.matched import mismatched, own_stacks, round_speeds
 from bench.gate.paired import PAIRED_ALPHA, compare_dirs, min_rounds
 from bench.gate.paired_table import render
+from bench.gate.sidespec import PART_HELP, PARTS, SideSpec, SpecError, combine, parse
+from bench.gate.stack import describe, differences
 from bench.launch import launcher
 from bench.launch.signals import SignalGuard
 
@@ -27,9 +31,16 @@ AB = ("threshold", "reference", "min_abs", "strict")  # --alpha is the paired te
 
 
 def configure(p: argparse.ArgumentParser) -> None:
-    p.add_argument("base", help="baseline revision (branch, tag, commit)")
-    p.add_argument("head", help="revision under test")
+    p.add_argument("base", nargs="?", type=_spec(parse, "side"),
+                   help="baseline side: a revision (branch, tag, commit), or parts KIND:VALUE joined "
+                        "by + (rev:, env:, env-file:, python:, prefix:), or . (this checkout as is)")
+    p.add_argument("head", nargs="?", type=_spec(parse, "side"), help="side under test, as BASE")
     p.add_argument("scenario", type=in_path, help="scenario YAML file, run by both (e.g. scenarios/ci.yaml)")
+    for side in ("base", "head"):
+        for kind, fn in PARTS.items():
+            metavar, what = PART_HELP[kind]
+            p.add_argument(f"--{side}-{kind}", type=_spec(fn, kind), action="append", default=[],
+                           metavar=metavar, help=f"{side.upper()}: {what}")
     p.add_argument("--reruns", type=nonneg_int, default=None, metavar="N",
                    help="rounds run again, at most, when the machine changed speed between a "
                         "round's two runs (default: as many as --rounds; 0: none, such rounds are "
@@ -49,6 +60,35 @@ def configure(p: argparse.ArgumentParser) -> None:
                    help=f"false-alarm rate per key of the paired signed-rank test (default "
                         f"{PAIRED_ALPHA:g}; n rounds reach 2^-n at best: 5 rounds for 0.05, 7 for 0.01)")
     p.add_argument("--all", action="store_true", help="list every key, not only changed ones")
+
+
+def _spec(fn: Callable[[str], SideSpec], name: str) -> Callable[[str], SideSpec]:
+    """A side or part parser as an argparse type: its error is argparse's one line."""
+    def typed(text: str) -> SideSpec:
+        try:
+            return fn(text)
+        except SpecError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+    typed.__name__ = name
+    typed.example = "HEAD" if name in ("side", "rev") else {  # type: ignore[attr-defined]
+        "env": "A=1", "env-file": "/dev/null", "python": sys.executable, "prefix": "env"}[name]
+    return typed
+
+
+def side_specs(args: argparse.Namespace) -> dict[str, SideSpec]:
+    """Each side: its positional's parts and its flags' (UsageError when they clash)."""
+    if (args.base is None) != (args.head is None):
+        raise UsageError("give BASE and HEAD both, or neither (the --base-* and --head-* flags "
+                         "then say what each side is)", "ab")
+    out = {}
+    for side in ("base", "head"):
+        flags = [x for kind in PARTS for x in getattr(args, f"{side}_{kind.replace('-', '_')}")]
+        try:
+            out[side] = combine([getattr(args, side) or SideSpec(), *flags])
+        except SpecError as e:
+            raise UsageError(f"{side.upper()}: {e}", "ab") from None
+    return out
+
 
 def _say(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
@@ -73,27 +113,29 @@ def handle(args: argparse.Namespace) -> int:
     if out.exists() and any(out.iterdir()):
         raise UsageError(f"{out}: exists and is not empty", "ab")
     rule = rule_from(args, AB)
+    specs = side_specs(args)
     try:
-        repo = Path(git(Path.cwd(), "rev-parse", "--show-toplevel"))
-        shas = {"base": resolve(repo, args.base), "head": resolve(repo, args.head)}
-        sides = _run_sides(args, repo, shas, scenario, out)
+        sides = _run_sides(args, specs, scenario, out)
         t_runs = time.monotonic() - t0
         res = compare_dirs(out / "base", out / "head", rule, args.alpha)
     except AbInterrupted as e:
         return _interrupted(e, out)
     except (AbError, InputError, ValueError) as e:
         raise UsageError(str(e), "ab") from None
-    aside = mismatched(round_speeds(out / "base"), round_speeds(out / "head"))
+    aside = mismatched(round_speeds(out / "base"), round_speeds(out / "head"),
+                       own_stacks(out / "base", out / "head"))
     for m in aside:
         print(f"# set aside, {m.describe()}: the machine changed speed between the two runs")
+    diffs = differences(*sides)
+    print(f"# BASE: {sides[0].spec}\n# HEAD: {sides[1].spec}\n" + "\n".join(describe(diffs)))
     print(render(res, args.rounds, args.alpha, everything=args.all))
     if args.html:
         from reports.ab_section import ab_section
         from reports.render import render_report
 
         page = render_report([out / "base", out / "head"], args.html,
-                             extra=[ab_section(res, args.rounds, args.alpha)],
-                             title=f"commbench ab — {args.base} vs {args.head}")
+                             extra=[ab_section(res, args.rounds, args.alpha, sides, diffs)],
+                             title=f"commbench ab — {sides[0].spec} vs {sides[1].spec}")
         _say(f"# report: {page}")
     runs = sum(sum(s.seconds) for s in sides)
     print(f"# wall time {time.monotonic() - t0:.0f} s: {runs:.0f} s in "
@@ -103,22 +145,17 @@ def handle(args: argparse.Namespace) -> int:
     return res.exit_code
 
 
-def _run_sides(args: argparse.Namespace, repo: Path, shas: dict[str, str], scenario: Path,
+def _run_sides(args: argparse.Namespace, specs: dict[str, SideSpec], scenario: Path,
                out: Path) -> list[Side]:
-    """Both worktrees, the environment check, and the rounds; signals end it as
+    """The sides (worktrees, checks, stacks) and the rounds; signals end it as
     :class:`AbInterrupted` once the run in flight has ended and the worktrees are gone."""
     with SignalGuard() as guard:
         try:
-            with worktrees(repo, shas) as trees:
-                why = mismatch({"BASE": trees["base"], "HEAD": trees["head"]})
-                if why:
-                    raise AbError(why)
-                sides = [Side(n, rev, shas[n], trees[n], out / n)
-                         for n, rev in (("base", args.base), ("head", args.head))]
-                _say(f"# ab: {args.rounds} rounds of {args.scenario}, BASE {args.base} "
-                     f"({shas['base'][:10]}) vs HEAD {args.head} ({shas['head'][:10]}), into {out}")
+            with prepared(specs, out) as sides:
+                _say(f"# ab: {args.rounds} rounds of {args.scenario}, "
+                     + " vs ".join(f"{s.label} {s.spec}" for s in sides) + f", into {out}")
                 run_rounds(sides, scenario, args.rounds, out / "rounds", _say, guard,
-                           extra=args.rounds if args.reruns is None else args.reruns)
+                           extra=args.rounds if args.reruns is None else args.reruns, checked=True)
         except AbError:
             if guard.signum is not None:  # a git or check the signal killed too
                 raise AbInterrupted(guard.signum) from None
@@ -137,6 +174,6 @@ def _interrupted(e: AbInterrupted, out: Path) -> int:
     return e.exit_code
 
 
-register("ab", "paired A/B gate: run a scenario alternately at two git revisions; exit 1 on a "
-         "regression", configure, handle,
+register("ab", "paired A/B gate: run a scenario alternately on two sides (revisions, variables, "
+         "interpreters, prefixes); exit 1 on a regression", configure, handle,
          example="main HEAD scenarios/quick.yaml")

@@ -1,7 +1,9 @@
-"""Paired A/B runs between two git revisions (``commbench ab``): worktrees of BASE and HEAD in a
-temporary directory, then the scenario run alternately by each (``python -m bench run`` with
-``PYTHONPATH`` set to the worktree), round after round, the order alternating. A run's records
-are appended to its side's run directory tagged with ``round`` (:data:`bench.gate.paired.ROUND`).
+"""Paired A/B runs (``commbench ab``): each side's code (a worktree of its revision, or this
+checkout) run alternately by its own interpreter under its own prefix and variables
+(``[prefix] python -m bench run`` with ``PYTHONPATH`` set to the code; :mod:`bench.gate.sidespec`),
+round after round, the order alternating. A run's records are appended to its side's run
+directory tagged with ``round`` (:data:`bench.gate.paired.ROUND`). Sides whose first runs measured
+other world sizes or collectives are refused (:mod:`bench.gate.comparable`).
 
 SIGINT, SIGTERM and SIGHUP are passed on to the run in flight; whatever of it is left after
 :data:`GRACE_S` is killed (:func:`bench.launch.signals.end_job`), the sides' ``meta.json`` say
@@ -24,8 +26,10 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from bench.gate.matched import mismatched, speed
+from bench.gate.comparable import incomparable
+from bench.gate.matched import STACK_FIELDS, mismatched, speed
 from bench.gate.paired import ROUND
 from bench.launch.signals import STOP_SIGNALS, SignalGuard, end_job
 from bench.store.records import META, RESULTS, StoreError, read_meta, write_meta
@@ -61,18 +65,26 @@ class AbInterrupted(Exception):
 @dataclass
 class Side:
     name: str  # "base" or "head"
-    rev: str  # as the user gave it
-    sha: str
-    tree: Path  # its worktree
+    rev: str  # as the user gave it ("" for this checkout's code)
+    sha: str  # "" for this checkout's code
+    tree: Path  # its worktree, or this checkout
     out: Path  # its run directory (rounds appended)
     env: dict[str, str] = field(default_factory=dict)  # extra environment of its runs
     path: tuple[Path, ...] = ()  # extra PYTHONPATH entries after the worktree
     seconds: list[float] = field(default_factory=list)
     run_flags: tuple[str, ...] = ()  # what its ``commbench run`` is given beyond the scenario's
+    python: str = sys.executable  # the interpreter its runs use
+    prefix: tuple[str, ...] = ()  # the command they start under
+    spec: str = ""  # the side as the user gave it (bench.gate.sidespec.SideSpec.describe)
+    stack: dict[str, Any] = field(default_factory=dict)  # its `commbench env` (bench.gate.stack)
 
     @property
     def label(self) -> str:
-        return f"{self.name.upper()} {self.sha[:10]}"
+        return f"{self.name.upper()} {self.sha[:10]}" if self.sha else self.name.upper()
+
+    def command(self, *args: str) -> list[str]:
+        """``args`` given to the side's interpreter, under its prefix."""
+        return [*self.prefix, self.python, *args]
 
 
 def git(repo: Path, *args: str) -> str:
@@ -111,16 +123,18 @@ def worktrees(repo: Path, shas: Mapping[str, str]) -> Iterator[dict[str, Path]]:
 
 def side_env(side: Side) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(_MPI_MARKERS)}
-    env["PYTHONPATH"] = os.pathsep.join(str(p) for p in (side.tree, *side.path))
-    env["PYTHONUNBUFFERED"] = "1"
     env.update(side.env)
+    # the side's code first; a PYTHONPATH the side sets (a plugin's folder) comes after it
+    extra = [side.env["PYTHONPATH"]] if side.env.get("PYTHONPATH") else []
+    env["PYTHONPATH"] = os.pathsep.join(str(p) for p in (side.tree, *side.path, *extra))
+    env["PYTHONUNBUFFERED"] = "1"
     return env
 
 
 def check_origin(side: Side) -> None:
     """The side's interpreter imports commbench from its worktree, not from this checkout."""
     code = "import importlib,sys;print('\\n'.join(importlib.import_module(p).__file__ for p in sys.argv[1:]))"
-    res = subprocess.run([sys.executable, "-c", code, *PACKAGES], capture_output=True, text=True,
+    res = subprocess.run(side.command("-c", code, *PACKAGES), capture_output=True, text=True,
                          env=side_env(side), cwd=side.tree)
     if res.returncode != 0:
         raise AbError(f"{side.label}: cannot import commbench from its worktree: "
@@ -134,7 +148,7 @@ def quiet_flags(side: Side) -> tuple[str, ...]:
     """``--no-report`` where the side's ``commbench run`` has it (older revisions render a report
     after every run): ab renders its own, and a round's report costs seconds of CPU that
     nothing reads."""
-    res = subprocess.run([sys.executable, "-m", "bench", "run", "--help"], capture_output=True,
+    res = subprocess.run(side.command("-m", "bench", "run", "--help"), capture_output=True,
                          text=True, env=side_env(side), cwd=side.tree)
     return ("--no-report",) if res.returncode == 0 and "--no-report" in res.stdout else ()
 
@@ -150,8 +164,8 @@ def run_once(side: Side, scenario: Path, rnd: int, rounds_dir: Path,
     t0 = time.monotonic()
     with log.open("w") as fh:
         # a session of its own: the terminal's Ctrl-C reaches ab alone, which passes it on
-        proc = subprocess.Popen([sys.executable, "-m", "bench", "run", str(scenario), "--out",
-                                 str(out), "--no-progress", *side.run_flags], stdout=fh,
+        proc = subprocess.Popen(side.command("-m", "bench", "run", str(scenario), "--out",
+                                             str(out), "--no-progress", *side.run_flags), stdout=fh,
                                 stderr=subprocess.STDOUT,
                                 env={**side_env(side), AB_JOB_ENV: token}, cwd=side.tree,
                                 start_new_session=True)
@@ -224,8 +238,9 @@ def append(run: Path, side: Side, rnd: int, seconds: float, rc: int) -> int:
         meta = read_meta(side.out) if (side.out / META).is_file() else read_meta(run)
     except StoreError as e:
         raise AbError(str(e)) from None
-    ab = meta.setdefault("ab", {"side": side.name, "revision": side.rev, "commit": side.sha,
-                                "env": side.env, "rounds": []})
+    ab = meta.setdefault("ab", {"side": side.name, "spec": side.spec, "revision": side.rev,
+                                "commit": side.sha, "env": side.env, "python": side.python,
+                                "prefix": list(side.prefix), "stack": side.stack, "rounds": []})
     ab["rounds"].append({ROUND: rnd, "seconds": round(seconds, 3), "returncode": rc,
                          "run": str(run)})
     meta["run_id"] = side.name
@@ -237,17 +252,21 @@ def append(run: Path, side: Side, rnd: int, seconds: float, rc: int) -> int:
 
 def run_rounds(sides: Sequence[Side], scenario: Path, rounds: int, rounds_dir: Path,
                say: Callable[[str], None], guard: SignalGuard | None = None,
-               extra: int = 0) -> list[int]:
+               extra: int = 0, checked: bool = False) -> list[int]:
     """``rounds`` rounds of one run per side; the order rotates by one side per round (two sides:
     BASE, HEAD, then HEAD, BASE), so drift over the job favours no side. With two sides and
-    ``extra`` > 0, a round whose two runs' drift canaries disagree (:mod:`bench.gate.matched`)
-    is set aside and another run, up to ``extra`` more, until ``rounds`` rounds match. The rounds
-    set aside."""
+    ``extra`` > 0, a round whose two runs' drift canaries disagree (:mod:`bench.gate.matched`;
+    for sides on stacks of their own, relative to their usual ratio so far) is set aside and
+    another run, up to ``extra`` more, until ``rounds`` rounds match. Two sides whose first runs
+    measured other world sizes or collectives: :class:`AbError`. ``checked``: the sides'
+    :func:`check_origin` and :func:`quiet_flags` are done already. The rounds set aside."""
     rounds_dir.mkdir(parents=True, exist_ok=True)
-    for side in sides:
+    for side in () if checked else sides:
         check_origin(side)
         side.run_flags = quiet_flags(side)
     aside: list[int] = []
+    own = len(sides) == 2 and any(getattr(sides[0], f) != getattr(sides[1], f) for f in STACK_FIELDS)
+    canaries: list[dict[int, float]] = [{} for _ in sides]
     rnd = 0
     while rnd - len(aside) < rounds and rnd < rounds + min(extra, len(aside)):
         rnd += 1
@@ -258,11 +277,20 @@ def run_rounds(sides: Sequence[Side], scenario: Path, rounds: int, rounds_dir: P
             s = run_once(side, scenario, rnd, rounds_dir, guard)
             side.seconds.append(s)
             say(f"# ab: round {rnd}/{rounds + len(aside)} {side.label}: {s:.1f} s")
+        if rnd == 1 and len(sides) == 2:
+            why = incomparable({x.label: rounds_dir / f"{x.name}-1" for x in sides})
+            if why:
+                raise AbError(why)
         if extra and len(sides) == 2:
-            speeds = [{rnd: v} if (v := speed(rounds_dir / f"{x.name}-{rnd}")) else {}
-                      for x in sides]
-            for m in mismatched(*speeds):
-                aside.append(rnd)
+            for seen, x in zip(canaries, sides):
+                if v := speed(rounds_dir / f"{x.name}-{rnd}"):
+                    seen[rnd] = v
+            # all rounds again: for sides on their own stacks the usual ratio moves with each
+            # round, so the rounds set aside are those the final decision sets aside
+            now = mismatched(*canaries, own_stacks=own)
+            new = [m for m in now if m.round not in aside]
+            aside = [m.round for m in now]
+            for m in new:
                 say(f"# ab: {m.describe()}: the machine changed speed between the two runs; "
                     "round set aside" + (", one more run" if len(aside) <= extra else ""))
     return aside

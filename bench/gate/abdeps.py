@@ -80,7 +80,7 @@ def mismatch(trees: dict[str, Path]) -> str | None:
     for other in labels[1:]:
         if deps[other] != deps[first]:
             return (f"{other} declares other dependencies than {first} ({_diff(deps[other], deps[first])}"
-                    "): run each side in an environment of its own")
+                    "): run each side in an environment of its own (--base-python, --head-python)")
     missing = unsatisfied(deps[first])
     if missing:
         return (f"this environment does not satisfy {' and '.join(labels)}'s dependencies: "

@@ -5,6 +5,12 @@ measures its drift canary (``bench/collective/canary.py``); a round is *matched*
 runs' canaries did not change speed by the canary's one rule
 (:func:`bench.collective.canary.changed_speed`, on each run's median), and only matched rounds
 are decided (docs/gate.md, "Matched rounds").
+
+Sides on stacks of their own (other variables, interpreter or prefix: ``commbench ab`` between
+environments) measure their canaries through their own MPI or settings, so the canaries differ by
+the stack in every round; there each round's HEAD canary is first divided by the sides' usual
+ratio (the median over the rounds of HEAD/BASE), and a round is mismatched when its ratio departs
+from the usual one by the same rule.
 """
 
 from __future__ import annotations
@@ -57,7 +63,24 @@ class Mismatch:
                 f"{self.head_us:.0f} us (HEAD)")
 
 
-def mismatched(base: Mapping[int, float], head: Mapping[int, float]) -> list[Mismatch]:
-    """Rounds both sides have a canary for in which the machine changed speed between them."""
-    return [Mismatch(r, base[r], head[r]) for r in sorted(set(base) & set(head))
-            if canary.changed_speed([base[r]], [head[r]])]
+def mismatched(base: Mapping[int, float], head: Mapping[int, float],
+               own_stacks: bool = False) -> list[Mismatch]:
+    """Rounds both sides have a canary for in which the machine changed speed between them;
+    ``own_stacks``: relative to the sides' usual ratio (module doc)."""
+    common = sorted(set(base) & set(head))
+    usual = statistics.median(head[r] / base[r] for r in common) if own_stacks and common else 1.0
+    return [Mismatch(r, base[r], head[r]) for r in common
+            if canary.changed_speed([base[r]], [head[r] / usual])]
+
+
+STACK_FIELDS = ("env", "python", "prefix")  # of a side's ``ab`` meta: what makes its stack its own
+
+
+def own_stacks(base_dir: Path, head_dir: Path) -> bool:
+    """The two ``ab`` side directories ran on stacks of their own (their ``meta.json`` say other
+    variables, interpreters or prefixes)."""
+    try:
+        a, b = ((read_meta(d).get("ab") or {}) for d in (base_dir, head_dir))
+    except StoreError:
+        return False
+    return any(a.get(f) != b.get(f) for f in STACK_FIELDS)

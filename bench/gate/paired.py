@@ -18,7 +18,7 @@ import numpy as np
 from bench.gate.compare import GateResult, Row, Side, demoted, exact_changes, one_sided, status_row
 from bench.gate.decide import Decision, Rule, decide
 from bench.gate.keys import Case, InputError, Key, cases, load_cases
-from bench.gate.matched import mismatched, round_speeds
+from bench.gate.matched import mismatched, own_stacks, round_speeds
 from bench.gate.reference import relative
 from bench.store.records import iter_records
 
@@ -183,7 +183,8 @@ def compare_dirs(base_dir: Path, head_dir: Path, rule: Rule,
     common = sorted(set(base) & set(head))
     if not common:
         raise InputError(f"{base_dir} and {head_dir} have no round in common")
-    off = {m.round for m in mismatched(round_speeds(base_dir), round_speeds(head_dir))}
+    off = {m.round for m in mismatched(round_speeds(base_dir), round_speeds(head_dir),
+                                       own_stacks(base_dir, head_dir))}
     kept = [r for r in common if r not in off]
     if not kept:
         raise InputError(f"{base_dir} and {head_dir}: in every round the machine changed speed "
