@@ -37,7 +37,8 @@ def _worlds(given: list[int] | None, default: list[int]) -> list[int]:
     return list(given) if given else default
 
 
-def _shape(args: argparse.Namespace, say: Say) -> Shape:
+def shape_from_args(args: argparse.Namespace, say: Say) -> Shape:
+    """The model of ``--model`` (with ``--seq``) or of ``--params`` with its shape."""
     from bench.models import MODELS
 
     if args.model:
@@ -89,7 +90,7 @@ def _direct(args: argparse.Namespace, profile: Any, say: Say
     if not args.topology:
         raise AdviceError("--topology is needed (NODESxRANKS, e.g. 64x8)")
     cluster = parse_topology(args.topology)
-    shape = _shape(args, say)
+    shape = shape_from_args(args, say)
     q = Question(shape, profile, cluster, args.batch or 1024,
                  PRECISIONS[args.precision or "mixed"], bucket_mb=args.bucket_mb)
     worlds = _worlds(args.world_sizes, [cluster.world])
