@@ -11,8 +11,6 @@ import pytest
 
 pytest.importorskip("torch", reason="advise builds models on the meta device")
 
-from tests.conftest import commbench
-
 # gpt-tiny (6 blocks 32 wide, 4 heads, seq 16, vocab 64), micro-batch 1, as (m, n, k, batch): a
 # block's q, k, v and proj (tokens x 32 x 32 at t = 1), fc and the MLP's proj, attention's score
 # and context GEMMs per local head, then the LM head (unsharded: 64 x 32); the shapes new at t = 2
@@ -37,17 +35,18 @@ def test_smaller_shards_and_microbatches_run_less_efficiently() -> None:
                         big.flops / (eff.gemm * eff.peak) + eff.latency)
 
 
-def test_gemm_command_times_the_models_shapes_and_advise_reads_the_profile(tmp_path: Path
-                                                                          ) -> None:
+def test_gemm_command_times_the_models_shapes_and_advise_reads_the_profile(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The command in this interpreter (torch is already imported: the shapes time in ms)."""
     from bench.advise.achieved import Achieved
     from bench.advise.question import device_compute
+    from bench.cli import main
     from bench.costmodel.profile import load_profile
 
     out = tmp_path / "cpu-gemm.yaml"
-    proc = commbench("gemm", "--model", "gpt-tiny", "--tensor", "1,2,3", "--repeats", "2",
-                     "--device", "cpu", "--output", str(out))
-    assert proc.returncode == 0, proc.stderr
-    assert "tensor degrees 1,2," in proc.stdout  # 3 does not divide the 4 heads
+    assert main(["gemm", "--model", "gpt-tiny", "--tensor", "1,2,3", "--repeats", "2",
+                 "--device", "cpu", "--output", str(out)]) == 0
+    assert "tensor degrees 1,2," in capsys.readouterr().out  # 3 does not divide the 4 heads
     prof = load_profile(str(out))
     dev = prof.device
     points = dev["gemm_points"]
