@@ -11,6 +11,7 @@ from bench.advise.achieved import Achieved, Efficiency
 from bench.advise.comm import Bytes
 from bench.advise.compute import Compute, Flops
 from bench.advise.evaluate import Job
+from bench.advise.layout import Layout
 from bench.advise.search import NoFit, Ranked, search, smallest_fit
 from bench.advise.shape import Shape
 from bench.advise.timing import Timer
@@ -82,12 +83,14 @@ class Question:
                                                  timer, limit, self.bytes))
 
     def answer(self, world: int, jobs: Callable[[int], Job] | None = None,
-               keep: int | None = None) -> Ranked:
-        """Every layout ranked, or with ``keep`` the first ``keep`` (search.py)."""
+               keep: int | None = None, select: Callable[[Layout], bool] | None = None
+               ) -> Ranked:
+        """Every layout ranked, or with ``keep`` the first ``keep``; ``select``: only the
+        layouts it accepts (search.py)."""
         jobs = jobs or self.jobs()
         try:
             ranked = search(jobs, self.shape.model, world, self.global_batch, self.bucket_mb,
-                            self.amps, keep)
+                            self.amps, keep, select)
         except ValueError as e:
             raise AdviceError(str(e)) from None
         if ranked.best is None:

@@ -70,8 +70,10 @@ def _order(r: Result) -> tuple[bool, float, int]:
 
 def search(jobs: Jobs, model: ModelInfo, world: int, global_batch: int,
            bucket_mb: float = 25.0, amps: tuple[str, ...] = ("fp32",),
-           keep: int | None = None) -> Ranked:
-    cands = list(layouts(model, world, global_batch, bucket_mb, amps))
+           keep: int | None = None, select: Callable[[Layout], bool] | None = None) -> Ranked:
+    """The layouts ranked (module docstring); ``select``: only the layouts it accepts."""
+    cands = [(lay, b) for lay, b in layouts(model, world, global_batch, bucket_mb, amps)
+             if select is None or select(lay)]
     if not cands:
         raise ValueError(f"no layout of {model.name} runs on {world} ranks with a global batch "
                          f"of {global_batch} (the data degree must divide it)")

@@ -44,6 +44,9 @@ def configure(p: argparse.ArgumentParser) -> None:
                    help="mixed: 2-byte params/grads, K=12 (default); fp32 (default with --from)")
     p.add_argument("--bucket-mb", type=positive_float, default=25.0, help="DDP bucket cap in MiB (25)")
     p.add_argument("--top", type=positive_int, default=10, help="rows printed per world size (10)")
+    p.add_argument("--all", action="store_true",
+                   help="price and record every layout (default: only those that can rank in "
+                        "the first --top + 1; the rows are the same)")
     p.add_argument("--out", type=out_dir, default=None,
                    help="run directory to write (default: runs/<time>-advise)")
 

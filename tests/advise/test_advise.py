@@ -110,7 +110,7 @@ def test_zero_paper_figure_1(tmp_path: Path) -> None:
 
 def test_search_ranks_fitting_layouts_first_and_states_the_margin(tmp_path: Path) -> None:
     proc = commbench("advise", "--model", "gpt-1.3b", "--profile", "h100-ib400", "--topology",
-                     "2x8", "--batch", "64", "--out", str(tmp_path / "adv"), "--top", "3")
+                     "2x8", "--batch", "64", "--out", str(tmp_path / "adv"), "--top", "3", "--all")
     assert proc.returncode == 0, proc.stderr
     from bench.store.records import iter_records
 
