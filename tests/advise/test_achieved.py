@@ -1,6 +1,7 @@
-"""Compute as achieved: the efficiency curve's shape rules (computed), and ``commbench gemm`` on
-this machine's CPU: the model's exact GEMM shapes timed and recorded, every efficiency in (0, 1],
-the profile written and read back by advise."""
+"""Compute as achieved: the efficiency curve's shape rules (computed), ``commbench gemm`` on this
+machine's CPU (the model's exact GEMM shapes timed and recorded, every efficiency in (0, 1], the
+profile written and read back by advise), and the pruned search's rows equal to the exhaustive
+search's."""
 
 from __future__ import annotations
 
@@ -59,3 +60,21 @@ def test_gemm_command_times_the_models_shapes_and_advise_reads_the_profile(
     assert isinstance(got, Achieved) and got.eff.gemm == dev["gemm_efficiency"]
     assert got.eff.peak == dev["flops_per_s"] and got.eff.latency == dev["gemm_latency_s"]
     assert dev["memory_bytes"] == load_profile("cpu-25gbe").device["memory_bytes"]
+
+
+@pytest.mark.parametrize("keep", [1, 4, 12])
+def test_the_pruned_search_has_the_exhaustive_searchs_first_rows(keep: int) -> None:
+    from bench.advise.question import Question
+    from bench.advise.shape import shape_of
+    from bench.costmodel.model import parse_topology
+    from bench.costmodel.profile import load_profile
+    from bench.models import MODELS
+    from bench.training.analytic import MIXED
+
+    q = Question(shape_of(MODELS.get("gpt-small")), load_profile("h100-ib400"),
+                 parse_topology("2x8"), 64, MIXED)
+    full = q.answer(16)
+    pruned = q.answer(16, keep=keep)
+    assert pruned.pruned > 0 and len(pruned.results) + pruned.pruned == len(full.results)
+    assert [(r.layout, r.step.time) for r in pruned.results] == \
+        [(r.layout, r.step.time) for r in full.results[:keep]]
