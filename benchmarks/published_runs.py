@@ -22,6 +22,8 @@ the backward pass (no overlap: ``overlaps_communication: false``) and materializ
 attention scores (``attention: materialized``) on a100-ib200; Llama 3 ran flash attention with
 overlapped communication on h100-ib400 (400 Gb/s InfiniBand standing in for its 400 Gb/s
 RoCE). Context parallelism (Llama 3's 131K row) is not modelled: that row is listed, not priced.
+Where no variant of the published degrees fits advise's memory model, the fastest is priced
+anyway and marked (it is not in advise's list).
 """
 
 from __future__ import annotations
@@ -128,16 +130,16 @@ def _question(run: Run):  # type: ignore[no-untyped-def]
 
 
 def _published(q, run: Run, jobs):  # type: ignore[no-untyped-def]
-    """The best-priced fitting variant of the published degrees (None: none fits)."""
+    """The fastest variant of the published degrees that fits, else the fastest of all (None:
+    the degrees are not offered)."""
     from bench.advise.evaluate import evaluate
     from bench.advise.search import layouts
 
     found = [evaluate(jobs(b), lay) for lay, b in layouts(q.shape.model, run.gpus, run.batch,
                                                             q.bucket_mb, q.amps)
              if is_published(run, lay)]
-    fit = [r for r in found if r.fits]
-    return min(fit, key=lambda r: r.step.time) if fit else (
-        min(found, key=lambda r: r.memory.total) if found else None)
+    fit = [r for r in found if r.fits] or found
+    return min(fit, key=lambda r: r.step.time) if fit else None
 
 
 def runs_on(run: Run, lay) -> bool:  # type: ignore[no-untyped-def]
@@ -182,10 +184,9 @@ def row(run: Run, keep: int, exhaustive_upto: int) -> tuple[str, float | None, i
                     None)
     mine = f"{best.layout.label} ({per_gpu / best.step.time:.0f}"
     timing = f"{wall:.1f}/{cpu:.1f}{same}"
-    if pubr is None or not pubr.fits:
-        why = "no variant of the published degrees offered" if pubr is None else \
-            f"published degrees do not fit ({pubr.memory.total / 2**30:.0f} GiB)"
-        return f"{head} {'-':>5} {'-':>5} {'-':>7} {timing:>12}  {mine}); {why}", None, None
+    if pubr is None:
+        return f"{head} {'-':>5} {'-':>5} {'-':>7} {timing:>12}  {mine}); the published " \
+               f"degrees are not offered", None, None
     pred = per_gpu / pubr.step.time
     err = pred / run.tflops - 1
     margin = pubr.step.time / best.step.time - 1
@@ -193,8 +194,9 @@ def row(run: Run, keep: int, exhaustive_upto: int) -> tuple[str, float | None, i
     first = own.results[0]
     theirs = f"; on the run's software: {first.layout.label} " \
              f"({per_gpu / first.step.time:.0f})" if rank_own != 1 else ""
+    over = "" if pubr.fits else f" (does NOT fit: {pubr.memory.total / 2**30:.0f} GiB)"
     return (f"{head} {pred:>5.0f} {err:>+5.0%} {rk:>7} {timing:>12}  {mine}; "
-            f"{margin:+.1%}) vs {pubr.layout.label}{theirs}"), err, rank_own
+            f"{margin:+.1%}) vs {pubr.layout.label}{over}{theirs}"), err, rank_own
 
 
 if __name__ == "__main__":
