@@ -2,10 +2,11 @@
 (``Strategy.layouts``, over the splits of :class:`bench.advise.space.Space`), each with and
 without activation checkpointing of every piece and under each autocast precision asked. Ranked:
 layouts that fit the device memory first, by predicted step time (ties: less memory), then the
-rest by memory. With ``keep``, only the layouts that can enter the first ``keep`` are priced: every
-layout's memory first, then the fitting ones in order of a lower bound on their step
-(:func:`bench.advise.evaluate.floor`: compute, bubble, optimizer) until that bound exceeds the
-``keep``-th best step priced; the first ``keep`` are those of the exhaustive search.
+rest by memory. With ``keep``, only the layouts that can enter the first ``keep`` are priced: in
+order of a lower bound on their step (:func:`bench.advise.evaluate.floor`: compute, bubble,
+optimizer), each sized and, if it fits, priced, until that bound exceeds the ``keep``-th best
+step priced; the first ``keep`` are those of the exhaustive search. Fewer than ``keep`` fitting:
+the rest by memory.
 docs/advise.md (Search).
 """
 
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 
 from bench.advise.evaluate import Job, Result, evaluate, floor, memory_of
 from bench.advise.layout import Layout
-from bench.advise.memory import layout_memory
+from bench.advise.memory import Memory, layout_memory
 from bench.advise.space import Space
 from bench.models.catalog import ModelInfo
 from bench.training.strategy import strategies
@@ -79,26 +80,26 @@ def search(jobs: Jobs, model: ModelInfo, world: int, global_batch: int,
                          f"of {global_batch} (the data degree must divide it)")
     if keep is None:
         return Ranked(world, sorted((evaluate(jobs(b), lay) for lay, b in cands), key=_order))
-    fit, unfit = [], []
-    for lay, b in cands:
-        job = jobs(b)
-        mem = memory_of(job, lay)
-        if job.memory_limit is None or mem.total <= job.memory_limit:
-            fit.append((floor(job, lay), len(fit), lay, b, mem))
-        else:
-            unfit.append((mem.total, len(unfit), lay, b, mem))
     out: list[Result] = []
-    fit.sort(key=lambda c: c[:2])
-    for bound, _, lay, b, mem in fit:
+    for bound, _, lay, b in sorted((floor(jobs(b), lay), i, lay, b)
+                                   for i, (lay, b) in enumerate(cands)):
         if len(out) >= keep and bound > out[keep - 1].step.time:
             break  # this and every later bound exceed the keep-th step: none can enter
-        out.append(evaluate(jobs(b), lay, mem))
-        out.sort(key=_order)
-    if len(out) < keep:
-        unfit.sort(key=lambda c: c[:2])
-        out += sorted((evaluate(jobs(b), lay, mem) for *_, lay, b, mem in unfit[:keep - len(out)]),
+        job = jobs(b)
+        mem = memory_of(job, lay)
+        if _fits(job, mem):
+            out.append(evaluate(job, lay, mem))
+            out.sort(key=_order)
+    if len(out) < keep:  # every layout was reached: then the rest by memory
+        unfit = sorted((m.total, i, lay, b, m) for i, (lay, b) in enumerate(cands)
+                       if not _fits(jobs(b), m := memory_of(jobs(b), lay)))
+        out += sorted((evaluate(jobs(b), lay, m) for *_, lay, b, m in unfit[:keep - len(out)]),
                       key=_order)
     return Ranked(world, out[:keep], len(cands) - min(len(out), keep))
+
+
+def _fits(job: Job, mem: Memory) -> bool:
+    return job.memory_limit is None or mem.total <= job.memory_limit
 
 
 def smallest_fit(jobs: Jobs, model: ModelInfo, world: int, global_batch: int, step: int,
