@@ -22,8 +22,8 @@ the backward pass (no overlap: ``overlaps_communication: false``) and materializ
 attention scores (``attention: materialized``) on a100-ib200; Llama 3 ran flash attention with
 overlapped communication on h100-ib400 (400 Gb/s InfiniBand standing in for its 400 Gb/s
 RoCE). Context parallelism (Llama 3's 131K row) is not modelled: that row is listed, not priced.
-Where no variant of the published degrees fits advise's memory model, the fastest is priced
-anyway and marked (it is not in advise's list).
+Where no variant of the published degrees fits advise's memory model, the one nearest to fitting
+(least memory) is priced anyway and marked (it is not in advise's list).
 """
 
 from __future__ import annotations
@@ -130,16 +130,18 @@ def _question(run: Run):  # type: ignore[no-untyped-def]
 
 
 def _published(q, run: Run, jobs):  # type: ignore[no-untyped-def]
-    """The fastest variant of the published degrees that fits, else the fastest of all (None:
-    the degrees are not offered)."""
+    """The fastest variant of the published degrees that fits, else the one nearest to fitting
+    (the least memory; None: the degrees are not offered)."""
     from bench.advise.evaluate import evaluate
     from bench.advise.search import layouts
 
     found = [evaluate(jobs(b), lay) for lay, b in layouts(q.shape.model, run.gpus, run.batch,
                                                             q.bucket_mb, q.amps)
              if is_published(run, lay)]
-    fit = [r for r in found if r.fits] or found
-    return min(fit, key=lambda r: r.step.time) if fit else None
+    fit = [r for r in found if r.fits]
+    if fit:
+        return min(fit, key=lambda r: r.step.time)
+    return min(found, key=lambda r: (r.memory.total, r.step.time)) if found else None
 
 
 def runs_on(run: Run, lay) -> bool:  # type: ignore[no-untyped-def]
