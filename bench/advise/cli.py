@@ -43,7 +43,8 @@ def _worlds(given: list[int] | None, default: list[int]) -> list[int]:
     return list(given) if given else default
 
 
-def _shape(args: argparse.Namespace, say: Say) -> Shape:
+def shape_from_args(args: argparse.Namespace, say: Say) -> Shape:
+    """The model of ``--model`` (with ``--seq``) or of ``--params`` with its shape."""
     from bench.models import MODELS
 
     if args.model:
@@ -99,17 +100,22 @@ def run_advice(args: argparse.Namespace, out: Path, say: Say) -> None:
     write_run(out, recs, {**meta, "profile": profile.provenance()})
 
 
-def _advise(q: Question, worlds: list[int], say: Say, top: int
+def _advise(q: Question, worlds: list[int], say: Say, top: int, every: bool = False
             ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Answer ``q`` at each world size: print its ranked tables; its records and their context."""
+    """Answer ``q`` at each world size: print its ranked tables; its records and their context.
+    Only the first ``top`` + 1 (the runner-up gives the margin) are priced and recorded unless
+    ``every`` (search.py: the same first rows as the exhaustive search)."""
     jobs = q.jobs()
     ctx = {"topology": q.cluster.spec, "global_batch": q.global_batch,
            "compute_source": jobs(1).compute.describe, "precision": q.precision.name}
     recs = []
     for w in worlds:
-        ranked = q.answer(w, jobs)
+        ranked = q.answer(w, jobs, None if every else top + 1)
+        left = f" ({ranked.pruned} left unpriced: none can rank in the first {top + 1})" \
+            if ranked.pruned else ""
         say(f"## {q.shape.name} on {w} ranks ({q.cluster.place(w).describe()}), global batch "
-            f"{q.global_batch}, {q.precision.name} precision, {len(ranked.results)} layouts")
+            f"{q.global_batch}, {q.precision.name} precision, "
+            f"{len(ranked.results) + ranked.pruned} layouts{left}")
         print_ranked(ranked, jobs(1).memory_limit, top, say)
         recs += [record(r, i, ranked, q.shape.name, ctx) for i, r in enumerate(ranked.results, 1)]
     return recs, ctx
@@ -120,13 +126,13 @@ def _direct(args: argparse.Namespace, profile: Any, say: Say
     if not args.topology:
         raise AdviceError("--topology is needed (NODESxRANKS, e.g. 64x8)")
     cluster = parse_topology(args.topology)
-    shape = _shape(args, say)
+    shape = shape_from_args(args, say)
     measured = _measured(args, say)
     q = Question(shape, profile, cluster, args.batch or 1024,
                  PRECISIONS[args.precision or "mixed"], bucket_mb=args.bucket_mb,
                  measured=measured)
     worlds = _worlds(args.world_sizes, [cluster.world])
-    recs, ctx = _advise(q, worlds, say, args.top)
+    recs, ctx = _advise(q, worlds, say, args.top, args.all)
     return recs, {"model": shape.name, "world_sizes": worlds, **ctx}
 
 
@@ -188,6 +194,6 @@ def _from_run(args: argparse.Namespace, profile: Any, say: Say
         for w in worlds:
             q = Question(shape_of(MODELS.get(model)), profile, cluster, args.batch or batch * w,
                          PRECISIONS[args.precision or "fp32"], compute, args.bucket_mb)
-            recs += _advise(q, [w], say, args.top)[0]
+            recs += _advise(q, [w], say, args.top, args.all)[0]
     return recs, {"from_run": str(args.from_run), "world_sizes": worlds,
                   "topology": cluster.spec}

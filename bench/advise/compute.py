@@ -1,14 +1,17 @@
 """Compute time per step on one rank, before communication and the bubble: the rank's pipeline
 stages' share of the model's FLOPs (:attr:`Shape.piece_flops`), divided by the tensor degree,
-for its replica's samples; priced at the profile's ``device.flops_per_s`` (:class:`Flops`) or as
-a measured world-size-1 step scaled by that share (:class:`Measured`, ``fixed_s`` paid whole by
-every rank). The rule and the knobs' factors: docs/advise.md (Compute, Knobs).
+for its replica's samples; priced at the profile's ``device.flops_per_s`` (:class:`Flops`, a lower
+bound), as achieved operation by operation (:class:`bench.advise.achieved.Achieved`, where the
+profile states ``device.gemm_efficiency``) or as a measured world-size-1 step scaled by that
+share (:class:`Measured`, ``fixed_s`` paid whole by every rank). The rule and the knobs'
+factors: docs/advise.md (Compute, Knobs).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from bench.advise.achieved import Achieved
 from bench.advise.comm import CommContext
 
 BACKWARD = 2 / 3
@@ -30,6 +33,10 @@ class Flops:
     def seconds(self, ctx: CommContext) -> float:
         return ctx.batch * stage_flops(ctx) / ctx.layout.tensor / self.flops_per_s
 
+    def optimizer(self, ctx: CommContext) -> float:
+        """Not priced at peak (a lower bound)."""
+        return 0.0
+
     @property
     def describe(self) -> str:
         return f"FLOPs / device.flops_per_s ({self.flops_per_s:.3g})"
@@ -50,12 +57,16 @@ class Measured:
         share = stage_flops(ctx) / ctx.shape.flops_per_sample / ctx.layout.tensor
         return (self.step_s - self.fixed_s) * share + self.fixed_s
 
+    def optimizer(self, ctx: CommContext) -> float:
+        """Inside the measured step."""
+        return 0.0
+
     @property
     def describe(self) -> str:
         return f"measured world-size-1 step ({self.step_s * 1e3:.3g} ms, {self.source})"
 
 
-Compute = Flops | Measured
+Compute = Flops | Measured | Achieved
 
 
 def stage_flops(ctx: CommContext) -> float:

@@ -55,7 +55,7 @@ class Result:
     limit: float | None = None  # the device memory it was held against
 
 
-Stage = tuple[list[Priced], float]  # the rank's priced calls, its compute before the knobs
+Stage = tuple[list[Priced], float, float]  # priced calls, compute before the knobs, optimizer
 
 
 def _stages(job: Job, lay: Layout) -> list[Stage]:
@@ -72,7 +72,7 @@ def _stages(job: Job, lay: Layout) -> list[Stage]:
                 priced.append(Priced(c, t.seconds, t.algorithm, t.best))
         if job.measured is not None:
             priced = job.measured.apply(priced)
-        out.append((priced, job.compute.seconds(ctx)))
+        out.append((priced, job.compute.seconds(ctx), job.compute.optimizer(ctx)))
     return out
 
 
@@ -84,25 +84,44 @@ def _cached(job: Job, kind: str, lay: Layout, make: object) -> object:
     return got
 
 
+def memory_of(job: Job, lay: Layout) -> Memory:
+    """The layout's largest rank (its model states shared with its knob variants)."""
+    held = _cached(job, "states", lay, lambda: states(job.shape, lay, job.batch, job.precision))
+    return with_activations(held, activations(job.shape, lay, job.batch,  # type: ignore[arg-type]
+                                              job.precision))
+
+
+def floor(job: Job, lay: Layout) -> float:
+    """A lower bound on the layout's step: its slowest rank's compute (with the knobs), bubble
+    and optimizer step, no communication (every call costs >= 0 and adds to the step or hides)."""
+    sixteen = lay.amp != "fp32" or job.precision.param_bytes == 2
+    knobs = factor(job.compute, lay.checkpoint, sixteen)
+    out = 0.0
+    for pp in representative_stages(job.shape, lay):
+        ctx = CommContext(job.shape, lay, job.batch, job.bytes, pp=pp)
+        c = job.compute.seconds(ctx) * knobs
+        bubble = (lay.pipeline - 1) / lay.stages_per_rank * c / lay.microbatches \
+            if lay.pipeline > 1 else 0.0
+        out = max(out, c + bubble + job.compute.optimizer(ctx))
+    return out
+
+
 def evaluate(job: Job, lay: Layout, mem: Memory | None = None) -> Result:
     sixteen = lay.amp != "fp32" or job.precision.param_bytes == 2
     knobs = factor(job.compute, lay.checkpoint, sixteen)
     worst: Step | None = None
     stages: list[Stage] = _cached(job, "priced", lay, lambda: _stages(job, lay))  # type: ignore[assignment]
     overlap = bool(job.timer.profile.device.get("overlaps_communication", True))
-    for priced, compute in stages:
+    for priced, compute, opt in stages:
         st = step_time(priced, compute * knobs, lay.microbatches, lay.pipeline,
-                       lay.stages_per_rank, overlap)
+                       lay.stages_per_rank, overlap, opt)
         if job.measured is not None and overlap:
             st = job.measured.overlapped(st, priced)
         if worst is None or st.time > worst.time:
             worst = st
     assert worst is not None
     if mem is None:
-        held = _cached(job, "states", lay, lambda: states(job.shape, lay, job.batch,
-                                                          job.precision))
-        mem = with_activations(held, activations(job.shape, lay, job.batch,  # type: ignore[arg-type]
-                                                 job.precision))
+        mem = memory_of(job, lay)
     fits = job.memory_limit is None or mem.total <= job.memory_limit
     one = job.compute.seconds(CommContext(job.shape, Layout(), job.batch, job.bytes))
     sps = lay.data * job.batch / worst.time

@@ -8,6 +8,7 @@ degrees together, equal to :func:`bench.training.analytic.activations` wherever 
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from bench.advise.comm import CommContext, representative_stages
@@ -48,7 +49,7 @@ def states(shape: Shape, lay: Layout, batch: int, prec: Precision) -> tuple[Memo
     own = strategies().get(lay.dp).states
     if own is not None:
         return own(shape, lay, batch, prec)
-    spec = StrategySpec(name=lay.dp)
+    spec = _spec(lay.dp)
     best: Memory | None = None
     for pp in representative_stages(shape, lay):
         ctx = CommContext(shape, lay, batch, pp=pp)
@@ -57,6 +58,12 @@ def states(shape: Shape, lay: Layout, batch: int, prec: Precision) -> tuple[Memo
             best = Memory(e, pp)
     assert best is not None
     return (best,)
+
+
+@functools.cache
+def _spec(name: str) -> StrategySpec:
+    """The strategy's spec, validated once per name (pydantic builds a validator each time)."""
+    return StrategySpec(name=name)
 
 
 def with_activations(held: tuple[Memory, ...], acts: int | None) -> Memory:

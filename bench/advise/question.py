@@ -7,10 +7,12 @@ import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from bench.advise.achieved import Achieved, Efficiency
 from bench.advise.comm import Bytes
 from bench.advise.compute import Compute, Flops
 from bench.advise.evaluate import Job
 from bench.advise.interference import Measured
+from bench.advise.layout import Layout
 from bench.advise.search import NoFit, Ranked, search, smallest_fit
 from bench.advise.shape import Shape
 from bench.advise.timing import Timer
@@ -34,6 +36,24 @@ def device_key(profile: Profile, key: str) -> float:
     return float(v)
 
 
+def device_compute(profile: Profile) -> Compute:
+    """As achieved where the profile states ``device.gemm_efficiency`` (with
+    ``gemm_latency_s``, ``memory_bandwidth_bytes_per_s`` and optionally ``attention``), else
+    FLOPs at ``device.flops_per_s`` (the peak: a lower bound on the step)."""
+    dev = profile.device
+    sixteen = float(dev["flops_16bit_per_s"]) if dev.get("flops_16bit_per_s") else None
+    peak = device_key(profile, "flops_per_s")
+    if "gemm_efficiency" not in dev:
+        return Flops(peak, sixteen)
+    try:
+        eff = Efficiency(peak, float(dev["gemm_efficiency"]), float(dev.get("gemm_latency_s", 0.0)),
+                         device_key(profile, "memory_bandwidth_bytes_per_s"),
+                         str(dev.get("attention", "flash")))
+    except ValueError as e:
+        raise ProfileError(f"{profile.path or profile.name}: {e}") from None
+    return Achieved(eff, sixteen)
+
+
 @dataclass(frozen=True)
 class Question:
     shape: Shape
@@ -41,7 +61,7 @@ class Question:
     cluster: Cluster
     global_batch: int
     precision: Precision
-    compute: Compute | None = None  # None: FLOPs at the profile's device.flops_per_s
+    compute: Compute | None = None  # None: the profile's (device_compute)
     bucket_mb: float = 25.0
     measured: Measured | None = None  # a concurrent run's slowdowns and overlap (--interference)
 
@@ -59,18 +79,20 @@ class Question:
 
     def jobs(self) -> Callable[[int], Job]:
         limit = device_key(self.profile, "memory_bytes")
-        sixteen = self.profile.device.get("flops_16bit_per_s")
-        compute = self.compute or Flops(device_key(self.profile, "flops_per_s"),
-                                        float(sixteen) if sixteen else None)
+        compute = self.compute or device_compute(self.profile)
         timer = Timer(self.profile, self.cluster)
         return functools.cache(lambda batch: Job(self.shape, batch, self.precision, compute,
                                                  timer, limit, self.bytes, self.measured))
 
-    def answer(self, world: int, jobs: Callable[[int], Job] | None = None) -> Ranked:
+    def answer(self, world: int, jobs: Callable[[int], Job] | None = None,
+               keep: int | None = None, select: Callable[[Layout], bool] | None = None
+               ) -> Ranked:
+        """Every layout ranked, or with ``keep`` the first ``keep``; ``select``: only the
+        layouts it accepts (search.py)."""
         jobs = jobs or self.jobs()
         try:
             ranked = search(jobs, self.shape.model, world, self.global_batch, self.bucket_mb,
-                            self.amps)
+                            self.amps, keep, select)
         except ValueError as e:
             raise AdviceError(str(e)) from None
         if ranked.best is None:

@@ -2,7 +2,12 @@
 (``Strategy.layouts``, over the splits of :class:`bench.advise.space.Space`), each with and
 without activation checkpointing of every piece and under each autocast precision asked. Ranked:
 layouts that fit the device memory first, by predicted step time (ties: less memory), then the
-rest by memory. docs/advise.md (Search).
+rest by memory. With ``keep``, only the layouts that can enter the first ``keep`` are priced: in
+order of a lower bound on their step (:func:`bench.advise.evaluate.floor`: compute, bubble,
+optimizer), each sized and, if it fits, priced, until that bound exceeds the ``keep``-th best
+step priced; the first ``keep`` are those of the exhaustive search. Fewer than ``keep`` fitting:
+the rest by memory.
+docs/advise.md (Search).
 """
 
 from __future__ import annotations
@@ -11,9 +16,9 @@ import dataclasses
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from bench.advise.evaluate import Job, Result, evaluate
+from bench.advise.evaluate import Job, Result, evaluate, floor, memory_of
 from bench.advise.layout import Layout
-from bench.advise.memory import layout_memory
+from bench.advise.memory import Memory, layout_memory
 from bench.advise.space import Space
 from bench.models.catalog import ModelInfo
 from bench.training.strategy import strategies
@@ -44,6 +49,7 @@ def layouts(model: ModelInfo, world: int, global_batch: int, bucket_mb: float = 
 class Ranked:
     world: int
     results: list[Result]  # best first
+    pruned: int = 0  # layouts left unpriced: they cannot enter the first ``keep`` (search)
 
     @property
     def best(self) -> Result | None:
@@ -59,16 +65,41 @@ class Ranked:
 Jobs = Callable[[int], Job]  # batch per replica -> the job (the caller caches them)
 
 
+def _order(r: Result) -> tuple[bool, float, int]:
+    return (not r.fits, r.step.time if r.fits else r.memory.total, r.memory.total)
+
+
 def search(jobs: Jobs, model: ModelInfo, world: int, global_batch: int,
-           bucket_mb: float = 25.0, amps: tuple[str, ...] = ("fp32",)) -> Ranked:
-    out = [evaluate(jobs(batch), lay)
-           for lay, batch in layouts(model, world, global_batch, bucket_mb, amps)]
-    if not out:
+           bucket_mb: float = 25.0, amps: tuple[str, ...] = ("fp32",),
+           keep: int | None = None, select: Callable[[Layout], bool] | None = None) -> Ranked:
+    """The layouts ranked (module docstring); ``select``: only the layouts it accepts."""
+    cands = [(lay, b) for lay, b in layouts(model, world, global_batch, bucket_mb, amps)
+             if select is None or select(lay)]
+    if not cands:
         raise ValueError(f"no layout of {model.name} runs on {world} ranks with a global batch "
                          f"of {global_batch} (the data degree must divide it)")
-    out.sort(key=lambda r: (not r.fits, r.step.time if r.fits else r.memory.total,
-                            r.memory.total))
-    return Ranked(world, out)
+    if keep is None:
+        return Ranked(world, sorted((evaluate(jobs(b), lay) for lay, b in cands), key=_order))
+    out: list[Result] = []
+    for bound, _, lay, b in sorted((floor(jobs(b), lay), i, lay, b)
+                                   for i, (lay, b) in enumerate(cands)):
+        if len(out) >= keep and bound > out[keep - 1].step.time:
+            break  # this and every later bound exceed the keep-th step: none can enter
+        job = jobs(b)
+        mem = memory_of(job, lay)
+        if _fits(job, mem):
+            out.append(evaluate(job, lay, mem))
+            out.sort(key=_order)
+    if len(out) < keep:  # every layout was reached: then the rest by memory
+        unfit = sorted((m.total, i, lay, b, m) for i, (lay, b) in enumerate(cands)
+                       if not _fits(jobs(b), m := memory_of(jobs(b), lay)))
+        out += sorted((evaluate(jobs(b), lay, m) for *_, lay, b, m in unfit[:keep - len(out)]),
+                      key=_order)
+    return Ranked(world, out[:keep], len(cands) - min(len(out), keep))
+
+
+def _fits(job: Job, mem: Memory) -> bool:
+    return job.memory_limit is None or mem.total <= job.memory_limit
 
 
 def smallest_fit(jobs: Jobs, model: ModelInfo, world: int, global_batch: int, step: int,

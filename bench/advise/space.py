@@ -59,7 +59,8 @@ class Space:
 def _pipes(p: int, batch: int, pieces: int) -> list[Pipe]:
     if p == 1:
         return [(1, "1f1b", 1)]
-    ms = [p * k for k in MICROBATCH_FACTORS if batch % (p * k) == 0]
+    ms = list(dict.fromkeys([*(p * k for k in MICROBATCH_FACTORS if batch % (p * k) == 0),
+                             *([batch] if batch > p else [])]))  # ... and micro-batches of 1
     return [*((m, s, 1) for m in ms for s in ("gpipe", "1f1b")),
             *((m, "interleaved", 2) for m in ms if 2 * p <= pieces)]
 

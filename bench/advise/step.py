@@ -40,14 +40,15 @@ class Step:
     full_overlap: float
     algorithms: dict[str, str] = field(default_factory=dict)  # "collective:group" -> what runs
     best: dict[str, str] = field(default_factory=dict)  # "collective:group" -> fastest schedule
+    optimizer: float = 0.0  # the optimizer step, after the last gradient (achieved compute)
 
     @property
     def time(self) -> float:
-        return self.compute + self.bubble + sum(self.exposed.values())
+        return self.compute + self.bubble + self.optimizer + sum(self.exposed.values())
 
 
 def step_time(priced: list[Priced], compute: float, microbatches: int, pipeline: int,
-              stages_per_rank: int, overlap: bool = True) -> Step:
+              stages_per_rank: int, overlap: bool = True, optimizer: float = 0.0) -> Step:
     window = compute / microbatches if pipeline > 1 else compute
     phase = {"forward": window * (1 - BACKWARD), "backward": window * BACKWARD}
     exposed: dict[str, float] = {}
@@ -76,6 +77,6 @@ def step_time(priced: list[Priced], compute: float, microbatches: int, pipeline:
             exposed[p.key] = exposed.get(p.key, 0.0) + p.total
     bubble = (pipeline - 1) / stages_per_rank * compute / microbatches if pipeline > 1 else 0.0
     rest = sum(p.total for p in priced if not p.call.overlap)
-    base = compute + bubble
+    base = compute + bubble + optimizer
     return Step(compute, bubble, exposed, comm, base + sum(comm.values()),
-                base + rest + max(0.0, hidden_pool - compute), algs, best)
+                base + rest + max(0.0, hidden_pool - compute), algs, best, optimizer)

@@ -69,6 +69,9 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--interference", type=in_path, default=None,
                    help="a concurrent run (kind: concurrent): price each group with its measured "
                         "slowdown beside the others, and overlap by its measured overlap %%")
+    p.add_argument("--all", action="store_true",
+                   help="price and record every layout (default: only those that can rank in "
+                        "the first --top + 1; the rows are the same)")
     p.add_argument("--out", type=out_dir, default=None,
                    help="run directory to write (default: runs/<time>-advise)")
 

@@ -44,7 +44,9 @@ _TOP = {"name", "source", "overhead_s", "gamma_s_per_byte", "hot_send_s_per_byte
         "links", "device", "native", "fitted", "slow", "fabric", "mpi"}
 _MPI = {"eager_limit_bytes", "rendezvous_s", "eager_s_per_byte"}
 _DEVICE = {"name", "memory_bytes", "memory_bandwidth_bytes_per_s", "flops_per_s",
-           "copy_bandwidth_curve", "overlaps_communication"}
+           "copy_bandwidth_curve", "overlaps_communication", "flops_16bit_per_s",
+           "gemm_efficiency", "gemm_latency_s", "attention", "compute_source", "gemm_points"}
+_DEVICE_TEXT = {"name", "attention", "compute_source"}
 
 
 class ProfileError(ValueError):
@@ -154,6 +156,13 @@ def _num(where: str, key: str, value: Any, *, positive: bool = False) -> float:
     return float(value)
 
 
+def _points(where: str, raw: Any) -> list[list[float]]:
+    """``device.gemm_points``: [[m, n, k, batch, seconds], ...] as ``commbench gemm`` timed them."""
+    if not isinstance(raw, list) or not all(isinstance(r, list) and len(r) == 5 for r in raw):
+        raise ProfileError(f"{where}: device.gemm_points: expected [[m, n, k, batch, seconds], ...]")
+    return [[_num(where, "device.gemm_points", x, positive=True) for x in r] for r in raw]
+
+
 def _curve(where: str, raw: Any) -> list[list[float]]:
     """``device.copy_bandwidth_curve``: [[bytes, bytes/s], ...], sizes increasing."""
     key = "device.copy_bandwidth_curve"
@@ -220,7 +229,9 @@ def from_mapping(raw: Any, where: str) -> Profile:
         elif k == "overlaps_communication":
             if not isinstance(v, bool):
                 raise ProfileError(f"{where}: device.{k}: expected true or false, got {v!r}")
-        elif k != "name":
+        elif k == "gemm_points":
+            device[k] = _points(where, v)
+        elif k not in _DEVICE_TEXT:
             device[k] = _num(where, f"device.{k}", v)
     nics = raw.get("nics_per_node", 1)
     if isinstance(nics, bool) or not isinstance(nics, int) or nics < 1:

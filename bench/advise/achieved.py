@@ -1,0 +1,180 @@
+"""Compute as achieved, not at peak: each operation of a rank's pieces timed on the device by a
+roofline with a fixed cost per kernel (:class:`Efficiency`), from the profile's
+``device.gemm_efficiency`` / ``device.gemm_latency_s`` (a preset cites its source; ``commbench
+gemm`` measures them):
+
+- a GEMM of F FLOPs moving B bytes takes ``max(F / (eta * peak), B / bandwidth) + t0``: eta the
+  large-GEMM efficiency, t0 the kernel's fixed time. Its efficiency, (F / peak) / time, saturates
+  in F towards eta, and a tensor-parallel shard (smaller N or K) or a smaller micro-batch (smaller
+  M) runs less efficiently: less work per fixed cost, and less work per byte;
+- every Linear of the piece at its tensor-parallel local shape and the micro-batch's tokens:
+  forward one GEMM, backward two of the same size (data and weight gradients);
+- attention per layer: the score and context GEMMs batched over the micro-batch and the local
+  heads (K = the head width); ``device.attention: materialized`` also writes the s x s scores
+  (their bytes in the GEMMs' roofline, and softmax and dropout on them at memory bandwidth);
+  ``flash`` (the default) keeps them on chip;
+- element-wise work at memory bandwidth (:data:`ELEMENTWISE`);
+- the optimizer step (:meth:`Achieved.optimizer`) at memory bandwidth over the parameters the
+  rank updates.
+
+Backward is twice forward for every term, so checkpointing's one more forward is 1/3 of the
+achieved compute, as :func:`bench.advise.compute.factor` prices it; the bubble is compute / m
+slots of the same achieved compute. docs/advise.md (Compute).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+
+from bench.advise.comm import CommContext
+from bench.advise.shape import Shape, local_params
+from bench.models.configs import GPTConfig
+
+ATTENTION = ("flash", "materialized")
+ELEMENT_BYTES = 2  # activations are 16-bit where the device has tensor-core peaks
+# Elements read + written per token per block, forward, without kernel fusion across ops: two
+# layernorms (read h, write h: 4h) and two bias-dropout-residual adds (read 2h, write h: 6h) on
+# every tensor-parallel rank (no sequence parallelism), bias + GeLU on the 4h/t local MLP width
+# (read, write: 8h/t). Counted from the block, not fitted.
+ELEMENTWISE = (10, 8)  # (x h, x h / t)
+# Materialized attention per s x s score matrix, forward: scale-mask-softmax (read, write: 2),
+# dropout (read, write, a byte mask: 2.5). Counted, not fitted.
+SCORES_ELEMENTWISE = 4.5
+BACKWARD_TIMES = 2  # backward is twice forward for every term (the FLOP count's 2/3)
+ADAM_STATE_BYTES = 24  # fp32 master weights, m and v, each read and written
+
+
+@dataclass(frozen=True)
+class Efficiency:
+    peak: float  # device.flops_per_s (FLOP/s)
+    gemm: float  # device.gemm_efficiency: large-GEMM throughput / peak, in (0, 1]
+    latency: float  # device.gemm_latency_s: a kernel's fixed time (s)
+    bandwidth: float  # device.memory_bandwidth_bytes_per_s
+    attention: str = "flash"  # device.attention
+
+    def __post_init__(self) -> None:
+        if not 0 < self.gemm <= 1:
+            raise ValueError(f"device.gemm_efficiency must be in (0, 1], got {self.gemm}")
+        if self.attention not in ATTENTION:
+            raise ValueError(f"device.attention: expected one of {', '.join(ATTENTION)}, "
+                             f"got {self.attention!r}")
+
+    def gemm_s(self, flops: float, nbytes: float) -> float:
+        """One GEMM (or one batched GEMM call): the roofline plus the fixed time."""
+        return max(flops / (self.gemm * self.peak), nbytes / self.bandwidth) + self.latency
+
+    def efficiency(self, g: Gemm) -> float:
+        """Achieved throughput / peak of one GEMM call, in (0, gemm]."""
+        return g.flops / self.peak / self.gemm_s(g.flops, g.nbytes(self.attention))
+
+    def memory_s(self, nbytes: float) -> float:
+        return nbytes / self.bandwidth
+
+
+def gemm_bytes(m: int, n: int, k: int) -> float:
+    """Bytes a GEMM reads and writes once: both operands and the output, 16-bit."""
+    return float(ELEMENT_BYTES * (m * k + k * n + m * n))
+
+
+@dataclass(frozen=True)
+class Gemm:
+    m: int
+    n: int
+    k: int
+    batch: int = 1  # GEMMs of this shape in one batched call
+    scores: bool = False  # attention's: the s x s scores are its output or its input
+
+    @property
+    def flops(self) -> float:
+        return 2.0 * self.m * self.n * self.k * self.batch
+
+    def nbytes(self, attention: str) -> float:
+        if self.scores and attention == "flash":  # scores stay on chip: Q, K / V and O pass
+            return float(ELEMENT_BYTES * self.batch * 2 * min(self.m, self.n) * min(self.k,
+                                                                                   self.n))
+        return gemm_bytes(self.m, self.n, self.k) * self.batch
+
+
+def block_gemms(shape: Shape, tensor: int, piece: int, micro: int) -> list[Gemm]:
+    """The GEMMs of one forward of ``piece`` on ``micro`` samples: its Linears at their local
+    shapes (the matrices :attr:`Shape.piece_flops` counts; m = tokens), then attention's score
+    and context GEMMs batched over the samples and local heads (GPT blocks). What ``commbench
+    gemm`` times."""
+    tokens = micro * shape.tokens_per_sample
+    out = []
+    for p in local_params(shape, tensor, frozenset((piece,))):
+        if len(p.shape) == 2 and not p.name.endswith(("wte.weight", "wpe.weight")):
+            n_out, n_in = p.shape
+            out.append(Gemm(tokens, n_out, n_in))
+    cfg = shape.model.config
+    if isinstance(cfg, GPTConfig) and 1 <= piece <= cfg.layers:
+        s, d = cfg.seq_len, cfg.embd // cfg.heads
+        heads = max(1, cfg.heads // tensor) * micro
+        out += [Gemm(s, s, d, heads, True), Gemm(s, d, s, heads, True)]  # Q K^T; scores V
+    return out
+
+
+@functools.lru_cache(maxsize=65536)
+def piece_forward_s(eff: Efficiency, shape: Shape, tensor: int, piece: int, micro: int) -> float:
+    """One forward of ``piece`` on a micro-batch of ``micro`` samples (module docstring)."""
+    t = sum(eff.gemm_s(g.flops, g.nbytes(eff.attention))
+            for g in block_gemms(shape, tensor, piece, micro))
+    cfg = shape.model.config
+    if isinstance(cfg, GPTConfig) and 1 <= piece <= cfg.layers:
+        h, seq = cfg.embd, cfg.seq_len
+        rep, shard = ELEMENTWISE
+        t += eff.memory_s(ELEMENT_BYTES * micro * seq * (rep * h + shard * h / tensor))
+        if eff.attention == "materialized":
+            heads = max(1, cfg.heads // tensor) * micro
+            t += eff.memory_s(ELEMENT_BYTES * SCORES_ELEMENTWISE * heads * seq * seq)
+    return t
+
+
+@functools.lru_cache(maxsize=65536)
+def stage_forward_s(eff: Efficiency, shape: Shape, tensor: int, pieces: frozenset[int],
+                    micro: int) -> float:
+    """One forward of a rank's pieces on one micro-batch."""
+    return sum(piece_forward_s(eff, shape, tensor, i, micro) for i in pieces)
+
+
+@functools.lru_cache(maxsize=65536)
+def held_params(shape: Shape, tensor: int, pieces: frozenset[int]) -> int:
+    """Parameters of ``pieces`` on one tensor-parallel rank."""
+    return sum(math.prod(p.shape) for p in local_params(shape, tensor, pieces))
+
+
+@dataclass(frozen=True)
+class Achieved:
+    eff: Efficiency
+    flops_16bit_per_s: float | None = None  # as Flops: 16-bit work where stated
+
+    def speed(self, sixteen: bool) -> float:
+        return self.eff.peak / self.flops_16bit_per_s if sixteen and self.flops_16bit_per_s \
+            else 1.0
+
+    def seconds(self, ctx: CommContext) -> float:
+        lay = ctx.layout
+        micro = max(1, ctx.batch // lay.microbatches)
+        fwd = stage_forward_s(self.eff, ctx.shape, lay.tensor, ctx.my_pieces, micro)
+        return (1 + BACKWARD_TIMES) * fwd * lay.microbatches
+
+    def optimizer(self, ctx: CommContext) -> float:
+        """Adam on the parameters this rank updates (its stages' shards; over d with ZeRO), at
+        memory bandwidth: three fp32 states read and written, the gradient read, the 16-bit
+        copy written where parameters are 16-bit. A ps worker updates nothing (its server
+        does)."""
+        lay = ctx.layout
+        if lay.servers:
+            return 0.0
+        n = held_params(ctx.shape, lay.tensor, ctx.my_pieces) / (lay.data if lay.zero else 1)
+        per = ADAM_STATE_BYTES + ctx.bytes.grad + (2 if ctx.bytes.param == 2 else 0)
+        return self.eff.memory_s(n * per)
+
+    @property
+    def describe(self) -> str:
+        e = self.eff
+        return (f"achieved: GEMMs at {e.gemm:.3g} x device.flops_per_s ({e.peak:.3g}) + "
+                f"{e.latency * 1e6:.3g} us each, memory-bound work at {e.bandwidth:.3g} B/s, "
+                f"{e.attention} attention")

@@ -1,0 +1,84 @@
+"""``commbench gemm``: time the model's own GEMM shapes on this device and write the fitted
+achieved-compute curve into a profile that ``commbench advise --profile`` reads.
+
+    commbench gemm --model gpt-small --tensor 1,2 --base cpu-25gbe --output mine.yaml
+    commbench gemm --params 7B --layers 32 --hidden 4096 --heads 32 --device cuda --base h100-ib400 \
+        --output h100-mine.yaml
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from bench.argtypes import UsageError, int_list, out_file, params, positive_int
+from bench.commands import register
+
+MODEL = "gpt-small"  # timed when neither --model nor --params is given
+
+
+def configure(p: argparse.ArgumentParser) -> None:
+    what = p.add_mutually_exclusive_group()
+    what.add_argument("--model", help=f"a reference model whose GEMMs are timed (default "
+                                      f"{MODEL})")
+    what.add_argument("--params", type=params, help="a GPT by parameter count, with --layers "
+                      "--hidden --heads (as advise)")
+    p.add_argument("--layers", type=positive_int, help="with --params: transformer blocks")
+    p.add_argument("--hidden", type=positive_int, help="with --params: model width")
+    p.add_argument("--heads", type=positive_int, help="with --params: attention heads")
+    p.add_argument("--vocab", type=positive_int, default=50304, help="with --params: vocabulary (50304)")
+    p.add_argument("--seq", type=positive_int, default=None,
+                   help="sequence length (default: the model's; 2048 with --params)")
+    p.add_argument("--tensor", type=int_list, default="1,2,4,8",
+                   help="tensor-parallel degrees whose shards are timed (those dividing the heads)")
+    p.add_argument("--microbatch", type=positive_int, default=1, help="samples per GEMM (1)")
+    p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
+                   help="auto: CUDA where torch sees one, else CPU BLAS")
+    p.add_argument("--repeats", type=positive_int, default=5, help="timed calls per shape (5)")
+    p.add_argument("--base", default="cpu-25gbe",
+                   help="profile to extend (preset or YAML; its links and device are kept)")
+    p.add_argument("--output", type=out_file, required=True, help="profile YAML to write")
+
+
+def handle(args: argparse.Namespace) -> int:
+    try:
+        from bench.advise import gemm_bench as gb
+        from bench.advise.cli import shape_from_args
+        from bench.costmodel.profile import load_profile
+    except ImportError as e:
+        raise UsageError(f"needs torch (pip install 'commbench[training]'): {e}", "gemm") from None
+    from kernels.registry import UnknownName
+
+    if not args.params:
+        args.model = args.model or MODEL
+    try:
+        base = load_profile(args.base)
+        shape = shape_from_args(args, print)
+        heads = getattr(shape.model.config, "heads", 1)
+        tensors = [t for t in args.tensor if heads % t == 0]
+        if not tensors:
+            raise ValueError(f"--tensor {args.tensor}: no degree divides the {heads} heads")
+        device = gb.resolve_device(args.device)
+    except (ValueError, UnknownName) as e:
+        raise UsageError(str(e).splitlines()[0], "gemm") from None
+    points = [gb.time_gemm(g, device, args.repeats)
+              for g in gb.model_gemms(shape, tensors, args.microbatch)]
+    f = gb.fit(points, base.device.get("flops_per_s"))
+    print(f"# {shape.name} on {device}: {len(points)} GEMM shapes, tensor degrees "
+          f"{','.join(map(str, tensors))}, micro-batch {args.microbatch}")
+    print(f"{'m':>7} {'n':>7} {'k':>7} {'batch':>5} {'ms':>9} {'GFLOP/s':>9} {'eff.':>6}")
+    for p in points:
+        g = p.gemm
+        print(f"{g.m:>7} {g.n:>7} {g.k:>7} {g.batch:>5} {p.seconds * 1e3:>9.4g} "
+              f"{p.rate / 1e9:>9.4g} {f.point_efficiency(p):>6.3f}")
+    print(f"# fitted: seconds = FLOPs / {f.rate:.4g} + {f.latency:.3g}; peak {f.peak:.4g} "
+          f"FLOP/s, gemm_efficiency {f.efficiency:.3f}")
+    out = gb.write_yaml(gb.fitted_profile(base, points, f, device, Path(args.output).stem),
+                        Path(args.output))
+    print(out)
+    return 0
+
+
+register("gemm", "time the model's GEMM shapes on this device; write the achieved-compute "
+         "curve into a profile for advise", configure, handle,
+         example="--model gpt-tiny --tensor 1,2 --repeats 2 --output gemm-profile.yaml")
