@@ -6,9 +6,11 @@ The model is the evaluator's own (:meth:`bench.costmodel.net.Net.protocol`): one
 bytes takes ``α + n/β + C·n`` at or below the eager limit E and ``α + n/β + R`` above it, so the
 fit is linear in (α, 1/β, C, R) for each candidate E. Every gap between two consecutive measured
 sizes is a candidate (E is the last size of the eager side, so a threshold that is itself a
-measured size is recovered exactly); each side needs :data:`MIN_SIDE` sizes. For each E,
-bounded linear least squares (all four ≥ 0) on relative residuals ((model − t) / t: the sizes
-span six decades); the E of least squares wins. The step is kept only when it is significant:
+measured size is recovered exactly); each side needs :data:`MIN_SIDE` sizes. The points are
+first reduced to one per size, their median (a stalled pair or run moves nothing: on a shared
+host a ping-pong's samples are often time slices). For each E, bounded linear least squares (all
+four ≥ 0) on relative residuals ((model − t) / t: the sizes span six decades); the E of least
+squares wins. The step is kept only when it is significant:
 an F test of the switch (2 more parameters) against one α-β line, its p-value multiplied by the
 number of candidates (Bonferroni: the break was chosen, which the plain F test ignores), below
 :data:`LEVEL`, and R > 0 (a rendezvous step, not only a change of slope). Otherwise no switch.
@@ -28,9 +30,9 @@ from bench.costmodel.profile import Mpi
 
 LEVEL = 0.05  # significance of the step, after Bonferroni over the candidate breaks
 MIN_SIDE = 3  # distinct sizes on each side of a break
-METHOD = ("piecewise linear change point: for each gap between measured sizes, bounded linear "
-          "least squares (alpha, 1/beta, C, R >= 0) on relative residuals of the one-way latency; "
-          "the break of least squares; kept when an F test against one alpha-beta line, "
+METHOD = ("piecewise linear change point on the median one-way latency per size: for each gap "
+          "between measured sizes, bounded linear least squares (alpha, 1/beta, C, R >= 0) on "
+          "relative residuals; the break of least squares; kept when an F test against one alpha-beta line, "
           "Bonferroni over the candidate breaks, gives p < 0.05 and R > 0 "
           "(bench/costmodel/eager.py)")
 
@@ -68,19 +70,21 @@ def fit_switch(sizes: Sequence[float], seconds: Sequence[float], level: float = 
                min_side: int = MIN_SIDE) -> SwitchFit:
     """The switch of the ping-pong one-way latencies ``seconds`` at ``sizes`` (bytes; several
     points per size allowed, e.g. one per pair), or none (rule: module doc)."""
-    n = np.asarray(sizes, dtype=np.float64)
-    t = np.asarray(seconds, dtype=np.float64)
-    if n.shape != t.shape or not n.size or np.any(t <= 0) or np.any(n < 0):
+    raw_n = np.asarray(sizes, dtype=np.float64)
+    raw_t = np.asarray(seconds, dtype=np.float64)
+    if raw_n.shape != raw_t.shape or not raw_n.size or np.any(raw_t <= 0) or np.any(raw_n < 0):
         raise ValueError("fit_switch: sizes and positive times of the same length expected")
-    distinct = np.unique(n)
-    base = {"method": METHOD, "points": int(n.size), "sizes": [int(s) for s in distinct]}
+    n = distinct = np.unique(raw_n)
+    t = np.array([np.median(raw_t[raw_n == s]) for s in distinct])
+    base = {"method": METHOD, "points": int(raw_n.size), "sizes": [int(s) for s in distinct],
+            "median_latency_s": [_r(x) for x in t]}
     x0, rss0 = _solve(_design(n, None), t)
     line = (float(x0[0]), 1.0 / x0[1] if x0[1] > 0 else float("inf"))
     cands = distinct[min_side - 1:distinct.size - min_side]
     if n.size - 4 < 1 or not cands.size:
         return SwitchFit(None, *line, {**base, "why": (
-            f"{distinct.size} sizes, {n.size} points: too few for a break with {min_side} sizes "
-            f"on each side and a residual to test it")})
+            f"{distinct.size} sizes: too few for a break with {min_side} sizes on each side "
+            f"and a residual to test it")})
     fits = [(*_solve(_design(n, e), t), float(e)) for e in cands]
     x1, rss1, limit = min(fits, key=lambda f: f[1])
     dof = n.size - 4
