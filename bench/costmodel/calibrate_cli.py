@@ -222,6 +222,8 @@ def _switch(args: argparse.Namespace, probe_recs: Sequence[dict[str, Any]],
     runs = sorted({str(r["_run"]) for r in probe_recs})
     how = {"link_class": cls, "runs": runs, "measured": "probe ping-pong one-way latency "
            "(half a round trip), median per pair and size", **sw.how}
+    if sw.mpi is None and not sw.tested and start.mpi is not None:  # the probe cannot tell
+        return start, {"mpi": {**how, "why": f"{how['why']}; the base's switch kept"}}
     if sw.mpi is None:
         return replace(start, mpi=None), {"mpi": how}
     alpha, beta = _g(sw.alpha), _g(sw.beta)

@@ -46,6 +46,7 @@ class SwitchFit:
     alpha: float  # s: the eager side's intercept
     beta: float  # B/s: 1 / the rendezvous side's slope (the single line's without a step)
     how: dict[str, Any]
+    tested: bool = True  # False: too few sizes to test for a step (the curve cannot tell)
 
 
 def _solve(cols: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, float]:
@@ -84,7 +85,7 @@ def fit_switch(sizes: Sequence[float], seconds: Sequence[float], level: float = 
     if n.size - 4 < 1 or not cands.size:
         return SwitchFit(None, *line, {**base, "why": (
             f"{distinct.size} sizes: too few for a break with {min_side} sizes on each side "
-            f"and a residual to test it")})
+            f"and a residual to test it")}, tested=False)
     fits = [(*_solve(_design(n, e), t), float(e)) for e in cands]
     x1, rss1, limit = min(fits, key=lambda f: f[1])
     dof = n.size - 4

@@ -30,9 +30,10 @@ def _latency(n: float, step: bool = True) -> float:
     return ALPHA + n / BETA + extra
 
 
-def _noisy(step: bool, sigma: float, seed: int, pairs: int = 2) -> tuple[list[float], list[float]]:
+def _noisy(step: bool, sigma: float, seed: int, pairs: int = 2,
+           at: list[int] = SIZES) -> tuple[list[float], list[float]]:
     rng = np.random.default_rng(seed)
-    sizes = [float(n) for n in SIZES for _ in range(pairs)]
+    sizes = [float(n) for n in at for _ in range(pairs)]
     return sizes, [_latency(n, step) * float(rng.lognormal(0, sigma)) for n in sizes]
 
 
@@ -53,13 +54,13 @@ def test_no_step_no_switch() -> None:
     assert sw.mpi is None and sw.how["why"].startswith("no significant step")
     assert sw.beta == pytest.approx(BETA, rel=0.1)
     sw = fit_switch([8.0, 1024.0, 65536.0], [_latency(n) for n in (8, 1024, 65536)])
-    assert sw.mpi is None and "too few" in sw.how["why"]
+    assert sw.mpi is None and not sw.tested and "too few" in sw.how["why"]
 
 
-def _probe_run(tmp: Path, step: bool) -> Path:
-    out = tmp / ("step" if step else "flat")
+def _probe_run(tmp: Path, step: bool, at: list[int] = SIZES) -> Path:
+    out = tmp / f"{'step' if step else 'flat'}{len(at)}"
     write_meta(out, {"schema_version": SCHEMA_VERSION, "run_id": out.name, "status": "ok"})
-    sizes, lat = _noisy(step, 0.01, seed=5)
+    sizes, lat = _noisy(step, 0.01, seed=5, at=at)
     recs: list[dict[str, Any]] = [
         {"schema_version": SCHEMA_VERSION, "kind": "probe", "status": "ok", "phase": "tournament",
          "src": 0, "dst": 1, "link_class": "inter", "flows": 1, "world_size": 2, "nbytes": int(n),
@@ -98,6 +99,15 @@ def test_calibrate_writes_the_switch_and_the_evaluator_prices_it(tmp_path: Path,
     assert main(["calibrate", str(_probe_run(tmp_path, False)), "-o", str(out)]) == 0
     prof = load_profile(out)
     assert prof.mpi is None and (prof.fitted or {})["not_fitted"]["mpi"].startswith("no significant")
-    assert main(["calibrate", str(_probe_run(tmp_path / "x", True)), "--no-mpi-switch",
+    assert main(["calibrate", str(_probe_run(tmp_path, True)), "--no-mpi-switch",
                  "-o", str(out)]) == 0
     assert load_profile(out).mpi is None
+    # a probe at two sizes cannot tell: a base's switch is kept, and the profile says so
+    base = tmp_path / "base.yaml"
+    base.write_text("name: b\nlinks: {inter: {alpha_s: 1.0e-5, beta_bytes_per_s: 1.0e+9}}\n"
+                    "mpi: {eager_limit_bytes: 4096, rendezvous_s: 1.0e-5}\n")
+    assert main(["calibrate", str(_probe_run(tmp_path, True, [8, 1 << 20])), "--base", str(base),
+                 "-o", str(out)]) == 0
+    prof = load_profile(out)
+    assert prof.mpi is not None and prof.mpi.eager_limit == 4096
+    assert (prof.fitted or {})["mpi"]["why"].endswith("the base's switch kept")
