@@ -16,6 +16,9 @@ def configure(p: argparse.ArgumentParser) -> None:
                    help="profile (preset or file) for what the runs cannot tell: link classes "
                         "they never crossed, device figures")
     p.add_argument("--name", default=None, help="the profile's name (default: the file's stem)")
+    p.add_argument("--no-mpi-switch", action="store_true",
+                   help="fit no MPI eager/rendezvous switch from the probe's ping-pong sizes: "
+                        "alpha-beta only, and a base's switch dropped")
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -24,6 +27,7 @@ def handle(args: argparse.Namespace) -> int:
     return calibrate_command(args, lambda line: print(line, file=sys.stderr))
 
 
-register("calibrate", "fit a cost-model profile (alpha, beta, gamma, o, hot sends) to measured runs",
+register("calibrate", "fit a cost-model profile (alpha, beta, gamma, o, hot sends, MPI switch) "
+         "to measured runs",
          configure, handle,
          example="{measured} --output profile.yaml", offline=True)

@@ -12,7 +12,7 @@ from typing import Any, NoReturn
 import numpy as np
 
 from bench.argtypes import UsageError
-from bench.costmodel import copybw
+from bench.costmodel import copybw, eager
 from bench.costmodel.calibrate import (
     DEFAULT,
     POOR_FIT,
@@ -33,6 +33,7 @@ from bench.costmodel.predict import estimate_case
 from bench.costmodel.profile import Profile, ProfileError, load_profile, save_profile
 from bench.probe.fit import ProbeFit, fit_probe
 from bench.probe.fit import residuals as probe_residuals
+from bench.probe.matrix import probe_records
 from bench.store.records import StoreError, load_results, read_meta
 from kernels.algorithm import Problem, algorithms_of
 from kernels.ops import ITEMSIZE
@@ -164,6 +165,7 @@ def calibrate_command(args: argparse.Namespace, say: Callable[[str], None]) -> i
     if copy is not None:  # this host's copies, measured: better than a base's nominal figure
         start = replace(start or DEFAULT,
                         device={**(start.device if start else {}), **copy.device()})
+    start, switch = _switch(args, got.probe, start)
     if not points:
         assert start is not None and probe is not None
         result = Fit(start, [], _not_fitted(start, probe), np.array([]))
@@ -173,6 +175,8 @@ def calibrate_command(args: argparse.Namespace, say: Callable[[str], None]) -> i
         except CalibrationError as e:
             return fail(f"{runs}: {e}")
     prof = _finish(args, result, points, got.recs, base, probe, got.probe, copy)
+    if switch:
+        prof = replace(prof, fitted=_with_switch(prof.fitted or {}, switch["mpi"]))
     save_profile(prof, args.output, header=f"# fitted by commbench calibrate from {runs}\n")
     for line in notes:
         say(line)
@@ -186,6 +190,8 @@ def calibrate_command(args: argparse.Namespace, say: Callable[[str], None]) -> i
     if start is not None and start.overhead > 0 and "overhead" in result.fixed and points:
         say(f"calibrate: o {start.overhead:.3g} s of {start.name} not kept: "
             f"{result.fixed['overhead']}")
+    if "mpi" in switch:
+        say(f"calibrate: {_said(switch['mpi'])}")
     for k, b in result.at_bound.items():
         say(f"calibrate: {k} is at its {b}: the runs do not pin it within the plausible range")
     if points:
@@ -199,6 +205,54 @@ def calibrate_command(args: argparse.Namespace, say: Callable[[str], None]) -> i
                 f"model {runs}")
     print(args.output)
     return 0
+
+
+def _switch(args: argparse.Namespace, probe_recs: Sequence[dict[str, Any]],
+            start: Profile | None) -> tuple[Profile | None, dict[str, Any]]:
+    """``start`` with the MPI switch of the probe's ping-pong latencies (and the α, β of its
+    class from the same fit), or without any switch when none is significant or
+    ``--no-mpi-switch``; and what the profile's ``fitted`` says about it."""
+    if getattr(args, "no_mpi_switch", False):
+        why = "--no-mpi-switch: alpha-beta only"
+        return (replace(start, mpi=None) if start else None), {"mpi": {"why": why}}
+    got = eager.from_probe(probe_records(probe_recs))
+    if got is None or start is None:
+        return start, {}
+    cls, sw = got
+    runs = sorted({str(r["_run"]) for r in probe_recs})
+    how = {"link_class": cls, "runs": runs, "measured": "probe ping-pong one-way latency "
+           "(half a round trip), median per pair and size", **sw.how}
+    if sw.mpi is None and not sw.tested and start.mpi is not None:  # the probe cannot tell
+        return start, {"mpi": {**how, "why": f"{how['why']}; the base's switch kept"}}
+    if sw.mpi is None:
+        return replace(start, mpi=None), {"mpi": how}
+    alpha, beta = _g(sw.alpha), _g(sw.beta)
+    how["link"] = {"alpha_s": alpha, "beta_bytes_per_s": beta,
+                   "how": f"{cls} alpha, beta from the same fit (they replace the probe's)"}
+    return (replace(with_values(start, [f"{cls}.alpha", f"{cls}.beta"], [alpha, beta]),
+                    mpi=sw.mpi), {"mpi": how})
+
+
+def _with_switch(fitted: dict[str, Any], how: dict[str, Any]) -> dict[str, Any]:
+    """``fitted`` with the switch's account: its keys among the parameters, or why not."""
+    if "why" in how:
+        return {**fitted, "not_fitted": {**fitted.get("not_fitted", {}), "mpi": how["why"]},
+                "mpi": how}
+    keys = [f"mpi.{k}" for k in ("eager_limit_bytes", "rendezvous_s", "eager_s_per_byte")]
+    return {**fitted, "parameters": [*fitted.get("parameters", []), *keys], "mpi": how}
+
+
+def _said(how: dict[str, Any]) -> str:
+    """The closing note's line about the switch."""
+    if "why" in how:
+        return f"no MPI eager/rendezvous switch: {how['why']}"
+    return (f"MPI switch from {how['points']} ping-pong points ({how['link_class']}): eager limit "
+            f"{how['best_limit_bytes']} B, rendezvous {how['rendezvous_s']:.3g} s, eager copy "
+            f"{how['eager_s_per_byte']:.3g} s/B (p = {how['p_bonferroni']:.2g})")
+
+
+def _g(x: float) -> float:
+    return float(f"{x:.6g}")
 
 
 def _missing(got: Loaded, why: dict[str, int]) -> str:

@@ -86,7 +86,8 @@ def test_calibration_from_probe_records_recovers_alpha_and_beta(tmp_path: Path) 
         assert prof.links[cls].alpha == pytest.approx(ALPHA[cls], rel=0.05)
     assert sorted(prof.fitted["probe"]["parameters"]) == [
         "inter.alpha", "inter.beta", "intra.alpha", "intra.beta"]
-    assert set(prof.fitted["not_fitted"]) == {"gamma", "overhead", "hot"}
+    assert set(prof.fitted["not_fitted"]) == {"gamma", "overhead", "hot", "mpi"}
+    assert "too few" in prof.fitted["not_fitted"]["mpi"]  # 2 sizes: no MPI switch to test
 
 
 def test_probe_on_one_rank_is_one_line_exit_2(tmp_path: Path) -> None:
