@@ -56,7 +56,7 @@ openmpi: $(OMPI_STAMP)
 test:
 	@$(MAKE) --no-print-directory -j2 $(STAMP) browser openmpi
 	$(VENV)/bin/ruff check .
-	$(PY) -m pytest -q -n 2 --dist loadfile tests
+	$(PY) -m pytest -q -n 2 --dist loadfile --durations=30 tests
 
 # The inner loop: everything but the multi-rank training jobs and the slow end-to-end tests
 # (Slurm cluster, A/B rounds, the Open MPI environment), on 2 workers test by test.

@@ -201,7 +201,7 @@ def test_built_in_sections_keep_their_page_order() -> None:
 
     assert SECTIONS.names() == ["bringup", "bandwidth", "scaling", "memory", "choose",
                                 "concurrent", "strategy", "comparison", "prediction", "probe",
-                                "cases", "method"]
+                                "late", "cases", "method"]
 
 
 def test_scenario_kind_file_is_what_commbench_run_dispatches_to(tmp_path: Path) -> None:
@@ -218,7 +218,7 @@ def test_scenario_kind_file_is_what_commbench_run_dispatches_to(tmp_path: Path) 
     sc.write_text("kind: nothing\n")
     res = _commbench(env, "run", str(sc))
     assert res.stderr == (f"commbench: {sc}: kind: unknown kind 'nothing'; valid: collective, "
-                          "training, probe, bringup, concurrent, echo\n")
+                          "training, probe, bringup, concurrent, replay, echo\n")
 
 
 def test_command_file_is_listed_by_help_and_runs(tmp_path: Path) -> None:
