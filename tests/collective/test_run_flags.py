@@ -69,6 +69,7 @@ def test_flags_on_a_training_scenario_are_refused() -> None:
         flags.scenario_from({"kind": "training"}, _args("-b", "8"), "t.yaml")
 
 
+@pytest.mark.slow
 @pytest.mark.mpi
 def test_a_flag_run_leaves_a_scenario_that_reruns_it_and_resumes_without_one(tmp_path: Path) -> None:
     first, second = tmp_path / "a", tmp_path / "b"

@@ -65,6 +65,7 @@ def _order(cmd: list[str], env: dict[str, str]) -> str:
     return res.stdout.strip().splitlines()[-1]
 
 
+@pytest.mark.slow
 def test_two_mpich_settings_run_and_their_records_differ(tmp_path: Path) -> None:
     (tmp_path / "s.yaml").write_text(SCENARIO.format(**MPICH))
     run = tmp_path / "run"

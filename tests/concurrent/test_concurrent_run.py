@@ -45,6 +45,7 @@ def records(run: Path) -> list[dict[str, Any]]:
     return list(iter_records(run))
 
 
+@pytest.mark.slow
 def test_each_communicator_of_each_group_is_measured_alone_and_together(
         records: list[dict[str, Any]]) -> None:
     got = sorted((r["group"], tuple(r["members"]), r["mode"], r["collective"], r["algorithm"],
@@ -69,6 +70,7 @@ def test_each_communicator_of_each_group_is_measured_alone_and_together(
         assert row.slowdown == row.together_us / row.alone_us
 
 
+@pytest.mark.slow
 def test_the_overlap_case_is_osu_s_definition_of_its_own_times(records: list[dict[str, Any]]) -> None:
     (o,) = [r for r in records if r["kind"] == "overlap"]
     assert (o["collective"], o["algorithm"], o["progress"], o["nbytes"], o["count"],

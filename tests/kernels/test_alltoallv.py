@@ -223,6 +223,7 @@ def test_a_misplaced_block_is_caught() -> None:
     assert k > 0 and _wrong(pr, bufs, "float32") == 2 * k
 
 
+@pytest.mark.slow
 @pytest.mark.mpi
 def test_real_ranks_p4_every_algorithm_and_native() -> None:
     """One launch at p = 4 on two virtual nodes (leader and rail cross them): two skewed matrices

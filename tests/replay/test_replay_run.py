@@ -35,6 +35,7 @@ def replayed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return run
 
 
+@pytest.mark.slow
 def test_every_call_measured_and_checked(replayed: Path) -> None:
     recs = list(iter_records(replayed, samples=False))
     got = sorted((r["collective"], r["nbytes"], r["dtype"], r["replay_dtype"], r["replay_calls"],
@@ -46,6 +47,7 @@ def test_every_call_measured_and_checked(replayed: Path) -> None:
     assert len(cases(recs)) == len(recs)  # one gate key per call
 
 
+@pytest.mark.slow
 def test_step_sums_per_group_and_collective(replayed: Path) -> None:
     (s,) = json.loads((replayed / "replay.json").read_text())
     recs = list(iter_records(replayed, samples=False))
