@@ -13,6 +13,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from bench.advise.flags import VOCAB
 from bench.advise.routing import Routing
 from bench.models.configs import GPTConfig, MoEConfig, TPLinear
 from bench.training.analytic import Param, parameters, tp_local, tp_plan_of
@@ -102,7 +103,7 @@ def local_params(shape: Shape, tensor: int, pieces: frozenset[int]) -> tuple[Par
                  for p in shape.params if p.piece in pieces)
 
 
-def custom_gpt(layers: int, hidden: int, heads: int, seq: int, vocab: int = 50304) -> ModelSpec:
+def custom_gpt(layers: int, hidden: int, heads: int, seq: int, vocab: int = VOCAB) -> ModelSpec:
     """A GPT of the reference family (:mod:`bench.models.gpt`) with this shape, unnamed in the
     catalog: ``gpt-L{layers}-h{hidden}``."""
     from bench.models import gpt

@@ -15,11 +15,11 @@ import datetime as dt
 import math
 from pathlib import Path
 
+from bench.advise.flags import add_shape_flags
 from bench.argtypes import (
     UsageError,
     in_path,
     out_dir,
-    params,
     positive_float,
     positive_int,
     ranged_float,
@@ -31,15 +31,10 @@ from bench.commands import register
 def configure(p: argparse.ArgumentParser) -> None:
     what = p.add_mutually_exclusive_group(required=True)
     what.add_argument("--model", help="a reference model (commbench list models: gpt-6.7b, ...)")
-    what.add_argument("--params", type=params,
-                      help="a GPT by parameter count, with --layers --hidden --heads")
     what.add_argument("--from", dest="from_run", type=in_path,
                       help="a training run: predicted vs measured for its strategies, compute "
                            "from its world-size-1 steps")
-    p.add_argument("--layers", type=positive_int, help="with --params: transformer blocks")
-    p.add_argument("--hidden", type=positive_int, help="with --params: model width")
-    p.add_argument("--heads", type=positive_int, help="with --params: attention heads")
-    p.add_argument("--vocab", type=positive_int, default=50304, help="with --params: vocabulary (50304)")
+    add_shape_flags(p, what)
     p.add_argument("--experts", type=positive_int, default=None,
                    help="with --params: a mixture of experts of this many experts per layer "
                         "(with --ffn; expert parallelism is searched)")

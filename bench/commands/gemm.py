@@ -11,7 +11,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from bench.argtypes import UsageError, int_list, out_file, params, positive_int
+from bench.advise.flags import add_shape_flags
+from bench.argtypes import UsageError, int_list, out_file, positive_int
 from bench.commands import register
 
 MODEL = "gpt-small"  # timed when neither --model nor --params is given
@@ -21,12 +22,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     what = p.add_mutually_exclusive_group()
     what.add_argument("--model", help=f"a reference model whose GEMMs are timed (default "
                                       f"{MODEL})")
-    what.add_argument("--params", type=params, help="a GPT by parameter count, with --layers "
-                      "--hidden --heads (as advise)")
-    p.add_argument("--layers", type=positive_int, help="with --params: transformer blocks")
-    p.add_argument("--hidden", type=positive_int, help="with --params: model width")
-    p.add_argument("--heads", type=positive_int, help="with --params: attention heads")
-    p.add_argument("--vocab", type=positive_int, default=50304, help="with --params: vocabulary (50304)")
+    add_shape_flags(p, what)
     p.add_argument("--seq", type=positive_int, default=None,
                    help="sequence length (default: the model's; 2048 with --params)")
     p.add_argument("--tensor", type=int_list, default="1,2,4,8",
