@@ -65,7 +65,7 @@ def test_a_host_slow_only_on_its_receive_side_is_named(tmp_path: Path) -> None:
 def test_a_cpu_starved_host_is_named_in_the_host_stage(tmp_path: Path) -> None:
     rc, verdict, _ = bringup((), tmp_path / "run", "--stages", "host", "--confirm-blocks", "1",
                              "--algorithms", "native",
-                             cpu=((1, 0.05),), sizes="256KiB")
+                             cpu=((1, 0.1),), sizes="256KiB")
     assert named(verdict) == (["tu-1"], []) and rc == 1, verdict["lines"]
     (host,) = [h for h in verdict["hosts"] if h["name"] == "tu-1"]
     assert [f["stage"] for f in host["findings"] if f["status"] == "slow"] == \
