@@ -3,22 +3,50 @@
 from __future__ import annotations
 
 import argparse
+import importlib
+import importlib.util
 import os
 import sys
+from typing import TYPE_CHECKING
 
 from bench.argtypes import OneLineParser, UsageError, say
 
+if TYPE_CHECKING:
+    from bench.commands import Command
 
-def build_parser() -> argparse.ArgumentParser:
+
+def _alone(name: str | None) -> Command | None:
+    """The command ``name`` from its own module (``bench/commands/<name>.py``) with no other
+    command imported: a command line names one, and the others' imports (the gate, the cost model,
+    the reporter) would cost every commbench process, each rank of a job included, a few hundred
+    ms. None where no such module registers it (``list``, ``import``, a plugin's command): then
+    every command is discovered."""
+    from bench.commands import COMMANDS
+
+    if not name or name.startswith("-") or not name.isidentifier():
+        return None
+    module = f"bench.commands.{name}"
+    try:
+        if importlib.util.find_spec(module) is None:
+            return None
+    except ImportError:
+        return None
+    importlib.import_module(module)
+    return COMMANDS.registered(name)
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every command, or only of ``command`` where its own module registers it
+    (:func:`_alone`)."""
     from bench.commands import COMMANDS  # discovered: a new command is a new file there
 
     parser = OneLineParser(
         prog="commbench",
         description="Communication benchmarks for distributed deep learning.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name in COMMANDS.names():
-        cmd = COMMANDS.get(name)
-        p = sub.add_parser(name, help=cmd.help, description=cmd.help,
+    alone = _alone(command)
+    for cmd in [alone] if alone else [COMMANDS.get(n) for n in COMMANDS.names()]:
+        p = sub.add_parser(cmd.name, help=cmd.help, description=cmd.help,
                            epilog=cmd.example_for_help())
         cmd.configure(p)
         p.set_defaults(_handler=cmd.handler)
@@ -31,9 +59,10 @@ def main(argv: list[str] | None = None) -> int:
     # Before numpy, BLAS or MPI start threads (the commands import them): a rank of the user's
     # own MPI job takes SIGTERM/SIGHUP in a thread of its own, so a time limit still leaves an
     # interrupted run (bench/launch/signals.py).
-    arm_if_rank_of_users_job(sys.argv if argv is None else ["commbench", *argv], os.environ)
+    args_in = sys.argv[1:] if argv is None else argv
+    arm_if_rank_of_users_job(["commbench", *args_in], os.environ)
     try:
-        args = build_parser().parse_args(argv)
+        args = build_parser(args_in[0] if args_in else None).parse_args(args_in)
     except SystemExit as e:  # --help (0), or a bad flag said in one line (2)
         return int(e.code or 0)
     try:

@@ -88,6 +88,10 @@ class Registry(Generic[T]):
                 f"unknown {self.kind} {name!r}; valid: {', '.join(self.names())}"
             ) from None
 
+    def registered(self, name: str) -> T | None:
+        """The entry ``name`` if its file has registered it already; nothing is discovered."""
+        return self._items.get(name)
+
     def __contains__(self, name: object) -> bool:
         return name in self._load()
 
