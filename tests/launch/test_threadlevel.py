@@ -62,7 +62,7 @@ def test_requested_and_provided_are_recorded(tmp_path: Path, extra: str, env: di
 @pytest.mark.mpi
 def test_command_line_overrides_reach_the_ranks(tmp_path: Path) -> None:
     sc = tmp_path / "s.yaml"
-    sc.write_text(SCENARIO)
+    sc.write_text(SCENARIO.replace("1KiB", "16KiB"))  # above OSU's 8 KiB: 10 + 100 iterations
     out = tmp_path / "run"
     res = subprocess.run([sys.executable, "-m", "bench", "run", str(sc), "--out", str(out),
                           "--no-progress", "--no-report", "--thread-level", "single",
