@@ -42,7 +42,14 @@ from benchmarks import results
 
 DATA = Path(__file__).with_name("published_runs.yaml")
 A100, H100 = 312e12, 989e12
-MEGATRON_SOFTWARE = MappingProxyType({"attention": "materialized", "overlaps_communication": False})
+# Megatron-LM of 2021: scores materialized, gradients reduced after the backward pass, the
+# vocabulary sharded over the tensor group (VocabParallelEmbedding since Shoeybi et al. 2019);
+# sequence parallelism came later (Korthikanti et al. 2022).
+MEGATRON_SOFTWARE = MappingProxyType({"attention": "materialized", "overlaps_communication": False,
+                                      "vocab_parallel": True})
+# Llama 3 (arXiv 2407.21783, Section 3.3.2): tensor parallelism as Megatron-LM runs it, citing
+# Korthikanti et al. 2022 (sequence parallelism), flash attention, overlapped communication.
+LLAMA3_SOFTWARE = MappingProxyType({"vocab_parallel": True, "sequence_parallel": True})
 
 
 @dataclass(frozen=True)
@@ -63,7 +70,7 @@ class Run:
     software: Mapping[str, object]  # device keys the run's software sets
     strategies: tuple[str, ...]  # what the run's data-parallel part was, as advise names it
     paper_flops: bool  # Megatron's formula (recomputation counted) or the model's FLOPs
-    recompute: bool | None  # the run recomputed activations (None: not stated, either)
+    recompute: str | None  # the run's recomputation, layout.RECOMPUTES (None: not stated)
 
     @property
     def data(self) -> int:
@@ -79,10 +86,10 @@ class Run:
 def runs() -> list[Run]:
     raw = yaml.safe_load(DATA.read_text())
     out = [Run(f"Megatron {p}", L, h, a, 2048, 51200, g, b, t, pp, 1, tf, "a100-ib200",
-               MEGATRON_SOFTWARE, ("ddp",), True, True)
+               MEGATRON_SOFTWARE, ("ddp",), True, "full")
            for p, a, h, L, t, pp, g, b, tf, _ in raw["megatron"]]
     out += [Run(f"Llama3 405B {g}{' CP' + str(cp) if cp > 1 else ''}", 126, 16384, 128, s,
-                128256, g, b, t, pp, cp, tf, "h100-ib400", MappingProxyType({}), ("ddp", "zero1"),
+                128256, g, b, t, pp, cp, tf, "h100-ib400", LLAMA3_SOFTWARE, ("ddp", "zero1"),
                 False, None)
             for g, t, cp, pp, _, s, b, tf, _ in raw["llama3"]]
     return out
@@ -136,7 +143,8 @@ def _published(q, run: Run, jobs):  # type: ignore[no-untyped-def]
     from bench.advise.search import layouts
 
     found = [evaluate(jobs(b), lay) for lay, b in layouts(q.shape.model, run.gpus, run.batch,
-                                                            q.bucket_mb, q.amps)
+                                                            q.bucket_mb, q.amps,
+                                                            q.software.recomputes)
              if is_published(run, lay)]
     fit = [r for r in found if r.fits]
     if fit:
@@ -146,7 +154,7 @@ def _published(q, run: Run, jobs):  # type: ignore[no-untyped-def]
 
 def runs_on(run: Run, lay) -> bool:  # type: ignore[no-untyped-def]
     """The run's software could run the layout: its data strategies, its recomputation."""
-    return lay.dp in run.strategies and run.recompute in (None, lay.checkpoint)
+    return lay.dp in run.strategies and run.recompute in (None, lay.recompute)
 
 
 def is_published(run: Run, lay) -> bool:  # type: ignore[no-untyped-def]
