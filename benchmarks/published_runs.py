@@ -16,6 +16,10 @@ recomputed), advise's first choice, its
 throughput and its margin over the published layout, and the search's wall and CPU time (pruned:
 ``--keep`` rows priced, search.py). Rows up to ``--exhaustive-upto`` GPUs are also searched
 exhaustively and their first ``--keep`` rows compared. Target: within 20 % and in the top 5.
+Where advise prefers another layout (its first choice, and its first among the layouts the run's
+software runs), a ``why`` line gives the model's reason from the two priced steps: the term of
+the step that differs most (compute, bubble, optimizer, exposed communication by group), every
+term of both side by side (published / preferred, seconds) and their memory per rank.
 
 The software each paper ran is part of the profile: Megatron-LM of 2021 reduced gradients after
 the backward pass (no overlap: ``overlaps_communication: false``) and materialized the
@@ -205,8 +209,26 @@ def row(run: Run, keep: int, exhaustive_upto: int) -> tuple[str, float | None, i
     theirs = f"; on the run's software: {first.layout.label} " \
              f"({per_gpu / first.step.time:.0f})" if rank_own != 1 else ""
     over = "" if pubr.fits else f" (does NOT fit: {pubr.memory.total / 2**30:.0f} GiB)"
+    reasons = "".join(f"\n{why(pubr, other)}" for other in dict.fromkeys(
+        ([best] if rank != 1 else []) + ([first] if rank_own != 1 else [])))
     return (f"{head} {pred:>5.0f} {err:>+5.0%} {rk:>7} {timing:>12}  {mine}; "
-            f"{margin:+.1%}) vs {pubr.layout.label}{over}{theirs}"), err, rank_own
+            f"{margin:+.1%}) vs {pubr.layout.label}{over}{theirs}{reasons}"), err, rank_own
+
+
+def why(pub, other) -> str:  # type: ignore[no-untyped-def]
+    """The model's reason to prefer ``other`` to the published layout, from the two priced
+    steps: the term that differs most (step.differs_most), then every term of both side by side
+    (published / other, seconds) and their memory per rank."""
+    from bench.advise.step import differs_most
+
+    tp, to = pub.step.terms, other.step.terms
+    keys = [k for k in dict.fromkeys([*tp, *to]) if tp.get(k, 0.0) or to.get(k, 0.0)]
+    side = ", ".join(f"{k} {tp.get(k, 0.0):.2f}/{to.get(k, 0.0):.2f}" for k in keys)
+    most = differs_most(pub.step, other.step)
+    d = to.get(most, 0.0) - tp.get(most, 0.0)
+    return (f"    why {other.layout.label}: {most} {d:+.2f} s; step {pub.step.time:.2f}/"
+            f"{other.step.time:.2f} s = {side}; memory {pub.memory.total / 2**30:.0f}/"
+            f"{other.memory.total / 2**30:.0f} GiB")
 
 
 if __name__ == "__main__":

@@ -46,6 +46,24 @@ class Step:
     def time(self) -> float:
         return self.compute + self.bubble + self.optimizer + sum(self.exposed.values())
 
+    @property
+    def terms(self) -> dict[str, float]:
+        """The step's additive terms, which sum to :attr:`time`: compute, bubble, optimizer and
+        the exposed communication of each group (``exposed data``, ``exposed tensor``, ...)."""
+        out = {"compute": self.compute, "bubble": self.bubble, "optimizer": self.optimizer}
+        for key, t in self.exposed.items():
+            name = f"exposed {key.rpartition(':')[2]}"
+            out[name] = out.get(name, 0.0) + t
+        return out
+
+
+def differs_most(a: Step, b: Step) -> str:
+    """The term of the step (:attr:`Step.terms`) whose time differs most between ``a`` and
+    ``b`` (a term only one of them has counts as 0 in the other)."""
+    ta, tb = a.terms, b.terms
+    return max([*ta, *(k for k in tb if k not in ta)],
+               key=lambda k: abs(ta.get(k, 0.0) - tb.get(k, 0.0)))
+
 
 def step_time(priced: list[Priced], compute: float, microbatches: int, pipeline: int,
               stages_per_rank: int, overlap: bool = True, optimizer: float = 0.0) -> Step:

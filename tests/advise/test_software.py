@@ -103,3 +103,17 @@ def test_selective_is_searched_only_where_it_differs_from_none() -> None:
         got = {lay.recompute for lay, _ in layouts(model, 4, 8, recomputes=Software(
             attention).recomputes)}
         assert got == want
+
+
+def test_step_terms_sum_to_the_step_and_name_the_largest_difference() -> None:
+    from bench.advise.step import Step, differs_most
+
+    a = Step(4.0, 1.0, {"all_reduce:data": 0.5, "all_reduce:tensor": 0.25,
+                        "send:pipeline": 0.125, "recv:pipeline": 0.125}, {}, 0, 0, optimizer=0.5)
+    b = Step(4.5, 0.0, {"all_reduce:data": 0.75}, {}, 0, 0)
+    assert a.terms == {"compute": 4.0, "bubble": 1.0, "optimizer": 0.5, "exposed data": 0.5,
+                       "exposed tensor": 0.25, "exposed pipeline": 0.25}
+    assert sum(a.terms.values()) == a.time and sum(b.terms.values()) == b.time
+    assert differs_most(a, b) == "bubble" and differs_most(b, a) == "bubble"
+    assert differs_most(b, Step(4.5, 0.0, {"send:pipeline": 1.0}, {}, 0, 0)) == \
+        "exposed pipeline"
