@@ -18,8 +18,9 @@ throughput and its margin over the published layout, and the search's wall and C
 exhaustively and their first ``--keep`` rows compared. Target: within 20 % and in the top 5.
 Where advise prefers another layout (its first choice, and its first among the layouts the run's
 software runs), a ``why`` line gives the model's reason from the two priced steps: the term of
-the step that differs most (compute, bubble, optimizer, exposed communication by group), every
-term of both side by side (published / preferred, seconds) and their memory per rank.
+the step that differs most (compute, recompute, bubble, optimizer, exposed communication by
+group), every term of both side by side (published / preferred, seconds) and their memory per
+rank.
 
 The software each paper ran is part of the profile: Megatron-LM of 2021 reduced gradients after
 the backward pass (no overlap: ``overlaps_communication: false``) and materialized the
@@ -209,22 +210,37 @@ def row(run: Run, keep: int, exhaustive_upto: int) -> tuple[str, float | None, i
     theirs = f"; on the run's software: {first.layout.label} " \
              f"({per_gpu / first.step.time:.0f})" if rank_own != 1 else ""
     over = "" if pubr.fits else f" (does NOT fit: {pubr.memory.total / 2**30:.0f} GiB)"
-    reasons = "".join(f"\n{why(pubr, other)}" for other in dict.fromkeys(
-        ([best] if rank != 1 else []) + ([first] if rank_own != 1 else [])))
+    preferred = ([best] if rank != 1 else []) + \
+        ([first] if rank_own != 1 and first.layout != best.layout else [])
+    reasons = "".join(f"\n{why(pubr, other, jobs, run.batch)}" for other in preferred)
     return (f"{head} {pred:>5.0f} {err:>+5.0%} {rk:>7} {timing:>12}  {mine}; "
             f"{margin:+.1%}) vs {pubr.layout.label}{over}{theirs}{reasons}"), err, rank_own
 
 
-def why(pub, other) -> str:  # type: ignore[no-untyped-def]
+def terms(res, jobs, batch: int) -> dict[str, float]:  # type: ignore[no-untyped-def]
+    """:attr:`Step.terms` of a priced layout, its compute split into the compute without
+    recomputation (the same layout priced without it) and the ``recompute`` it adds."""
+    from bench.advise.evaluate import evaluate
+
+    out = dict(res.step.terms)
+    if res.layout.recompute != "none":
+        plain = evaluate(jobs(batch // res.layout.data), res.layout.recomputing("none"))
+        out["recompute"] = out["compute"] - plain.step.compute
+        out["compute"] = plain.step.compute
+    return out
+
+
+def why(pub, other, jobs, batch: int) -> str:  # type: ignore[no-untyped-def]
     """The model's reason to prefer ``other`` to the published layout, from the two priced
-    steps: the term that differs most (step.differs_most), then every term of both side by side
-    (published / other, seconds) and their memory per rank."""
+    steps: the term that differs most (compute, recompute, bubble, optimizer, exposed
+    communication by group), then every term of both side by side (published / other, seconds)
+    and their memory per rank."""
     from bench.advise.step import differs_most
 
-    tp, to = pub.step.terms, other.step.terms
+    tp, to = terms(pub, jobs, batch), terms(other, jobs, batch)
     keys = [k for k in dict.fromkeys([*tp, *to]) if tp.get(k, 0.0) or to.get(k, 0.0)]
     side = ", ".join(f"{k} {tp.get(k, 0.0):.2f}/{to.get(k, 0.0):.2f}" for k in keys)
-    most = differs_most(pub.step, other.step)
+    most = differs_most(tp, to)
     d = to.get(most, 0.0) - tp.get(most, 0.0)
     return (f"    why {other.layout.label}: {most} {d:+.2f} s; step {pub.step.time:.2f}/"
             f"{other.step.time:.2f} s = {side}; memory {pub.memory.total / 2**30:.0f}/"

@@ -8,6 +8,7 @@ al. 2021): docs/advise.md (Overlap, Bubble).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from bench.advise.calls import Call
@@ -57,12 +58,11 @@ class Step:
         return out
 
 
-def differs_most(a: Step, b: Step) -> str:
-    """The term of the step (:attr:`Step.terms`) whose time differs most between ``a`` and
-    ``b`` (a term only one of them has counts as 0 in the other)."""
-    ta, tb = a.terms, b.terms
-    return max([*ta, *(k for k in tb if k not in ta)],
-               key=lambda k: abs(ta.get(k, 0.0) - tb.get(k, 0.0)))
+def differs_most(a: Mapping[str, float], b: Mapping[str, float]) -> str:
+    """The term (of :attr:`Step.terms`, or a finer split of them) whose time differs most
+    between two steps (a term only one of them has counts as 0 in the other)."""
+    return max([*a, *(k for k in b if k not in a)],
+               key=lambda k: abs(a.get(k, 0.0) - b.get(k, 0.0)))
 
 
 def step_time(priced: list[Priced], compute: float, microbatches: int, pipeline: int,
