@@ -16,6 +16,11 @@ recomputed), advise's first choice, its
 throughput and its margin over the published layout, and the search's wall and CPU time (pruned:
 ``--keep`` rows priced, search.py). Rows up to ``--exhaustive-upto`` GPUs are also searched
 exhaustively and their first ``--keep`` rows compared. Target: within 20 % and in the top 5.
+Where advise prefers another layout (its first choice, and its first among the layouts the run's
+software runs), a ``why`` line gives the model's reason from the two priced steps: the term of
+the step that differs most (compute, recompute, bubble, optimizer, exposed communication by
+group), every term of both side by side (published / preferred, seconds) and their memory per
+rank.
 
 The software each paper ran is part of the profile: Megatron-LM of 2021 reduced gradients after
 the backward pass (no overlap: ``overlaps_communication: false``) and materialized the
@@ -42,7 +47,14 @@ from benchmarks import results
 
 DATA = Path(__file__).with_name("published_runs.yaml")
 A100, H100 = 312e12, 989e12
-MEGATRON_SOFTWARE = MappingProxyType({"attention": "materialized", "overlaps_communication": False})
+# Megatron-LM of 2021: scores materialized, gradients reduced after the backward pass, the
+# vocabulary sharded over the tensor group (VocabParallelEmbedding since Shoeybi et al. 2019);
+# sequence parallelism came later (Korthikanti et al. 2022).
+MEGATRON_SOFTWARE = MappingProxyType({"attention": "materialized", "overlaps_communication": False,
+                                      "vocab_parallel": True})
+# Llama 3 (arXiv 2407.21783, Section 3.3.2): tensor parallelism as Megatron-LM runs it, citing
+# Korthikanti et al. 2022 (sequence parallelism), flash attention, overlapped communication.
+LLAMA3_SOFTWARE = MappingProxyType({"vocab_parallel": True, "sequence_parallel": True})
 
 
 @dataclass(frozen=True)
@@ -63,7 +75,7 @@ class Run:
     software: Mapping[str, object]  # device keys the run's software sets
     strategies: tuple[str, ...]  # what the run's data-parallel part was, as advise names it
     paper_flops: bool  # Megatron's formula (recomputation counted) or the model's FLOPs
-    recompute: bool | None  # the run recomputed activations (None: not stated, either)
+    recompute: str | None  # the run's recomputation, layout.RECOMPUTES (None: not stated)
 
     @property
     def data(self) -> int:
@@ -79,10 +91,10 @@ class Run:
 def runs() -> list[Run]:
     raw = yaml.safe_load(DATA.read_text())
     out = [Run(f"Megatron {p}", L, h, a, 2048, 51200, g, b, t, pp, 1, tf, "a100-ib200",
-               MEGATRON_SOFTWARE, ("ddp",), True, True)
+               MEGATRON_SOFTWARE, ("ddp",), True, "full")
            for p, a, h, L, t, pp, g, b, tf, _ in raw["megatron"]]
     out += [Run(f"Llama3 405B {g}{' CP' + str(cp) if cp > 1 else ''}", 126, 16384, 128, s,
-                128256, g, b, t, pp, cp, tf, "h100-ib400", MappingProxyType({}), ("ddp", "zero1"),
+                128256, g, b, t, pp, cp, tf, "h100-ib400", LLAMA3_SOFTWARE, ("ddp", "zero1"),
                 False, None)
             for g, t, cp, pp, _, s, b, tf, _ in raw["llama3"]]
     return out
@@ -136,7 +148,8 @@ def _published(q, run: Run, jobs):  # type: ignore[no-untyped-def]
     from bench.advise.search import layouts
 
     found = [evaluate(jobs(b), lay) for lay, b in layouts(q.shape.model, run.gpus, run.batch,
-                                                            q.bucket_mb, q.amps)
+                                                            q.bucket_mb, q.amps,
+                                                            q.software.recomputes)
              if is_published(run, lay)]
     fit = [r for r in found if r.fits]
     if fit:
@@ -146,7 +159,7 @@ def _published(q, run: Run, jobs):  # type: ignore[no-untyped-def]
 
 def runs_on(run: Run, lay) -> bool:  # type: ignore[no-untyped-def]
     """The run's software could run the layout: its data strategies, its recomputation."""
-    return lay.dp in run.strategies and run.recompute in (None, lay.checkpoint)
+    return lay.dp in run.strategies and run.recompute in (None, lay.recompute)
 
 
 def is_published(run: Run, lay) -> bool:  # type: ignore[no-untyped-def]
@@ -197,8 +210,41 @@ def row(run: Run, keep: int, exhaustive_upto: int) -> tuple[str, float | None, i
     theirs = f"; on the run's software: {first.layout.label} " \
              f"({per_gpu / first.step.time:.0f})" if rank_own != 1 else ""
     over = "" if pubr.fits else f" (does NOT fit: {pubr.memory.total / 2**30:.0f} GiB)"
+    preferred = ([best] if rank != 1 else []) + \
+        ([first] if rank_own != 1 and first.layout != best.layout else [])
+    reasons = "".join(f"\n{why(pubr, other, jobs, run.batch)}" for other in preferred)
     return (f"{head} {pred:>5.0f} {err:>+5.0%} {rk:>7} {timing:>12}  {mine}; "
-            f"{margin:+.1%}) vs {pubr.layout.label}{over}{theirs}"), err, rank_own
+            f"{margin:+.1%}) vs {pubr.layout.label}{over}{theirs}{reasons}"), err, rank_own
+
+
+def terms(res, jobs, batch: int) -> dict[str, float]:  # type: ignore[no-untyped-def]
+    """:attr:`Step.terms` of a priced layout, its compute split into the compute without
+    recomputation (the same layout priced without it) and the ``recompute`` it adds."""
+    from bench.advise.evaluate import evaluate
+
+    out = dict(res.step.terms)
+    if res.layout.recompute != "none":
+        plain = evaluate(jobs(batch // res.layout.data), res.layout.recomputing("none"))
+        out["recompute"] = out["compute"] - plain.step.compute
+        out["compute"] = plain.step.compute
+    return out
+
+
+def why(pub, other, jobs, batch: int) -> str:  # type: ignore[no-untyped-def]
+    """The model's reason to prefer ``other`` to the published layout, from the two priced
+    steps: the term that differs most (compute, recompute, bubble, optimizer, exposed
+    communication by group), then every term of both side by side (published / other, seconds)
+    and their memory per rank."""
+    from bench.advise.step import differs_most
+
+    tp, to = terms(pub, jobs, batch), terms(other, jobs, batch)
+    keys = [k for k in dict.fromkeys([*tp, *to]) if tp.get(k, 0.0) or to.get(k, 0.0)]
+    side = ", ".join(f"{k} {tp.get(k, 0.0):.2f}/{to.get(k, 0.0):.2f}" for k in keys)
+    most = differs_most(tp, to)
+    d = to.get(most, 0.0) - tp.get(most, 0.0)
+    return (f"    why {other.layout.label}: {most} {d:+.2f} s; step {pub.step.time:.2f}/"
+            f"{other.step.time:.2f} s = {side}; memory {pub.memory.total / 2**30:.0f}/"
+            f"{other.memory.total / 2**30:.0f} GiB")
 
 
 if __name__ == "__main__":

@@ -13,7 +13,9 @@ gemm`` measures them):
   heads (K = the head width); ``device.attention: materialized`` also writes the s x s scores
   (their bytes in the GEMMs' roofline, and softmax and dropout on them at memory bandwidth);
   ``flash`` (the default) keeps them on chip;
-- element-wise work at memory bandwidth (:data:`ELEMENTWISE`);
+- element-wise work at memory bandwidth (:data:`ELEMENTWISE`; the layer norms' and dropouts'
+  divided by the tensor degree under sequence parallelism);
+- selective recomputation: the attention core's forward once more (:func:`core_forward_s`);
 - the optimizer step (:meth:`Achieved.optimizer`) at memory bandwidth over the parameters the
   rank updates.
 
@@ -30,9 +32,9 @@ from dataclasses import dataclass
 
 from bench.advise.comm import CommContext
 from bench.advise.shape import Shape, local_params
+from bench.advise.software import ATTENTION, DEFAULT
 from bench.models.configs import GPTConfig
 
-ATTENTION = ("flash", "materialized")
 ELEMENT_BYTES = 2  # activations are 16-bit where the device has tensor-core peaks
 # Elements read + written per token per block, forward, without kernel fusion across ops: two
 # layernorms (read h, write h: 4h) and two bias-dropout-residual adds (read 2h, write h: 6h) on
@@ -52,7 +54,7 @@ class Efficiency:
     gemm: float  # device.gemm_efficiency: large-GEMM throughput / peak, in (0, 1]
     latency: float  # device.gemm_latency_s: a kernel's fixed time (s)
     bandwidth: float  # device.memory_bandwidth_bytes_per_s
-    attention: str = "flash"  # device.attention
+    attention: str = DEFAULT.attention  # device.attention
 
     def __post_init__(self) -> None:
         if not 0 < self.gemm <= 1:
@@ -120,15 +122,29 @@ def block_gemms(shape: Shape, tensor: int, piece: int, micro: int) -> list[Gemm]
 def piece_forward_s(eff: Efficiency, shape: Shape, tensor: int, piece: int, micro: int) -> float:
     """One forward of ``piece`` on a micro-batch of ``micro`` samples (module docstring)."""
     t = sum(eff.gemm_s(g.flops, g.nbytes(eff.attention))
-            for g in block_gemms(shape, tensor, piece, micro))
+            for g in block_gemms(shape, tensor, piece, micro) if not g.scores)
     cfg = shape.model.config
     if isinstance(cfg, GPTConfig) and 1 <= piece <= cfg.layers:
         h, seq = cfg.embd, cfg.seq_len
         rep, shard = ELEMENTWISE
+        if shape.software.sequence_parallel:  # layer norms and dropouts on s / t of the tokens
+            rep /= tensor
         t += eff.memory_s(ELEMENT_BYTES * micro * seq * (rep * h + shard * h / tensor))
-        if eff.attention == "materialized":
-            heads = max(1, cfg.heads // tensor) * micro
-            t += eff.memory_s(ELEMENT_BYTES * SCORES_ELEMENTWISE * heads * seq * seq)
+    return t + core_forward_s(eff, shape, tensor, piece, micro)
+
+
+@functools.lru_cache(maxsize=65536)
+def core_forward_s(eff: Efficiency, shape: Shape, tensor: int, piece: int, micro: int) -> float:
+    """One forward of the attention core of ``piece`` (a GPT block; else 0): the score and
+    context GEMMs, and with materialized scores their softmax and dropout. What selective
+    recomputation runs again (Korthikanti et al. 2022, Section 5)."""
+    t = sum(eff.gemm_s(g.flops, g.nbytes(eff.attention))
+            for g in block_gemms(shape, tensor, piece, micro) if g.scores)
+    cfg = shape.model.config
+    if eff.attention == "materialized" and isinstance(cfg, GPTConfig) and \
+            1 <= piece <= cfg.layers:
+        heads = max(1, cfg.heads // tensor) * micro
+        t += eff.memory_s(ELEMENT_BYTES * SCORES_ELEMENTWISE * heads * cfg.seq_len ** 2)
     return t
 
 
@@ -137,6 +153,13 @@ def stage_forward_s(eff: Efficiency, shape: Shape, tensor: int, pieces: frozense
                     micro: int) -> float:
     """One forward of a rank's pieces on one micro-batch."""
     return sum(piece_forward_s(eff, shape, tensor, i, micro) for i in pieces)
+
+
+@functools.lru_cache(maxsize=65536)
+def stage_core_s(eff: Efficiency, shape: Shape, tensor: int, pieces: frozenset[int],
+                 micro: int) -> float:
+    """One forward of the attention cores of a rank's pieces on one micro-batch."""
+    return sum(core_forward_s(eff, shape, tensor, i, micro) for i in pieces)
 
 
 @functools.lru_cache(maxsize=65536)
@@ -158,7 +181,9 @@ class Achieved:
         lay = ctx.layout
         micro = max(1, ctx.batch // lay.microbatches)
         fwd = stage_forward_s(self.eff, ctx.shape, lay.tensor, ctx.my_pieces, micro)
-        return (1 + BACKWARD_TIMES) * fwd * lay.microbatches
+        again = stage_core_s(self.eff, ctx.shape, lay.tensor, ctx.my_pieces, micro) \
+            if lay.selective else 0.0  # selective recomputation: the cores' forward again
+        return ((1 + BACKWARD_TIMES) * fwd + again) * lay.microbatches
 
     def optimizer(self, ctx: CommContext) -> float:
         """Adam on the parameters this rank updates (its stages' shards; over d with ZeRO), at

@@ -13,11 +13,13 @@ from dataclasses import dataclass
 
 from bench.advise.achieved import Achieved
 from bench.advise.comm import CommContext
+from bench.models.configs import GPTConfig
 
 BACKWARD = 2 / 3
 
 
 RECOMPUTE = 1.0  # checkpointing every piece: one more forward (analytic.recompute_fraction)
+ATTENTION_FORWARD = 4  # FLOPs of the attention core's forward per s^2 h: Q K^T and scores V
 
 
 @dataclass(frozen=True)
@@ -31,7 +33,8 @@ class Flops:
             else 1.0
 
     def seconds(self, ctx: CommContext) -> float:
-        return ctx.batch * stage_flops(ctx) / ctx.layout.tensor / self.flops_per_s
+        return ctx.batch * (stage_flops(ctx) + recomputed_flops(ctx)) / ctx.layout.tensor \
+            / self.flops_per_s
 
     def optimizer(self, ctx: CommContext) -> float:
         """Not priced at peak (a lower bound)."""
@@ -54,7 +57,8 @@ class Measured:
         return self.amp_ratio if sixteen else 1.0
 
     def seconds(self, ctx: CommContext) -> float:
-        share = stage_flops(ctx) / ctx.shape.flops_per_sample / ctx.layout.tensor
+        share = (stage_flops(ctx) + recomputed_flops(ctx)) / ctx.shape.flops_per_sample \
+            / ctx.layout.tensor
         return (self.step_s - self.fixed_s) * share + self.fixed_s
 
     def optimizer(self, ctx: CommContext) -> float:
@@ -72,6 +76,17 @@ Compute = Flops | Measured | Achieved
 def stage_flops(ctx: CommContext) -> float:
     """FLOPs per sample of the rank's pieces (its stages)."""
     return sum(ctx.shape.piece_flops[i] for i in ctx.my_pieces)
+
+
+def recomputed_flops(ctx: CommContext) -> float:
+    """FLOPs per sample selective recomputation adds on the rank: its layers' attention-core
+    forward, 4 s^2 h each (a third of the 12 s^2 h the block's FLOPs count for attention);
+    0 without it (full recomputation is :func:`factor`'s)."""
+    cfg = ctx.shape.model.config
+    if not ctx.layout.selective or not isinstance(cfg, GPTConfig):
+        return 0.0
+    blocks = sum(1 for i in ctx.my_pieces if 1 <= i <= cfg.layers)
+    return blocks * ATTENTION_FORWARD * cfg.seq_len ** 2 * cfg.embd
 
 
 def factor(compute: Compute, checkpoint: bool, sixteen: bool) -> float:

@@ -23,6 +23,9 @@ if TYPE_CHECKING:
     from bench.training.scenario import StrategySpec
 
 AMPS = ("fp32", "bf16", "fp16")  # autocast precision (bench.training.options); fp32: none
+# activation recomputation: none, the attention core of each layer (Korthikanti et al. 2022,
+# arXiv 2205.05198, Section 5), every piece
+RECOMPUTES = ("none", "selective", "full")
 
 
 @dataclass(frozen=True)
@@ -36,7 +39,8 @@ class Layout:
     stages_per_rank: int = 1  # interleaved: virtual stages per rank (v)
     bucket_mb: float = 25.0  # DDP / zero1 gradient buckets
     hook: str = "default"  # DDP: default, fp16, bf16 or a commbench all_reduce algorithm
-    checkpoint: bool = False  # activation checkpointing of every piece
+    checkpoint: bool = False  # activation checkpointing of every piece (full recomputation)
+    selective: bool = False  # selective recomputation: each layer's attention core only
     amp: str = "fp32"  # autocast precision with fp32 master weights (bench.training.options)
     servers: int = 0  # ps: parameter-server ranks beside the ``data`` workers (0: no ps)
     expert: int = 1  # expert parallelism: experts sharded over groups of this many data ranks
@@ -52,6 +56,8 @@ class Layout:
         if self.data % self.expert:
             raise ValueError(f"expert degree {self.expert} does not divide the data degree "
                              f"{self.data}")
+        if self.checkpoint and self.selective:
+            raise ValueError("full and selective recomputation exclude each other")
         if self.servers and (self.tensor > 1 or self.pipeline > 1):
             raise ValueError("server ranks serve pure data parallelism: no tensor or pipeline "
                              "with them")
@@ -70,9 +76,23 @@ class Layout:
         return strategies().get(self.dp).zero
 
     @property
+    def recompute(self) -> str:
+        """One of :data:`RECOMPUTES`."""
+        return "full" if self.checkpoint else "selective" if self.selective else "none"
+
+    def recomputing(self, recompute: str) -> Layout:
+        """The layout with another recomputation (one of :data:`RECOMPUTES`)."""
+        if recompute not in RECOMPUTES:
+            raise ValueError(f"unknown recomputation {recompute!r}; valid: {', '.join(RECOMPUTES)}")
+        return dataclasses.replace(self, checkpoint=recompute == "full",
+                                   selective=recompute == "selective")
+
+    @property
     def options(self) -> str:
-        """The knobs as training labels them: ``ckpt``, ``amp=bf16``."""
+        """The knobs as training labels them: ``ckpt``, ``amp=bf16``; ``sel``: selective
+        recomputation."""
         return ",".join([*(["ckpt"] if self.checkpoint else []),
+                         *(["sel"] if self.selective else []),
                          *([f"amp={self.amp}"] if self.amp != "fp32" else [])])
 
     @property

@@ -1,8 +1,9 @@
 """Per-rank memory of a layout, from :mod:`bench.training.analytic`'s rules composed: the rank's
 pipeline stages, their tensor-parallel shards (``tp_local``), then the data strategy's ``held``
 over the data group on exactly those parameters (a strategy whose ranks differ, ps, says its
-own). Activations: :func:`bench.training.analytic.held_activations` for tensor and pipeline
-degrees together, equal to :func:`bench.training.analytic.activations` wherever that applies
+own). Activations: Korthikanti et al.'s per-layer rule (:func:`layer_activation_bytes`) under
+the shape's software and the layout's recomputation, for tensor and pipeline degrees together,
+equal to :func:`bench.training.analytic.activations` wherever that applies
 (``tests/advise/test_advise.py``). docs/advise.md (Memory).
 """
 
@@ -14,8 +15,9 @@ from dataclasses import dataclass
 from bench.advise.comm import CommContext, representative_stages
 from bench.advise.layout import Layout
 from bench.advise.shape import Shape
+from bench.advise.software import Software
 from bench.models.configs import GPTConfig
-from bench.training.analytic import Acts, Estimate, Precision, held_activations, predict
+from bench.training.analytic import Acts, Estimate, Precision, predict
 from bench.training.scenario import StrategySpec
 from bench.training.strategy import strategies
 
@@ -30,15 +32,50 @@ class Memory:
         return self.per_rank.total
 
 
+# Korthikanti et al. 2022 (arXiv 2205.05198), Section 4: 16-bit bytes per s*b*h a transformer
+# layer holds for backward: 10 (layer-norm inputs, dropout masks and the residual's: not
+# sharded by tensor parallelism, divided by t under sequence parallelism) + 24 / t (the
+# attention and MLP GEMMs' inputs and GeLU's) = 34 under sequence parallelism; the attention
+# scores add 5 a s / (h t) unless flash attention keeps them on chip or selective recomputation
+# recomputes them; full recomputation keeps the layer's input only, 2 (Table 2).
+REPLICATED_PER_SBH, SHARDED_PER_SBH, SCORES_PER_ASSB, INPUT_PER_SBH = 10, 24, 5, 2
+LOGITS_BYTES = 4  # the LM head's fp32 logits, per token and vocabulary entry
+
+
+def layer_activation_bytes(seq: int, micro: int, hidden: int, heads: int, tensor: int,
+                           software: Software, recompute: str) -> float:
+    """16-bit bytes one transformer layer holds for backward on one tensor rank, for a
+    micro-batch of ``micro`` sequences (the constants above)."""
+    sbh = seq * micro * hidden
+    if recompute == "full":
+        return float(INPUT_PER_SBH * sbh)
+    base = (REPLICATED_PER_SBH + SHARDED_PER_SBH) / tensor if software.sequence_parallel \
+        else REPLICATED_PER_SBH + SHARDED_PER_SBH / tensor
+    scores = 0.0 if software.flash or recompute == "selective" else \
+        SCORES_PER_ASSB * heads * seq / (hidden * tensor)
+    return sbh * (base + scores)
+
+
 def activations(shape: Shape, lay: Layout, batch: int, prec: Precision) -> int | None:
+    """The largest rank's activation bytes: its in-flight micro-batches' layers
+    (:class:`bench.training.analytic.Acts`: ceil(L / stages) * v layers, 1F1B's min(m, p) or
+    GPipe's m micro-batches at once) and the fp32 logits (over t under ``vocab_parallel``); 16-bit
+    figures, doubled for fp32 activations. Equals
+    :func:`bench.training.analytic.held_activations` under the default software."""
     cfg = shape.model.config
     if not isinstance(cfg, GPTConfig):
         return None
     plan = Acts.pipelined(cfg.layers, lay.pipeline, lay.microbatches, lay.schedule,
                           lay.stages_per_rank, tensor=lay.tensor) if lay.pipeline > 1 else \
         Acts(lay.tensor, lay.microbatches)
-    every = frozenset(range(shape.model.num_pieces)) if lay.checkpoint else frozenset()
-    return held_activations(shape.model, plan, every, batch, prec, lay.amp)
+    sw, micro = shape.software, batch // plan.microbatches
+    layers = cfg.layers if plan.layers is None else plan.layers
+    layer = layer_activation_bytes(cfg.seq_len, micro, cfg.embd, cfg.heads, lay.tensor, sw,
+                                   lay.recompute)
+    scale = 1 if prec.param_bytes == 2 or lay.amp != "fp32" else 2  # vs 16-bit figures
+    vocab = -(-cfg.vocab // lay.tensor) if sw.vocab_parallel else cfg.vocab
+    return int(layers * layer * plan.in_flight * scale + LOGITS_BYTES * cfg.seq_len * micro
+               * vocab)
 
 
 def states(shape: Shape, lay: Layout, batch: int, prec: Precision) -> tuple[Memory, ...]:

@@ -15,6 +15,7 @@ from bench.advise.interference import Measured
 from bench.advise.layout import Layout
 from bench.advise.search import NoFit, Ranked, search, smallest_fit
 from bench.advise.shape import Shape
+from bench.advise.software import Software, software_of
 from bench.advise.timing import Timer
 from bench.costmodel.model import Cluster
 from bench.costmodel.profile import Profile, ProfileError
@@ -48,7 +49,7 @@ def device_compute(profile: Profile) -> Compute:
     try:
         eff = Efficiency(peak, float(dev["gemm_efficiency"]), float(dev.get("gemm_latency_s", 0.0)),
                          device_key(profile, "memory_bandwidth_bytes_per_s"),
-                         str(dev.get("attention", "flash")))
+                         software_of(dev).attention)
     except ValueError as e:
         raise ProfileError(f"{profile.path or profile.name}: {e}") from None
     return Achieved(eff, sixteen)
@@ -73,6 +74,11 @@ class Question:
         return ("fp32", "bf16") if self.precision.param_bytes == 4 else ("fp32",)
 
     @property
+    def software(self) -> Software:
+        """The profile's training software (:mod:`bench.advise.software`)."""
+        return software_of(self.profile.device)
+
+    @property
     def bytes(self) -> Bytes:
         p = self.precision
         return Bytes(p.param_bytes, p.grad_bytes, p.param_bytes)
@@ -81,7 +87,8 @@ class Question:
         limit = device_key(self.profile, "memory_bytes")
         compute = self.compute or device_compute(self.profile)
         timer = Timer(self.profile, self.cluster)
-        return functools.cache(lambda batch: Job(self.shape, batch, self.precision, compute,
+        shape = self.shape.under(self.software)
+        return functools.cache(lambda batch: Job(shape, batch, self.precision, compute,
                                                  timer, limit, self.bytes, self.measured))
 
     def answer(self, world: int, jobs: Callable[[int], Job] | None = None,
@@ -92,7 +99,7 @@ class Question:
         jobs = jobs or self.jobs()
         try:
             ranked = search(jobs, self.shape.model, world, self.global_batch, self.bucket_mb,
-                            self.amps, keep, select)
+                            self.amps, keep, select, self.software.recomputes)
         except ValueError as e:
             raise AdviceError(str(e)) from None
         if ranked.best is None:

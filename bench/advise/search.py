@@ -1,6 +1,7 @@
 """Every valid layout of a world size, priced and ranked: what each strategy offers
 (``Strategy.layouts``, over the splits of :class:`bench.advise.space.Space`), each with and
-without activation checkpointing of every piece and under each autocast precision asked. Ranked:
+without activation checkpointing of every piece (and with selective recomputation where the
+software makes it differ) and under each autocast precision asked. Ranked:
 layouts that fit the device memory first, by predicted step time (ties: less memory), then the
 rest by memory. With ``keep``, only the layouts that can enter the first ``keep`` are priced: in
 order of a lower bound on their step (:func:`bench.advise.evaluate.floor`: compute, bubble,
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 from bench.advise.evaluate import Job, Result, evaluate, floor, memory_of
 from bench.advise.layout import Layout
 from bench.advise.memory import Memory, layout_memory
+from bench.advise.software import DEFAULT
 from bench.advise.space import Space
 from bench.models.catalog import ModelInfo
 from bench.training.strategy import strategies
@@ -37,12 +39,13 @@ def plain_layouts(model: ModelInfo, world: int, global_batch: int, bucket_mb: fl
 
 
 def layouts(model: ModelInfo, world: int, global_batch: int, bucket_mb: float = 25.0,
-            amps: tuple[str, ...] = ("fp32",)) -> Iterator[tuple[Layout, int]]:
+            amps: tuple[str, ...] = ("fp32",), recomputes: tuple[str, ...] = DEFAULT.recomputes
+            ) -> Iterator[tuple[Layout, int]]:
     """(layout, batch per replica) for every valid combination, with each knob."""
     for lay, batch in plain_layouts(model, world, global_batch, bucket_mb):
-        for ckpt in (False, True):
+        for rc in recomputes:
             for amp in amps:
-                yield dataclasses.replace(lay, checkpoint=ckpt, amp=amp), batch
+                yield dataclasses.replace(lay.recomputing(rc), amp=amp), batch
 
 
 @dataclass(frozen=True)
@@ -71,9 +74,11 @@ def _order(r: Result) -> tuple[bool, float, int]:
 
 def search(jobs: Jobs, model: ModelInfo, world: int, global_batch: int,
            bucket_mb: float = 25.0, amps: tuple[str, ...] = ("fp32",),
-           keep: int | None = None, select: Callable[[Layout], bool] | None = None) -> Ranked:
+           keep: int | None = None, select: Callable[[Layout], bool] | None = None,
+           recomputes: tuple[str, ...] = DEFAULT.recomputes) -> Ranked:
     """The layouts ranked (module docstring); ``select``: only the layouts it accepts."""
-    cands = [(lay, b) for lay, b in layouts(model, world, global_batch, bucket_mb, amps)
+    cands = [(lay, b) for lay, b in layouts(model, world, global_batch, bucket_mb, amps,
+                                            recomputes)
              if select is None or select(lay)]
     if not cands:
         raise ValueError(f"no layout of {model.name} runs on {world} ranks with a global batch "

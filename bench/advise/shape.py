@@ -2,7 +2,9 @@
 model uses), FLOPs per piece (the rule: docs/advise.md, Compute) and the width of the activation
 between two pieces. Built from a named model (:mod:`bench.models`), or a custom GPT or mixture
 of experts of a stated shape (:func:`custom_gpt`, :func:`custom_moe`); a mixture of experts
-carries the routing statistics its all-to-alls are priced with (:mod:`bench.advise.routing`).
+carries the routing statistics its all-to-alls are priced with (:mod:`bench.advise.routing`);
+every shape carries the training software it runs under (:mod:`bench.advise.software`: the
+attention kernel, the vocabulary-parallel head, sequence parallelism).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from bench.advise.flags import VOCAB
 from bench.advise.routing import Routing
+from bench.advise.software import DEFAULT, Software
 from bench.models.configs import GPTConfig, MoEConfig, TPLinear
 from bench.training.analytic import Param, parameters, tp_local, tp_plan_of
 
@@ -23,6 +26,7 @@ if TYPE_CHECKING:
 
 
 UNIFORM = Routing()
+VOCAB_MATRICES = ("wte.weight", "lm_head.weight")  # the vocabulary x width matrices of a GPT
 
 
 @dataclass(frozen=True, eq=False)  # hashed by identity: one per model (shape_of caches it)
@@ -30,6 +34,11 @@ class Shape:
     model: ModelSpec
     params: tuple[Param, ...]
     routing: Routing = UNIFORM  # a mixture of experts: how its router spreads tokens
+    software: Software = DEFAULT  # what the training software shards and keeps
+
+    def under(self, software: Software) -> Shape:
+        """The same model under other software (a new shape: caches keyed by it start empty)."""
+        return self if software == self.software else dataclasses.replace(self, software=software)
 
     @property
     def name(self) -> str:
@@ -97,9 +106,13 @@ def shape_of(model: ModelSpec) -> Shape:
 
 @functools.lru_cache(maxsize=4096)
 def local_params(shape: Shape, tensor: int, pieces: frozenset[int]) -> tuple[Param, ...]:
-    """The parameters of ``pieces`` with their tensor-parallel local shapes."""
-    return tuple(Param(p.name, tp_local(shape.plan, p, tensor)
-                       if tensor > 1 else p.shape, p.piece)
+    """The parameters of ``pieces`` with their tensor-parallel local shapes; under
+    ``vocab_parallel`` the embedding and the LM head hold ceil(vocabulary / t) rows (Megatron-LM
+    pads the vocabulary to a multiple of the tensor degree)."""
+    vocab = shape.software.vocab_parallel and tensor > 1
+    return tuple(Param(p.name, (-(-p.shape[0] // tensor), *p.shape[1:])
+                       if vocab and p.name.endswith(VOCAB_MATRICES) else
+                       tp_local(shape.plan, p, tensor) if tensor > 1 else p.shape, p.piece)
                  for p in shape.params if p.piece in pieces)
 
 

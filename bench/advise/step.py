@@ -8,6 +8,7 @@ al. 2021): docs/advise.md (Overlap, Bubble).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from bench.advise.calls import Call
@@ -45,6 +46,23 @@ class Step:
     @property
     def time(self) -> float:
         return self.compute + self.bubble + self.optimizer + sum(self.exposed.values())
+
+    @property
+    def terms(self) -> dict[str, float]:
+        """The step's additive terms, which sum to :attr:`time`: compute, bubble, optimizer and
+        the exposed communication of each group (``exposed data``, ``exposed tensor``, ...)."""
+        out = {"compute": self.compute, "bubble": self.bubble, "optimizer": self.optimizer}
+        for key, t in self.exposed.items():
+            name = f"exposed {key.rpartition(':')[2]}"
+            out[name] = out.get(name, 0.0) + t
+        return out
+
+
+def differs_most(a: Mapping[str, float], b: Mapping[str, float]) -> str:
+    """The term (of :attr:`Step.terms`, or a finer split of them) whose time differs most
+    between two steps (a term only one of them has counts as 0 in the other)."""
+    return max([*a, *(k for k in b if k not in a)],
+               key=lambda k: abs(a.get(k, 0.0) - b.get(k, 0.0)))
 
 
 def step_time(priced: list[Priced], compute: float, microbatches: int, pipeline: int,

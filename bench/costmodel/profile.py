@@ -45,8 +45,10 @@ _TOP = {"name", "source", "overhead_s", "gamma_s_per_byte", "hot_send_s_per_byte
 _MPI = {"eager_limit_bytes", "rendezvous_s", "eager_s_per_byte"}
 _DEVICE = {"name", "memory_bytes", "memory_bandwidth_bytes_per_s", "flops_per_s",
            "copy_bandwidth_curve", "overlaps_communication", "flops_16bit_per_s",
-           "gemm_efficiency", "gemm_latency_s", "attention", "compute_source", "gemm_points"}
+           "gemm_efficiency", "gemm_latency_s", "attention", "compute_source", "gemm_points",
+           "vocab_parallel", "sequence_parallel"}
 _DEVICE_TEXT = {"name", "attention", "compute_source"}
+_DEVICE_FLAGS = {"overlaps_communication", "vocab_parallel", "sequence_parallel"}
 
 
 class ProfileError(ValueError):
@@ -226,7 +228,7 @@ def from_mapping(raw: Any, where: str) -> Profile:
     for k, v in device.items():
         if k == "copy_bandwidth_curve":
             device[k] = _curve(where, v)
-        elif k == "overlaps_communication":
+        elif k in _DEVICE_FLAGS:
             if not isinstance(v, bool):
                 raise ProfileError(f"{where}: device.{k}: expected true or false, got {v!r}")
         elif k == "gemm_points":
