@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from kernels.chunks import split
-from kernels.compiled import Shape
+from kernels.compiled import Compiled, Shape, messages
 from kernels.schedule import Range, StepBuilder
 from kernels.topology import Topology
 
@@ -91,11 +91,34 @@ def channels_of(topology: Topology) -> int:
 
 
 def _piece_atoms(pr: Problem, n: int) -> np.ndarray:
-    """Real elements per atom of :data:`CHANNEL_BLOCKS`: each of the p blocks cut in k pieces."""
+    """Real elements per atom of :data:`CHANNEL_GATHER` / :data:`CHANNEL_SCATTER`: each of the
+    p blocks cut in k pieces."""
     return np.tile([c.size for c in split(n // pr.world, channels_of(pr.topology))], pr.world)
 
 
+def channel_compiled(problem: Problem, gather: bool) -> Compiled:
+    """:func:`channel_blocks`'s symbolic build (``problem.count`` = k p atoms, atom j k + c
+    being piece c of block j) compiled without building it: step s, channel c, member i of the
+    channel's ring sends chunk (i + 1 - s) mod p (``gather``: :func:`all_gather`) or
+    (i - s) mod p (:func:`reduce_scatter`, reduced) to member i + 1; chunk x of a ring is the
+    piece c of block ``ring[x - 1]``. A sender posts its channels in order."""
+    p, k = problem.world, channels_of(problem.topology)
+    ring = np.asarray([channel_ring(problem.topology.nodes(), c) for c in range(k)], np.int64)
+    i, c = np.arange(p), np.broadcast_to(np.arange(k)[:, None], (k, p)).ravel()
+    dst = ring[:, (i + 1) % p].ravel()
+    red = np.full(k * p, not gather)
+    steps = []
+    for s in range(p - 1):
+        chunk = (i + 1 - s) % p if gather else (i - s) % p
+        lo = (ring[:, (chunk - 1) % p] * k + np.arange(k)[:, None]).ravel()
+        steps.append(messages(ring.ravel(), dst, lo, lo + 1, red, c))
+    return Compiled(p, problem.count, tuple(steps))
+
+
 # Symbolic builds of the channel rings: k*p chunks of the buffer (all_reduce), or each of the p
-# blocks in k pieces (all_gather, reduce_scatter).
+# blocks in k pieces (all_gather, reduce_scatter; generated with numpy where no hot bytes count).
 CHANNEL_CHUNKS = Shape(count=lambda pr: channels_of(pr.topology) * pr.world)
-CHANNEL_BLOCKS = Shape(count=lambda pr: channels_of(pr.topology) * pr.world, atoms=_piece_atoms)
+CHANNEL_GATHER = Shape(count=lambda pr: channels_of(pr.topology) * pr.world, atoms=_piece_atoms,
+                       generate=lambda pr: channel_compiled(pr, True))
+CHANNEL_SCATTER = Shape(count=lambda pr: channels_of(pr.topology) * pr.world, atoms=_piece_atoms,
+                        generate=lambda pr: channel_compiled(pr, False))

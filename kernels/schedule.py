@@ -126,7 +126,11 @@ class StepBuilder:
         return len(self._steps) - 1
 
     def _slot(self, step: int, rank: int) -> tuple[list[Send], list[Recv], list[Copy]]:
-        return self._steps[step].setdefault(rank, ([], [], []))
+        per_rank = self._steps[step]
+        got = per_rank.get(rank)
+        if got is None:  # not setdefault: that would build three lists on every call
+            got = per_rank[rank] = ([], [], [])
+        return got
 
     def move(self, src: int, dst: int, rng: Range, *, reduce: bool, step: int = -1) -> None:
         if rng.size == 0:

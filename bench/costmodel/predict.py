@@ -87,7 +87,7 @@ def plan_case(alg: Algorithm, problem: Problem, net: Net,
     if problem.world > max_schedule_ranks:
         return f"{why}; schedules are evaluated up to p = {max_schedule_ranks} (--max-schedule-ranks)"
     try:
-        comp, atoms, count = schedule_job(alg, problem)
+        comp, atoms, count = schedule_job(alg, problem, bool(net.hot))
     except ValueError as e:  # the algorithm refuses this topology (e.g. uneven nodes)
         return str(e).splitlines()[0]
     return Job(comp, atoms, "schedule", count)
