@@ -133,11 +133,12 @@ class StepBuilder:
         return got
 
     def move(self, src: int, dst: int, rng: Range, *, reduce: bool, step: int = -1) -> None:
-        if rng.size == 0:
+        if rng.stop == rng.start:  # empty
             return
-        if self.only is None or self.only == src:
+        only = self.only
+        if only is None or only == src:
             self._slot(step, src)[0].append(Send(dst, rng))
-        if self.only is None or self.only == dst:
+        if only is None or only == dst:
             self._slot(step, dst)[1].append(Recv(src, rng, reduce))
 
     def move_to(self, src: int, dst: int, src_rng: Range, dst_rng: Range, *, reduce: bool,

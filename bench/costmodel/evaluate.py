@@ -192,9 +192,9 @@ def evaluate_batch(comp: Compiled, net: Net, counts: Sequence[int], itemsize: in
     one prepared batch."""
     if atoms is not None and len(counts) != 1:
         raise ValueError("atoms are per count: evaluate one count at a time")
-    groups: dict[bytes, list[int]] = {}
+    groups: dict[bytes, list[int]] = {b"": [0]} if len(counts) == 1 else {}  # one: no key needed
     n = np.asarray(counts, dtype=np.int64)[:, None]
-    for i in range(len(counts)):
+    for i in range(len(counts)) if len(counts) > 1 else ():
         key = b"".join(np.packbits(prefix(n[i], comp.k, st.hi, atoms) > prefix(n[i], comp.k, st.lo,
                                                                            atoms)).tobytes()
                        for st in comp.steps)
