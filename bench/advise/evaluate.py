@@ -66,9 +66,11 @@ def _stages(job: Job, lay: Layout) -> list[Stage]:
         if own is not None:
             priced = own(job, ctx)
         else:
+            calls = [(c, job.timer.group(lay, c.group)) for c in layout_calls(ctx)]
+            job.timer.prime(calls)  # the sizes of each group's collective in one batch
             priced = []
-            for c in layout_calls(ctx):
-                t = job.timer.time(c, job.timer.group(lay, c.group))
+            for c, g in calls:
+                t = job.timer.time(c, g)
                 priced.append(Priced(c, t.seconds, t.algorithm, t.best))
         if job.measured is not None:
             priced = job.measured.apply(priced)
