@@ -160,7 +160,7 @@ def test_generated_symbolic_builds_equal_the_compiled_build(spec: str, p: int) -
                 assert same[0].dtype == same[1].dtype and np.array_equal(*same), (a.name, f.name)
                 if not f.name.startswith("hot_"):
                     assert np.array_equal(getattr(h, f.name), same[0]), (a.name, f.name)
-        for n in (1, 1000, 300001):  # uneven pieces: the evaluator on the generated build
+        for n in (300001,):  # uneven pieces: the evaluator on the generated build
             pr = Problem(net.placed.topology, coll.resolve(a.collective).round_count(n * p, p), 4,
                          a.collective, 0)
             assert schedule_estimate(a, pr, net).time_s == pytest.approx(
