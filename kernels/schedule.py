@@ -168,10 +168,11 @@ class StepBuilder:
     def build(self, rank: int) -> Schedule:
         if self.only is not None and rank != self.only:
             raise ValueError(f"builder kept only rank {self.only}")
-        steps = []
+        steps, idle = [], Step((), (), ())  # frozen: one shared by the steps the rank idles
         for per_rank in self._steps:
-            sends, recvs, copies = per_rank.get(rank, ((), (), ()))
-            steps.append(Step(tuple(sends), tuple(recvs), tuple(copies)))
+            got = per_rank.get(rank)
+            steps.append(idle if got is None else Step(tuple(got[0]), tuple(got[1]),
+                                                       tuple(got[2])))
         # Step indices are the contract between ranks, so every rank keeps every step.
         return Schedule(rank, self.world, self.space, tuple(steps))
 

@@ -193,12 +193,13 @@ def evaluate_batch(comp: Compiled, net: Net, counts: Sequence[int], itemsize: in
     if atoms is not None and len(counts) != 1:
         raise ValueError("atoms are per count: evaluate one count at a time")
     groups: dict[bytes, list[int]] = {b"": [0]} if len(counts) == 1 else {}  # one: no key needed
-    n = np.asarray(counts, dtype=np.int64)[:, None]
-    for i in range(len(counts)) if len(counts) > 1 else ():
-        key = b"".join(np.packbits(prefix(n[i], comp.k, st.hi, atoms) > prefix(n[i], comp.k, st.lo,
-                                                                           atoms)).tobytes()
-                       for st in comp.steps)
-        groups.setdefault(key, []).append(i)
+    if len(counts) > 1:  # atoms is None: each count's nonempty messages, all counts at once
+        n = np.asarray(counts, dtype=np.int64)[:, None]
+        full = np.concatenate([np.zeros((len(counts), 0), bool),
+                               *(prefix(n, comp.k, st.hi) > prefix(n, comp.k, st.lo)
+                                 for st in comp.steps)], axis=1)
+        for i, row in enumerate(np.packbits(full, axis=1)):
+            groups.setdefault(row.tobytes(), []).append(i)
     out: list[Estimate | None] = [None] * len(counts)
     for idx in groups.values():
         prep = prepare(comp, net.placed, [counts[i] for i in idx], itemsize, atoms,
