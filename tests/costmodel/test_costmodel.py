@@ -149,7 +149,7 @@ def test_generated_symbolic_builds_equal_the_compiled_build(spec: str, p: int) -
         assert a.shape is not None and a.shape.generate is not None
         sym = Problem(net.placed.topology, a.shape.count(Problem(net.placed.topology, p, 4,
                                                                  a.collective, 0)), 1,
-                      a.collective, 0)
+                      a.collective, p - 1)  # a rooted collective's order turns with its root
         built = a.schedules(sym)
         ref, hot = compile_schedules(built, sym.count, hot=False), compile_schedules(built, sym.count)
         got = a.shape.generate(sym)
