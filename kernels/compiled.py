@@ -36,6 +36,9 @@ class Shape:
     count: Callable[[Problem], int]
     itemsize: Callable[[Problem], int] = lambda pr: 1
     atoms: Callable[[Problem, int], np.ndarray] | None = None  # real elements per atom
+    # the symbolic build already compiled, generated with numpy (no hot bytes recorded): the
+    # tests hold it equal to compile_schedules of the build, array by array
+    generate: Callable[[Problem], Compiled] | None = None
 
 
 WHOLE = Shape(count=lambda pr: 1)  # every range is the whole buffer
@@ -97,9 +100,11 @@ def add(spans: list[tuple[int, int]], lo: int, hi: int) -> None:
     spans[:] = sorted([*keep, (lo, hi)])
 
 
-def compile_schedules(schedules: Sequence[Schedule], k: int) -> Compiled:
+def compile_schedules(schedules: Sequence[Schedule], k: int, hot: bool = True) -> Compiled:
     """Every rank's schedule as arrays; ``k``: atoms per workspace region (the symbolic count,
-    or the real count when built on the real schedule)."""
+    or the real count when built on the real schedule). ``hot``: also record the hot bytes of
+    each message (without, the hot arrays are empty: for a profile that prices no hot sends,
+    whose evaluator never reads them; tracking what each rank wrote is most of the work)."""
     steps = []
     written: list[list[tuple[int, int]]] = [[] for _ in schedules]  # per rank, disjoint, sorted
     for i in range(len(schedules[0].steps) if schedules else 0):
@@ -111,14 +116,14 @@ def compile_schedules(schedules: Sequence[Schedule], k: int) -> Compiled:
             start = len(src)
             for snd in st.sends:
                 a, b = snd.range.start, snd.range.stop
-                for x, y in written[s]:
+                for x, y in written[s] if hot else ():
                     if x < b and y > a:
                         hm.append(len(src)), hlo.append(max(a, x)), hhi.append(min(b, y))
                 src.append(s), dst.append(snd.peer), lo.append(a)
                 hi.append(b), first.append(start)
             for c in st.copies:
                 cr.append(s), clo.append(c.dst.start), chi.append(c.dst.stop)
-        for r, sch in enumerate(schedules):
+        for r, sch in enumerate(schedules if hot else ()):
             st = sch.steps[i]
             for rng in [rv.range for rv in st.recvs] + [c.dst for c in st.copies]:
                 add(written[r], rng.start, rng.stop)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from kernels.chunks import split
-from kernels.compiled import Shape
+from kernels.compiled import Compiled, CStep, Shape, messages
 from kernels.schedule import Range, StepBuilder
 from kernels.topology import Topology
 
@@ -91,11 +91,57 @@ def channels_of(topology: Topology) -> int:
 
 
 def _piece_atoms(pr: Problem, n: int) -> np.ndarray:
-    """Real elements per atom of :data:`CHANNEL_BLOCKS`: each of the p blocks cut in k pieces."""
+    """Real elements per atom of :data:`CHANNEL_GATHER` / :data:`CHANNEL_SCATTER`: each of the
+    p blocks cut in k pieces."""
     return np.tile([c.size for c in split(n // pr.world, channels_of(pr.topology))], pr.world)
 
 
+def ring_steps(ring: np.ndarray, atom: np.ndarray, gather: bool) -> list[CStep]:
+    """:func:`all_gather` (``gather``) or :func:`reduce_scatter` on k rings at once, compiled
+    without building them: ``ring[c]`` ring c's members, ``atom[c, x]`` the one atom of its
+    chunk x. Step s: member i sends chunk (i + 1 - s) mod p (gather) or (i - s) mod p
+    (reduced) to member i + 1; a sender posts its rings in order."""
+    k, p = ring.shape
+    i, c = np.arange(p), np.broadcast_to(np.arange(k)[:, None], (k, p)).ravel()
+    dst, red = ring[:, (i + 1) % p].ravel(), np.full(k * p, not gather)
+    out = []
+    for s in range(p - 1):
+        lo = atom[:, (i + 1 - s) % p if gather else (i - s) % p].ravel()
+        out.append(messages(ring.ravel(), dst, lo, lo + 1, red, c))
+    return out
+
+
+def _rings(problem: Problem) -> np.ndarray:
+    nodes = problem.topology.nodes()
+    return np.asarray([channel_ring(nodes, c) for c in range(channels_of(problem.topology))],
+                      np.int64)
+
+
+def channel_compiled(problem: Problem, gather: bool) -> Compiled:
+    """:func:`channel_blocks`'s symbolic build (``problem.count`` = k p atoms, atom j k + c
+    being piece c of block j), generated: chunk x of ring c is piece c of block
+    ``ring[c][x - 1]``."""
+    ring = _rings(problem)
+    k, p = ring.shape
+    atom = ring[:, (np.arange(p) - 1) % p] * k + np.arange(k)[:, None]
+    return Compiled(p, problem.count, tuple(ring_steps(ring, atom, gather)))
+
+
+def channel_all_reduce(problem: Problem) -> Compiled:
+    """``all_reduce/ring_channels``'s symbolic build (k p atoms, chunk x of ring c atom c p + x),
+    generated: every ring's reduce-scatter steps, then every ring's all-gather steps."""
+    ring = _rings(problem)
+    k, p = ring.shape
+    atom = np.arange(k * p, dtype=np.int64).reshape(k, p)
+    return Compiled(p, problem.count, (*ring_steps(ring, atom, False),
+                                       *ring_steps(ring, atom, True)))
+
+
 # Symbolic builds of the channel rings: k*p chunks of the buffer (all_reduce), or each of the p
-# blocks in k pieces (all_gather, reduce_scatter).
-CHANNEL_CHUNKS = Shape(count=lambda pr: channels_of(pr.topology) * pr.world)
-CHANNEL_BLOCKS = Shape(count=lambda pr: channels_of(pr.topology) * pr.world, atoms=_piece_atoms)
+# blocks in k pieces (all_gather, reduce_scatter; generated with numpy where no hot bytes count).
+CHANNEL_CHUNKS = Shape(count=lambda pr: channels_of(pr.topology) * pr.world,
+                       generate=channel_all_reduce)
+CHANNEL_GATHER = Shape(count=lambda pr: channels_of(pr.topology) * pr.world, atoms=_piece_atoms,
+                       generate=lambda pr: channel_compiled(pr, True))
+CHANNEL_SCATTER = Shape(count=lambda pr: channels_of(pr.topology) * pr.world, atoms=_piece_atoms,
+                        generate=lambda pr: channel_compiled(pr, False))

@@ -126,14 +126,19 @@ class StepBuilder:
         return len(self._steps) - 1
 
     def _slot(self, step: int, rank: int) -> tuple[list[Send], list[Recv], list[Copy]]:
-        return self._steps[step].setdefault(rank, ([], [], []))
+        per_rank = self._steps[step]
+        got = per_rank.get(rank)
+        if got is None:  # not setdefault: that would build three lists on every call
+            got = per_rank[rank] = ([], [], [])
+        return got
 
     def move(self, src: int, dst: int, rng: Range, *, reduce: bool, step: int = -1) -> None:
-        if rng.size == 0:
+        if rng.stop == rng.start:  # empty
             return
-        if self.only is None or self.only == src:
+        only = self.only
+        if only is None or only == src:
             self._slot(step, src)[0].append(Send(dst, rng))
-        if self.only is None or self.only == dst:
+        if only is None or only == dst:
             self._slot(step, dst)[1].append(Recv(src, rng, reduce))
 
     def move_to(self, src: int, dst: int, src_rng: Range, dst_rng: Range, *, reduce: bool,
@@ -163,10 +168,11 @@ class StepBuilder:
     def build(self, rank: int) -> Schedule:
         if self.only is not None and rank != self.only:
             raise ValueError(f"builder kept only rank {self.only}")
-        steps = []
+        steps, idle = [], Step((), (), ())  # frozen: one shared by the steps the rank idles
         for per_rank in self._steps:
-            sends, recvs, copies = per_rank.get(rank, ((), (), ()))
-            steps.append(Step(tuple(sends), tuple(recvs), tuple(copies)))
+            got = per_rank.get(rank)
+            steps.append(idle if got is None else Step(tuple(got[0]), tuple(got[1]),
+                                                       tuple(got[2])))
         # Step indices are the contract between ranks, so every rank keeps every step.
         return Schedule(rank, self.world, self.space, tuple(steps))
 

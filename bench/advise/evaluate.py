@@ -66,9 +66,11 @@ def _stages(job: Job, lay: Layout) -> list[Stage]:
         if own is not None:
             priced = own(job, ctx)
         else:
+            calls = [(c, job.timer.group(lay, c.group)) for c in layout_calls(ctx)]
+            job.timer.prime(calls)  # the sizes of each group's collective in one batch
             priced = []
-            for c in layout_calls(ctx):
-                t = job.timer.time(c, job.timer.group(lay, c.group))
+            for c, g in calls:
+                t = job.timer.time(c, g)
                 priced.append(Priced(c, t.seconds, t.algorithm, t.best))
         if job.measured is not None:
             priced = job.measured.apply(priced)
@@ -97,12 +99,21 @@ def floor(job: Job, lay: Layout) -> float:
     sixteen = lay.amp != "fp32" or job.precision.param_bytes == 2
     knobs = factor(job.compute, lay.checkpoint, sixteen)
     out = 0.0
-    for pp in representative_stages(job.shape, lay):
-        ctx = CommContext(job.shape, lay, job.batch, job.bytes, pp=pp)
-        c = job.compute.seconds(ctx) * knobs
+    for compute, opt in _cached(job, "compute", lay, lambda: _compute(job, lay)):  # type: ignore[attr-defined]
+        c = compute * knobs
         bubble = (lay.pipeline - 1) / lay.stages_per_rank * c / lay.microbatches \
             if lay.pipeline > 1 else 0.0
-        out = max(out, c + bubble + job.compute.optimizer(ctx))
+        out = max(out, c + bubble + opt)
+    return out
+
+
+def _compute(job: Job, lay: Layout) -> list[tuple[float, float]]:
+    """(compute before the knobs, optimizer) of each representative stage: what the knobs
+    scale, shared by the layout's knob variants as its priced calls are."""
+    out = []
+    for pp in representative_stages(job.shape, lay):
+        ctx = CommContext(job.shape, lay, job.batch, job.bytes, pp=pp)
+        out.append((job.compute.seconds(ctx), job.compute.optimizer(ctx)))
     return out
 
 

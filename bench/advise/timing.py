@@ -21,7 +21,7 @@ from bench.advise.calls import Call
 from bench.advise.layout import Layout
 from bench.costmodel.model import Cluster, Placed
 from bench.costmodel.net import Net
-from bench.costmodel.predict import Estimate, estimate_case, native_ratio
+from bench.costmodel.predict import Estimate, estimate_sizes, native_ratio
 from bench.costmodel.profile import Link, Profile
 from bench.costmodel.vendor.choose import choose
 from kernels import collective as coll
@@ -86,19 +86,45 @@ class Timer:
             got = self._times[key] = self._best(op, call, g)
         return got
 
+    def prime(self, calls: list[tuple[Call, GroupNet]]) -> None:
+        """Time at once the calls not yet cached that share a group, a collective and an
+        algorithm: each schedule evaluated for all their sizes in one batch (the same times as
+        one by one; a size's first call is the one timed, as :meth:`time` would)."""
+        todo: dict[tuple[object, ...], dict[tuple[object, ...], tuple[Call, GroupNet]]] = {}
+        for call, g in calls:
+            op = P2P.get(call.op, call.op)
+            key = (g.key, op, call.nbytes, call.algorithm)
+            if key not in self._times:
+                todo.setdefault((g.key, op, call.algorithm), {}).setdefault(key, (call, g))
+        for (_, op, _), batch in todo.items():
+            if len(batch) > 1:
+                pairs = list(batch.values())
+                got = self._best_many(op, [c for c, _ in pairs], pairs[0][1])
+                self._times.update(zip(batch, got))
+
     def _best(self, op: str, call: Call, g: GroupNet) -> Timed:
+        return self._best_many(op, [call], g)[0]
+
+    def _best_many(self, op: str, calls: list[Call], g: GroupNet) -> list[Timed]:
+        """Calls of one collective, one algorithm (or None), on one group."""
         spec, p = coll.resolve(op), g.placed.world
         if p == 1:
-            return Timed(0.0, "none", "none")
-        count = max(1, spec.round_count(max(1, call.nbytes // call.itemsize), p))
-        pr = Problem(g.placed.topology, count, call.itemsize, spec.name, 0)
-        found: dict[str, Estimate] = {}
+            return [Timed(0.0, "none", "none") for _ in calls]
+        prs = [Problem(g.placed.topology, max(1, spec.round_count(max(1, c.nbytes // c.itemsize),
+                                                                  p)), c.itemsize, spec.name, 0)
+               for c in calls]
+        found: list[dict[str, Estimate]] = [{} for _ in calls]
         for a in algorithms_of(spec.name):
-            if a.is_vendor or (call.algorithm is not None and a.name != call.algorithm):
+            if a.is_vendor or (calls[0].algorithm is not None and a.name != calls[0].algorithm):
                 continue
-            e = estimate_case(a, pr, g.net)
-            if isinstance(e, Estimate):
-                found[a.name] = e
+            for f, e in zip(found, estimate_sizes(a, prs, g.net)):
+                if isinstance(e, Estimate):
+                    f[a.name] = e
+        return [self._chosen(op, c, pr, f, g) for c, pr, f in zip(calls, prs, found)]
+
+    def _chosen(self, op: str, call: Call, pr: Problem, found: dict[str, Estimate],
+                g: GroupNet) -> Timed:
+        spec, p = coll.resolve(op), g.placed.world
         if not found:
             raise ValueError(f"no algorithm of {op} can be modelled on a group of {p} ranks")
         best = min(found, key=lambda k: found[k].time_s)

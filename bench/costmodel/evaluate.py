@@ -192,13 +192,14 @@ def evaluate_batch(comp: Compiled, net: Net, counts: Sequence[int], itemsize: in
     one prepared batch."""
     if atoms is not None and len(counts) != 1:
         raise ValueError("atoms are per count: evaluate one count at a time")
-    groups: dict[bytes, list[int]] = {}
-    n = np.asarray(counts, dtype=np.int64)[:, None]
-    for i in range(len(counts)):
-        key = b"".join(np.packbits(prefix(n[i], comp.k, st.hi, atoms) > prefix(n[i], comp.k, st.lo,
-                                                                           atoms)).tobytes()
-                       for st in comp.steps)
-        groups.setdefault(key, []).append(i)
+    groups: dict[bytes, list[int]] = {b"": [0]} if len(counts) == 1 else {}  # one: no key needed
+    if len(counts) > 1:  # atoms is None: each count's nonempty messages, all counts at once
+        n = np.asarray(counts, dtype=np.int64)[:, None]
+        full = np.concatenate([np.zeros((len(counts), 0), bool),
+                               *(prefix(n, comp.k, st.hi) > prefix(n, comp.k, st.lo)
+                                 for st in comp.steps)], axis=1)
+        for i, row in enumerate(np.packbits(full, axis=1)):
+            groups.setdefault(row.tobytes(), []).append(i)
     out: list[Estimate | None] = [None] * len(counts)
     for idx in groups.values():
         prep = prepare(comp, net.placed, [counts[i] for i in idx], itemsize, atoms,
@@ -217,26 +218,39 @@ def evaluate(comp: Compiled, net: Net, count: int, itemsize: int,
 
 
 @lru_cache(maxsize=512)
-def compiled(alg: Algorithm, problem: Problem, k: int) -> Compiled:
+def compiled(alg: Algorithm, problem: Problem, k: int, hot: bool = True) -> Compiled:
     """``alg``'s schedules for ``problem``, compiled with k atoms per workspace region (cached:
-    symbolic shapes recur for every size)."""
-    return compile_schedules(alg.schedules(problem), k)
+    symbolic shapes recur for every size); ``hot``: with the hot bytes of each message (only a
+    profile with hot sends reads them)."""
+    return compile_schedules(alg.schedules(problem), k, hot)
 
 
-def schedule_job(alg: Algorithm, problem: Problem) -> tuple[Compiled, np.ndarray | None, int]:
+def schedule_job(alg: Algorithm, problem: Problem, hot: bool = True
+                 ) -> tuple[Compiled, np.ndarray | None, int]:
     """``alg``'s compiled schedule for ``problem``, its atoms (None: ``split(count, K)``) and
     the count to evaluate it with: built symbolically once per shape when the algorithm
-    declares one, else from the real schedule (one atom per workspace element)."""
+    declares one, else from the real schedule (one atom per workspace element). ``hot``: the
+    evaluation prices hot sends (False: the compiled schedule records none)."""
     sym = alg.shape
     if sym is None:
-        return compiled(alg, problem, problem.space), None, problem.space
+        return compiled(alg, problem, problem.space, hot), None, problem.space
     shape = Problem(problem.topology, sym.count(problem), sym.itemsize(problem),
                     problem.collective, problem.root)
     atoms = sym.atoms(problem, problem.count) if sym.atoms else None
-    return compiled(alg, shape, shape.count), atoms, problem.count
+    if sym.generate is not None and not hot:
+        return generated(alg, shape), atoms, problem.count
+    return compiled(alg, shape, shape.count, hot), atoms, problem.count
+
+
+@lru_cache(maxsize=512)
+def generated(alg: Algorithm, shape: Problem) -> Compiled:
+    """``alg``'s symbolic build on ``shape`` as its :class:`~kernels.compiled.Shape` generates
+    it with numpy (no hot bytes; cached like :func:`compiled`)."""
+    assert alg.shape is not None and alg.shape.generate is not None
+    return alg.shape.generate(shape)
 
 
 def schedule_estimate(alg: Algorithm, problem: Problem, net: Net) -> Estimate:
     """Evaluate ``alg`` on ``problem`` (see :func:`schedule_job`)."""
-    comp, atoms, count = schedule_job(alg, problem)
+    comp, atoms, count = schedule_job(alg, problem, bool(net.hot))
     return evaluate(comp, net, count, problem.itemsize, atoms)

@@ -87,7 +87,7 @@ def plan_case(alg: Algorithm, problem: Problem, net: Net,
     if problem.world > max_schedule_ranks:
         return f"{why}; schedules are evaluated up to p = {max_schedule_ranks} (--max-schedule-ranks)"
     try:
-        comp, atoms, count = schedule_job(alg, problem)
+        comp, atoms, count = schedule_job(alg, problem, bool(net.hot))
     except ValueError as e:  # the algorithm refuses this topology (e.g. uneven nodes)
         return str(e).splitlines()[0]
     return Job(comp, atoms, "schedule", count)
@@ -105,21 +105,26 @@ def estimate_sizes(alg: Algorithm, problems: Sequence[Problem], net: Net,
     several sizes are evaluated in one batch."""
     plans = [plan_case(alg, pr, net, max_schedule_ranks) for pr in problems]
     out: list[Estimate | str] = [g if not isinstance(g, Job) else "" for g in plans]
-    batches: dict[int, list[int]] = {}
+    batches: dict[tuple[int, int], list[int]] = {}
     for i, g in enumerate(plans):
         if isinstance(g, Job):
-            if g.atoms is None and g.count is None:
-                batches.setdefault(id(g.comp), []).append(i)
+            if g.atoms is None:
+                batches.setdefault((id(g.comp), problems[i].itemsize), []).append(i)
             else:
                 out[i] = g.run(problems[i], net)
     for idx in batches.values():
         job = plans[idx[0]]
         assert isinstance(job, Job)
-        got = evaluate_batch(job.comp, net, [problems[i].count for i in idx],
+        got = evaluate_batch(job.comp, net, [_count(plans[i], problems[i]) for i in idx],
                              problems[idx[0]].itemsize)
         for i, e in zip(idx, got):
             out[i] = Estimate(e.time_s, e.steps, e.bytes_sent_max, e.bytes_inter_max, job.method)
     return out
+
+
+def _count(job: Estimate | Job | str, problem: Problem) -> int:
+    assert isinstance(job, Job)
+    return job.count or problem.count
 
 
 def native_ratio(profile: Profile, collective: str, name: str, nbytes: int,

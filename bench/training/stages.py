@@ -18,27 +18,33 @@ SCHEDULES: tuple[str, ...] = get_args(Schedule)
 @functools.cache
 def stage_starts(sizes: tuple[int, ...], stages: int) -> tuple[int, ...]:
     """First piece of each stage, then ``len(sizes)``: contiguous groups of ``sizes`` (parameters
-    per piece, >= 1 piece a group) minimising the largest group's sum (ties: earlier cuts)."""
+    per piece, >= 1 piece a group) minimising the largest group's sum (ties: earlier cuts).
+
+    Bottom up over the number of groups k: the best split of ``sizes[i:]`` into k groups cuts at
+    the first j > i minimising max(sum of sizes[i:j], the best of sizes[j:] into k - 1), all i
+    at once (exact integers)."""
+    import numpy as np  # here: importing this module stays light
+
     n = len(sizes)
-    prefix = [0]
-    for s in sizes:
-        prefix.append(prefix[-1] + s)
-
-    @functools.cache
-    def best(i: int, k: int) -> tuple[int, tuple[int, ...]]:
-        """Best split of sizes[i:] into k groups: (largest sum, starts)."""
-        if k == 1:
-            return prefix[n] - prefix[i], (i,)
-        out: tuple[int, tuple[int, ...]] | None = None
-        for j in range(i + 1, n - k + 2):
-            rest, starts = best(j, k - 1)
-            cand = (max(prefix[j] - prefix[i], rest), (i, *starts))
-            if out is None or cand[0] < out[0]:
-                out = cand
-        assert out is not None
-        return out
-
-    return (*best(0, stages)[1], n)
+    if not 1 <= stages <= n:
+        raise ValueError(f"{n} pieces cannot make {stages} stages")
+    prefix = np.concatenate(([0], np.cumsum(np.asarray(sizes, dtype=np.int64))))
+    worst = np.iinfo(np.int64).max
+    span = prefix[None, :] - prefix[:-1, None]  # [i, j]: sum of sizes[i:j]
+    i, j = np.arange(n)[:, None], np.arange(n + 1)[None, :]
+    best = prefix[n] - prefix[:-1]  # k = 1: the rest in one group
+    cuts = []
+    for k in range(2, stages + 1):
+        ok = (j > i) & (j <= n - k + 1)
+        cand = np.where(ok, np.maximum(span, np.append(best, worst)[None, :]), worst)
+        cut = cand.argmin(axis=1)  # the first minimum: the earliest cut
+        cuts.append(cut)
+        best = cand[np.arange(n), cut]
+    out, at = [0], 0
+    for cut in reversed(cuts):
+        at = int(cut[at])
+        out.append(at)
+    return (*out, n)
 
 
 def piece_sizes(model: ModelSpec) -> tuple[int, ...]:

@@ -6,8 +6,9 @@ topologies). Exact quantities only."""
 from __future__ import annotations
 
 import math
-from dataclasses import replace
+from dataclasses import fields, replace
 
+import numpy as np
 import pytest
 
 from bench.costmodel.evaluate import schedule_estimate
@@ -18,7 +19,7 @@ from bench.costmodel.profile import Link, Profile, ProfileError, load_profile, p
 from kernels import collective as coll
 from kernels.algorithm import Algorithm, Problem, algorithms_of, get_algorithm
 from kernels.closed import Ctx, Estimate
-from kernels.compiled import Compiled
+from kernels.compiled import Compiled, compile_schedules
 from kernels.schedule import Range, StepBuilder
 from tests.helpers import costref as cost
 
@@ -130,6 +131,40 @@ def test_vectorised_and_symbolic_equal_reference(spec: str, p: int) -> None:
                 assert got.time_s == pytest.approx(ref.time_s, rel=1e-12), (c, a.name, n)
                 assert (got.bytes_sent_max, got.bytes_inter_max, got.steps) == (
                     ref.bytes_sent_max, ref.bytes_inter_max, ref.steps), (c, a.name, n)
+
+
+def _generated() -> list[Algorithm]:
+    """Every registered algorithm whose symbolic build is also generated (discovered: no list)."""
+    return [a for c in coll.names() for a in algorithms_of(c)
+            if a.shape is not None and a.shape.generate is not None]
+
+
+@pytest.mark.parametrize(("spec", "p"), [*SMALL, ("2,1,1,2,1,2", 9)])
+def test_generated_symbolic_builds_equal_the_compiled_build(spec: str, p: int) -> None:
+    """A shape's numpy generator is its build compiled without hot bytes, array by array (the
+    evaluator then prices both alike); compiling without hot bytes changes nothing else."""
+    net = _net(spec, p, load_profile("h100-ib400"))
+    assert _generated() and not net.hot  # no hot sends: schedule_estimate takes the generator
+    for a in _generated():
+        assert a.shape is not None and a.shape.generate is not None
+        sym = Problem(net.placed.topology, a.shape.count(Problem(net.placed.topology, p, 4,
+                                                                 a.collective, 0)), 1,
+                      a.collective, p - 1)  # a rooted collective's order turns with its root
+        built = a.schedules(sym)
+        ref, hot = compile_schedules(built, sym.count, hot=False), compile_schedules(built, sym.count)
+        got = a.shape.generate(sym)
+        assert (got.world, got.k, len(got.steps)) == (ref.world, ref.k, len(ref.steps))
+        for g, r, h in zip(got.steps, ref.steps, hot.steps):
+            for f in fields(r):
+                same = getattr(r, f.name), getattr(g, f.name)
+                assert same[0].dtype == same[1].dtype and np.array_equal(*same), (a.name, f.name)
+                if not f.name.startswith("hot_"):
+                    assert np.array_equal(getattr(h, f.name), same[0]), (a.name, f.name)
+        for n in (300001,):  # uneven pieces: the evaluator on the generated build
+            pr = Problem(net.placed.topology, coll.resolve(a.collective).round_count(n * p, p), 4,
+                         a.collective, 0)
+            assert schedule_estimate(a, pr, net).time_s == pytest.approx(
+                cost.evaluate(a.schedules(pr), net, 4).time_s, rel=1e-12), (a.name, n)
 
 
 # --- closed forms against the schedule-evaluated model, p <= 128 ---------------------------

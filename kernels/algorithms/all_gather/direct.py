@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from kernels.algorithm import Problem, algorithm
 from kernels.closed import INTER, SPINE, Ctx, Estimate, estimate
-from kernels.compiled import BLOCKS
+from kernels.compiled import Compiled, Shape, messages
 from kernels.phases import node_order
 from kernels.schedule import StepBuilder
 
@@ -35,7 +37,20 @@ def _closed(x: Ctx) -> Estimate | str:
     return estimate(one_step(x, x.b), 1, (x.p - 1) * x.b, (x.p - x.l) * x.b)
 
 
-@algorithm("direct", "all_gather", shape=BLOCKS, closed=_closed, sent=lambda pr, r: (pr.world - 1) * pr.block)
+def _generate(pr: Problem) -> Compiled:
+    """The build on p atoms (block r is atom r), generated: member i sends atom order[i] to
+    members i+s, s = 1 .. p-1, posted in that order."""
+    order, p = np.asarray(node_order(pr.topology), np.int64), pr.world
+    if p == 1:
+        return Compiled(1, pr.count, ())
+    i, s = np.repeat(np.arange(p), p - 1), np.tile(np.arange(1, p), p)
+    src = order[i]
+    return Compiled(p, pr.count, (messages(src, order[(i + s) % p], src, src + 1,
+                                           np.zeros(src.size, bool), s),))
+
+
+@algorithm("direct", "all_gather", shape=Shape(count=lambda pr: pr.world, generate=_generate),
+           closed=_closed, sent=lambda pr, r: (pr.world - 1) * pr.block)
 def direct(problem: Problem, b: StepBuilder) -> None:
     """One step: member i sends its block to members i+1, i+2, ..., i+p-1 (mod p), in that order.
 

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from kernels import rings
 from kernels.algorithm import Problem, algorithm
 from kernels.chunks import split
 from kernels.closed import Ctx, Estimate, estimate
-from kernels.compiled import BLOCKS
+from kernels.compiled import Compiled, Shape
+from kernels.phases import node_order
 from kernels.schedule import StepBuilder
 
 
@@ -21,7 +24,16 @@ def _closed(x: Ctx) -> Estimate | str:
     return estimate(t, 2 * (x.p - 1), 2 * (x.p - 1) * x.b, 2 * (x.p - 1) * x.b * (x.N > 1))
 
 
-@algorithm("ring", shape=BLOCKS, closed=_closed)
+def _generate(pr: Problem) -> Compiled:
+    """The build on p atoms (chunk x is atom x), generated: one ring in node order, its
+    reduce-scatter steps then its all-gather steps."""
+    ring = np.asarray([node_order(pr.topology)], np.int64)
+    atom = np.arange(pr.world, dtype=np.int64)[None, :]
+    return Compiled(pr.world, pr.count, (*rings.ring_steps(ring, atom, False),
+                                         *rings.ring_steps(ring, atom, True)))
+
+
+@algorithm("ring", shape=Shape(count=lambda pr: pr.world, generate=_generate), closed=_closed)
 def ring(problem: Problem, b: StepBuilder) -> None:
     """Reduce-scatter ring then all-gather ring over p chunks: 2(p-1) steps.
 

@@ -9,7 +9,7 @@ from kernels.algorithm import Problem, algorithm
 from kernels.algorithms.broadcast.binomial import rooted_order
 from kernels.chunks import split
 from kernels.closed import INTER, Ctx, Estimate, estimate
-from kernels.compiled import BLOCKS
+from kernels.compiled import Compiled, Shape, messages
 from kernels.schedule import Range, StepBuilder
 
 
@@ -54,7 +54,24 @@ def _closed(x: Ctx) -> Estimate | str:
     return estimate(t, len(bits) + p - 1, 2 * (x.n * x.e - b), float((sc_inter + ring_inter).max()))
 
 
-@algorithm("scatter_allgather", "broadcast", sent=_sent, shape=BLOCKS, closed=_closed)
+def _generate(pr: Problem) -> Compiled:
+    """The build on p atoms (chunk v is atom v), generated: the scatter's steps (distance d:
+    v sends atoms v+d .. min(v+2d, p)-1 to v+d, v a multiple of 2d), then the ring's (chunk x
+    of the ring is atom x-1)."""
+    order = np.asarray(rooted_order(pr), np.int64)
+    p, steps = pr.world, []
+    d = (1 << (p - 1).bit_length()) // 2
+    while d:
+        v = np.arange(0, p - d, 2 * d)
+        steps.append(messages(order[v], order[v + d], v + d, np.minimum(v + 2 * d, p),
+                              np.zeros(v.size, bool), np.zeros(v.size, np.int64)))
+        d //= 2
+    atom = ((np.arange(p) - 1) % p)[None, :]
+    return Compiled(p, pr.count, (*steps, *rings.ring_steps(order[None, :], atom, True)))
+
+
+@algorithm("scatter_allgather", "broadcast", sent=_sent, closed=_closed,
+           shape=Shape(count=lambda pr: pr.world, generate=_generate))
 def scatter_allgather(problem: Problem, b: StepBuilder) -> None:
     """Van de Geijn: binomial scatter of p chunks, then a ring all_gather of them.
 

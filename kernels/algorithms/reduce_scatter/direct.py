@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from kernels.algorithm import Problem, algorithm
 from kernels.closed import Ctx, Estimate, estimate
-from kernels.compiled import BLOCKS
+from kernels.compiled import Compiled, Shape, messages
 from kernels.phases import node_order
 from kernels.schedule import StepBuilder
 
@@ -18,8 +20,18 @@ def _closed(x: Ctx) -> Estimate | str:
     return estimate(total + (x.p - 1) * x.gamma * x.b, x.p - 1, (x.p - 1) * x.b, inter)
 
 
-@algorithm("direct", "reduce_scatter", shape=BLOCKS, closed=_closed,
-           sent=lambda pr, r: (pr.world - 1) * pr.block)
+def _generate(pr: Problem) -> Compiled:
+    """The build on p atoms (block r is atom r), generated: in step s member i sends atom
+    order[i+s] to member i+s."""
+    order, p = np.asarray(node_order(pr.topology), np.int64), pr.world
+    src, one = order, np.ones(p, bool)
+    return Compiled(p, pr.count, tuple(
+        messages(src, (dst := np.roll(order, -s)), dst, dst + 1, one, np.zeros(p, np.int64))
+        for s in range(1, p)))
+
+
+@algorithm("direct", "reduce_scatter", shape=Shape(count=lambda pr: pr.world, generate=_generate),
+           closed=_closed, sent=lambda pr, r: (pr.world - 1) * pr.block)
 def direct(problem: Problem, b: StepBuilder) -> None:
     """p-1 steps; in step s member i sends block i+s (mod p) to member i+s, which reduces it in.
 

@@ -15,7 +15,7 @@ def _closed(x: Ctx) -> Estimate | str:
     return x.need(equal=False, divides=k * x.p) or x.channel_rings(k, x.p - 1, 0)
 
 
-@algorithm("ring_channels", "reduce_scatter", shape=rings.CHANNEL_BLOCKS, closed=_closed,
+@algorithm("ring_channels", "reduce_scatter", shape=rings.CHANNEL_SCATTER, closed=_closed,
            sent=lambda pr, r: (pr.world - 1) * pr.block)
 def ring_channels(problem: Problem, b: StepBuilder) -> None:
     """k rings at once, each reducing piece c of every block and leaving every node from a
