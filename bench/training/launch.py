@@ -30,7 +30,7 @@ from bench.training.scenario import TrainingScenario
 def handle(args: argparse.Namespace, sc: TrainingScenario, sizes: tuple[int, ...]) -> int:
     """``sizes``: ``--world-sizes`` or else the scenario's (empty: one rank self-launched)."""
     from bench.launch.launcher import inside_mpi_job
-    from bench.training.distenv import in_torch_job, pick_backend, visible_gpus
+    from bench.training.backend import in_torch_job, pick_backend, visible_gpus
 
     resume = getattr(args, "resume", None)
     if os.environ.get(WORKER_ENV) or in_torch_job() or inside_mpi_job():
@@ -41,7 +41,8 @@ def handle(args: argparse.Namespace, sc: TrainingScenario, sizes: tuple[int, ...
     try:
         # every job of the sweep on this host: auto is nccl only when the largest world size
         # gets a GPU per rank; ScenarioError (one line) before anything starts when nccl cannot
-        backend = pick_backend(sc.backend, max(sizes), visible_gpus())
+        gpus = 0 if sc.backend == "gloo" else visible_gpus()  # gloo: no GPU counted, no torch
+        backend = pick_backend(sc.backend, max(sizes), gpus)
         plan = plan_run(sc, args.out, resume)
         lock = plan.lock()
     except ScenarioError as e:
