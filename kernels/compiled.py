@@ -89,6 +89,22 @@ def messages(src: np.ndarray, dst: np.ndarray, lo: np.ndarray, hi: np.ndarray,
                  _NONE)
 
 
+def runs(src: np.ndarray, dst: np.ndarray, key: np.ndarray, atom: np.ndarray, red: bool
+         ) -> CStep:
+    """:func:`kernels.phases.move_runs` generated with numpy for a whole step of a symbolic build
+    on one-atom blocks: the elements sharing a ``key`` (with one sender and receiver) are one
+    call's atoms, the keys ordering each sender's calls as posted; one message per run of
+    adjacent atoms, a call's runs posted in ascending order."""
+    if not atom.size:
+        return messages(_NONE, _NONE, _NONE, _NONE, np.zeros(0, bool), _NONE)
+    idx = np.lexsort((atom, key))
+    a, k = atom[idx], key[idx]
+    brk = np.flatnonzero(np.r_[True, (k[1:] != k[:-1]) | (a[1:] != a[:-1] + 1)])
+    last = np.r_[brk[1:], a.size] - 1
+    return messages(src[idx][brk], dst[idx][brk], a[brk], a[last] + 1, np.full(brk.size, red),
+                    np.arange(brk.size))
+
+
 def add(spans: list[tuple[int, int]], lo: int, hi: int) -> None:
     """Merge [lo, hi) into the sorted disjoint ``spans`` in place."""
     if hi <= lo:

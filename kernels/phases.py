@@ -14,6 +14,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
+from kernels.compiled import CStep, runs
 from kernels.schedule import Range, StepBuilder
 from kernels.topology import Topology
 
@@ -137,3 +140,43 @@ def pat_offsets(p: int, d: int) -> list[int]:
     Block offset s' reaches its rank at the step of its lowest set bit, after hops along its
     higher bits, so every offset below p arrives exactly once and none beyond is sent."""
     return list(range(0, p - (1 << d), 2 << d))
+
+
+def pat_step(order: np.ndarray, d: int, gather: bool) -> CStep:
+    """PAT's step at distance 2^d on the symbolic build (block r is atom r), generated: member
+    i sends member i - 2^d (``gather``) the blocks of members i + s, or member to = i + 2^d
+    its partial sums of the blocks of members to + s (s in :func:`pat_offsets`), one message
+    per run of adjacent blocks."""
+    p = order.size
+    i = np.arange(p)
+    to = (i - (1 << d)) % p if gather else (i + (1 << d)) % p
+    offs = np.asarray(pat_offsets(p, d), np.int64)
+    atom = order[((i if gather else to)[:, None] + offs[None, :]) % p].ravel()
+    g = np.repeat(i, offs.size)
+    return runs(order[g], order[to][g], g, atom, not gather)
+
+
+def calls(moves: Sequence[tuple[int, int, Sequence[int]]], reduce: bool) -> CStep:
+    """A step of :func:`move_runs` calls ``(src, dst, blocks)`` on the symbolic build (block r
+    is atom r), in posting order, generated."""
+    sizes = np.asarray([len(blk) for _, _, blk in moves], np.int64)
+    atom = np.fromiter((q for _, _, blk in moves for q in blk), np.int64, int(sizes.sum()))
+    key = np.repeat(np.arange(len(moves)), sizes)
+    src, dst = (np.asarray([m[x] for m in moves], np.int64)[key] for x in (0, 1))
+    return runs(src, dst, key, atom, reduce)
+
+
+def node_hops(nodes: Sequence[Sequence[int]], shift: int, reduce: bool) -> CStep:
+    """:func:`node_to_node` for every node k at once (owner node k - ``shift``) on the symbolic
+    build, generated: the j-th rank of the owner's goes from local index j mod l_k of node k to
+    j mod l_(k+1) of node k+1, a pair's blocks posted where its first block is."""
+    n = len(nodes)
+    size = np.asarray([len(node) for node in nodes], np.int64)
+    start, flat = np.cumsum(size) - size, np.asarray([r for node in nodes for r in node], np.int64)
+    owner = (np.arange(n) - shift) % n
+    k = np.repeat(np.arange(n), size[owner])
+    j = np.arange(k.size) - np.repeat(np.cumsum(size[owner]) - size[owner], size[owner])
+    nxt = (k + 1) % n
+    src, dst = flat[start[k] + j % size[k]], flat[start[nxt] + j % size[nxt]]
+    _, first, inv = np.unique(src * flat.size + dst, return_index=True, return_inverse=True)
+    return runs(src, dst, first[inv], flat[start[owner[k]] + j], reduce)

@@ -96,18 +96,19 @@ def _piece_atoms(pr: Problem, n: int) -> np.ndarray:
     return np.tile([c.size for c in split(n // pr.world, channels_of(pr.topology))], pr.world)
 
 
-def ring_steps(ring: np.ndarray, atom: np.ndarray, gather: bool) -> list[CStep]:
+def ring_steps(ring: np.ndarray, atom: np.ndarray, gather: bool, width: int = 1
+               ) -> list[CStep]:
     """:func:`all_gather` (``gather``) or :func:`reduce_scatter` on k rings at once, compiled
-    without building them: ``ring[c]`` ring c's members, ``atom[c, x]`` the one atom of its
-    chunk x. Step s: member i sends chunk (i + 1 - s) mod p (gather) or (i - s) mod p
-    (reduced) to member i + 1; a sender posts its rings in order."""
+    without building them: ``ring[c]`` ring c's members, ``atom[c, x]`` the first of the
+    ``width`` atoms of its chunk x. Step s: member i sends chunk (i + 1 - s) mod p (gather) or
+    (i - s) mod p (reduced) to member i + 1; a sender posts its rings in order."""
     k, p = ring.shape
     i, c = np.arange(p), np.broadcast_to(np.arange(k)[:, None], (k, p)).ravel()
     dst, red = ring[:, (i + 1) % p].ravel(), np.full(k * p, not gather)
     out = []
     for s in range(p - 1):
         lo = atom[:, (i + 1 - s) % p if gather else (i - s) % p].ravel()
-        out.append(messages(ring.ravel(), dst, lo, lo + 1, red, c))
+        out.append(messages(ring.ravel(), dst, lo, lo + width, red, c))
     return out
 
 

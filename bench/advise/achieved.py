@@ -164,8 +164,15 @@ def stage_core_s(eff: Efficiency, shape: Shape, tensor: int, pieces: frozenset[i
 
 @functools.lru_cache(maxsize=65536)
 def held_params(shape: Shape, tensor: int, pieces: frozenset[int]) -> int:
-    """Parameters of ``pieces`` on one tensor-parallel rank."""
-    return sum(math.prod(p.shape) for p in local_params(shape, tensor, pieces))
+    """Parameters of ``pieces`` on one tensor-parallel rank (summed piece by piece: a piece's
+    count is shared by every stage that holds it)."""
+    return sum(piece_params(shape, tensor, i) for i in pieces)
+
+
+@functools.lru_cache(maxsize=65536)
+def piece_params(shape: Shape, tensor: int, piece: int) -> int:
+    """Parameters of one piece on one tensor-parallel rank."""
+    return sum(math.prod(p.shape) for p in local_params(shape, tensor, frozenset((piece,))))
 
 
 @dataclass(frozen=True)

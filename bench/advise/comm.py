@@ -49,9 +49,10 @@ class CommContext:
         """This rank's stages: pp, pp + p, ... (the interleaved layout)."""
         return local_stages(self.layout.stages_per_rank, self.pp, self.layout.pipeline)
 
-    @functools.cached_property
+    @property
     def my_pieces(self) -> frozenset[int]:
-        return stage_pieces(self.stage_starts, self.my_stages)
+        lay = self.layout
+        return pieces_of(self.shape, lay.pipeline, lay.stages_per_rank, self.pp)
 
     @functools.cached_property
     def params(self) -> tuple[Param, ...]:
@@ -63,17 +64,32 @@ class CommContext:
         return self.batch // self.layout.microbatches
 
 
+@functools.lru_cache(maxsize=65536)
+def pieces_of(shape: Shape, pipeline: int, per_rank: int, pp: int) -> frozenset[int]:
+    """The pieces of pipeline index ``pp``'s stages (cached: one frozenset per rank kind of a
+    search, whose hash the compute's caches then reuse)."""
+    stages = pipeline * per_rank
+    return stage_pieces(stage_starts(shape.piece_sizes, stages),
+                        local_stages(per_rank, pp, pipeline))
+
+
 def representative_stages(shape: Shape, layout: Layout) -> list[int]:
     """One pipeline index per distinct kind of rank: ranks whose stages hold pieces of the same
     sizes and FLOPs, and are alike in being first or last, issue the same calls and compute the
     same (the middle stages of a transformer are all one kind)."""
+    return list(_representatives(shape, layout.pipeline, layout.stages_per_rank))
+
+
+@functools.lru_cache(maxsize=4096)
+def _representatives(shape: Shape, pipeline: int, per_rank: int) -> tuple[int, ...]:
     seen: dict[tuple[object, ...], int] = {}
-    for pp in range(layout.pipeline):
-        ctx = CommContext(shape, layout, 1, pp=pp)
-        sig = (tuple((shape.piece_sizes[i], shape.piece_flops[i]) for i in sorted(ctx.my_pieces)),
-               0 in ctx.my_stages, layout.stages - 1 in ctx.my_stages)
+    for pp in range(pipeline):
+        mine = local_stages(per_rank, pp, pipeline)
+        sig = (tuple((shape.piece_sizes[i], shape.piece_flops[i])
+                     for i in sorted(pieces_of(shape, pipeline, per_rank, pp))),
+               0 in mine, pipeline * per_rank - 1 in mine)
         seen.setdefault(sig, pp)
-    return list(seen.values())
+    return tuple(seen.values())
 
 
 def tensor_calls(ctx: CommContext) -> list[Call]:

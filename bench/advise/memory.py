@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from bench.advise.comm import CommContext, representative_stages
 from bench.advise.layout import Layout
-from bench.advise.shape import Shape
+from bench.advise.shape import Shape, local_params
 from bench.advise.software import Software
 from bench.models.configs import GPTConfig
 from bench.training.analytic import Acts, Estimate, Precision, predict
@@ -86,15 +86,23 @@ def states(shape: Shape, lay: Layout, batch: int, prec: Precision) -> tuple[Memo
     own = strategies().get(lay.dp).states
     if own is not None:
         return own(shape, lay, batch, prec)
-    spec = _spec(lay.dp)
     best: Memory | None = None
     for pp in representative_stages(shape, lay):
         ctx = CommContext(shape, lay, batch, pp=pp)
-        e = predict(shape.model, spec, lay.data, 0, prec, params=list(ctx.params))
+        e = _held(shape, lay.dp, lay.data, lay.tensor, ctx.my_pieces, prec)
         if best is None or e.total > best.total:
             best = Memory(e, pp)
     assert best is not None
     return (best,)
+
+
+@functools.lru_cache(maxsize=4096)
+def _held(shape: Shape, dp: str, data: int, tensor: int, pieces: frozenset[int],
+          prec: Precision) -> Estimate:
+    """Data index 0's model states holding ``pieces`` at their tensor-parallel local shapes
+    (:attr:`CommContext.params`; cached: layouts that differ elsewhere share them)."""
+    return predict(shape.model, _spec(dp), data, 0, prec,
+                   params=list(local_params(shape, tensor, pieces)))
 
 
 @functools.cache

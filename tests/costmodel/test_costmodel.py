@@ -6,6 +6,7 @@ topologies). Exact quantities only."""
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import fields, replace
 
 import numpy as np
@@ -150,7 +151,12 @@ def test_generated_symbolic_builds_equal_the_compiled_build(spec: str, p: int) -
         sym = Problem(net.placed.topology, a.shape.count(Problem(net.placed.topology, p, 4,
                                                                  a.collective, 0)), 1,
                       a.collective, p - 1)  # a rooted collective's order turns with its root
-        built = a.schedules(sym)
+        try:
+            built = a.schedules(sym)
+        except ValueError as e:  # the algorithm needs other nodes: so does its generator
+            with pytest.raises(ValueError, match=re.escape(str(e))):
+                a.shape.generate(sym)
+            continue
         ref, hot = compile_schedules(built, sym.count, hot=False), compile_schedules(built, sym.count)
         got = a.shape.generate(sym)
         assert (got.world, got.k, len(got.steps)) == (ref.world, ref.k, len(ref.steps))

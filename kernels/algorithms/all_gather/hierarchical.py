@@ -5,8 +5,8 @@ from __future__ import annotations
 from kernels import rings
 from kernels.algorithm import Problem, algorithm
 from kernels.closed import Ctx, Estimate, estimate
-from kernels.compiled import BLOCKS
-from kernels.phases import held, holders, move_runs, node_to_node
+from kernels.compiled import Compiled, Shape
+from kernels.phases import calls, held, holders, move_runs, node_hops, node_to_node
 from kernels.schedule import StepBuilder
 
 
@@ -30,7 +30,20 @@ def _closed(x: Ctx) -> Estimate | str:
     return estimate(t, nn - 1 + (l > 1), (nn - 1) * b + m * b, (nn - 1) * b)
 
 
-@algorithm("hierarchical", "all_gather", sent=_sent, shape=BLOCKS, closed=_closed)
+def _generate(pr: Problem) -> Compiled:
+    """The build on p atoms (block r is atom r), generated: the ring between nodes, then the
+    exchange inside each node."""
+    nodes, hold = pr.topology.nodes(), holders(pr.topology)
+    steps = [node_hops(nodes, s, False) for s in range(len(nodes) - 1)]
+    if max(len(node) for node in nodes) > 1:
+        steps.append(calls([(r, node[(i + s) % len(node)], have[i])
+                            for node, have in zip(nodes, hold) for i, r in enumerate(node)
+                            for s in range(1, len(node))], False))
+    return Compiled(pr.world, pr.count, tuple(steps))
+
+
+@algorithm("hierarchical", "all_gather", sent=_sent, closed=_closed,
+           shape=Shape(count=lambda pr: pr.world, generate=_generate))
 def hierarchical(problem: Problem, b: StepBuilder) -> None:
     """Nodes pass blocks around a ring of nodes, then each rank shares its blocks in its node.
 

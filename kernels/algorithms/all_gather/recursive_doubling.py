@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from kernels.algorithm import Problem, algorithm
 from kernels.closed import Ctx, Estimate, estimate
-from kernels.compiled import BLOCKS
-from kernels.phases import Fold, move_runs, node_order
+from kernels.compiled import Compiled, Shape
+from kernels.phases import Fold, calls, move_runs, node_order
 from kernels.schedule import Range, StepBuilder
 
 
@@ -33,7 +33,22 @@ def _closed(x: Ctx) -> Estimate | str:
     return recursive(x, reduce=False)
 
 
-@algorithm("recursive_doubling", "all_gather", sent=_sent, shape=BLOCKS, closed=_closed)
+def _generate(pr: Problem) -> Compiled:
+    """The build on p atoms (block r is atom r), generated step by step."""
+    f, p = Fold(node_order(pr.topology)), pr.world
+    extra = [f.order[2 * v] for v in range(f.rem)]
+    steps = [calls([(x, f.keeper(v), [x]) for v, x in enumerate(extra)], False)] if f.rem \
+        else []
+    steps += [calls([(f.keeper(v), f.keeper(v ^ d), f.group(*f.span(v, d)))
+                     for v in range(f.pp)], False) for d in f.distances]
+    if f.rem:
+        steps.append(calls([(f.keeper(v), x, [q for q in range(p) if q != x])
+                            for v, x in enumerate(extra)], False))
+    return Compiled(p, pr.count, tuple(steps))
+
+
+@algorithm("recursive_doubling", "all_gather", sent=_sent, closed=_closed,
+           shape=Shape(count=lambda pr: pr.world, generate=_generate))
 def recursive_doubling(problem: Problem, b: StepBuilder) -> None:
     """log2(p') steps that double what each rank holds; a non-power of two folds extra ranks in.
 

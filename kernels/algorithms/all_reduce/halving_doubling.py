@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
+
+import numpy as np
+
 from kernels.algorithm import Problem, algorithm
 from kernels.chunks import split
 from kernels.closed import Ctx, Estimate, estimate
-from kernels.compiled import POW2_BLOCKS
+from kernels.compiled import POW2_BLOCKS, Compiled, CStep, messages
 from kernels.phases import halve, span
 from kernels.schedule import Range, StepBuilder
 
@@ -22,7 +26,38 @@ def _closed(x: Ctx) -> Estimate | str:
     return estimate(t1 + t2, 2 * lg, 2 * (x.p - 1) * x.b, i1 + i2)
 
 
-@algorithm("halving_doubling", shape=POW2_BLOCKS, closed=_closed)
+def _generate(pr: Problem) -> Compiled:
+    """The build on p' atoms (block v is atom v), generated: every virtual rank's interval of
+    blocks halved, then doubled, by numpy over all of them at once."""
+    order = np.asarray([r for node in pr.topology.nodes() for r in node], np.int64)
+    p = order.size
+    pp = 1 << (p.bit_length() - 1)
+    rem, v = p - pp, np.arange(pp)
+    real = np.where(v < rem, order[np.minimum(2 * v + 1, p - 1)], order[v + rem])
+    lo, hi = np.zeros(pp, np.int64), np.full(pp, pp, np.int64)
+
+    def step(src: np.ndarray, dst: np.ndarray, a: np.ndarray, b: np.ndarray, red: bool) -> CStep:
+        return messages(src, dst, a, b, np.full(src.size, red), np.arange(src.size))
+
+    pairs = order[:2 * rem].reshape(rem, 2).T  # the extra ranks, their keepers
+    whole = (np.zeros(rem, np.int64), np.full(rem, pp, np.int64))
+    steps = [step(pairs[0], pairs[1], *whole, True)] if rem else []
+    d = pp // 2
+    while d:
+        mid, low = (lo + hi) // 2, v & d == 0
+        steps.append(step(real, real[v ^ d], np.where(low, mid, lo), np.where(low, hi, mid), True))
+        lo, hi, d = np.where(low, lo, mid), np.where(low, mid, hi), d // 2
+    d = 1
+    while d < pp:
+        steps.append(step(real, real[v ^ d], lo, hi, False))
+        lo, hi, d = np.minimum(lo, lo[v ^ d]), np.maximum(hi, hi[v ^ d]), d * 2
+    if rem:
+        steps.append(step(pairs[1], pairs[0], *whole, False))
+    return Compiled(p, pr.count, tuple(steps))
+
+
+@algorithm("halving_doubling", shape=dataclasses.replace(POW2_BLOCKS, generate=_generate),
+           closed=_closed)
 def halving_doubling(problem: Problem, b: StepBuilder) -> None:
     """Recursive halving reduce-scatter then recursive doubling all-gather, for any p.
 

@@ -8,7 +8,7 @@ from kernels import rings
 from kernels.algorithm import Problem, algorithm
 from kernels.chunks import split, subsplit
 from kernels.closed import Ctx, Estimate, estimate
-from kernels.compiled import Shape
+from kernels.compiled import Compiled, Shape
 from kernels.schedule import StepBuilder
 
 
@@ -34,8 +34,22 @@ def _closed(x: Ctx) -> Estimate | str:
                     2 * (nn - 1) * bx)
 
 
-@algorithm("hierarchical", shape=Shape(count=lambda pr: pr.world, atoms=_atoms),
-           closed=_closed)
+def _generate(pr: Problem) -> Compiled:
+    """The build on p = N l atoms (local chunk c is atoms c N .. c N + N - 1, its piece x atom
+    c N + x), generated: the rings inside the nodes on whole local chunks, the rings of
+    same-index ranks across nodes on the pieces of local chunk i + 1 of their index i."""
+    l = pr.topology.ranks_per_node  # noqa: E741 - as the build: every node holds l ranks
+    nodes = np.asarray(pr.topology.nodes(), np.int64)
+    n = nodes.shape[0]
+    intra = np.broadcast_to(np.arange(l, dtype=np.int64) * n, (n, l))
+    inter = ((np.arange(l)[:, None] + 1) % l * n + np.arange(n)[None, :]).astype(np.int64)
+    return Compiled(pr.world, pr.count, (
+        *rings.ring_steps(nodes, intra, False, n), *rings.ring_steps(nodes.T, inter, False),
+        *rings.ring_steps(nodes.T, inter, True), *rings.ring_steps(nodes, intra, True, n)))
+
+
+@algorithm("hierarchical", shape=Shape(count=lambda pr: pr.world, atoms=_atoms,
+                                       generate=_generate), closed=_closed)
 def hierarchical(problem: Problem, b: StepBuilder) -> None:
     """Ring reduce-scatter in each node, ring allreduce across nodes, ring all-gather in each node.
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from kernels import rings
 from kernels.algorithm import Problem, algorithm
 from kernels.closed import Ctx, Estimate, estimate
-from kernels.compiled import BLOCKS
-from kernels.phases import holders, move_runs, node_to_node
+from kernels.compiled import Compiled, Shape
+from kernels.phases import calls, holders, move_runs, node_hops, node_to_node
 from kernels.schedule import StepBuilder
 
 
@@ -23,7 +23,20 @@ def _closed(x: Ctx) -> Estimate | str:
     return estimate(t, l - 1 + nn - 1, (x.p - 1) * b, (nn - 1) * b)
 
 
-@algorithm("hierarchical", "reduce_scatter", shape=BLOCKS, closed=_closed,
+def _generate(pr: Problem) -> Compiled:
+    """The build on p atoms (block r is atom r), generated: the pairwise steps inside nodes,
+    then the ring between nodes."""
+    nodes, hold = pr.topology.nodes(), holders(pr.topology)
+    steps = [calls([(r, node[(i + s) % len(node)], have[(i + s) % len(node)])
+                    for node, have in zip(nodes, hold) if s < len(node)
+                    for i, r in enumerate(node)], True)
+             for s in range(1, max(len(node) for node in nodes))]
+    steps += [node_hops(nodes, 1 + s, True) for s in range(len(nodes) - 1)]
+    return Compiled(pr.world, pr.count, tuple(steps))
+
+
+@algorithm("hierarchical", "reduce_scatter", closed=_closed,
+           shape=Shape(count=lambda pr: pr.world, generate=_generate),
            sent=lambda pr, r: (pr.world - 1) * pr.block)
 def hierarchical(problem: Problem, b: StepBuilder) -> None:
     """Each node reduces every block onto one of its ranks, then nodes reduce around a ring.

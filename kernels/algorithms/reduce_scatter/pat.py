@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from kernels.algorithm import Problem, algorithm
 from kernels.closed import Ctx, Estimate
-from kernels.compiled import BLOCKS
-from kernels.phases import move_runs, node_order, pat_dims, pat_offsets
+from kernels.compiled import Compiled, Shape
+from kernels.phases import move_runs, node_order, pat_dims, pat_offsets, pat_step
 from kernels.schedule import StepBuilder
 
 
@@ -16,7 +18,14 @@ def _closed(x: Ctx) -> Estimate | str:
     return x.need(contiguous=True, pow2_p=True, pow2_l=True, leaves="one") or x.pat(True)
 
 
-@algorithm("pat", "reduce_scatter", shape=BLOCKS, closed=_closed,
+def _generate(pr: Problem) -> Compiled:
+    """The build on p atoms (block r is atom r), generated step by step."""
+    order, p = np.asarray(node_order(pr.topology), np.int64), pr.world
+    return Compiled(p, pr.count, tuple(pat_step(order, d, False) for d in pat_dims(p)))
+
+
+@algorithm("pat", "reduce_scatter", closed=_closed,
+           shape=Shape(count=lambda pr: pr.world, generate=_generate),
            sent=lambda pr, r: (pr.world - 1) * pr.block)
 def pat(problem: Problem, b: StepBuilder) -> None:
     """all_gather ``pat`` run backwards: the p binomial trees reduce each block into its

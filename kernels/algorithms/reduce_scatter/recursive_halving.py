@@ -5,8 +5,8 @@ from __future__ import annotations
 from kernels.algorithm import Problem, algorithm
 from kernels.algorithms.all_gather.recursive_doubling import recursive
 from kernels.closed import Ctx, Estimate
-from kernels.compiled import BLOCKS
-from kernels.phases import Fold, move_runs, node_order
+from kernels.compiled import Compiled, Shape
+from kernels.phases import Fold, calls, move_runs, node_order
 from kernels.schedule import Range, StepBuilder
 
 
@@ -23,7 +23,21 @@ def _closed(x: Ctx) -> Estimate | str:
     return recursive(x, reduce=True)  # halving: the same steps as doubling's, reversed, reduced
 
 
-@algorithm("recursive_halving", "reduce_scatter", sent=_sent, shape=BLOCKS, closed=_closed)
+def _generate(pr: Problem) -> Compiled:
+    """The build on p atoms (block r is atom r), generated step by step."""
+    f, p = Fold(node_order(pr.topology)), pr.world
+    extra = [f.order[2 * v] for v in range(f.rem)]
+    steps = [calls([(x, f.keeper(v), range(p)) for v, x in enumerate(extra)], True)] if f.rem \
+        else []
+    steps += [calls([(f.keeper(v), f.keeper(v ^ d), f.group(*f.span(v ^ d, d)))
+                     for v in range(f.pp)], True) for d in reversed(f.distances)]
+    if f.rem:
+        steps.append(calls([(f.keeper(v), x, [x]) for v, x in enumerate(extra)], False))
+    return Compiled(p, pr.count, tuple(steps))
+
+
+@algorithm("recursive_halving", "reduce_scatter", sent=_sent, closed=_closed,
+           shape=Shape(count=lambda pr: pr.world, generate=_generate))
 def recursive_halving(problem: Problem, b: StepBuilder) -> None:
     """log2(p') steps that halve what each rank reduces; a non-power of two folds extra ranks in.
 
