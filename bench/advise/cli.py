@@ -45,9 +45,9 @@ def _worlds(given: list[int] | None, default: list[int]) -> list[int]:
 
 def shape_from_args(args: argparse.Namespace, say: Say) -> Shape:
     """The model of ``--model`` (with ``--seq``) or of ``--params`` with its shape."""
-    from bench.models import MODELS
-
     if args.model:
+        from bench.models import MODELS  # torch: the named model's parameters
+
         model = MODELS.get(args.model)
         return routed(shape_of(with_seq(model, args.seq) if args.seq else model), args)
     missing = [k for k in ("layers", "hidden", "heads") if getattr(args, k) is None]

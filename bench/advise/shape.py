@@ -119,10 +119,10 @@ def local_params(shape: Shape, tensor: int, pieces: frozenset[int]) -> tuple[Par
 def custom_gpt(layers: int, hidden: int, heads: int, seq: int, vocab: int = VOCAB) -> ModelSpec:
     """A GPT of the reference family (:mod:`bench.models.gpt`) with this shape, unnamed in the
     catalog: ``gpt-L{layers}-h{hidden}``."""
-    from bench.models import gpt
+    cfg = GPTConfig(layers=layers, heads=heads, embd=hidden, vocab=vocab, seq_len=seq)
+    from bench.models import gpt  # torch: only once the shape is valid
     from bench.models.base import ModelSpec
 
-    cfg = GPTConfig(layers=layers, heads=heads, embd=hidden, vocab=vocab, seq_len=seq)
     return ModelSpec(f"gpt-L{layers}-h{hidden}-a{heads}", cfg,
                      build=functools.partial(gpt.build, cfg),
                      batch=functools.partial(gpt.make_batch, cfg), loss=gpt.loss)
