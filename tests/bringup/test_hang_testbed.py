@@ -29,7 +29,8 @@ from tests.conftest import ROOT, clean_env, mpiexec
 from tests.helpers.testbed import running_testbed
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
-RATE = 50_000_000.0  # 400 Mbit/s each way: a 1 MiB ring's steps outlast its barrier
+RATE = 50_000_000.0  # 400 Mbit/s each way: a 4 MiB ring's steps outlast its barrier, and its
+# all-hosts case lasts seconds (at 1 MiB, a fraction of one: the victim could be missed)
 VICTIM = 6  # ranks 6 and 7 are host 3's
 DYING_S = 30.0
 
@@ -76,7 +77,7 @@ def _bringup(tb: Testbed, out: Path, sig: signal.Signals) -> tuple[int, str]:
     # from stopping the bring-up before the all-hosts stage this test is about
     argv = launch.mpiexec(tb, mpiexec(), 2, [
         sys.executable, "-m", "bench", "bringup", "--stages", "host,all", "--algorithms", "ring",
-        "--sizes", "1MiB", "--confirm-blocks", "0", "--slow-pct", "95", "--case-timeout-s", "6",
+        "--sizes", "4MiB", "--confirm-blocks", "0", "--slow-pct", "95", "--case-timeout-s", "6",
         "--out", str(out),
         "--no-report", "--no-progress"])
     at = argv.index("-hosts")
