@@ -123,7 +123,7 @@ class _Stages:
         return out
 
     def stage(self, stage: str) -> None:
-        rounds = stages.plan(stage, len(self.hosts))
+        rounds = stages.plan(stage, len(self.hosts), self.sc.groups_at_once)
         got: list[dict[str, Any]] = []
         for i, rnd in enumerate(rounds):
             label = f"{stage} stage, round {i + 1}/{len(rounds)}: " + ", ".join(

@@ -37,6 +37,10 @@ class BringupScenario(Frozen):
         "algorithms of every collective (native: the vendor's)"))
     sizes: Annotated[list[Size], Field(min_length=1)] = Field(["64KiB", "4MiB"], **_help(
         "message sizes: comma-separated; the largest decides the verdict (bandwidth)"))
+    groups_at_once: PositiveInt | None = Field(None, **_help(
+        "at most this many groups of a stage's round measure at the same time (default: all; "
+        "1 where the hosts share one machine's cores, as a testbed's do, so that peers are not "
+        "judged by what they took from each other)"))
     slow_pct: Annotated[float, Field(gt=0, lt=100)] = Field(25.0, **_help(
         "a host or link is slow when its bandwidth is this many percent below its reference: "
         "the median of its peers (hosts alike), or the profile's prediction"))

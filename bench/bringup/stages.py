@@ -57,8 +57,14 @@ def scale_counts(n: int) -> list[int]:
     return out
 
 
-def plan(stage: str, n: int) -> list[Round]:
-    """The rounds of ``stage`` on ``n`` hosts (none where the stage has nothing to measure)."""
+def plan(stage: str, n: int, at_once: int | None = None) -> list[Round]:
+    """The rounds of ``stage`` on ``n`` hosts (none where the stage has nothing to measure), each
+    of at most ``at_once`` groups (a round of more is split in its order)."""
+    k = at_once or n
+    return [rnd[i:i + k] for rnd in _rounds(stage, n) for i in range(0, len(rnd), k)]
+
+
+def _rounds(stage: str, n: int) -> list[Round]:
     if stage == "host":
         return [tuple(Group((h,)) for h in range(n))]
     if stage == "pairs":

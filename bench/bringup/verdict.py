@@ -18,6 +18,10 @@ running), and its verdict is what that found (stage ``<stage>-confirm``): slow o
 than the reference again. Peers measured at the same time share this machine's cores and the
 switch; alone, they share nothing.
 
+A case's busbw here is at its **mean** iteration time (nccl-tests' average: every stall counts),
+not the median the tables show: a host stalled in one iteration of three (a starved CPU, a link
+that bursts then waits) has a median like its peers' and a mean that is not.
+
 A ratio is the median over the stage's (collective, algorithm) keys, so one odd algorithm does not
 decide. Any case not ``ok`` (wrong, failed, timed out) fails its group: its host, its link, or the
 cluster at that scale. Verdicts of several stages merge per host and link: the worst wins, and the
@@ -276,6 +280,15 @@ class _Judge:
             table[name].append(f)
 
 
+def judged(r: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of record ``r`` whose ``busbw_gbps`` is at its mean time, as the verdict judges."""
+    out = dict(r)
+    median, mean = _num(r.get("time_us_median")), _num(r.get("time_us_mean"))
+    if median and mean and r.get("busbw_gbps") is not None:
+        out["busbw_gbps"] = r["busbw_gbps"] * median / mean
+    return out
+
+
 def _groups(recs: list[dict[str, Any]]) -> list[tuple[str, ...]]:
     return sorted({tuple(r["group_hosts"]) for r in recs})
 
@@ -285,7 +298,7 @@ def suspects(records: Iterable[Mapping[str, Any]], slow_pct: float,
     """What one stage's records (``host`` or ``pairs``) make suspect, to re-measure alone:
     (target, the suspect group's hosts, a reference group's hosts of good hosts). A target is
     ``host:NAME`` or ``link:A -- B``."""
-    recs = [dict(r) for r in records]
+    recs = [judged(r) for r in records]
     if not recs:
         return []
     stage = recs[0]["stage"]
@@ -314,7 +327,7 @@ def judge(records: Iterable[Mapping[str, Any]], slow_pct: float) -> Verdict:
     hosts: set[str] = set()
     for r in records:
         if "stage" in r:
-            by_stage[r["stage"]].append(dict(r))
+            by_stage[r["stage"]].append(judged(r))
             hosts.update(r["group_hosts"])
     j = _Judge(slow_pct)
     j.host_stage(by_stage.get("host", []))

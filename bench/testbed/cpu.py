@@ -47,6 +47,17 @@ def join_prefix(tb: Testbed, host: int) -> list[str]:
     return ["sh", "-c", f'echo $$ > {g}/cgroup.procs && exec "$@"', "sh"]
 
 
+def stat(tb: Testbed, host: int) -> dict[str, int]:
+    """Host ``host``'s cgroup's ``cpu.stat`` (``nr_periods``: periods its processes ran in;
+    ``nr_throttled``: periods they were stopped for having used their share); empty when the host
+    has no cgroup."""
+    f = group(tb, host) / "cpu.stat"
+    if not f.exists():
+        return {}
+    pairs = (line.split() for line in f.read_text().splitlines())
+    return {k: int(v) for k, v in pairs}
+
+
 def remove(tag: str) -> None:
     """Remove testbed ``tag``'s cgroups (their processes are gone by then)."""
     for parent in (ROOT, ROOT / "cpu"):

@@ -61,6 +61,17 @@ def test_a_starved_host_is_named_in_the_host_stage() -> None:
     assert v.lines()[0].startswith("host h1: slow by 70 % (host stage: all_reduce")
 
 
+def test_a_host_stalled_in_some_iterations_is_judged_at_its_mean_time() -> None:
+    # h2's median is its peers', its mean three times it: one iteration in a few stalled
+    times = {"time_us_median": 100.0, "time_us_mean": 100.0}
+    recs = [{**r, **times} for r in run()]
+    recs = [{**r, "time_us_mean": 300.0} if r["group_hosts"] == ["h2"] else r for r in recs]
+    v = judge(recs, 25)
+    assert v.bad_hosts() == ["h2"]
+    w = v.worst(v.hosts["h2"])
+    assert w is not None and (w.stage, round(w.by_pct)) == ("host", 67)
+
+
 def test_within_the_threshold_is_ok() -> None:
     assert judge(run(host={"h1": 7.6}), 25).ok  # 24 % below: ok at 25
     assert not judge(run(host={"h1": 7.4}), 25).ok  # 26 % below
@@ -95,6 +106,17 @@ def test_pair_rounds_cover_every_pair_once_with_disjoint_groups() -> None:
         assert len(rounds) == (0 if n < 2 else n - 1 if n % 2 == 0 else n)
     assert stages.scale_counts(9) == [2, 4, 8] and stages.scale_counts(4) == [2]
     assert stages.host_ranks(["b", "a", "b", "a"]) == [[0, 2], [1, 3]]
+
+
+def test_groups_at_once_splits_each_round_in_its_order() -> None:
+    G = stages.Group
+    assert stages.plan("host", 3, 1) == [(G((0,)),), (G((1,)),), (G((2,)),)]
+    assert stages.plan("host", 3) == [(G((0,)), G((1,)), G((2,)))]
+    for n, k in itertools.product(range(2, 9), range(1, 5)):
+        split = stages.plan("pairs", n, k)
+        assert [g for r in split for g in r] == [g for r in stages.plan("pairs", n) for g in r]
+        assert max(len(r) for r in split) <= k
+    assert stages.plan("all", 4, 1) == stages.plan("all", 4)
 
 
 def confirm(stage: str, target: str, sus: list[str], ref: list[str], sus_bw: float,
