@@ -80,7 +80,7 @@ def test_a_cpu_starved_host_is_named_in_the_host_stage(tmp_path: Path) -> None:
     spinning = {k: v for k, v in clean_env().items() if k != "MPIR_CVAR_CH4_PROGRESS_THROTTLE"}
     rc, verdict, _, stats = bringup((), tmp_path / "run", "--stages", "host", "--confirm-blocks",
                                     "1", "--algorithms", "native", "--groups-at-once", "1",
-                                    cpu_limits=((1, 0.05),), env=spinning)
+                                    cpu_limits=((1, 0.05),), sizes="64KiB", env=spinning)
     st = stats[1]
     assert st.get("nr_periods", 0) > 0, f"tu-1's ranks never ran in its cgroup: {st}"
     if st.get("nr_throttled", 0) == 0:
