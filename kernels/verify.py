@@ -77,14 +77,16 @@ def _zeros(n: int, big: bool) -> np.ndarray:
 
 def _reduce_into(step: int, dst: int, src: int, rng: object, m: np.ndarray, idx: np.ndarray,
                  m_in: np.ndarray, i_in: np.ndarray) -> None:
-    where = f"step {step} rank {dst}: reduce from rank {src} into {rng}"
-    if np.any(idx < 0) or np.any(i_in < 0):
-        raise ScheduleError(f"{where} involves an element that holds no input yet")
-    if np.any(idx != i_in):
-        e = int(np.nonzero(idx != i_in)[0][0])
-        raise ScheduleError(f"{where} adds input element {int(i_in[e])} to element {int(idx[e])}")
     overlap = (m & m_in) if m.dtype != object else np.array([x & y for x, y in zip(m, m_in)])
-    if np.any(overlap != 0):
+    # one pass for the usual case; which rule broke is worked out only when one did
+    if ((idx < 0) | (i_in < 0) | (idx != i_in) | (overlap != 0)).any():
+        where = f"step {step} rank {dst}: reduce from rank {src} into {rng}"
+        if (idx < 0).any() or (i_in < 0).any():
+            raise ScheduleError(f"{where} involves an element that holds no input yet")
+        if (idx != i_in).any():
+            e = int(np.nonzero(idx != i_in)[0][0])
+            raise ScheduleError(
+                f"{where} adds input element {int(i_in[e])} to element {int(idx[e])}")
         raise ScheduleError(f"{where} reduces a contribution twice")
     m |= m_in
 

@@ -8,7 +8,7 @@ import pytest
 from kernels.algorithm import Problem, get_algorithm
 from kernels.schedule import Range, Recv, Schedule, ScheduleError, Send, Step, StepBuilder, validate
 from kernels.topology import Topology
-from kernels.verify import verify_allreduce
+from kernels.verify import verify, verify_allreduce
 
 
 def test_tree_pipelines_large_buffers() -> None:
@@ -63,8 +63,24 @@ def test_rejects_counting_a_contribution_twice() -> None:
     b.move(0, 1, R, reduce=True, step=b.step())
     b.move(1, 0, R, reduce=False, step=b.step())
     b.move(0, 1, R, reduce=True, step=b.step())  # rank 1 already holds rank 0's input
-    with pytest.raises(ScheduleError, match="twice"):
+    with pytest.raises(ScheduleError, match="reduces a contribution twice"):
         verify_allreduce(b.build_all())
+
+
+def test_rejects_adding_different_elements() -> None:
+    c = StepBuilder(2, 4)
+    c.copy(0, Range(0, 2), Range(2, 4), step=c.step())  # rank 0: elements 2-3 hold inputs 0-1
+    c.move(1, 0, Range(2, 4), reduce=True, step=c.step())
+    with pytest.raises(ScheduleError, match="adds input element 2 to element 0"):
+        verify_allreduce(c.build_all())
+
+
+def test_rejects_reducing_into_an_element_without_input() -> None:
+    problem = Problem(Topology.flat(2), 2, 4, "all_gather")  # rank 0 holds input in element 0 only
+    b = StepBuilder(2, problem.space)
+    b.move(1, 0, Range(1, 2), reduce=True, step=b.step())
+    with pytest.raises(ScheduleError, match="holds no input yet"):
+        verify(problem, b.build_all())
 
 
 def test_rejects_incomplete_allreduce() -> None:
