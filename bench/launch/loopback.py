@@ -70,12 +70,9 @@ FAMILIES: Mapping[str, Family] = MappingProxyType({
         env=MappingProxyType({"MASTER_ADDR": "127.0.0.1", "GLOO_SOCKET_IFNAME": LOOPBACK_IFACE,
                               "TP_SOCKET_IFNAME": LOOPBACK_IFACE,
                               "NCCL_SOCKET_IFNAME": LOOPBACK_IFACE}),
-        why="ranks reach torchrun's store at 127.0.0.1; gloo, TensorPipe and NCCL's bootstrap "
-            "sockets on lo",
-        left_open="torchrun's rendezvous and worker stores listen on every interface (torch's "
-                  "TCPStore server binds :: or 0.0.0.0; only a listening socket handed to it "
-                  "binds it elsewhere, and torchrun hands it none)",
-        opened_by=("pt_elastic", "torchrun")),  # torchrun names its process pt_elastic
+        why="ranks reach torchrun's store at 127.0.0.1, whose servers listen there (each handed "
+            "a socket bound to loopback: bench/training/torchrun.py); gloo, TensorPipe and "
+            "NCCL's bootstrap sockets on lo"),
 })
 
 

@@ -3,22 +3,59 @@ is ``python -m torch.distributed.run ARGS`` without the report torch adds when a
 (a ``ChildFailedError`` traceback and its agent's log lines for every rank): the rank has said
 why in one line, and the self-launcher says which case failed and what it does next. The exit
 code is torchrun's: 0, or 1 when a rank failed. Anything else torchrun raises (a rendezvous that
-cannot start, a signal) is left to it."""
+cannot start, a signal) is left to it.
+
+Where the job's store address is loopback (``MASTER_ADDR``, as :mod:`bench.launch.loopback` sets
+it for a one-host run), every store server the agent starts listens on 127.0.0.1 only: torch
+binds a ``TCPStore`` server to every interface unless it is handed a listening socket
+(``master_listen_fd``), so each one is handed a socket bound to loopback."""
 
 from __future__ import annotations
 
 import logging
+import os
+import socket
 import sys
+from typing import Any
+
+from bench.launch.loopback import is_loopback
 
 # the agent's per-rank lines on a failure ("failed (exitcode: 1) local_rank: 0 ...", "Sending
 # process N closing signal SIGTERM"): said once, by the self-launcher
 QUIET = ("torch.distributed.elastic.multiprocessing.api",)
 
 
+def _stores_on_loopback() -> None:
+    """Make every ``TCPStore`` server this process starts listen on 127.0.0.1 (the name in
+    ``torch.distributed`` and in each of its modules that imported it)."""
+    import torch.distributed as dist
+
+    real = dist.TCPStore
+
+    class LoopbackStore(real):  # type: ignore[misc, valid-type]
+        def __init__(self, host_name: str, port: int, world_size: int | None = None,
+                     is_master: bool = False, *args: Any, **kw: Any) -> None:
+            if is_master and kw.get("master_listen_fd") is None:
+                sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                sock.bind(("127.0.0.1", port))
+                sock.listen(socket.SOMAXCONN)
+                port = sock.getsockname()[1]
+                kw["master_listen_fd"] = sock.detach()  # the store's from here on
+            super().__init__(host_name, port, world_size, is_master, *args, **kw)
+
+    for mod in [dist, *(m for n, m in list(sys.modules.items())
+                        if n.startswith("torch.distributed.") and m is not None)]:
+        if getattr(mod, "TCPStore", None) is real:
+            mod.TCPStore = LoopbackStore
+
+
 def main(argv: list[str] | None = None) -> int:
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
     from torch.distributed.run import parse_args, run
 
+    if is_loopback(os.environ.get("MASTER_ADDR", "")):
+        _stores_on_loopback()
     for name in QUIET:
         logging.getLogger(name).setLevel(logging.CRITICAL)
     try:
