@@ -5,8 +5,9 @@ and Llama 3 405B's layouts (arXiv 2407.21783, Table 4).
     .venv/bin/python -m benchmarks.published_runs [--keep 20] [--exhaustive-upto 256] [--only 1.7B,8192]
 
 Per row: advise's predicted throughput of the **published layout** (its tensor, pipeline and data
-degrees, the data strategy the run used: Megatron's plain all_reduce, ``ddp``, Llama 3's sharded
-optimizer with a pipeline, ``ddp`` or ``zero1``; Megatron's recomputation of every layer; the
+degrees, the data strategy the run used: Megatron's plain all_reduce, ``ddp``, Llama 3's FSDP
+without resharding after forward, ``zero2`` (the YAML's ``llama3_data``); Megatron's
+recomputation of every layer, Llama 3's where the memory model says it must; the
 microbatches and schedule advise finds best for them) in TFLOP/s per GPU counted as the paper
 counts them (Megatron's formula credits recomputation: advise's first choice, with or without
 it, is credited the same FLOPs per sample, so TFLOP/s stay proportional to samples/s), its error
@@ -94,7 +95,7 @@ def runs() -> list[Run]:
                MEGATRON_SOFTWARE, ("ddp",), True, "full")
            for p, a, h, L, t, pp, g, b, tf, _ in raw["megatron"]]
     out += [Run(f"Llama3 405B {g}{' CP' + str(cp) if cp > 1 else ''}", 126, 16384, 128, s,
-                128256, g, b, t, pp, cp, tf, "h100-ib400", LLAMA3_SOFTWARE, ("ddp", "zero1"),
+                128256, g, b, t, pp, cp, tf, "h100-ib400", LLAMA3_SOFTWARE, (raw["llama3_data"],),
                 False, None)
             for g, t, cp, pp, _, s, b, tf, _ in raw["llama3"]]
     return out
