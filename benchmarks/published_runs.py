@@ -56,6 +56,11 @@ MEGATRON_SOFTWARE = MappingProxyType({"attention": "materialized", "overlaps_com
 # Llama 3 (arXiv 2407.21783, Section 3.3.2): tensor parallelism as Megatron-LM runs it, citing
 # Korthikanti et al. 2022 (sequence parallelism), flash attention, overlapped communication.
 LLAMA3_SOFTWARE = MappingProxyType({"vocab_parallel": True, "sequence_parallel": True})
+# Llama 3 (the same section, "Numerical stability"): "FP32 gradient accumulation during backward
+# computation over multiple micro-batches and also reduce-scatter gradients in FP32 across data
+# parallel workers in FSDP": 4-byte gradients, held (whole while they accumulate beside the
+# pipeline, then their shards) and reduce-scattered, beside 16-bit parameters.
+LLAMA3_GRAD_BYTES = 4
 
 
 @dataclass(frozen=True)
@@ -77,6 +82,7 @@ class Run:
     strategies: tuple[str, ...]  # what the run's data-parallel part was, as advise names it
     paper_flops: bool  # Megatron's formula (recomputation counted) or the model's FLOPs
     recompute: str | None  # the run's recomputation, layout.RECOMPUTES (None: not stated)
+    grad_bytes: int = 2  # gradients as accumulated and reduced (mixed precision's 16-bit)
 
     @property
     def data(self) -> int:
@@ -96,7 +102,7 @@ def runs() -> list[Run]:
            for p, a, h, L, t, pp, g, b, tf, _ in raw["megatron"]]
     out += [Run(f"Llama3 405B {g}{' CP' + str(cp) if cp > 1 else ''}", 126, 16384, 128, s,
                 128256, g, b, t, pp, cp, tf, "h100-ib400", LLAMA3_SOFTWARE, (raw["llama3_data"],),
-                False, None)
+                False, None, LLAMA3_GRAD_BYTES)
             for g, t, cp, pp, _, s, b, tf, _ in raw["llama3"]]
     return out
 
@@ -139,7 +145,9 @@ def _question(run: Run):  # type: ignore[no-untyped-def]
     shape = Shape(model, tuple(parameters(model)))  # a fresh shape: nothing cached
     prof = load_profile(run.profile)
     prof = dataclasses.replace(prof, device={**prof.device, **run.software})
-    return Question(shape, prof, parse_topology(f"{run.gpus // 8}x8"), run.batch, MIXED)
+    prec = MIXED if run.grad_bytes == MIXED.grad_bytes else dataclasses.replace(
+        MIXED, name=f"{MIXED.name}, {8 * run.grad_bytes}-bit gradients", grad_bytes=run.grad_bytes)
+    return Question(shape, prof, parse_topology(f"{run.gpus // 8}x8"), run.batch, prec)
 
 
 def _published(q, run: Run, jobs):  # type: ignore[no-untyped-def]
