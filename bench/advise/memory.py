@@ -92,7 +92,7 @@ def states(shape: Shape, lay: Layout, batch: int, prec: Precision) -> tuple[Memo
         ctx = CommContext(shape, lay, batch, pp=pp)
         e = _held(shape, lay.dp, lay.data, lay.tensor, ctx.my_pieces, prec)
         if lay.pipeline > 1:
-            e = accumulated(e, sum(numel(p.shape) for p in ctx.params), prec)
+            e = accumulated(e, _elements(shape, lay.tensor, ctx.my_pieces), prec)
         if best is None or e.total > best.total:
             best = Memory(e, pp)
     assert best is not None
@@ -110,6 +110,12 @@ def accumulated(e: Estimate, elements: int, prec: Precision) -> Estimate:
     sharded gradients exist only after that reduce_scatter."""
     grads = max(e.grads, elements * prec.grad_bytes)
     return dataclasses.replace(e, grads=grads) if grads != e.grads else e
+
+
+@functools.lru_cache(maxsize=4096)
+def _elements(shape: Shape, tensor: int, pieces: frozenset[int]) -> int:
+    """Tensor-parallel local elements of ``pieces`` (cached as :func:`_held` is)."""
+    return sum(numel(p.shape) for p in local_params(shape, tensor, pieces))
 
 
 @functools.lru_cache(maxsize=4096)
