@@ -5,8 +5,9 @@ and Llama 3 405B's layouts (arXiv 2407.21783, Table 4).
     .venv/bin/python -m benchmarks.published_runs [--keep 20] [--exhaustive-upto 256] [--only 1.7B,8192]
 
 Per row: advise's predicted throughput of the **published layout** (its tensor, pipeline and data
-degrees, the data strategy the run used: Megatron's plain all_reduce, ``ddp``, Llama 3's sharded
-optimizer with a pipeline, ``ddp`` or ``zero1``; Megatron's recomputation of every layer; the
+degrees, the data strategy the run used: Megatron's plain all_reduce, ``ddp``, Llama 3's FSDP
+without resharding after forward, ``zero2`` (the YAML's ``llama3_data``); Megatron's
+recomputation of every layer, Llama 3's where the memory model says it must; the
 microbatches and schedule advise finds best for them) in TFLOP/s per GPU counted as the paper
 counts them (Megatron's formula credits recomputation: advise's first choice, with or without
 it, is credited the same FLOPs per sample, so TFLOP/s stay proportional to samples/s), its error
@@ -55,6 +56,11 @@ MEGATRON_SOFTWARE = MappingProxyType({"attention": "materialized", "overlaps_com
 # Llama 3 (arXiv 2407.21783, Section 3.3.2): tensor parallelism as Megatron-LM runs it, citing
 # Korthikanti et al. 2022 (sequence parallelism), flash attention, overlapped communication.
 LLAMA3_SOFTWARE = MappingProxyType({"vocab_parallel": True, "sequence_parallel": True})
+# Llama 3 (the same section, "Numerical stability"): "FP32 gradient accumulation during backward
+# computation over multiple micro-batches and also reduce-scatter gradients in FP32 across data
+# parallel workers in FSDP": 4-byte gradients, held (whole while they accumulate beside the
+# pipeline, then their shards) and reduce-scattered, beside 16-bit parameters.
+LLAMA3_GRAD_BYTES = 4
 
 
 @dataclass(frozen=True)
@@ -76,6 +82,7 @@ class Run:
     strategies: tuple[str, ...]  # what the run's data-parallel part was, as advise names it
     paper_flops: bool  # Megatron's formula (recomputation counted) or the model's FLOPs
     recompute: str | None  # the run's recomputation, layout.RECOMPUTES (None: not stated)
+    grad_bytes: int = 2  # gradients as accumulated and reduced (mixed precision's 16-bit)
 
     @property
     def data(self) -> int:
@@ -94,8 +101,8 @@ def runs() -> list[Run]:
                MEGATRON_SOFTWARE, ("ddp",), True, "full")
            for p, a, h, L, t, pp, g, b, tf, _ in raw["megatron"]]
     out += [Run(f"Llama3 405B {g}{' CP' + str(cp) if cp > 1 else ''}", 126, 16384, 128, s,
-                128256, g, b, t, pp, cp, tf, "h100-ib400", LLAMA3_SOFTWARE, ("ddp", "zero1"),
-                False, None)
+                128256, g, b, t, pp, cp, tf, "h100-ib400", LLAMA3_SOFTWARE, (raw["llama3_data"],),
+                False, None, LLAMA3_GRAD_BYTES)
             for g, t, cp, pp, _, s, b, tf, _ in raw["llama3"]]
     return out
 
@@ -138,7 +145,9 @@ def _question(run: Run):  # type: ignore[no-untyped-def]
     shape = Shape(model, tuple(parameters(model)))  # a fresh shape: nothing cached
     prof = load_profile(run.profile)
     prof = dataclasses.replace(prof, device={**prof.device, **run.software})
-    return Question(shape, prof, parse_topology(f"{run.gpus // 8}x8"), run.batch, MIXED)
+    prec = MIXED if run.grad_bytes == MIXED.grad_bytes else dataclasses.replace(
+        MIXED, name=f"{MIXED.name}, {8 * run.grad_bytes}-bit gradients", grad_bytes=run.grad_bytes)
+    return Question(shape, prof, parse_topology(f"{run.gpus // 8}x8"), run.batch, prec)
 
 
 def _published(q, run: Run, jobs):  # type: ignore[no-untyped-def]

@@ -9,6 +9,7 @@ equal to :func:`bench.training.analytic.activations` wherever that applies
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from dataclasses import dataclass
 
@@ -17,7 +18,7 @@ from bench.advise.layout import Layout
 from bench.advise.shape import Shape, local_params
 from bench.advise.software import Software
 from bench.models.configs import GPTConfig
-from bench.training.analytic import Acts, Estimate, Precision, predict
+from bench.training.analytic import Acts, Estimate, Precision, numel, predict
 from bench.training.scenario import StrategySpec
 from bench.training.strategy import strategies
 
@@ -90,10 +91,31 @@ def states(shape: Shape, lay: Layout, batch: int, prec: Precision) -> tuple[Memo
     for pp in representative_stages(shape, lay):
         ctx = CommContext(shape, lay, batch, pp=pp)
         e = _held(shape, lay.dp, lay.data, lay.tensor, ctx.my_pieces, prec)
+        if lay.pipeline > 1:
+            e = accumulated(e, _elements(shape, lay.tensor, ctx.my_pieces), prec)
         if best is None or e.total > best.total:
             best = Memory(e, pp)
     assert best is not None
     return (best,)
+
+
+def accumulated(e: Estimate, elements: int, prec: Precision) -> Estimate:
+    """``e`` with the rank's gradients held whole (``elements``: its stages' tensor-parallel
+    local parameters): beside a pipeline, gradients accumulate unsharded over the micro-batches
+    and are reduced once per step per stage. torch.distributed.pipelining (2.13, stage.py)
+    runs every micro-batch's backward with the data strategy's gradient sync off
+    (``backward_maybe_with_nosync``: DDP's ``no_sync``, FSDP's
+    ``set_requires_gradient_sync(False)``) and reduces each stage's gradients after its last
+    micro-batch (``perform_reduce_grad``). DDP and zero1 hold them whole anyway; zero2's
+    sharded gradients exist only after that reduce_scatter."""
+    grads = max(e.grads, elements * prec.grad_bytes)
+    return dataclasses.replace(e, grads=grads) if grads != e.grads else e
+
+
+@functools.lru_cache(maxsize=4096)
+def _elements(shape: Shape, tensor: int, pieces: frozenset[int]) -> int:
+    """Tensor-parallel local elements of ``pieces`` (cached as :func:`_held` is)."""
+    return sum(numel(p.shape) for p in local_params(shape, tensor, pieces))
 
 
 @functools.lru_cache(maxsize=4096)

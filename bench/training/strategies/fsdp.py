@@ -3,6 +3,7 @@ reshards parameters after forward (all-gathered again for backward); zero2 keeps
 from forward to the end of backward. Both shard gradients (reduce-scatter) and optimizer state in
 dim-0 chunks of ceil(d0 / N) rows (:func:`bench.training.analytic.fsdp_held`); one unit per piece,
 each parameter padded to ceil(d0 / N) rows per rank in its calls (:func:`unit_elements`).
+zero2 also runs beside a pipeline (its calls once per step per stage, see ``layouts``).
 Communication and memory: docs/advise.md and docs/training.md (Memory model).
 """
 
@@ -69,7 +70,14 @@ def _family(name: str, stage: int, summary: str) -> Strategy:
         return fsdp_held(ps, n, r, [p.shape for p in ps], reshard)
 
     def layouts(space: Space) -> Iterator[tuple[Layout, int]]:
-        return data_layouts(space, name, pipeline=False)
+        # zero2 beside a pipeline: torch.distributed.pipelining (2.13, stage.py) keeps FSDP's
+        # units gathered from the first micro-batch's forward to the stage's last backward
+        # (``set_reshard_after_backward(False)``) and reduce-scatters each stage's gradients
+        # once, after its last micro-batch (``perform_reduce_grad``): the calls of
+        # :func:`fsdp_calls` once per step; the gradients in between are held whole
+        # (:func:`bench.advise.memory.accumulated`). zero3 would re-gather every unit for
+        # every micro-batch's forward, which is not priced: no pipeline.
+        return data_layouts(space, name, pipeline=not reshard)
 
     return Strategy(name, summary, lambda ctx: _build(ctx, reshard), held,
                     lambda ctx: fsdp_calls(ctx, reshard),
