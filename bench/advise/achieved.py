@@ -21,7 +21,8 @@ gemm`` measures them):
   ``device.memory_bandwidth_bytes_per_s`` (1 where the profile states none);
 - selective recomputation: the attention core's forward once more (:func:`core_forward_s`);
 - the optimizer step (:meth:`Achieved.optimizer`) at memory bandwidth over the parameters the
-  rank updates.
+  rank updates, and, with the software's ``autograd_accumulation``, the gradient accumulation
+  across micro-batches and the all-reduce's packing (:func:`accumulation_s`).
 
 Backward is twice forward for every term, so checkpointing's one more forward is 1/3 of the
 achieved compute, as :func:`bench.advise.compute.factor` prices it; the bubble is compute / m
@@ -36,7 +37,14 @@ from dataclasses import dataclass
 
 from bench.advise.comm import CommContext
 from bench.advise.shape import Shape, local_params
-from bench.advise.software import ATTENTION, DEFAULT, ELEMENTWISE, FP32_LOSS_BYTES
+from bench.advise.software import (
+    ACCUMULATE_PASSES,
+    ATTENTION,
+    DEFAULT,
+    ELEMENTWISE,
+    FP32_LOSS_BYTES,
+    PACK_PASSES,
+)
 from bench.models.configs import GPTConfig
 
 ELEMENT_BYTES = 2  # activations are 16-bit where the device has tensor-core peaks
@@ -196,6 +204,18 @@ def piece_params(shape: Shape, tensor: int, piece: int) -> int:
     return sum(math.prod(p.shape) for p in local_params(shape, tensor, frozenset((piece,))))
 
 
+def accumulation_s(eff: Efficiency, ctx: CommContext) -> float:
+    """The software's ``autograd_accumulation`` over the rank's local parameters: each
+    micro-batch after the first adds its gradients (:data:`ACCUMULATE_PASSES`), and under data
+    parallelism the step packs them for the all-reduce (:data:`PACK_PASSES`); 0 without it."""
+    lay = ctx.layout
+    if not ctx.shape.software.autograd_accumulation:
+        return 0.0
+    passes = ACCUMULATE_PASSES * (lay.microbatches - 1) + (PACK_PASSES if lay.data > 1 else 0)
+    return eff.memory_s(passes * ctx.bytes.grad * held_params(ctx.shape, lay.tensor,
+                                                             ctx.my_pieces))
+
+
 @dataclass(frozen=True)
 class Achieved:
     eff: Efficiency
@@ -217,14 +237,14 @@ class Achieved:
     def optimizer(self, ctx: CommContext) -> float:
         """Adam on the parameters this rank updates (its stages' shards; over d with ZeRO), at
         memory bandwidth: three fp32 states read and written, the gradient read, the 16-bit
-        copy written where parameters are 16-bit. A ps worker updates nothing (its server
-        does)."""
+        copy written where parameters are 16-bit; and :func:`accumulation_s`. A ps worker
+        updates nothing (its server does)."""
         lay = ctx.layout
         if lay.servers:
             return 0.0
         n = held_params(ctx.shape, lay.tensor, ctx.my_pieces) / (lay.data if lay.zero else 1)
         per = ADAM_STATE_BYTES + ctx.bytes.grad + (2 if ctx.bytes.param == 2 else 0)
-        return self.eff.memory_s(n * per)
+        return self.eff.memory_s(n * per) + accumulation_s(self.eff, ctx)
 
     @property
     def describe(self) -> str:

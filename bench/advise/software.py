@@ -29,6 +29,14 @@ of its profile, like ``overlaps_communication``), carried by :class:`bench.advis
   at 50a4b5fa), so its input's gradient is all-reduced once in the backward, not once per
   projection as this codebase's plan of three ``ColwiseParallel`` q, k, v does
   (:func:`tp_linears`).
+- ``autograd_accumulation``: the gradients accumulate in the parameters' dtype by autograd
+  across micro-batches, and are packed into one buffer for the all-reduce and copied back
+  (Megatron-LM's local DDP without contiguous buffers, its default in 2021:
+  megatron/model/distributed.py at 50a4b5fa; the accumulation was fused into the weight-gradient
+  GEMM in February 2022, NVIDIA/Megatron-LM 83b1e42f). Per local parameter, each micro-batch
+  after the first: ``grad += new`` (read 2, write 1 gradient: :data:`ACCUMULATE_PASSES`); once
+  per step under data parallelism: flatten, scale by 1/d, copy back (each read and write:
+  :data:`PACK_PASSES`). Off: accumulation fused or not priced.
 - ``fp32_loss``: the LM loss in fp32 over the logits (Megatron-LM's default: without
   ``--fp16-lm-cross-entropy`` the logits are cast ``.float()`` before its vocabulary-parallel
   cross entropy, megatron/model/gpt_model.py and mpu/cross_entropy.py at 50a4b5fa), whose
@@ -49,6 +57,8 @@ ATTENTION = ("flash", "materialized")
 # elementwise: (x h, x h / t) elements read + written per token per block, forward (module
 # docstring; counted from the block, not fitted)
 ELEMENTWISE = {"fused": (10, 8), "megatron-2021": (10, 16)}
+ACCUMULATE_PASSES = 3  # autograd_accumulation: gradient-sized passes per extra micro-batch
+PACK_PASSES = 6  # autograd_accumulation: gradient-sized passes per step packing the all-reduce
 QKV = ("attn.q", "attn.k", "attn.v")  # the tensor plan's paths of one block's projections
 # fp32_loss, bytes per local logit per micro-batch. Forward: the cast .float() (read 2, write 4),
 # max (read 4), sub_ (read 4, write 4), exp (read 4, write 4), sum (read 4), div_ (read 4, write
@@ -64,6 +74,7 @@ class Software:
     sequence_parallel: bool = False
     elementwise: str = "fused"
     fused_qkv: bool = False
+    autograd_accumulation: bool = False
     fp32_loss: bool = False
 
     def __post_init__(self) -> None:
@@ -113,4 +124,5 @@ def software_of(device: Mapping[str, object]) -> Software:
                     bool(device.get("sequence_parallel", DEFAULT.sequence_parallel)),
                     str(device.get("elementwise", DEFAULT.elementwise)),
                     bool(device.get("fused_qkv", DEFAULT.fused_qkv)),
+                    bool(device.get("autograd_accumulation", DEFAULT.autograd_accumulation)),
                     bool(device.get("fp32_loss", DEFAULT.fp32_loss)))

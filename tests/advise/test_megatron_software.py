@@ -115,3 +115,19 @@ def test_fused_qkv_is_one_column_parallel_linear_with_one_backward_all_reduce() 
         return sum(c.calls for c in tensor_calls(ctx) if c.phase == "backward")
 
     assert backward(plain) - backward(fused) == 2 * plain.model.config.layers
+
+
+def test_autograd_accumulation_is_3_passes_per_extra_microbatch_and_6_to_pack() -> None:
+    """A stage of pipeline 2, tensor 2, data 2, 4 micro-batches, 16-bit gradients:
+    (3 x 3 + 6) gradient-sized passes over its local parameters."""
+    from bench.advise.achieved import Efficiency, accumulation_s, held_params
+    from bench.advise.comm import Bytes, CommContext
+    from bench.advise.layout import Layout
+
+    eff = Efficiency(1e15, 0.8, 0.0, BW)
+    lay = Layout(data=2, tensor=2, pipeline=2, microbatches=4)
+    on, off = _tiny(autograd_accumulation=True), _tiny()
+    ctx = CommContext(on, lay, 8, Bytes(2, 2, 2))
+    n = held_params(on, 2, ctx.my_pieces)
+    assert n > 0 and accumulation_s(eff, ctx) == pytest.approx((3 * 3 + 6) * 2 * n / BW)
+    assert accumulation_s(eff, CommContext(off, lay, 8, Bytes(2, 2, 2))) == 0.0
