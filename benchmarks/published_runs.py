@@ -50,9 +50,13 @@ DATA = Path(__file__).with_name("published_runs.yaml")
 A100, H100 = 312e12, 989e12
 # Megatron-LM of 2021: scores materialized, gradients reduced after the backward pass, the
 # vocabulary sharded over the tensor group (VocabParallelEmbedding since Shoeybi et al. 2019);
-# sequence parallelism came later (Korthikanti et al. 2022).
+# sequence parallelism came later (Korthikanti et al. 2022); its fused QKV Linear, unfused QKV
+# bias add and context copy, autograd's gradient accumulation and fp32 loss
+# (bench/advise/software.py: fused_qkv, elementwise, autograd_accumulation, fp32_loss).
 MEGATRON_SOFTWARE = MappingProxyType({"attention": "materialized", "overlaps_communication": False,
-                                      "vocab_parallel": True})
+                                      "vocab_parallel": True, "elementwise": "megatron-2021",
+                                      "fused_qkv": True, "autograd_accumulation": True,
+                                      "fp32_loss": True})
 # Llama 3 (arXiv 2407.21783, Section 3.3.2): tensor parallelism as Megatron-LM runs it, citing
 # Korthikanti et al. 2022 (sequence parallelism), flash attention, overlapped communication.
 LLAMA3_SOFTWARE = MappingProxyType({"vocab_parallel": True, "sequence_parallel": True})

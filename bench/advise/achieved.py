@@ -13,11 +13,16 @@ gemm`` measures them):
   heads (K = the head width); ``device.attention: materialized`` also writes the s x s scores
   (their bytes in the GEMMs' roofline, and softmax and dropout on them at memory bandwidth);
   ``flash`` (the default) keeps them on chip;
-- element-wise work at memory bandwidth (:data:`ELEMENTWISE`; the layer norms' and dropouts'
-  divided by the tensor degree under sequence parallelism);
+- element-wise work at memory bandwidth (the software's ``elementwise`` kernels,
+  :data:`bench.advise.software.ELEMENTWISE`; the layer norms' and dropouts' divided by the
+  tensor degree under sequence parallelism); with the software's ``fp32_loss``, the loss's passes
+  over the LM head's local logits (:func:`loss_s`, forward and backward, once per micro-batch);
+- memory-bound work at the bandwidth a streaming kernel achieves: ``device.memory_efficiency`` x
+  ``device.memory_bandwidth_bytes_per_s`` (1 where the profile states none);
 - selective recomputation: the attention core's forward once more (:func:`core_forward_s`);
 - the optimizer step (:meth:`Achieved.optimizer`) at memory bandwidth over the parameters the
-  rank updates.
+  rank updates, and, with the software's ``autograd_accumulation``, the gradient accumulation
+  across micro-batches and the all-reduce's packing (:func:`accumulation_s`).
 
 Backward is twice forward for every term, so checkpointing's one more forward is 1/3 of the
 achieved compute, as :func:`bench.advise.compute.factor` prices it; the bubble is compute / m
@@ -32,15 +37,17 @@ from dataclasses import dataclass
 
 from bench.advise.comm import CommContext
 from bench.advise.shape import Shape, local_params
-from bench.advise.software import ATTENTION, DEFAULT
+from bench.advise.software import (
+    ACCUMULATE_PASSES,
+    ATTENTION,
+    DEFAULT,
+    ELEMENTWISE,
+    FP32_LOSS_BYTES,
+    PACK_PASSES,
+)
 from bench.models.configs import GPTConfig
 
 ELEMENT_BYTES = 2  # activations are 16-bit where the device has tensor-core peaks
-# Elements read + written per token per block, forward, without kernel fusion across ops: two
-# layernorms (read h, write h: 4h) and two bias-dropout-residual adds (read 2h, write h: 6h) on
-# every tensor-parallel rank (no sequence parallelism), bias + GeLU on the 4h/t local MLP width
-# (read, write: 8h/t). Counted from the block, not fitted.
-ELEMENTWISE = (10, 8)  # (x h, x h / t)
 # Materialized attention per s x s score matrix, forward: scale-mask-softmax (read, write: 2),
 # dropout (read, write, a byte mask: 2.5). Counted, not fitted.
 SCORES_ELEMENTWISE = 4.5
@@ -55,24 +62,27 @@ class Efficiency:
     latency: float  # device.gemm_latency_s: a kernel's fixed time (s)
     bandwidth: float  # device.memory_bandwidth_bytes_per_s
     attention: str = DEFAULT.attention  # device.attention
+    memory: float = 1.0  # device.memory_efficiency: achieved / nominal bandwidth, in (0, 1]
 
     def __post_init__(self) -> None:
         if not 0 < self.gemm <= 1:
             raise ValueError(f"device.gemm_efficiency must be in (0, 1], got {self.gemm}")
+        if not 0 < self.memory <= 1:
+            raise ValueError(f"device.memory_efficiency must be in (0, 1], got {self.memory}")
         if self.attention not in ATTENTION:
             raise ValueError(f"device.attention: expected one of {', '.join(ATTENTION)}, "
                              f"got {self.attention!r}")
 
     def gemm_s(self, flops: float, nbytes: float) -> float:
         """One GEMM (or one batched GEMM call): the roofline plus the fixed time."""
-        return max(flops / (self.gemm * self.peak), nbytes / self.bandwidth) + self.latency
+        return max(flops / (self.gemm * self.peak), self.memory_s(nbytes)) + self.latency
 
     def efficiency(self, g: Gemm) -> float:
         """Achieved throughput / peak of one GEMM call, in (0, gemm]."""
         return g.flops / self.peak / self.gemm_s(g.flops, g.nbytes(self.attention))
 
     def memory_s(self, nbytes: float) -> float:
-        return nbytes / self.bandwidth
+        return nbytes / (self.memory * self.bandwidth)
 
 
 def gemm_bytes(m: int, n: int, k: int) -> float:
@@ -126,11 +136,30 @@ def piece_forward_s(eff: Efficiency, shape: Shape, tensor: int, piece: int, micr
     cfg = shape.model.config
     if isinstance(cfg, GPTConfig) and 1 <= piece <= cfg.layers:
         h, seq = cfg.embd, cfg.seq_len
-        rep, shard = ELEMENTWISE
+        rep, shard = ELEMENTWISE[shape.software.elementwise]
         if shape.software.sequence_parallel:  # layer norms and dropouts on s / t of the tokens
             rep /= tensor
         t += eff.memory_s(ELEMENT_BYTES * micro * seq * (rep * h + shard * h / tensor))
     return t + core_forward_s(eff, shape, tensor, piece, micro)
+
+
+def local_logits(shape: Shape, tensor: int, piece: int) -> int:
+    """Logits per token the piece's LM head computes on one tensor rank (its local vocabulary
+    rows; 0 for a piece without the head)."""
+    return sum(p.shape[0] for p in local_params(shape, tensor, frozenset((piece,)))
+               if p.name.endswith("lm_head.weight"))
+
+
+@functools.lru_cache(maxsize=65536)
+def loss_s(eff: Efficiency, shape: Shape, tensor: int, pieces: frozenset[int],
+           micro: int) -> float:
+    """The fp32 loss's element-wise passes on one micro-batch, forward and backward
+    (:data:`bench.advise.software.FP32_LOSS_BYTES` per local logit), on the rank holding the LM
+    head; 0 unless the software's ``fp32_loss``."""
+    if not shape.software.fp32_loss:
+        return 0.0
+    logits = sum(local_logits(shape, tensor, i) for i in pieces)
+    return eff.memory_s(FP32_LOSS_BYTES * micro * shape.tokens_per_sample * logits)
 
 
 @functools.lru_cache(maxsize=65536)
@@ -175,6 +204,18 @@ def piece_params(shape: Shape, tensor: int, piece: int) -> int:
     return sum(math.prod(p.shape) for p in local_params(shape, tensor, frozenset((piece,))))
 
 
+def accumulation_s(eff: Efficiency, ctx: CommContext) -> float:
+    """The software's ``autograd_accumulation`` over the rank's local parameters: each
+    micro-batch after the first adds its gradients (:data:`ACCUMULATE_PASSES`), and under data
+    parallelism the step packs them for the all-reduce (:data:`PACK_PASSES`); 0 without it."""
+    lay = ctx.layout
+    if not ctx.shape.software.autograd_accumulation:
+        return 0.0
+    passes = ACCUMULATE_PASSES * (lay.microbatches - 1) + (PACK_PASSES if lay.data > 1 else 0)
+    return eff.memory_s(passes * ctx.bytes.grad * held_params(ctx.shape, lay.tensor,
+                                                             ctx.my_pieces))
+
+
 @dataclass(frozen=True)
 class Achieved:
     eff: Efficiency
@@ -190,23 +231,25 @@ class Achieved:
         fwd = stage_forward_s(self.eff, ctx.shape, lay.tensor, ctx.my_pieces, micro)
         again = stage_core_s(self.eff, ctx.shape, lay.tensor, ctx.my_pieces, micro) \
             if lay.selective else 0.0  # selective recomputation: the cores' forward again
-        return ((1 + BACKWARD_TIMES) * fwd + again) * lay.microbatches
+        loss = loss_s(self.eff, ctx.shape, lay.tensor, ctx.my_pieces, micro)
+        return ((1 + BACKWARD_TIMES) * fwd + again + loss) * lay.microbatches
 
     def optimizer(self, ctx: CommContext) -> float:
         """Adam on the parameters this rank updates (its stages' shards; over d with ZeRO), at
         memory bandwidth: three fp32 states read and written, the gradient read, the 16-bit
-        copy written where parameters are 16-bit. A ps worker updates nothing (its server
-        does)."""
+        copy written where parameters are 16-bit; and :func:`accumulation_s`. A ps worker
+        updates nothing (its server does)."""
         lay = ctx.layout
         if lay.servers:
             return 0.0
         n = held_params(ctx.shape, lay.tensor, ctx.my_pieces) / (lay.data if lay.zero else 1)
         per = ADAM_STATE_BYTES + ctx.bytes.grad + (2 if ctx.bytes.param == 2 else 0)
-        return self.eff.memory_s(n * per)
+        return self.eff.memory_s(n * per) + accumulation_s(self.eff, ctx)
 
     @property
     def describe(self) -> str:
         e = self.eff
         return (f"achieved: GEMMs at {e.gemm:.3g} x device.flops_per_s ({e.peak:.3g}) + "
-                f"{e.latency * 1e6:.3g} us each, memory-bound work at {e.bandwidth:.3g} B/s, "
+                f"{e.latency * 1e6:.3g} us each, memory-bound work at {e.memory:.3g} x "
+                f"{e.bandwidth:.3g} B/s, "
                 f"{e.attention} attention")

@@ -4,9 +4,9 @@ pipeline index is priced (stages differ in compute and in their boundaries); a p
 server's step is a worker's (compute, then the push and the pull, none overlapped).
 
 The knobs (checkpointing, autocast) change compute (:func:`bench.advise.compute.factor`) and
-activations, not what is sent: the priced calls and model states of a layout are computed once
-and shared by its knob variants (:attr:`Job.cache`). Not priced: the forward all_reduces that
-tensor parallelism re-issues when it recomputes a checkpointed layer, and a ps server's
+activations, not the calls' sizes: the priced calls and model states of a layout are computed
+once and shared by its knob variants (:attr:`Job.cache`); the forward calls full recomputation
+issues again are added by :func:`bench.advise.step.step_time`. Not priced: a ps server's
 optimizer step (a worker waits for it; it is its shard's share of the step's optimizer).
 """
 
@@ -125,7 +125,7 @@ def evaluate(job: Job, lay: Layout, mem: Memory | None = None) -> Result:
     overlap = bool(job.timer.profile.device.get("overlaps_communication", True))
     for priced, compute, opt in stages:
         st = step_time(priced, compute * knobs, lay.microbatches, lay.pipeline,
-                       lay.stages_per_rank, overlap, opt)
+                       lay.stages_per_rank, overlap, opt, lay.checkpoint)
         if job.measured is not None and overlap:
             st = job.measured.overlapped(st, priced)
         if worst is None or st.time > worst.time:

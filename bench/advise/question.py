@@ -39,7 +39,8 @@ def device_key(profile: Profile, key: str) -> float:
 
 def device_compute(profile: Profile) -> Compute:
     """As achieved where the profile states ``device.gemm_efficiency`` (with
-    ``gemm_latency_s``, ``memory_bandwidth_bytes_per_s`` and optionally ``attention``), else
+    ``gemm_latency_s``, ``memory_bandwidth_bytes_per_s`` and optionally ``attention`` and
+    ``memory_efficiency``), else
     FLOPs at ``device.flops_per_s`` (the peak: a lower bound on the step)."""
     dev = profile.device
     sixteen = float(dev["flops_16bit_per_s"]) if dev.get("flops_16bit_per_s") else None
@@ -47,9 +48,11 @@ def device_compute(profile: Profile) -> Compute:
     if "gemm_efficiency" not in dev:
         return Flops(peak, sixteen)
     try:
+        memory = {"memory": float(dev["memory_efficiency"])} if "memory_efficiency" in dev \
+            else {}  # else Efficiency's default: the nominal bandwidth
         eff = Efficiency(peak, float(dev["gemm_efficiency"]), float(dev.get("gemm_latency_s", 0.0)),
                          device_key(profile, "memory_bandwidth_bytes_per_s"),
-                         software_of(dev).attention)
+                         software_of(dev).attention, **memory)
     except ValueError as e:
         raise ProfileError(f"{profile.path or profile.name}: {e}") from None
     return Achieved(eff, sixteen)

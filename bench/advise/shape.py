@@ -63,9 +63,10 @@ class Shape:
 
     @functools.cached_property
     def linears(self) -> tuple[tuple[int, TPLinear], ...]:
-        """(piece, Linear) of every layer the tensor-parallel plan shards."""
-        return tuple((int(path.split(".")[1]), lin)
-                     for path, lin in (self.model.config.tp_linears() or {}).items())
+        """(piece, Linear) of every layer the tensor-parallel plan shards, as the software
+        runs them (:meth:`Software.tp_linears`)."""
+        plan = self.software.tp_linears(self.model.config.tp_linears() or {})
+        return tuple((int(path.split(".")[1]), lin) for path, lin in plan.items())
 
     @property
     def tokens_per_sample(self) -> int:

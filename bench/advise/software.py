@@ -14,6 +14,34 @@ of its profile, like ``overlaps_communication``), carried by :class:`bench.advis
   al. 2022, Section 4.2.2): their activations (10 s b h of the 34 s b h per layer) and their
   element-wise work divided by the tensor degree. What is sent is the same bytes (an all_reduce
   becomes a reduce_scatter and an all_gather), so the calls are unchanged.
+- ``elementwise``: the element-wise kernels a block runs besides its GEMMs, as elements read
+  and written per token per block in the forward (:data:`ELEMENTWISE`). ``fused``: two layer
+  norms (read h, write h: 4h), two fused bias-dropout-residual adds (read 2h, write h: 6h) on
+  every tensor rank, the fused bias + GeLU on the 4h/t local MLP width (read, write: 8h/t).
+  ``megatron-2021``: those, and two passes its code of early 2021 ran unfused (NVIDIA/Megatron-LM
+  at 50a4b5fa, April 2021, megatron/model/transformer.py and mpu/layers.py): the query-key-value
+  ColumnParallelLinear adds its bias inside ``F.linear`` on a 3-D input, which PyTorch of then
+  ran as a matmul and a separate add (read 3h/t, write 3h/t: 6h/t), and the attention's context
+  is made contiguous in [s, b, h] after its batched GEMM (``permute(2, 0, 1, 3).contiguous()``:
+  read h/t, write h/t: 2h/t).
+- ``fused_qkv``: the attention's query, key and value are one column-parallel Linear of 3h
+  outputs (Megatron-LM's ``query_key_value`` ColumnParallelLinear, megatron/model/transformer.py
+  at 50a4b5fa), so its input's gradient is all-reduced once in the backward, not once per
+  projection as this codebase's plan of three ``ColwiseParallel`` q, k, v does
+  (:func:`tp_linears`).
+- ``autograd_accumulation``: the gradients accumulate in the parameters' dtype by autograd
+  across micro-batches, and are packed into one buffer for the all-reduce and copied back
+  (Megatron-LM's local DDP without contiguous buffers, its default in 2021:
+  megatron/model/distributed.py at 50a4b5fa; the accumulation was fused into the weight-gradient
+  GEMM in February 2022, NVIDIA/Megatron-LM 83b1e42f). Per local parameter, each micro-batch
+  after the first: ``grad += new`` (read 2, write 1 gradient: :data:`ACCUMULATE_PASSES`); once
+  per step under data parallelism: flatten, scale by 1/d, copy back (each read and write:
+  :data:`PACK_PASSES`). Off: accumulation fused or not priced.
+- ``fp32_loss``: the LM loss in fp32 over the logits (Megatron-LM's default: without
+  ``--fp16-lm-cross-entropy`` the logits are cast ``.float()`` before its vocabulary-parallel
+  cross entropy, megatron/model/gpt_model.py and mpu/cross_entropy.py at 50a4b5fa), whose
+  passes over each local logit are counted in :data:`FP32_LOSS_BYTES`. Off: the loss's
+  element-wise work is not priced.
 
 docs/advise.md (Software).
 """
@@ -23,7 +51,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from bench.models.configs import TPLinear
+
 ATTENTION = ("flash", "materialized")
+# elementwise: (x h, x h / t) elements read + written per token per block, forward (module
+# docstring; counted from the block, not fitted)
+ELEMENTWISE = {"fused": (10, 8), "megatron-2021": (10, 16)}
+ACCUMULATE_PASSES = 3  # autograd_accumulation: gradient-sized passes per extra micro-batch
+PACK_PASSES = 6  # autograd_accumulation: gradient-sized passes per step packing the all-reduce
+QKV = ("attn.q", "attn.k", "attn.v")  # the tensor plan's paths of one block's projections
+# fp32_loss, bytes per local logit per micro-batch. Forward: the cast .float() (read 2, write 4),
+# max (read 4), sub_ (read 4, write 4), exp (read 4, write 4), sum (read 4), div_ (read 4, write
+# 4): 38. Backward: mul_ by the loss's gradient (read 4, write 4), the cast's backward to 16 bits
+# (read 4, write 2): 14. Counted from mpu/cross_entropy.py at 50a4b5fa, not fitted.
+FP32_LOSS_BYTES = 38 + 14
 
 
 @dataclass(frozen=True)
@@ -31,15 +72,40 @@ class Software:
     attention: str = "flash"
     vocab_parallel: bool = False
     sequence_parallel: bool = False
+    elementwise: str = "fused"
+    fused_qkv: bool = False
+    autograd_accumulation: bool = False
+    fp32_loss: bool = False
 
     def __post_init__(self) -> None:
         if self.attention not in ATTENTION:
             raise ValueError(f"device.attention: expected one of {', '.join(ATTENTION)}, "
                              f"got {self.attention!r}")
+        if self.elementwise not in ELEMENTWISE:
+            raise ValueError(f"device.elementwise: expected one of {', '.join(ELEMENTWISE)}, "
+                             f"got {self.elementwise!r}")
 
     @property
     def flash(self) -> bool:
         return self.attention == "flash"
+
+    def tp_linears(self, plan: Mapping[str, TPLinear]) -> dict[str, TPLinear]:
+        """The model's tensor plan as this software runs it: under ``fused_qkv`` each block's
+        q, k and v one column-parallel Linear (named by its q's path) of their summed outputs."""
+        if not self.fused_qkv:
+            return dict(plan)
+        out: dict[str, TPLinear] = {}
+        for path, lin in plan.items():
+            head, _, tail = path.rpartition(".")
+            block, _, kind = head.rpartition(".")
+            if f"{kind}.{tail}" not in QKV:
+                out[path] = lin
+                continue
+            q = f"{block}.{QKV[0]}"
+            got = out.get(q)
+            out[q] = lin if got is None else TPLinear(
+                got.style, got.in_features, got.out_features + lin.out_features)
+        return out
 
     @property
     def recomputes(self) -> tuple[str, ...]:
@@ -55,4 +121,8 @@ def software_of(device: Mapping[str, object]) -> Software:
     """The software keys of a profile's ``device`` section, each defaulting to :data:`DEFAULT`."""
     return Software(str(device.get("attention", DEFAULT.attention)),
                     bool(device.get("vocab_parallel", DEFAULT.vocab_parallel)),
-                    bool(device.get("sequence_parallel", DEFAULT.sequence_parallel)))
+                    bool(device.get("sequence_parallel", DEFAULT.sequence_parallel)),
+                    str(device.get("elementwise", DEFAULT.elementwise)),
+                    bool(device.get("fused_qkv", DEFAULT.fused_qkv)),
+                    bool(device.get("autograd_accumulation", DEFAULT.autograd_accumulation)),
+                    bool(device.get("fp32_loss", DEFAULT.fp32_loss)))

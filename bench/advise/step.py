@@ -4,15 +4,27 @@ The overlap rule (calls marked ``overlap`` run under their phase's compute, but 
 phase that nothing can hide; every other call is exposed in full; a device that cannot overlap
 exposes every call), the ``no_overlap`` and ``full_overlap`` bounds and the bubble (Narayanan et
 al. 2021): docs/advise.md (Overlap, Bubble).
+
+Full recomputation runs each checkpointed piece's forward again in the backward, and with it
+the forward's calls inside the piece (:data:`RECOMPUTED_GROUPS`): tensor parallelism's
+all_reduces (or all_gathers / reduce_scatters), an expert layer's all_to_alls. Megatron-LM's
+``CheckpointFunction.backward`` reruns the layers' ``forward``, RowParallelLinear's all-reduce
+with it (megatron/mpu/random.py, transformer.py); Korthikanti et al. 2022 (arXiv 2205.05198,
+Table 4) measure the recomputing layer's backward as the plain backward plus one forward. A
+pipeline stage's sends are outside its pieces, and ZeRO-3's backward gathers already serve the
+recomputation: neither is re-issued.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from bench.advise.calls import Call
 from bench.advise.compute import BACKWARD
+
+RECOMPUTED_GROUPS = ("tensor", "expert")  # forward calls full recomputation issues again
 
 
 @dataclass(frozen=True)
@@ -65,8 +77,18 @@ def differs_most(a: Mapping[str, float], b: Mapping[str, float]) -> str:
                key=lambda k: abs(a.get(k, 0.0) - b.get(k, 0.0)))
 
 
+def recomputed(priced: list[Priced]) -> list[Priced]:
+    """The forward calls full recomputation issues again, in the backward (module docstring)."""
+    return [dataclasses.replace(p, call=dataclasses.replace(p.call, phase="backward"))
+            for p in priced if p.call.phase == "forward" and p.call.group in RECOMPUTED_GROUPS]
+
+
 def step_time(priced: list[Priced], compute: float, microbatches: int, pipeline: int,
-              stages_per_rank: int, overlap: bool = True, optimizer: float = 0.0) -> Step:
+              stages_per_rank: int, overlap: bool = True, optimizer: float = 0.0,
+              recompute: bool = False) -> Step:
+    """The step (module docstring); ``recompute``: full recomputation, its calls again."""
+    if recompute:
+        priced = [*priced, *recomputed(priced)]
     window = compute / microbatches if pipeline > 1 else compute
     phase = {"forward": window * (1 - BACKWARD), "backward": window * BACKWARD}
     exposed: dict[str, float] = {}

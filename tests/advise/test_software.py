@@ -83,12 +83,13 @@ def test_selective_recomputation_adds_the_attention_cores_forward() -> None:
 
 
 def test_sequence_parallel_shards_the_layer_norms_and_dropouts_elementwise_work() -> None:
-    from bench.advise.achieved import ELEMENT_BYTES, ELEMENTWISE, Efficiency, piece_forward_s
+    from bench.advise.achieved import ELEMENT_BYTES, Efficiency, piece_forward_s
+    from bench.advise.software import ELEMENTWISE
 
     eff = Efficiency(1e12, 0.8, 5e-6, 1e12)
     plain, sp = _tiny(), _tiny(sequence_parallel=True)
     cfg = plain.model.config
-    saved = ELEMENT_BYTES * 4 * cfg.seq_len * ELEMENTWISE[0] * cfg.embd * (1 - 1 / 2) / 1e12
+    saved = ELEMENT_BYTES * 4 * cfg.seq_len * ELEMENTWISE["fused"][0] * cfg.embd * (1 - 1 / 2) / 1e12
     assert piece_forward_s(eff, plain, 2, 1, 4) - piece_forward_s(eff, sp, 2, 1, 4) == \
         pytest.approx(saved)
 
