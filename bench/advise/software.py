@@ -49,7 +49,7 @@ docs/advise.md (Software).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from bench.models.configs import TPLinear
 
@@ -118,11 +118,7 @@ DEFAULT = Software()
 
 
 def software_of(device: Mapping[str, object]) -> Software:
-    """The software keys of a profile's ``device`` section, each defaulting to :data:`DEFAULT`."""
-    return Software(str(device.get("attention", DEFAULT.attention)),
-                    bool(device.get("vocab_parallel", DEFAULT.vocab_parallel)),
-                    bool(device.get("sequence_parallel", DEFAULT.sequence_parallel)),
-                    str(device.get("elementwise", DEFAULT.elementwise)),
-                    bool(device.get("fused_qkv", DEFAULT.fused_qkv)),
-                    bool(device.get("autograd_accumulation", DEFAULT.autograd_accumulation)),
-                    bool(device.get("fp32_loss", DEFAULT.fp32_loss)))
+    """The software keys of a profile's ``device`` section (each a field of :class:`Software`,
+    cast to its default's type), each defaulting to :data:`DEFAULT`."""
+    return Software(**{f.name: type(getattr(DEFAULT, f.name))(device.get(f.name, getattr(DEFAULT, f.name)))
+                       for f in fields(Software)})
