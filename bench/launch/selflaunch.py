@@ -7,7 +7,9 @@ that fails is named by the case in the in-flight marker. SIGINT, SIGTERM and SIG
 in flight with every process it started (:mod:`bench.launch.signals`), record the run as interrupted
 and exit 128 + signal. After every job, the MPI shared-memory files that its killed ranks
 (interrupted, or torn down after one died or hung) could not unlink are removed
-(:mod:`bench.launch.shmclean`). Records with ``status: "wrong"`` make the run fail after all cases ran.
+(:mod:`bench.launch.shmclean`), and its temporary directory goes with all the launcher and ranks
+left in it (:mod:`bench.launch.scratch`). Records with ``status: "wrong"`` make the run fail after
+all cases ran.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from typing import Any, Protocol
 import psutil
 
 from bench.collective import floors
-from bench.launch import forensics, inflight, loopback, rankstate, shmclean
+from bench.launch import forensics, inflight, loopback, rankstate, scratch, shmclean
 from bench.launch.signals import JOB_ENV, SignalGuard, end_job, end_leftovers, tree
 from bench.launch.watchdog import TIMEOUT_EXIT
 from bench.store.records import iter_records, write_meta
@@ -104,7 +106,14 @@ def run_job(cmd: list[str], env: dict[str, str], run_dir: Path, world: int, guar
     past ``MPI_Init``) and again as later cases begin (at most once a second), and when they
     are stopped to be killed; those files are removed afterwards if they are still there and no
     process uses them: ranks that were killed (by us, or by their launcher after one died or
-    hung) never unlinked them."""
+    hung) never unlinked them. The job's ``TMPDIR`` is a directory of its own, removed when the
+    job is over (:mod:`bench.launch.scratch`)."""
+    with scratch.job_tmpdir() as tmp:
+        return _run(cmd, {**env, "TMPDIR": str(tmp)}, run_dir, world, guard, first_case)
+
+
+def _run(cmd: list[str], env: dict[str, str], run_dir: Path, world: int, guard: SignalGuard,
+         first_case: int) -> JobResult:
     token = uuid.uuid4().hex
     before = shmclean.snapshot()
     rankstate.clear(run_dir)  # a previous job's rank slots and hang are not this job's

@@ -133,10 +133,13 @@ def test_a_probes_ranks_listen_on_loopback_only(tmp_path: Path) -> None:
 @pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="training needs torch")
 def test_a_training_jobs_ranks_listen_on_loopback_only(tmp_path: Path) -> None:
     (tmp_path / "t.yaml").write_text(TRAINING)
-    out = tmp_path / "run"
+    out, tmp = tmp_path / "run", tmp_path / "tmp"
+    tmp.mkdir()
     _, seen, ranks = _watch([sys.executable, "-m", "bench", "run", str(tmp_path / "t.yaml"),
-                             "--out", str(out), "--no-progress", "--no-report"])
+                             "--out", str(out), "--no-progress", "--no-report"],
+                            env={**clean_env(), "TMPDIR": str(tmp)})
     assert ranks >= 2
+    assert list(tmp.iterdir()) == []  # torchrun's torchelastic_* tree went with the job's TMPDIR
     assert loopback.exposed(seen) == [], [str(s) for s in seen]  # torchrun's stores too
     assert [s for s in seen if s.name == "python"]  # gloo's listeners: on loopback
     assert [s for s in seen if s.name == "pt_elastic"]  # the agent's store: on loopback

