@@ -78,8 +78,9 @@ def _zeros(n: int, big: bool) -> np.ndarray:
 def _reduce_into(step: int, dst: int, src: int, rng: object, m: np.ndarray, idx: np.ndarray,
                  m_in: np.ndarray, i_in: np.ndarray) -> None:
     overlap = (m & m_in) if m.dtype != object else np.array([x & y for x, y in zip(m, m_in)])
-    # one pass for the usual case; which rule broke is worked out only when one did
-    if ((idx < 0) | (i_in < 0) | (idx != i_in) | (overlap != 0)).any():
+    # few calls for the usual case (equal indices make one sign test do for both sides); which
+    # rule broke is worked out only when one did
+    if (idx != i_in).any() or (idx < 0).any() or overlap.any():
         where = f"step {step} rank {dst}: reduce from rank {src} into {rng}"
         if (idx < 0).any() or (i_in < 0).any():
             raise ScheduleError(f"{where} involves an element that holds no input yet")

@@ -4,9 +4,22 @@ proven in tests/kernels/test_algorithms.py)."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kernels.algorithm import Problem, get_algorithm
-from kernels.schedule import Range, Recv, Schedule, ScheduleError, Send, Step, StepBuilder, validate
+from kernels.schedule import (
+    Copy,
+    Range,
+    Recv,
+    Schedule,
+    ScheduleError,
+    Send,
+    Step,
+    StepBuilder,
+    _sends_meet_writes,
+    validate,
+)
 from kernels.topology import Topology
 from kernels.verify import verify, verify_allreduce
 
@@ -99,3 +112,23 @@ def test_a_broken_ring_is_caught() -> None:
     broken = [Schedule(s.rank, s.world, s.space, s.steps[:1] + s.steps[2:]) for s in good]
     with pytest.raises(ScheduleError):
         verify_allreduce(broken)
+
+
+def _overlap_pairwise(st: Step) -> bool:
+    writes = [r.range for r in st.recvs] + [c.dst for c in st.copies]
+    return any(s.range.overlaps(w) for s in st.sends for w in writes)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from("src"), st.integers(0, 12), st.integers(1, 5)),
+                min_size=1, max_size=9))
+def test_the_sorted_sweep_finds_an_overlap_exactly_when_some_pair_overlaps(
+        ops: list[tuple[str, int, int]]) -> None:
+    """Many ranges in a step are checked by one sorted sweep (kernels/schedule.py): it must agree
+    with comparing every send with every receive and copy destination."""
+    rng = [Range(a, a + n) for _, a, n in ops]
+    step = Step(sends=tuple(Send(1, r) for (k, _, _), r in zip(ops, rng) if k == "s"),
+                recvs=tuple(Recv(1, r, False) for (k, _, _), r in zip(ops, rng) if k == "r"),
+                copies=tuple(Copy(Range(20, 20 + r.size), r) for (k, _, _), r in zip(ops, rng)
+                             if k == "c"))
+    assert _sends_meet_writes(step) == _overlap_pairwise(step)
