@@ -33,10 +33,10 @@ def test_layout_memory_equals_the_analytic_model(strategy: str, world: int) -> N
     not): one per stage forward in flight, but on the last stage."""
     from bench.advise.layout import as_layout
     from bench.advise.memory import layout_memory, stage_activations, stage_output_bytes
-    from bench.training.stages import in_flight
     from bench.training.analytic import MIXED, predict
     from bench.training.analytic import activations as analytic_acts
     from bench.training.scenario import StrategySpec, _from_string
+    from bench.training.stages import in_flight
 
     shape = _shape("gpt-small")
     spec = StrategySpec.model_validate(_from_string(strategy))
