@@ -3,8 +3,10 @@ pipeline stages, their tensor-parallel shards (``tp_local``), then the data stra
 over the data group on exactly those parameters (a strategy whose ranks differ, ps, says its
 own). Activations: Korthikanti et al.'s per-layer rule (:func:`layer_activation_bytes`) under
 the shape's software and the layout's recomputation, for tensor and pipeline degrees together,
-equal to :func:`bench.training.analytic.activations` wherever that applies
-(``tests/advise/test_advise.py``). docs/advise.md (Memory).
+each pipeline rank at its own peak in the schedule's order (:func:`stage_activations`), added to
+its own model states; equal rank by rank to :func:`bench.training.analytic.activations` wherever
+that applies, less the stage outputs analytic does not count (``tests/advise/test_advise.py``).
+docs/advise.md (Memory).
 """
 
 from __future__ import annotations
