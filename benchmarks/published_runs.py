@@ -58,8 +58,12 @@ MEGATRON_SOFTWARE = MappingProxyType({"attention": "materialized", "overlaps_com
                                       "fused_qkv": True, "autograd_accumulation": True,
                                       "fp32_loss": True})
 # Llama 3 (arXiv 2407.21783, Section 3.3.2): tensor parallelism as Megatron-LM runs it, citing
-# Korthikanti et al. 2022 (sequence parallelism), flash attention, overlapped communication.
-LLAMA3_SOFTWARE = MappingProxyType({"vocab_parallel": True, "sequence_parallel": True})
+# Korthikanti et al. 2022 (sequence parallelism), flash attention, overlapped communication; "we
+# proactively deallocate tensors that will not be used for future computation, including the
+# input and output tensors of each pipeline stage" (deallocates_outputs); its block has no
+# dropout (Table 3's architecture; Meta's reference llama/model.py has no dropout layer).
+LLAMA3_SOFTWARE = MappingProxyType({"vocab_parallel": True, "sequence_parallel": True,
+                                    "dropout": False, "deallocates_outputs": True})
 # Llama 3 (the same section, "Numerical stability"): "FP32 gradient accumulation during backward
 # computation over multiple micro-batches and also reduce-scatter gradients in FP32 across data
 # parallel workers in FSDP": 4-byte gradients, held (whole while they accumulate beside the

@@ -19,7 +19,7 @@ from bench.advise.comm import Bytes, CommContext, layout_calls, representative_s
 from bench.advise.compute import Compute, factor
 from bench.advise.interference import Measured
 from bench.advise.layout import Layout
-from bench.advise.memory import Memory, activations, states, with_activations
+from bench.advise.memory import Memory, rank_activations, states, with_activations
 from bench.advise.shape import Shape
 from bench.advise.step import Priced, Step, step_time
 from bench.advise.timing import Timer
@@ -89,8 +89,8 @@ def _cached(job: Job, kind: str, lay: Layout, make: object) -> object:
 def memory_of(job: Job, lay: Layout) -> Memory:
     """The layout's largest rank (its model states shared with its knob variants)."""
     held = _cached(job, "states", lay, lambda: states(job.shape, lay, job.batch, job.precision))
-    return with_activations(held, activations(job.shape, lay, job.batch,  # type: ignore[arg-type]
-                                              job.precision))
+    return with_activations(held, rank_activations(job.shape, lay, job.batch,  # type: ignore[arg-type]
+                                                   job.precision))
 
 
 def floor(job: Job, lay: Layout) -> float:

@@ -3,8 +3,10 @@ pipeline stages, their tensor-parallel shards (``tp_local``), then the data stra
 over the data group on exactly those parameters (a strategy whose ranks differ, ps, says its
 own). Activations: Korthikanti et al.'s per-layer rule (:func:`layer_activation_bytes`) under
 the shape's software and the layout's recomputation, for tensor and pipeline degrees together,
-equal to :func:`bench.training.analytic.activations` wherever that applies
-(``tests/advise/test_advise.py``). docs/advise.md (Memory).
+each pipeline rank at its own peak in the schedule's order (:func:`stage_activations`), added to
+its own model states; equal rank by rank to :func:`bench.training.analytic.activations` wherever
+that applies, less the stage outputs analytic does not count (``tests/advise/test_advise.py``).
+docs/advise.md (Memory).
 """
 
 from __future__ import annotations
@@ -18,8 +20,9 @@ from bench.advise.layout import Layout
 from bench.advise.shape import Shape, local_params
 from bench.advise.software import Software
 from bench.models.configs import GPTConfig
-from bench.training.analytic import Acts, Estimate, Precision, numel, predict
+from bench.training.analytic import Estimate, Precision, numel, predict
 from bench.training.scenario import StrategySpec
+from bench.training.stages import local_stages, peak_held, stage_layers, stage_starts
 from bench.training.strategy import strategies
 
 
@@ -40,63 +43,109 @@ class Memory:
 # scores add 5 a s / (h t) unless flash attention keeps them on chip or selective recomputation
 # recomputes them; full recomputation keeps the layer's input only, 2 (Table 2).
 REPLICATED_PER_SBH, SHARDED_PER_SBH, SCORES_PER_ASSB, INPUT_PER_SBH = 10, 24, 5, 2
+# Of those, what dropout holds (Section 4.1): the two residual branches' byte masks (1 + 1 of the
+# 10), and of the scores' 5 the attention dropout's mask (1) and output (2): without dropout the
+# softmax's output (2) is itself what multiplies the values.
+DROPOUT_MASKS_PER_SBH, DROPOUT_PER_ASSB = 2, 3
 LOGITS_BYTES = 4  # the LM head's fp32 logits, per token and vocabulary entry
+OUTPUT_PER_SBH = 2  # a pipeline stage's 16-bit output, per token and hidden unit
 
 
 def layer_activation_bytes(seq: int, micro: int, hidden: int, heads: int, tensor: int,
                            software: Software, recompute: str) -> float:
     """16-bit bytes one transformer layer holds for backward on one tensor rank, for a
-    micro-batch of ``micro`` sequences (the constants above)."""
+    micro-batch of ``micro`` sequences (the constants above). Under sequence parallelism a fully
+    recomputed layer's input is the rank's s/t shard of it (Megatron-LM, megatron/model/
+    transformer.py: ``distribute_saved_activations ... and not sequence_parallel``: the saved
+    input is already split)."""
     sbh = seq * micro * hidden
+    sp = tensor if software.sequence_parallel else 1
     if recompute == "full":
-        return float(INPUT_PER_SBH * sbh)
-    base = (REPLICATED_PER_SBH + SHARDED_PER_SBH) / tensor if software.sequence_parallel \
-        else REPLICATED_PER_SBH + SHARDED_PER_SBH / tensor
-    scores = 0.0 if software.flash or recompute == "selective" else \
-        SCORES_PER_ASSB * heads * seq / (hidden * tensor)
-    return sbh * (base + scores)
+        return INPUT_PER_SBH * sbh / sp
+    replicated = REPLICATED_PER_SBH - (0 if software.dropout else DROPOUT_MASKS_PER_SBH)
+    base = replicated / sp + SHARDED_PER_SBH / tensor
+    scores = SCORES_PER_ASSB - (0 if software.dropout else DROPOUT_PER_ASSB)
+    held = 0.0 if software.flash or recompute == "selective" else \
+        scores * heads * seq / (hidden * tensor)
+    return sbh * (base + held)
 
 
-def activations(shape: Shape, lay: Layout, batch: int, prec: Precision) -> int | None:
-    """The largest rank's activation bytes: its in-flight micro-batches' layers
-    (:class:`bench.training.analytic.Acts`: ceil(L / stages) * v layers, 1F1B's min(m, p) or
-    GPipe's m micro-batches at once) and the fp32 logits (over t under ``vocab_parallel``); 16-bit
-    figures, doubled for fp32 activations. Equals
-    :func:`bench.training.analytic.held_activations` under the default software."""
+def stage_output_bytes(shape: Shape, lay: Layout, micro: int, prec: Precision) -> int:
+    """Bytes of one stage forward's output as a pipeline keeps it until its backward: 2 s b h at
+    16 bits (the rank's s/t shard under sequence parallelism: Megatron-LM sends and keeps the
+    sequence-parallel shard), none where the software deallocates it
+    (:attr:`~bench.advise.software.Software.deallocates_outputs`) or without a pipeline. This
+    term is not one of Korthikanti et al.'s per-layer bytes: the stage's last layer's output is
+    the next layer's input only on the next stage."""
+    cfg = shape.model.config
+    sw = shape.software
+    if lay.pipeline == 1 or sw.deallocates_outputs or not isinstance(cfg, GPTConfig):
+        return 0
+    sp = lay.tensor if sw.sequence_parallel else 1
+    scale = 1 if prec.param_bytes == 2 or lay.amp != "fp32" else 2  # vs 16-bit figures
+    return OUTPUT_PER_SBH * cfg.seq_len * micro * cfg.embd * scale // sp
+
+
+def stage_activations(shape: Shape, lay: Layout, batch: int, prec: Precision,
+                      pp: int) -> int | None:
+    """Activation bytes of pipeline index ``pp`` at its peak: each of its stages' forwards in
+    flight holds that stage's layers (:func:`bench.training.stages.stage_layers`) and, but for
+    the model's last stage, its output (:func:`stage_output_bytes`), held and freed in the
+    schedule's order (:func:`bench.training.stages.peak_held`: 1F1B's first rank p micro-batches,
+    GPipe's m); and the fp32 logits (over t under ``vocab_parallel``). 16-bit figures, doubled
+    for fp32 activations. With one stage per rank and no stage output kept, equal to
+    :func:`bench.training.analytic.activations` of that rank under the default software."""
     cfg = shape.model.config
     if not isinstance(cfg, GPTConfig):
         return None
-    plan = Acts.pipelined(cfg.layers, lay.pipeline, lay.microbatches, lay.schedule,
-                          lay.stages_per_rank, tensor=lay.tensor) if lay.pipeline > 1 else \
-        Acts(lay.tensor, lay.microbatches)
-    sw, micro = shape.software, batch // plan.microbatches
-    layers = cfg.layers if plan.layers is None else plan.layers
+    sw, micro = shape.software, batch // lay.microbatches
     layer = layer_activation_bytes(cfg.seq_len, micro, cfg.embd, cfg.heads, lay.tensor, sw,
                                    lay.recompute)
     scale = 1 if prec.param_bytes == 2 or lay.amp != "fp32" else 2  # vs 16-bit figures
     vocab = -(-cfg.vocab // lay.tensor) if sw.vocab_parallel else cfg.vocab
-    return int(layers * layer * plan.in_flight * scale + LOGITS_BYTES * cfg.seq_len * micro
-               * vocab)
+    logits = LOGITS_BYTES * cfg.seq_len * micro * vocab
+    p, v = lay.pipeline, lay.stages_per_rank
+    if p == 1:
+        return int(cfg.layers * layer * scale) + logits
+    mine = local_stages(v, pp, p)
+    out = stage_output_bytes(shape, lay, micro, prec)
+    weights = tuple(n * layer * scale + (out if s < lay.stages - 1 else 0) for n, s in
+                    zip(stage_layers(stage_starts(shape.piece_sizes, lay.stages), mine,
+                                     cfg.layers), mine))
+    return int(peak_held(lay.schedule, p, lay.microbatches, v, pp, weights)) + logits
+
+
+def rank_activations(shape: Shape, lay: Layout, batch: int, prec: Precision
+                     ) -> dict[int, int] | None:
+    """:func:`stage_activations` of each distinct kind of pipeline rank (the first of each kind
+    holds the most in flight)."""
+    out = {pp: stage_activations(shape, lay, batch, prec, pp)
+           for pp in representative_stages(shape, lay)}
+    return None if None in out.values() else out  # type: ignore[return-value]
+
+
+def activations(shape: Shape, lay: Layout, batch: int, prec: Precision) -> int | None:
+    """The most activation bytes a rank holds (:func:`rank_activations`)."""
+    per = rank_activations(shape, lay, batch, prec)
+    return None if per is None else max(per.values())
 
 
 def states(shape: Shape, lay: Layout, batch: int, prec: Precision) -> tuple[Memory, ...]:
     """Model states and transient buffers of the candidates for the largest rank (activations
-    left out): data index 0 (ZeRO-1 gives it the largest tensor first), tensor index 0, the
-    largest over the pipeline indices; a data strategy whose ranks differ says its own
-    (``Strategy.states``: ps, worker 0 and server 0)."""
+    left out): data index 0 (ZeRO-1 gives it the largest tensor first), tensor index 0, each
+    distinct kind of pipeline rank (:func:`with_activations` adds theirs); a data strategy
+    whose ranks differ says its own (``Strategy.states``: ps, worker 0 and server 0)."""
     own = strategies().get(lay.dp).states
     if own is not None:
         return own(shape, lay, batch, prec)
-    best: Memory | None = None
+    out = []
     for pp in representative_stages(shape, lay):
         ctx = CommContext(shape, lay, batch, pp=pp)
         e = _held(shape, lay.dp, lay.data, lay.tensor, ctx.my_pieces, prec)
         if lay.pipeline > 1:
             e = accumulated(e, _elements(shape, lay.tensor, ctx.my_pieces), prec)
-        if best is None or e.total > best.total:
-            best = Memory(e, pp)
-    assert best is not None
-    return (best,)
+        out.append(Memory(e, pp))
+    return tuple(out)
 
 
 def accumulated(e: Estimate, elements: int, prec: Precision) -> Estimate:
@@ -133,13 +182,16 @@ def _spec(name: str) -> StrategySpec:
     return StrategySpec(name=name)
 
 
-def with_activations(held: tuple[Memory, ...], acts: int | None) -> Memory:
-    """The largest candidate once activations are added (a ps server runs no forward)."""
+def with_activations(held: tuple[Memory, ...], acts: dict[int, int] | None) -> Memory:
+    """The largest candidate once each rank's activations (:func:`rank_activations`) are added
+    (a ps server runs no forward)."""
     out = [m if m.stage < 0 else
            Memory(Estimate(m.per_rank.params, m.per_rank.grads, m.per_rank.optim,
-                           m.per_rank.transient, acts), m.stage) for m in held]
+                           m.per_rank.transient, None if acts is None else acts[m.stage]),
+                  m.stage) for m in held]
     return max(out, key=lambda m: m.total)
 
 
 def layout_memory(shape: Shape, lay: Layout, batch: int, prec: Precision) -> Memory:
-    return with_activations(states(shape, lay, batch, prec), activations(shape, lay, batch, prec))
+    return with_activations(states(shape, lay, batch, prec),
+                            rank_activations(shape, lay, batch, prec))

@@ -42,6 +42,15 @@ of its profile, like ``overlaps_communication``), carried by :class:`bench.advis
   cross entropy, megatron/model/gpt_model.py and mpu/cross_entropy.py at 50a4b5fa), whose
   passes over each local logit are counted in :data:`FP32_LOSS_BYTES`. Off: the loss's
   element-wise work is not priced.
+- ``dropout``: the model's block runs dropout (GPT as Megatron-LM runs it: attention and hidden
+  dropout 0.1), whose byte masks are held for backward: one per residual branch (s b h each)
+  and, with materialized scores, the attention's (a s^2 b) and its output beside the softmax's
+  (Korthikanti et al. 2022, Section 4.1). Off (Llama's block has no dropout): none of them.
+- ``deallocates_outputs``: each pipeline stage's output is freed once sent, only its autograd
+  node kept (Megatron-LM's ``deallocate_output_tensor``, megatron/core/pipeline_parallel/
+  schedules.py, since 2022; the Llama 3 paper, Section 3.3.2: "the input and output tensors of
+  each pipeline stage"). Off: torch.distributed.pipelining (2.13, stage.py
+  ``forward_one_chunk``) keeps it in ``fwd_cache`` until its backward, as Megatron-LM of 2021 did.
 
 docs/advise.md (Software).
 """
@@ -76,6 +85,8 @@ class Software:
     fused_qkv: bool = False
     autograd_accumulation: bool = False
     fp32_loss: bool = False
+    dropout: bool = True
+    deallocates_outputs: bool = False
 
     def __post_init__(self) -> None:
         if self.attention not in ATTENTION:

@@ -156,13 +156,6 @@ class Acts:
     pieces: frozenset[int] | None = None  # the rank's pieces (None: all)
     forward: bool = True  # False: the rank runs no forward (a parameter server)
 
-    @classmethod
-    def pipelined(cls, layers: int, p: int, m: int, schedule: str, v: int, **kw: Any) -> Acts:
-        """``v`` of ``p * v`` stages of ``layers`` for ``m`` microbatches in flight (GPipe) or
-        ``min(m, p)`` (1F1B, interleaved)."""
-        return cls(microbatches=m, in_flight=m if schedule == "gpipe" else min(m, p),
-                   layers=math.ceil(layers / (p * v)) * v, **kw)
-
 
 def activations(model: ModelSpec, s: StrategySpec, n: int, batch: int, prec: Precision,
                 flash: bool = True, rank: int = 0) -> int | None:

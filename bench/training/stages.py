@@ -77,3 +77,51 @@ def check_pipeline(ranks: int, per_rank: int, schedule: str, microbatches: int, 
                          f"multiple of the world size")
     if batch % microbatches:
         raise ValueError(f"batch_size {batch} is not a multiple of microbatches {microbatches}")
+
+
+def in_flight(schedule: str, ranks: int, microbatches: int, per_rank: int, rank: int) -> int:
+    """Micro-batch stages whose activations ``rank`` holds at its peak (the forwards run before
+    their backwards free them), as torch.distributed.pipelining (2.13, schedules.py) orders them.
+    GPipe: every micro-batch's forward before any backward, ``m``. 1F1B: ``Schedule1F1B`` warms
+    up ``min(m, p - rank)`` forwards, then alternates one backward with one forward: the first
+    stage holds p (Narayanan et al. SC21, Section 2.2.1). Interleaved 1F1B: ``_get_warmup_ops``
+    warms up ``(v - 1) p + 2 (p - 1 - rank)`` stage-forwards (capped at the ``m v`` there are),
+    then each steady step runs one forward before one backward: one more at the peak (Megatron-LM's
+    interleaved schedule warms up the same count, megatron/core/pipeline_parallel/schedules.py).
+    On rank 0 that is p (1 + (p - 1) / (p v)) micro-batches' worth of its layers."""
+    if schedule == "gpipe":
+        return microbatches
+    if schedule == "1f1b":
+        return min(microbatches, ranks - rank)
+    warmup = (per_rank - 1) * ranks + 2 * (ranks - 1 - rank)
+    return min(microbatches * per_rank, warmup + 1)
+
+
+
+def peak_held(schedule: str, ranks: int, microbatches: int, per_rank: int, rank: int,
+              weights: tuple[float, ...]) -> float:
+    """The most ``rank`` holds at once of ``weights`` (one per local stage: what a stage forward
+    keeps for its backward), its stage forwards run and freed in :func:`in_flight`'s order.
+    Interleaved 1F1B runs its stages' forwards p micro-batches at a time, cycling the local
+    stages, and its backwards likewise from the last local stage (torch's
+    ``forward_stage_index`` / ``backward_stage_index``; Megatron-LM's ``get_model_chunk_id``);
+    its peak is found step by step, as the stages' weights differ."""
+    if schedule != "interleaved":
+        return in_flight(schedule, ranks, microbatches, per_rank, rank) * sum(weights)
+    total = microbatches * per_rank
+    warm = min(total, (per_rank - 1) * ranks + 2 * (ranks - 1 - rank))  # _get_warmup_ops
+    held = peak = 0.0
+    for k in range(total):
+        held += weights[(k // ranks) % per_rank]
+        peak = max(peak, held)
+        if k >= warm:  # steady state: each forward's backward follows it
+            held -= weights[per_rank - 1 - ((k - warm) // ranks) % per_rank]
+    return peak
+
+
+def stage_layers(starts: tuple[int, ...], stages: list[int], layers: int) -> tuple[int, ...]:
+    """The transformer layers (pieces 1..``layers``: the embedding is piece 0, the head the
+    last) each of ``stages`` holds under the cut ``starts``: the balanced split by parameters
+    leaves the stages holding the embedding or the head fewer layers (what the Llama 3 paper,
+    arXiv 2407.21783 Section 3.3.2, does by hand: one layer fewer on the first and last stage)."""
+    return tuple(max(0, min(starts[s + 1], layers + 1) - max(starts[s], 1)) for s in stages)

@@ -28,12 +28,15 @@ def _shape(name: str) -> object:
 @pytest.mark.parametrize("world", [2, 4])
 def test_layout_memory_equals_the_analytic_model(strategy: str, world: int) -> None:
     """A training strategy as a layout has the analytic model's memory, activations included
-    (the advice generalises the activation formula to tensor x pipeline)."""
+    (the advice generalises the activation formula to tensor x pipeline), rank by rank; beside
+    a pipeline, advise also counts the stage outputs torch's pipelining keeps (analytic does
+    not): one per stage forward in flight, but on the last stage."""
     from bench.advise.layout import as_layout
-    from bench.advise.memory import activations, layout_memory
+    from bench.advise.memory import layout_memory, stage_activations, stage_output_bytes
     from bench.training.analytic import MIXED, predict
     from bench.training.analytic import activations as analytic_acts
     from bench.training.scenario import StrategySpec, _from_string
+    from bench.training.stages import in_flight
 
     shape = _shape("gpt-small")
     spec = StrategySpec.model_validate(_from_string(strategy))
@@ -44,7 +47,12 @@ def test_layout_memory_equals_the_analytic_model(strategy: str, world: int) -> N
     got = layout_memory(shape, lay, 8, MIXED).per_rank
     assert (got.params, got.grads, got.optim, got.transient) == \
         (want.params, want.grads, want.optim, want.transient)
-    assert activations(shape, lay, 8, MIXED) == analytic_acts(shape.model, spec, world, 8, MIXED)
+    for r in ranks:
+        out = 0 if r == lay.pipeline - 1 else in_flight(
+            lay.schedule, lay.pipeline, lay.microbatches, 1, r) * stage_output_bytes(
+            shape, lay, 8 // lay.microbatches, MIXED)
+        assert stage_activations(shape, lay, 8, MIXED, r) == out + analytic_acts(
+            shape.model, spec, world, 8, MIXED, rank=r)
 
 
 def test_overlap_rule_and_bounds() -> None:
@@ -139,7 +147,7 @@ def test_search_ranks_fitting_layouts_first_and_states_the_margin(tmp_path: Path
 @pytest.mark.parametrize(("args", "message"), [
     (["--params", "70B", "--layers", "80", "--hidden", "8192", "--heads", "64",
       "--world-sizes", "8", "--topology", "1x8"],
-     "fits no layout at 8 ranks within device.memory_bytes (75 GiB) per rank: the smallest world "
+     "fits no layout at 8 ranks within device.memory_bytes (80 GiB) per rank: the smallest world "
      "size that fits is 16"),  # dp=1 [ckpt] pp=16, micro-batches of one sample: 16 B x
     # 65.27e9 params / 16 = 60.8 GiB of states, 69.3 GiB in all (zero3[ckpt] needs 32 ranks)
     (["--model", "gpt-tiny", "--world-sizes", "3", "--batch", "1", "--topology", "1x4"],

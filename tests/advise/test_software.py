@@ -28,7 +28,8 @@ def _tiny(**software: object):  # type: ignore[no-untyped-def]
     ("materialized", True, "none", 34 / T + 5 * A * S / (H * T)),  # + sequence parallel
     ("materialized", False, "selective", 10 + 24 / T),  # + selective recomputation
     ("materialized", True, "selective", 34 / T),  # sequence parallel + selective
-    ("materialized", True, "full", 2),  # full recomputation: the layer's input
+    ("materialized", False, "full", 2),  # full recomputation: the layer's input
+    ("materialized", True, "full", 2 / T),  # ... its s/t shard under sequence parallelism
     ("flash", False, "none", 10 + 24 / T),  # flash attention holds no scores
 ])
 def test_layer_activations_are_korthikanti_table_2(attention: str, sp: bool, recompute: str,

@@ -56,7 +56,7 @@ def test_zero2_beside_a_pipeline_holds_its_accumulated_gradients_whole() -> None
     stage0 = EMBED + 3 * LAYER
     assert stage0 == 40672
     shape = _tiny()
-    (got,) = states(shape, _layout("zero2"), 4, MIXED)
+    got = max(states(shape, _layout("zero2"), 4, MIXED), key=lambda m: m.per_rank.total)
     e = got.per_rank
     assert (got.stage, e.params, e.grads, e.transient, e.optim) == \
         (0, stage0 // 2 * 2, stage0 * 2, stage0 * 2, stage0 // 2 * 12)
@@ -64,7 +64,7 @@ def test_zero2_beside_a_pipeline_holds_its_accumulated_gradients_whole() -> None
     (alone,) = states(shape, _layout("zero2", pipeline=1), 4, MIXED)
     assert alone.per_rank.grads == full // 2 * 2
     for dp in ("ddp", "zero1"):
-        (m,) = states(shape, _layout(dp), 4, MIXED)
+        m = next(m for m in states(shape, _layout(dp), 4, MIXED) if m.stage == 0)
         assert m.per_rank.grads == stage0 * 2 and m.per_rank.params == stage0 * 2
 
 

@@ -31,8 +31,10 @@ from bench.training.analytic import Acts, Held, numel
 from bench.training.stages import (
     Schedule,
     check_pipeline,
+    in_flight,
     local_stages,
     piece_sizes,
+    stage_layers,
     stage_pieces,
     stage_starts,
 )
@@ -260,8 +262,15 @@ def held(model: ModelSpec, opts: Options, ps: list[Param], n: int, r: int) -> He
 
 
 def acts(model: ModelSpec, opts: Options, n: int, r: int) -> Acts:
-    return Acts.pipelined(model.config.layers, n, opts.microbatches, opts.schedule, opts.per_rank,
-                          pieces=_mine(model, opts, n, r))
+    """Rank ``r`` holds its largest stage's layers for each stage forward in flight at its peak
+    (:func:`bench.training.stages.in_flight`: the first rank the most); exact with one stage per
+    rank, an upper bound of :func:`bench.training.stages.peak_held` when interleaved."""
+    v = opts.per_rank
+    layers = max(stage_layers(stage_starts(piece_sizes(model), n * v), local_stages(v, r, n),
+                              model.config.layers))
+    return Acts(microbatches=opts.microbatches, layers=layers,
+                in_flight=in_flight(opts.schedule, n, opts.microbatches, v, r),
+                pieces=_mine(model, opts, n, r))
 
 
 def layout(opts: Options, world: int) -> Layout:
