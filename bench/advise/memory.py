@@ -70,12 +70,13 @@ def activations(shape: Shape, lay: Layout, batch: int, prec: Precision) -> int |
                           lay.stages_per_rank, tensor=lay.tensor) if lay.pipeline > 1 else \
         Acts(lay.tensor, lay.microbatches)
     sw, micro = shape.software, batch // plan.microbatches
+    seq = cfg.seq_len // lay.context  # context parallelism: the rank's chunk of each sequence
     layers = cfg.layers if plan.layers is None else plan.layers
-    layer = layer_activation_bytes(cfg.seq_len, micro, cfg.embd, cfg.heads, lay.tensor, sw,
+    layer = layer_activation_bytes(seq, micro, cfg.embd, cfg.heads, lay.tensor, sw,
                                    lay.recompute)
     scale = 1 if prec.param_bytes == 2 or lay.amp != "fp32" else 2  # vs 16-bit figures
     vocab = -(-cfg.vocab // lay.tensor) if sw.vocab_parallel else cfg.vocab
-    return int(layers * layer * plan.in_flight * scale + LOGITS_BYTES * cfg.seq_len * micro
+    return int(layers * layer * plan.in_flight * scale + LOGITS_BYTES * seq * micro
                * vocab)
 
 
@@ -90,7 +91,7 @@ def states(shape: Shape, lay: Layout, batch: int, prec: Precision) -> tuple[Memo
     best: Memory | None = None
     for pp in representative_stages(shape, lay):
         ctx = CommContext(shape, lay, batch, pp=pp)
-        e = _held(shape, lay.dp, lay.data, lay.tensor, ctx.my_pieces, prec)
+        e = _held(shape, lay.dp, lay.replicas, lay.tensor, ctx.my_pieces, prec)
         if lay.pipeline > 1:
             e = accumulated(e, _elements(shape, lay.tensor, ctx.my_pieces), prec)
         if best is None or e.total > best.total:
