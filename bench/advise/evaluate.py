@@ -104,7 +104,7 @@ def floor(job: Job, lay: Layout, calls: bool = False) -> float:
     knobs = factor(job.compute, lay.checkpoint, sixteen)
     out = 0.0
     stages = _cached(job, "compute", lay, lambda: _compute(job, lay))
-    waits = _cached(job, "exposed", lay, lambda: _exposed(job, lay)) if calls else None
+    waits = _axes_exposed(job, lay) if calls else None
     for i, (compute, opt) in enumerate(stages):  # type: ignore[arg-type]
         c = compute * knobs
         bubble = (lay.pipeline - 1) / lay.stages_per_rank * c / lay.microbatches \
@@ -117,26 +117,38 @@ def floor(job: Job, lay: Layout, calls: bool = False) -> float:
     return out
 
 
+def _axes_exposed(job: Job, lay: Layout) -> list[tuple[float, float]]:
+    """:func:`_exposed`, shared by the layouts whose axes are alike: the same degrees,
+    pipeline variant and expert groups (what the axes' calls and their groups depend on; the
+    data strategy and the knobs do not change them); zeros where the step may price them
+    otherwise (a strategy pricing its own calls, measured interference)."""
+    if strategies().get(lay.dp).price is not None or job.measured is not None:
+        return [(0.0, 0.0)] * len(representative_stages(job.shape, lay))
+    key = ("exposed", lay.data, lay.tensor, lay.context, lay.pipeline, lay.stages_per_rank,
+           lay.microbatches, lay.expert)
+    got = job.cache.get(key)  # type: ignore[call-overload]
+    if got is None:
+        got = job.cache[key] = _exposed(job, lay)  # type: ignore[index]
+    return got  # type: ignore[no-any-return]
+
+
 def _exposed(job: Job, lay: Layout) -> list[tuple[float, float]]:
     """Per representative stage (as :func:`_compute`): the seconds of its tensor, context and
     pipeline calls that no overlap hides (``overlap`` False: :func:`bench.advise.step.step_time`
-    exposes them in full), and of those full recomputation issues again; (0, 0) where the step
-    may price them otherwise (a strategy pricing its own calls, measured interference), and
-    rounded down by a relative 1e-12 (the step sums the same times in another order)."""
-    own = strategies().get(lay.dp).price is not None or job.measured is not None
+    exposes them in full), and of those full recomputation issues again, rounded down by a
+    relative 1e-12 (the step sums the same times in another order)."""
+    stages = [[(c, job.timer.group(lay, c.group)) for c in axis_calls(
+        CommContext(job.shape, lay, job.batch, job.bytes, pp=pp)) if not c.overlap]
+        for pp in representative_stages(job.shape, lay)]
+    job.timer.prime([cg for calls in stages for cg in calls])  # each group's sizes at once
     out = []
-    for pp in representative_stages(job.shape, lay):
-        if own:
-            out.append((0.0, 0.0))
-            continue
-        ctx = CommContext(job.shape, lay, job.batch, job.bytes, pp=pp)
+    for calls in stages:
         every = again = 0.0
-        for c in axis_calls(ctx):
-            if not c.overlap:
-                t = job.timer.time(c, job.timer.group(lay, c.group)).seconds * c.calls
-                every += t
-                if c.phase == "forward" and c.group in RECOMPUTED_GROUPS:
-                    again += t
+        for c, g in calls:
+            t = job.timer.time(c, g).seconds * c.calls
+            every += t
+            if c.phase == "forward" and c.group in RECOMPUTED_GROUPS:
+                again += t
         out.append((every * (1 - 1e-12), again * (1 - 1e-12)))
     return out
 
