@@ -44,10 +44,11 @@ LOGITS_BYTES = 4  # the LM head's fp32 logits, per token and vocabulary entry
 
 
 def layer_activation_bytes(seq: int, micro: int, hidden: int, heads: int, tensor: int,
-                           software: Software, recompute: str) -> float:
+                           software: Software, recompute: str, context: int = 1) -> float:
     """16-bit bytes one transformer layer holds for backward on one tensor rank, for a
-    micro-batch of ``micro`` sequences (the constants above)."""
-    sbh = seq * micro * hidden
+    micro-batch of ``micro`` sequences (the constants above); with context parallelism, on the
+    rank's chunk of s / ``context`` positions (its scores: those rows against all s keys)."""
+    sbh = seq // context * micro * hidden
     if recompute == "full":
         return float(INPUT_PER_SBH * sbh)
     base = (REPLICATED_PER_SBH + SHARDED_PER_SBH) / tensor if software.sequence_parallel \
@@ -72,8 +73,8 @@ def activations(shape: Shape, lay: Layout, batch: int, prec: Precision) -> int |
     sw, micro = shape.software, batch // plan.microbatches
     seq = cfg.seq_len // lay.context  # context parallelism: the rank's chunk of each sequence
     layers = cfg.layers if plan.layers is None else plan.layers
-    layer = layer_activation_bytes(seq, micro, cfg.embd, cfg.heads, lay.tensor, sw,
-                                   lay.recompute)
+    layer = layer_activation_bytes(cfg.seq_len, micro, cfg.embd, cfg.heads, lay.tensor, sw,
+                                   lay.recompute, lay.context)
     scale = 1 if prec.param_bytes == 2 or lay.amp != "fp32" else 2  # vs 16-bit figures
     vocab = -(-cfg.vocab // lay.tensor) if sw.vocab_parallel else cfg.vocab
     return int(layers * layer * plan.in_flight * scale + LOGITS_BYTES * seq * micro
