@@ -4,9 +4,9 @@ and Llama 3 405B's layouts (arXiv 2407.21783, Table 4).
 
     .venv/bin/python -m benchmarks.published_runs [--keep 20] [--exhaustive-upto 256] [--only 1.7B,8192]
 
-Per row: advise's predicted throughput of the **published layout** (its tensor, pipeline and data
-degrees, the data strategy the run used: Megatron's plain all_reduce, ``ddp``, Llama 3's FSDP
-without resharding after forward, ``zero2`` (the YAML's ``llama3_data``); Megatron's
+Per row: advise's predicted throughput of the **published layout** (its tensor, context,
+pipeline and data degrees, the data strategy the run used: Megatron's plain all_reduce,
+``ddp``, Llama 3's FSDP without resharding after forward, ``zero2`` (the YAML's ``llama3_data``); Megatron's
 recomputation of every layer, Llama 3's where the memory model says it must; the
 microbatches and schedule advise finds best for them) in TFLOP/s per GPU counted as the paper
 counts them (Megatron's formula credits recomputation: advise's first choice, with or without
@@ -27,7 +27,9 @@ The software each paper ran is part of the profile: Megatron-LM of 2021 reduced 
 the backward pass (no overlap: ``overlaps_communication: false``) and materialized the
 attention scores (``attention: materialized``) on a100-ib200; Llama 3 ran flash attention with
 overlapped communication on h100-ib400 (400 Gb/s InfiniBand standing in for its 400 Gb/s
-RoCE). Context parallelism (Llama 3's 131K row) is not modelled: that row is listed, not priced.
+RoCE). Llama 3's 131K row runs context parallelism (bench/advise/comm.py, context_calls: the
+paper's all-gather based CP over GQA's 8 key/value heads: ``context_parallel`` in its software,
+so context degrees are searched for every Llama 3 row); Megatron-LM of 2021 had none.
 Where no variant of the published degrees fits advise's memory model, the one nearest to fitting
 (least memory) is priced anyway and marked (it is not in advise's list).
 """
@@ -58,17 +60,22 @@ MEGATRON_SOFTWARE = MappingProxyType({"attention": "materialized", "overlaps_com
                                       "fused_qkv": True, "autograd_accumulation": True,
                                       "fp32_loss": True})
 # Llama 3 (arXiv 2407.21783, Section 3.3.2): tensor parallelism as Megatron-LM runs it, citing
-# Korthikanti et al. 2022 (sequence parallelism), flash attention, overlapped communication; "we
-# proactively deallocate tensors that will not be used for future computation, including the
-# input and output tensors of each pipeline stage" (deallocates_outputs); its block has no
-# dropout (Table 3's architecture; Meta's reference llama/model.py has no dropout layer).
+# Korthikanti et al. 2022 (sequence parallelism), flash attention, overlapped communication, and
+# its all-gather based context parallelism (the same section); "we proactively deallocate tensors
+# that will not be used for future computation, including the input and output tensors of each
+# pipeline stage" (deallocates_outputs); its block has no dropout (Table 3's architecture; Meta's
+# reference llama/model.py has no dropout layer).
 LLAMA3_SOFTWARE = MappingProxyType({"vocab_parallel": True, "sequence_parallel": True,
-                                    "dropout": False, "deallocates_outputs": True})
+                                    "context_parallel": True, "dropout": False,
+                                    "deallocates_outputs": True})
 # Llama 3 (the same section, "Numerical stability"): "FP32 gradient accumulation during backward
 # computation over multiple micro-batches and also reduce-scatter gradients in FP32 across data
 # parallel workers in FSDP": 4-byte gradients, held (whole while they accumulate beside the
 # pipeline, then their shards) and reduce-scattered, beside 16-bit parameters.
 LLAMA3_GRAD_BYTES = 4
+# Llama 3 405B's key/value heads (arXiv 2407.21783, Table 3: 128 attention heads, 8 key/value
+# heads): what its context parallelism all-gathers (Section 3.3.2).
+LLAMA3_KV_HEADS = 8
 
 
 @dataclass(frozen=True)
@@ -91,6 +98,7 @@ class Run:
     paper_flops: bool  # Megatron's formula (recomputation counted) or the model's FLOPs
     recompute: str | None  # the run's recomputation, layout.RECOMPUTES (None: not stated)
     grad_bytes: int = 2  # gradients as accumulated and reduced (mixed precision's 16-bit)
+    kv_heads: int | None = None  # grouped-query attention's key/value heads (None: the heads)
 
     @property
     def data(self) -> int:
@@ -110,7 +118,7 @@ def runs() -> list[Run]:
            for p, a, h, L, t, pp, g, b, tf, _ in raw["megatron"]]
     out += [Run(f"Llama3 405B {g}{' CP' + str(cp) if cp > 1 else ''}", 126, 16384, 128, s,
                 128256, g, b, t, pp, cp, tf, "h100-ib400", LLAMA3_SOFTWARE, (raw["llama3_data"],),
-                False, None, LLAMA3_GRAD_BYTES)
+                False, None, LLAMA3_GRAD_BYTES, LLAMA3_KV_HEADS)
             for g, t, cp, pp, _, s, b, tf, _ in raw["llama3"]]
     return out
 
@@ -150,7 +158,7 @@ def _question(run: Run):  # type: ignore[no-untyped-def]
     from bench.training.analytic import MIXED, parameters
 
     model = custom_gpt(run.layers, run.hidden, run.heads, run.seq, run.vocab)
-    shape = Shape(model, tuple(parameters(model)))  # a fresh shape: nothing cached
+    shape = Shape(model, tuple(parameters(model)), kv_heads=run.kv_heads)  # fresh: nothing cached
     prof = load_profile(run.profile)
     prof = dataclasses.replace(prof, device={**prof.device, **run.software})
     prec = MIXED if run.grad_bytes == MIXED.grad_bytes else dataclasses.replace(
@@ -166,7 +174,8 @@ def _published(q, run: Run, jobs):  # type: ignore[no-untyped-def]
 
     found = [evaluate(jobs(b), lay) for lay, b in layouts(q.shape.model, run.gpus, run.batch,
                                                             q.bucket_mb, q.amps,
-                                                            q.software.recomputes)
+                                                            q.software.recomputes,
+                                                            q.software.context_parallel)
              if is_published(run, lay)]
     fit = [r for r in found if r.fits]
     if fit:
@@ -175,22 +184,20 @@ def _published(q, run: Run, jobs):  # type: ignore[no-untyped-def]
 
 
 def runs_on(run: Run, lay) -> bool:  # type: ignore[no-untyped-def]
-    """The run's software could run the layout: its data strategies, its recomputation."""
+    """The run's software could run the layout: its data strategies, its recomputation (its
+    context parallelism, where it had it: the search offers none to software without)."""
     return lay.dp in run.strategies and run.recompute in (None, lay.recompute)
 
 
 def is_published(run: Run, lay) -> bool:  # type: ignore[no-untyped-def]
-    return (lay.data, lay.tensor, lay.pipeline) == (run.data, run.tensor, run.pipeline) \
-        and runs_on(run, lay)
+    return (lay.data, lay.tensor, lay.context, lay.pipeline) == \
+        (run.data, run.tensor, run.context, run.pipeline) and runs_on(run, lay)
 
 
 def row(run: Run, keep: int, exhaustive_upto: int) -> tuple[str, float | None, int | None]:
     pub = f"tp={run.tensor} pp={run.pipeline}" + (f" cp={run.context}" if run.context > 1
                                                     else "") + f" dp={run.data}"
     head = f"{run.name:<22} {run.gpus:>5} {pub:<22} {run.tflops:>4.0f}"
-    if run.context > 1:
-        return f"{head} {'-':>5} {'-':>5} {'-':>7} {'-':>12}  not priced: context " \
-               f"parallelism is not modelled", None, None
     q = _question(run)
     jobs = q.jobs()
     per_gpu = run.flops_per_step(q.shape.flops_per_sample) / run.gpus / 1e12

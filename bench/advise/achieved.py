@@ -7,10 +7,12 @@ gemm`` measures them):
   large-GEMM efficiency, t0 the kernel's fixed time. Its efficiency, (F / peak) / time, saturates
   in F towards eta, and a tensor-parallel shard (smaller N or K) or a smaller micro-batch (smaller
   M) runs less efficiently: less work per fixed cost, and less work per byte;
-- every Linear of the piece at its tensor-parallel local shape and the micro-batch's tokens:
-  forward one GEMM, backward two of the same size (data and weight gradients);
+- every Linear of the piece at its tensor-parallel local shape and the micro-batch's tokens (on
+  the rank's context chunk of each sequence: 1 / c of them): forward one GEMM, backward two of
+  the same size (data and weight gradients);
 - attention per layer: the score and context GEMMs batched over the micro-batch and the local
-  heads (K = the head width); ``device.attention: materialized`` also writes the s x s scores
+  heads (K = the head width), the rank's local queries (its context chunk) against the whole
+  sequence's keys and values; ``device.attention: materialized`` also writes the s x s scores
   (their bytes in the GEMMs' roofline, and softmax and dropout on them at memory bandwidth);
   ``flash`` (the default) keeps them on chip;
 - element-wise work at memory bandwidth (the software's ``elementwise`` kernels,
@@ -109,12 +111,14 @@ class Gemm:
         return gemm_bytes(self.m, self.n, self.k) * self.batch
 
 
-def block_gemms(shape: Shape, tensor: int, piece: int, micro: int) -> list[Gemm]:
+def block_gemms(shape: Shape, tensor: int, piece: int, micro: int, context: int = 1
+                ) -> list[Gemm]:
     """The GEMMs of one forward of ``piece`` on ``micro`` samples: its Linears at their local
-    shapes (the matrices :attr:`Shape.piece_flops` counts; m = tokens), then attention's score
-    and context GEMMs batched over the samples and local heads (GPT blocks). What ``commbench
-    gemm`` times."""
-    tokens = micro * shape.tokens_per_sample
+    shapes (the matrices :attr:`Shape.piece_flops` counts; m = tokens, of the rank's context
+    chunk), then attention's score and context GEMMs batched over the samples and local heads
+    (GPT blocks; the chunk's queries against the whole sequence). What ``commbench gemm``
+    times."""
+    tokens = micro * (shape.tokens_per_sample // context)
     out = []
     for p in local_params(shape, tensor, frozenset((piece,))):
         if len(p.shape) == 2 and not p.name.endswith(("wte.weight", "wpe.weight")):
@@ -124,25 +128,29 @@ def block_gemms(shape: Shape, tensor: int, piece: int, micro: int) -> list[Gemm]
     if isinstance(cfg, GPTConfig) and 1 <= piece <= cfg.layers:
         s, d = cfg.seq_len, cfg.embd // cfg.heads
         heads = max(1, cfg.heads // tensor) * micro
-        out += [Gemm(s, s, d, heads, True), Gemm(s, d, s, heads, True)]  # Q K^T; scores V
+        q = s // context  # the rank's queries
+        out += [Gemm(q, s, d, heads, True), Gemm(q, d, s, heads, True)]  # Q K^T; scores V
     return out
 
 
 @functools.lru_cache(maxsize=65536)
-def piece_forward_s(eff: Efficiency, shape: Shape, tensor: int, piece: int, micro: int) -> float:
-    """One forward of ``piece`` on a micro-batch of ``micro`` samples (module docstring)."""
+def piece_forward_s(eff: Efficiency, shape: Shape, tensor: int, piece: int, micro: int,
+                    context: int = 1) -> float:
+    """One forward of ``piece`` on a micro-batch of ``micro`` samples, on a context chunk of
+    1 / ``context`` of each sequence (module docstring)."""
     t = sum(eff.gemm_s(g.flops, g.nbytes(eff.attention))
-            for g in block_gemms(shape, tensor, piece, micro) if not g.scores)
+            for g in block_gemms(shape, tensor, piece, micro, context) if not g.scores)
     cfg = shape.model.config
     if isinstance(cfg, GPTConfig) and 1 <= piece <= cfg.layers:
-        h, seq = cfg.embd, cfg.seq_len
+        h, seq = cfg.embd, cfg.seq_len // context
         rep, shard = ELEMENTWISE[shape.software.elementwise]
         if shape.software.sequence_parallel:  # layer norms and dropouts on s / t of the tokens
             rep /= tensor
         t += eff.memory_s(ELEMENT_BYTES * micro * seq * (rep * h + shard * h / tensor))
-    return t + core_forward_s(eff, shape, tensor, piece, micro)
+    return t + core_forward_s(eff, shape, tensor, piece, micro, context)
 
 
+@functools.lru_cache(maxsize=65536)
 def local_logits(shape: Shape, tensor: int, piece: int) -> int:
     """Logits per token the piece's LM head computes on one tensor rank (its local vocabulary
     rows; 0 for a piece without the head)."""
@@ -152,50 +160,57 @@ def local_logits(shape: Shape, tensor: int, piece: int) -> int:
 
 @functools.lru_cache(maxsize=65536)
 def loss_s(eff: Efficiency, shape: Shape, tensor: int, pieces: frozenset[int],
-           micro: int) -> float:
+           micro: int, context: int = 1) -> float:
     """The fp32 loss's element-wise passes on one micro-batch, forward and backward
     (:data:`bench.advise.software.FP32_LOSS_BYTES` per local logit), on the rank holding the LM
     head; 0 unless the software's ``fp32_loss``."""
     if not shape.software.fp32_loss:
         return 0.0
     logits = sum(local_logits(shape, tensor, i) for i in pieces)
-    return eff.memory_s(FP32_LOSS_BYTES * micro * shape.tokens_per_sample * logits)
+    return eff.memory_s(FP32_LOSS_BYTES * micro * (shape.tokens_per_sample // context) * logits)
 
 
 @functools.lru_cache(maxsize=65536)
-def core_forward_s(eff: Efficiency, shape: Shape, tensor: int, piece: int, micro: int) -> float:
+def core_forward_s(eff: Efficiency, shape: Shape, tensor: int, piece: int, micro: int,
+                   context: int = 1) -> float:
     """One forward of the attention core of ``piece`` (a GPT block; else 0): the score and
-    context GEMMs, and with materialized scores their softmax and dropout. What selective
-    recomputation runs again (Korthikanti et al. 2022, Section 5)."""
+    context GEMMs, and with materialized scores their softmax and dropout (the rank's queries'
+    rows of them). What selective recomputation runs again (Korthikanti et al. 2022,
+    Section 5)."""
     t = sum(eff.gemm_s(g.flops, g.nbytes(eff.attention))
-            for g in block_gemms(shape, tensor, piece, micro) if g.scores)
+            for g in block_gemms(shape, tensor, piece, micro, context) if g.scores)
     cfg = shape.model.config
     if eff.attention == "materialized" and isinstance(cfg, GPTConfig) and \
             1 <= piece <= cfg.layers:
         heads = max(1, cfg.heads // tensor) * micro
-        t += eff.memory_s(ELEMENT_BYTES * SCORES_ELEMENTWISE * heads * cfg.seq_len ** 2)
+        t += eff.memory_s(ELEMENT_BYTES * SCORES_ELEMENTWISE * heads * (cfg.seq_len // context)
+                          * cfg.seq_len)
     return t
 
 
 @functools.lru_cache(maxsize=65536)
 def stage_forward_s(eff: Efficiency, shape: Shape, tensor: int, pieces: frozenset[int],
-                    micro: int) -> float:
-    """One forward of a rank's pieces on one micro-batch."""
-    return sum(piece_forward_s(eff, shape, tensor, i, micro) for i in pieces)
+                    micro: int, context: int = 1) -> float:
+    """One forward of a rank's pieces on one micro-batch (its context chunk)."""
+    kind = shape.piece_kind  # a piece's kind prices as the piece (Shape.piece_kind)
+    return sum(piece_forward_s(eff, shape, tensor, kind[i], micro, context) for i in pieces)
 
 
 @functools.lru_cache(maxsize=65536)
 def stage_core_s(eff: Efficiency, shape: Shape, tensor: int, pieces: frozenset[int],
-                 micro: int) -> float:
-    """One forward of the attention cores of a rank's pieces on one micro-batch."""
-    return sum(core_forward_s(eff, shape, tensor, i, micro) for i in pieces)
+                 micro: int, context: int = 1) -> float:
+    """One forward of the attention cores of a rank's pieces on one micro-batch (its context
+    chunk)."""
+    kind = shape.piece_kind
+    return sum(core_forward_s(eff, shape, tensor, kind[i], micro, context) for i in pieces)
 
 
 @functools.lru_cache(maxsize=65536)
 def held_params(shape: Shape, tensor: int, pieces: frozenset[int]) -> int:
     """Parameters of ``pieces`` on one tensor-parallel rank (summed piece by piece: a piece's
     count is shared by every stage that holds it)."""
-    return sum(piece_params(shape, tensor, i) for i in pieces)
+    kind = shape.piece_kind
+    return sum(piece_params(shape, tensor, kind[i]) for i in pieces)
 
 
 @functools.lru_cache(maxsize=65536)
@@ -211,7 +226,8 @@ def accumulation_s(eff: Efficiency, ctx: CommContext) -> float:
     lay = ctx.layout
     if not ctx.shape.software.autograd_accumulation:
         return 0.0
-    passes = ACCUMULATE_PASSES * (lay.microbatches - 1) + (PACK_PASSES if lay.data > 1 else 0)
+    passes = ACCUMULATE_PASSES * (lay.microbatches - 1) + (PACK_PASSES if lay.replicas > 1
+                                                           else 0)
     return eff.memory_s(passes * ctx.bytes.grad * held_params(ctx.shape, lay.tensor,
                                                              ctx.my_pieces))
 
@@ -228,21 +244,23 @@ class Achieved:
     def seconds(self, ctx: CommContext) -> float:
         lay = ctx.layout
         micro = max(1, ctx.batch // lay.microbatches)
-        fwd = stage_forward_s(self.eff, ctx.shape, lay.tensor, ctx.my_pieces, micro)
-        again = stage_core_s(self.eff, ctx.shape, lay.tensor, ctx.my_pieces, micro) \
+        c = lay.context
+        fwd = stage_forward_s(self.eff, ctx.shape, lay.tensor, ctx.my_pieces, micro, c)
+        again = stage_core_s(self.eff, ctx.shape, lay.tensor, ctx.my_pieces, micro, c) \
             if lay.selective else 0.0  # selective recomputation: the cores' forward again
-        loss = loss_s(self.eff, ctx.shape, lay.tensor, ctx.my_pieces, micro)
+        loss = loss_s(self.eff, ctx.shape, lay.tensor, ctx.my_pieces, micro, c)
         return ((1 + BACKWARD_TIMES) * fwd + again + loss) * lay.microbatches
 
     def optimizer(self, ctx: CommContext) -> float:
-        """Adam on the parameters this rank updates (its stages' shards; over d with ZeRO), at
-        memory bandwidth: three fp32 states read and written, the gradient read, the 16-bit
-        copy written where parameters are 16-bit; and :func:`accumulation_s`. A ps worker
-        updates nothing (its server does)."""
+        """Adam on the parameters this rank updates (its stages' shards; over the data x context
+        ranks with ZeRO), at memory bandwidth: three fp32 states read and written, the gradient
+        read, the 16-bit copy written where parameters are 16-bit; and :func:`accumulation_s`.
+        A ps worker updates nothing (its server does)."""
         lay = ctx.layout
         if lay.servers:
             return 0.0
-        n = held_params(ctx.shape, lay.tensor, ctx.my_pieces) / (lay.data if lay.zero else 1)
+        n = held_params(ctx.shape, lay.tensor, ctx.my_pieces) / (lay.replicas if lay.zero
+                                                                  else 1)
         per = ADAM_STATE_BYTES + ctx.bytes.grad + (2 if ctx.bytes.param == 2 else 0)
         return self.eff.memory_s(n * per) + accumulation_s(self.eff, ctx)
 

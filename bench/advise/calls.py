@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from kernels.topology import Topology
 
 # server: ps workers <-> servers; expert: an expert-parallel group; expert_data: the ranks
-# holding the same experts (bench.training.strategies.expert)
-GROUPS = ("data", "tensor", "pipeline", "server", "expert", "expert_data")
+# holding the same experts (bench.training.strategies.expert); context: a context-parallel group
+GROUPS = ("data", "tensor", "pipeline", "server", "expert", "expert_data", "context")
 PHASES = ("forward", "backward", "step")
 
 

@@ -59,6 +59,11 @@ def shape_from_args(args: argparse.Namespace, say: Say) -> Shape:
         check_params(args.params, shape.total)
     except ValueError as e:
         raise AdviceError(str(e)) from None
+    if getattr(args, "kv_heads", None) is not None:
+        try:
+            shape = dataclasses.replace(shape, kv_heads=args.kv_heads)
+        except ValueError as e:
+            raise AdviceError(f"--kv-heads: {e}") from None
     say(f"# {shape.name}: {shape.total / 1e9:.2f}B parameters from the shape (--params "
         f"{args.params}: {relative_gap(parse_count(args.params), shape.total):.0%} apart)")
     return shape
@@ -93,6 +98,8 @@ def routed(shape: Shape, args: argparse.Namespace) -> Shape:
 def run_advice(args: argparse.Namespace, out: Path, say: Say) -> None:
     profile = load_profile(args.profile)
     device_key(profile, "memory_bytes")
+    if getattr(args, "context_parallel", False):  # the software runs it (Software)
+        profile = dataclasses.replace(profile, device={**profile.device, "context_parallel": True})
     if args.from_run:
         recs, meta = _from_run(args, profile, say)
     else:

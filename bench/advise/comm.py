@@ -3,9 +3,11 @@ lists from a :class:`CommContext`. Each strategy states its own (``Strategy.call
 under :mod:`bench.training.strategies`); the tensor and pipeline axes of a layout are here.
 
 A layout's communication is the sum of its parts (:func:`layout_calls`): its data strategy over
-the data group (a parameter-server layout: between workers and servers), tensor parallelism over
-the tensor group, the pipeline over the pipeline group; each part sees only the rank's own
-stages and its tensor-parallel shards.
+the data group (the data x context ranks holding the same weights; a parameter-server layout:
+between workers and servers), tensor parallelism over the tensor group, context parallelism over
+the context group, the pipeline over the pipeline group; each part sees only the rank's own
+stages, its tensor-parallel shards and its context chunk of each sequence
+(:attr:`CommContext.tokens`).
 """
 
 from __future__ import annotations
@@ -63,6 +65,11 @@ class CommContext:
     def microbatch(self) -> int:
         return self.batch // self.layout.microbatches
 
+    @property
+    def tokens(self) -> int:
+        """Positions of each sample on this rank: its context chunk of the sequence."""
+        return self.shape.tokens_per_sample // self.layout.context
+
 
 @functools.lru_cache(maxsize=65536)
 def pieces_of(shape: Shape, pipeline: int, per_rank: int, pp: int) -> frozenset[int]:
@@ -102,21 +109,27 @@ def tensor_calls(ctx: CommContext) -> list[Call]:
     input (piece 0 of the MLP), whose input needs no gradient. q, k and v are three
     column-parallel layers on one input: three backward all_reduces per attention block. Per
     microbatch when pipelined. These calls sit on the critical path: nothing overlaps them."""
-    m, tokens, act = ctx.layout.microbatches, ctx.shape.tokens_per_sample, ctx.bytes.act
-    rows = ctx.microbatch * tokens * act
-    sizes: dict[tuple[str, int], int] = {}  # (phase, bytes): calls (Calls built once: hot in search)
-    mine = ctx.my_pieces
-    for piece, lin in ctx.shape.linears:
-        if piece not in mine:
+    m, rows = ctx.layout.microbatches, ctx.microbatch * ctx.tokens * ctx.bytes.act
+    return [Call("all_reduce", rows * width, k * m, "tensor", phase, False)
+            for phase, width, k in _tensor_widths(ctx.shape, ctx.my_pieces)]
+
+
+@functools.lru_cache(maxsize=65536)
+def _tensor_widths(shape: Shape, pieces: frozenset[int]) -> tuple[tuple[str, int, int], ...]:
+    """(phase, features, all_reduces per microbatch) of :func:`tensor_calls` on ``pieces``, in
+    first-seen order (cached: the search asks for the same stages again and again)."""
+    widths: dict[tuple[str, int], int] = {}
+    for piece, lin in shape.linears:
+        if piece not in pieces:
             continue
         if lin.style == "rowwise":
-            key = ("forward", rows * lin.out_features)
+            key = ("forward", lin.out_features)
         elif piece != 0:
-            key = ("backward", rows * lin.in_features)
+            key = ("backward", lin.in_features)
         else:
             continue
-        sizes[key] = sizes.get(key, 0) + m
-    return [Call("all_reduce", n, k, "tensor", phase, False) for (phase, n), k in sizes.items()]
+        widths[key] = widths.get(key, 0) + 1
+    return tuple((phase, width, k) for (phase, width), k in widths.items())
 
 
 def pipeline_calls(ctx: CommContext) -> list[Call]:
@@ -127,27 +140,55 @@ def pipeline_calls(ctx: CommContext) -> list[Call]:
     mirror images. One message per microbatch and boundary, of microbatch x the boundary
     activation's elements (``Shape.boundary_elements``): the same for GPipe, 1F1B and
     interleaved 1F1B; interleaving adds boundaries (v stages per rank). Tensor-parallel ranks
-    each send the full activation. Sends and receives wait on the critical path (the schedule
-    blocks on them)."""
-    m, last = ctx.layout.microbatches, ctx.layout.stages - 1
+    each send the full activation, context-parallel ranks their chunk of it. Sends and receives
+    wait on the critical path (the schedule blocks on them)."""
+    m, last, c = ctx.layout.microbatches, ctx.layout.stages - 1, ctx.layout.context
     starts, unit = ctx.stage_starts, ctx.microbatch * ctx.bytes.act
     out = []
     for s in ctx.my_stages:
         if s != last:  # output forward, its gradient back
-            n = unit * ctx.shape.boundary_elements(starts[s + 1])
+            n = unit * (ctx.shape.boundary_elements(starts[s + 1]) // c)
             out += [Call("send", n, m, "pipeline", "forward", False),
                     Call("recv", n, m, "pipeline", "backward", False)]
         if s != 0:  # input from the previous stage, its gradient back to it
-            n = unit * ctx.shape.boundary_elements(starts[s])
+            n = unit * (ctx.shape.boundary_elements(starts[s]) // c)
             out += [Call("recv", n, m, "pipeline", "forward", False),
                     Call("send", n, m, "pipeline", "backward", False)]
     return out
 
 
+def context_calls(ctx: CommContext) -> list[Call]:
+    """The layout's context axis: Llama 3's all-gather based context parallelism (arXiv
+    2407.21783, Section 3.3.2). Each rank holds 2 of the 2c chunks of every sequence; in each
+    transformer block's forward it all-gathers the keys and values of the whole sequence over
+    the context group (one call per block and microbatch, keys and values together: output
+    microbatch x sequence x :meth:`Shape.kv_elements` of its tensor rank) and computes attention
+    for its local queries; the backward reduce-scatters their gradients (the same size, the
+    input). Exposed: the paper, "the all-gather communication latency is exposed in the critical
+    path" (the attention needs the gathered keys and values; the projections' backward needs
+    their reduced gradients)."""
+    cfg, m = ctx.shape.model.config, ctx.layout.microbatches
+    blocks = sum(1 for i in ctx.my_pieces if 1 <= i <= getattr(cfg, "layers", 0))
+    if not blocks:
+        return []
+    n = ctx.microbatch * ctx.shape.tokens_per_sample * ctx.shape.kv_elements(ctx.layout.tensor) \
+        * ctx.bytes.act
+    return [Call("all_gather", n, blocks * m, "context", "forward", False),
+            Call("reduce_scatter", n, blocks * m, "context", "backward", False)]
+
+
+def axis_calls(ctx: CommContext) -> list[Call]:
+    """The calls of the layout's tensor, context and pipeline axes on the rank."""
+    lay = ctx.layout
+    return [*(tensor_calls(ctx) if lay.tensor > 1 else []),
+            *(context_calls(ctx) if lay.context > 1 else []),
+            *(pipeline_calls(ctx) if lay.pipeline > 1 else [])]
+
+
 def layout_calls(ctx: CommContext) -> list[Call]:
     """A layout's calls on the rank: its data strategy's over the data group (when there is one
-    to talk to), then the tensor and pipeline axes'."""
+    to talk to: the data x context ranks holding the same weights), then its axes'
+    (:func:`axis_calls`)."""
     lay = ctx.layout
-    dp = strategies().get(lay.dp).calls(ctx) if lay.data > 1 or lay.servers else []
-    return [*dp, *(tensor_calls(ctx) if lay.tensor > 1 else []),
-            *(pipeline_calls(ctx) if lay.pipeline > 1 else [])]
+    dp = strategies().get(lay.dp).calls(ctx) if lay.replicas > 1 or lay.servers else []
+    return [*dp, *axis_calls(ctx)]

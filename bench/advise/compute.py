@@ -1,6 +1,8 @@
 """Compute time per step on one rank, before communication and the bubble: the rank's pipeline
-stages' share of the model's FLOPs (:attr:`Shape.piece_flops`), divided by the tensor degree,
-for its replica's samples; priced at the profile's ``device.flops_per_s`` (:class:`Flops`, a lower
+stages' share of the model's FLOPs (:attr:`Shape.piece_flops`), divided by the tensor and
+context degrees (context parallelism: every token-proportional FLOP on the rank's chunk, and the
+attention's local queries against the whole sequence's keys, 1 / c of its FLOPs), for its
+replica's samples; priced at the profile's ``device.flops_per_s`` (:class:`Flops`, a lower
 bound), as achieved operation by operation (:class:`bench.advise.achieved.Achieved`, where the
 profile states ``device.gemm_efficiency``) or as a measured world-size-1 step scaled by that
 share (:class:`Measured`, ``fixed_s`` paid whole by every rank). The rule and the knobs'
@@ -34,7 +36,7 @@ class Flops:
 
     def seconds(self, ctx: CommContext) -> float:
         return ctx.batch * (stage_flops(ctx) + recomputed_flops(ctx)) / ctx.layout.tensor \
-            / self.flops_per_s
+            / ctx.layout.context / self.flops_per_s
 
     def optimizer(self, ctx: CommContext) -> float:
         """Not priced at peak (a lower bound)."""
@@ -58,7 +60,7 @@ class Measured:
 
     def seconds(self, ctx: CommContext) -> float:
         share = (stage_flops(ctx) + recomputed_flops(ctx)) / ctx.shape.flops_per_sample \
-            / ctx.layout.tensor
+            / ctx.layout.tensor / ctx.layout.context
         return (self.step_s - self.fixed_s) * share + self.fixed_s
 
     def optimizer(self, ctx: CommContext) -> float:

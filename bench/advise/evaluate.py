@@ -15,13 +15,13 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from bench.advise.comm import Bytes, CommContext, layout_calls, representative_stages
+from bench.advise.comm import Bytes, CommContext, axis_calls, layout_calls, representative_stages
 from bench.advise.compute import Compute, factor
 from bench.advise.interference import Measured
 from bench.advise.layout import Layout
 from bench.advise.memory import Memory, rank_activations, states, with_activations
 from bench.advise.shape import Shape
-from bench.advise.step import Priced, Step, step_time
+from bench.advise.step import RECOMPUTED_GROUPS, Priced, Step, step_time
 from bench.advise.timing import Timer
 from bench.training.analytic import Precision
 from bench.training.strategy import strategies
@@ -79,7 +79,9 @@ def _stages(job: Job, lay: Layout) -> list[Stage]:
 
 
 def _cached(job: Job, kind: str, lay: Layout, make: object) -> object:
-    key = (kind, dataclasses.replace(lay, checkpoint=False, amp="fp32"))
+    plain = dataclasses.replace(lay, checkpoint=False, amp="fp32") \
+        if lay.checkpoint or lay.amp != "fp32" else lay
+    key = (kind, plain)
     got = job.cache.get(key)
     if got is None:
         got = job.cache[key] = make()  # type: ignore[operator]
@@ -93,17 +95,61 @@ def memory_of(job: Job, lay: Layout) -> Memory:
                                                    job.precision))
 
 
-def floor(job: Job, lay: Layout) -> float:
+def floor(job: Job, lay: Layout, calls: bool = False) -> float:
     """A lower bound on the layout's step: its slowest rank's compute (with the knobs), bubble
-    and optimizer step, no communication (every call costs >= 0 and adds to the step or hides)."""
+    and optimizer step, no communication (every call costs >= 0 and adds to the step or hides).
+    With ``calls``: each rank's bound also adds its axes' calls that the step exposes in full
+    (:func:`_exposed`), a tighter bound, dearer to compute."""
     sixteen = lay.amp != "fp32" or job.precision.param_bytes == 2
     knobs = factor(job.compute, lay.checkpoint, sixteen)
     out = 0.0
-    for compute, opt in _cached(job, "compute", lay, lambda: _compute(job, lay)):  # type: ignore[attr-defined]
+    stages = _cached(job, "compute", lay, lambda: _compute(job, lay))
+    waits = _axes_exposed(job, lay) if calls else None
+    for i, (compute, opt) in enumerate(stages):  # type: ignore[arg-type]
         c = compute * knobs
         bubble = (lay.pipeline - 1) / lay.stages_per_rank * c / lay.microbatches \
             if lay.pipeline > 1 else 0.0
-        out = max(out, c + bubble + opt)
+        wait = 0.0
+        if waits is not None:
+            every, again = waits[i]  # type: ignore[index]
+            wait = every + (again if lay.checkpoint else 0.0)
+        out = max(out, c + bubble + opt + wait)
+    return out
+
+
+def _axes_exposed(job: Job, lay: Layout) -> list[tuple[float, float]]:
+    """:func:`_exposed`, shared by the layouts whose axes are alike: the same degrees,
+    pipeline variant and expert groups (what the axes' calls and their groups depend on; the
+    data strategy and the knobs do not change them); zeros where the step may price them
+    otherwise (a strategy pricing its own calls, measured interference)."""
+    if strategies().get(lay.dp).price is not None or job.measured is not None:
+        return [(0.0, 0.0)] * len(representative_stages(job.shape, lay))
+    key = ("exposed", lay.data, lay.tensor, lay.context, lay.pipeline, lay.stages_per_rank,
+           lay.microbatches, lay.expert)
+    got = job.cache.get(key)  # type: ignore[call-overload]
+    if got is None:
+        got = job.cache[key] = _exposed(job, lay)  # type: ignore[index]
+    return got  # type: ignore[no-any-return]
+
+
+def _exposed(job: Job, lay: Layout) -> list[tuple[float, float]]:
+    """Per representative stage (as :func:`_compute`): the seconds of its tensor, context and
+    pipeline calls that no overlap hides (``overlap`` False: :func:`bench.advise.step.step_time`
+    exposes them in full), and of those full recomputation issues again, rounded down by a
+    relative 1e-12 (the step sums the same times in another order)."""
+    stages = [[(c, job.timer.group(lay, c.group)) for c in axis_calls(
+        CommContext(job.shape, lay, job.batch, job.bytes, pp=pp)) if not c.overlap]
+        for pp in representative_stages(job.shape, lay)]
+    job.timer.prime([cg for calls in stages for cg in calls])  # each group's sizes at once
+    out = []
+    for calls in stages:
+        every = again = 0.0
+        for c, g in calls:
+            t = job.timer.time(c, g).seconds * c.calls
+            every += t
+            if c.phase == "forward" and c.group in RECOMPUTED_GROUPS:
+                again += t
+        out.append((every * (1 - 1e-12), again * (1 - 1e-12)))
     return out
 
 

@@ -1,4 +1,5 @@
-"""The flags that state a model by its shape (``--params --layers --hidden --heads --vocab``),
+"""The flags that state a model by its shape (``--params --layers --hidden --heads --kv-heads
+--vocab``),
 declared once for every command that builds one (``advise``, ``gemm``); read by
 :func:`bench.advise.cli.shape_from_args`. No heavy import: command lines are built from it."""
 
@@ -18,5 +19,8 @@ def add_shape_flags(p: argparse.ArgumentParser, what: argparse._MutuallyExclusiv
     p.add_argument("--layers", type=positive_int, help="with --params: transformer blocks")
     p.add_argument("--hidden", type=positive_int, help="with --params: model width")
     p.add_argument("--heads", type=positive_int, help="with --params: attention heads")
+    p.add_argument("--kv-heads", type=positive_int, default=None,
+                   help="with --params: grouped-query attention's key/value heads (default: "
+                        "--heads; what context parallelism gathers)")
     p.add_argument("--vocab", type=positive_int, default=VOCAB,
                    help=f"with --params: vocabulary ({VOCAB})")

@@ -1,12 +1,18 @@
-"""One parallel layout: data x tensor x pipeline degrees, the strategy of the data-parallel part
-(``dp``: a registered strategy, :mod:`bench.training.strategies`, whose ``calls`` it runs over
-the data group), microbatches and the pipeline schedule; its validity and its rank groups.
+"""One parallel layout: data x tensor x context x pipeline degrees, the strategy of the
+data-parallel part (``dp``: a registered strategy, :mod:`bench.training.strategies`, whose
+``calls`` it runs over the data group), microbatches and the pipeline schedule; its validity and
+its rank groups.
 
-Ranks are ordered tensor fastest, then data, then pipeline (Megatron-LM's default order): rank
-``r = (pp * data + dp) * tensor + tp``. Tensor groups are ``tensor`` consecutive ranks (inside a
-node whenever the node holds them), data groups stride ``tensor``, pipeline groups stride
-``tensor * data``; expert-parallel groups are ``expert`` consecutive members of a data group
-(DeepSpeed-MoE's and Megatron's expert groups inside the data group).
+Ranks are ordered tensor fastest, then context, then data, then pipeline (Megatron-LM's default
+order, ``tp-cp-ep-dp-pp`` in megatron/core/parallel_state.py): rank
+``r = ((pp * data + dp) * context + cp) * tensor + tp``. Tensor groups are ``tensor``
+consecutive ranks (inside a node whenever the node holds them), context groups stride
+``tensor``, data groups stride ``tensor`` over the data and context indices together (the ranks
+that hold the same weights: Megatron-LM reduces gradients and shards its distributed optimizer
+over the data-parallel group with context parallelism, :attr:`Layout.replicas`), pipeline
+groups stride ``tensor * context * data``; expert-parallel groups are ``expert`` consecutive
+members of a data group (DeepSpeed-MoE's and Megatron's expert groups inside the data group).
+Without context parallelism (``context`` 1) every group is the one of ``tp-dp-pp``.
 :mod:`bench.training.strategies.hybrid` lays out its 2-D mesh the same way.
 """
 
@@ -44,9 +50,11 @@ class Layout:
     amp: str = "fp32"  # autocast precision with fp32 master weights (bench.training.options)
     servers: int = 0  # ps: parameter-server ranks beside the ``data`` workers (0: no ps)
     expert: int = 1  # expert parallelism: experts sharded over groups of this many data ranks
+    context: int = 1  # context parallelism: each sequence over this many ranks (bench.advise.comm)
 
     def __post_init__(self) -> None:
-        for k in ("data", "tensor", "pipeline", "microbatches", "stages_per_rank", "expert"):
+        for k in ("data", "tensor", "pipeline", "microbatches", "stages_per_rank", "expert",
+                  "context"):
             if getattr(self, k) < 1:
                 raise ValueError(f"{k} degree must be >= 1, got {getattr(self, k)}")
         if self.schedule not in SCHEDULES:
@@ -61,10 +69,20 @@ class Layout:
         if self.servers and (self.tensor > 1 or self.pipeline > 1):
             raise ValueError("server ranks serve pure data parallelism: no tensor or pipeline "
                              "with them")
+        if self.context > 1 and (self.servers or self.expert > 1):
+            raise ValueError("context parallelism runs beside a data strategy over whole "
+                             "weights: no parameter servers or expert parallelism with it")
 
     @property
     def world(self) -> int:
-        return self.data * self.tensor * self.pipeline + self.servers
+        return self.data * self.context * self.tensor * self.pipeline + self.servers
+
+    @property
+    def replicas(self) -> int:
+        """Ranks of one tensor and pipeline index holding the same weights: the data group the
+        data strategy reduces gradients and shards over (data x context; ``data`` with no
+        context parallelism)."""
+        return self.data * self.context
 
     @property
     def stages(self) -> int:
@@ -99,29 +117,33 @@ class Layout:
     def label(self) -> str:
         opts = self.options
         parts = [f"dp={self.data}"]
-        if self.data > 1 or self.servers:  # ddp[ring], zero3[ckpt,amp=bf16], ps[servers=2]
+        if self.replicas > 1 or self.servers:  # ddp[ring], zero3[ckpt,amp=bf16], ps[servers=2]
             inner = [*strategies().get(self.dp).layout_label(self), *([opts] if opts else [])]
             parts.append(f"{self.dp}[{','.join(inner)}]" if inner else self.dp)
         elif opts:
             parts.append(f"[{opts}]")
         if self.tensor > 1:
             parts.append(f"tp={self.tensor}")
+        if self.context > 1:
+            parts.append(f"cp={self.context}")
         if self.pipeline > 1:
             v = f",v={self.stages_per_rank}" if self.schedule == "interleaved" else ""
             parts.append(f"pp={self.pipeline}[{self.schedule},m={self.microbatches}{v}]")
         return " ".join(parts)
 
-    def rank(self, dp: int, tp: int, pp: int) -> int:
-        return (pp * self.data + dp) * self.tensor + tp
+    def rank(self, dp: int, tp: int, pp: int, cp: int = 0) -> int:
+        return ((pp * self.data + dp) * self.context + cp) * self.tensor + tp
 
     def group(self, axis: str, dp: int = 0, tp: int = 0, pp: int = 0) -> list[int]:
-        """The ranks of ``axis`` ("data", "tensor", "pipeline"; "expert": ``expert`` consecutive
-        data indices, "expert_data": the data indices ``expert`` apart) through the given
-        coordinates."""
-        e, first = self.expert, dp - dp % self.expert
-        n = {"data": self.data, "tensor": self.tensor, "pipeline": self.pipeline,
-             "expert": e, "expert_data": self.data // e}[axis]
-        at = {"data": lambda i: self.rank(i, tp, pp), "tensor": lambda i: self.rank(dp, i, pp),
+        """The ranks of ``axis`` ("data": the data and context indices together, "tensor",
+        "context", "pipeline"; "expert": ``expert`` consecutive data indices, "expert_data": the
+        data indices ``expert`` apart) through the given coordinates (context index 0)."""
+        e, first, c = self.expert, dp - dp % self.expert, self.context
+        n = {"data": self.replicas, "tensor": self.tensor, "context": c,
+             "pipeline": self.pipeline, "expert": e, "expert_data": self.data // e}[axis]
+        at = {"data": lambda i: self.rank(i // c, tp, pp, i % c),
+              "tensor": lambda i: self.rank(dp, i, pp),
+              "context": lambda i: self.rank(dp, tp, pp, i),
               "pipeline": lambda i: self.rank(dp, tp, i),
               "expert": lambda i: self.rank(first + i, tp, pp),
               "expert_data": lambda i: self.rank(dp % e + i * e, tp, pp)}[axis]

@@ -52,13 +52,14 @@ OUTPUT_PER_SBH = 2  # a pipeline stage's 16-bit output, per token and hidden uni
 
 
 def layer_activation_bytes(seq: int, micro: int, hidden: int, heads: int, tensor: int,
-                           software: Software, recompute: str) -> float:
+                           software: Software, recompute: str, context: int = 1) -> float:
     """16-bit bytes one transformer layer holds for backward on one tensor rank, for a
-    micro-batch of ``micro`` sequences (the constants above). Under sequence parallelism a fully
-    recomputed layer's input is the rank's s/t shard of it (Megatron-LM, megatron/model/
-    transformer.py: ``distribute_saved_activations ... and not sequence_parallel``: the saved
-    input is already split)."""
-    sbh = seq * micro * hidden
+    micro-batch of ``micro`` sequences (the constants above); with context parallelism, on the
+    rank's chunk of s / ``context`` positions (its scores: those rows against all s keys). Under
+    sequence parallelism a fully recomputed layer's input is the rank's s/t shard of it
+    (Megatron-LM, megatron/model/transformer.py: ``distribute_saved_activations ... and not
+    sequence_parallel``: the saved input is already split)."""
+    sbh = seq // context * micro * hidden
     sp = tensor if software.sequence_parallel else 1
     if recompute == "full":
         return INPUT_PER_SBH * sbh / sp
@@ -83,7 +84,7 @@ def stage_output_bytes(shape: Shape, lay: Layout, micro: int, prec: Precision) -
         return 0
     sp = lay.tensor if sw.sequence_parallel else 1
     scale = 1 if prec.param_bytes == 2 or lay.amp != "fp32" else 2  # vs 16-bit figures
-    return OUTPUT_PER_SBH * cfg.seq_len * micro * cfg.embd * scale // sp
+    return OUTPUT_PER_SBH * cfg.seq_len // lay.context * micro * cfg.embd * scale // sp
 
 
 def stage_activations(shape: Shape, lay: Layout, batch: int, prec: Precision,
@@ -100,10 +101,11 @@ def stage_activations(shape: Shape, lay: Layout, batch: int, prec: Precision,
         return None
     sw, micro = shape.software, batch // lay.microbatches
     layer = layer_activation_bytes(cfg.seq_len, micro, cfg.embd, cfg.heads, lay.tensor, sw,
-                                   lay.recompute)
+                                   lay.recompute, lay.context)
     scale = 1 if prec.param_bytes == 2 or lay.amp != "fp32" else 2  # vs 16-bit figures
     vocab = -(-cfg.vocab // lay.tensor) if sw.vocab_parallel else cfg.vocab
-    logits = LOGITS_BYTES * cfg.seq_len * micro * vocab
+    seq = cfg.seq_len // lay.context  # context parallelism: the rank's chunk of each sequence
+    logits = LOGITS_BYTES * seq * micro * vocab
     p, v = lay.pipeline, lay.stages_per_rank
     if p == 1:
         return int(cfg.layers * layer * scale) + logits
@@ -141,7 +143,7 @@ def states(shape: Shape, lay: Layout, batch: int, prec: Precision) -> tuple[Memo
     out = []
     for pp in representative_stages(shape, lay):
         ctx = CommContext(shape, lay, batch, pp=pp)
-        e = _held(shape, lay.dp, lay.data, lay.tensor, ctx.my_pieces, prec)
+        e = _held(shape, lay.dp, lay.replicas, lay.tensor, ctx.my_pieces, prec)
         if lay.pipeline > 1:
             e = accumulated(e, _elements(shape, lay.tensor, ctx.my_pieces), prec)
         out.append(Memory(e, pp))

@@ -102,7 +102,8 @@ class Question:
         jobs = jobs or self.jobs()
         try:
             ranked = search(jobs, self.shape.model, world, self.global_batch, self.bucket_mb,
-                            self.amps, keep, select, self.software.recomputes)
+                            self.amps, keep, select, self.software.recomputes,
+                            self.software.context_parallel)
         except ValueError as e:
             raise AdviceError(str(e)) from None
         if ranked.best is None:

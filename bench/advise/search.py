@@ -5,14 +5,16 @@ software makes it differ) and under each autocast precision asked. Ranked:
 layouts that fit the device memory first, by predicted step time (ties: less memory), then the
 rest by memory. With ``keep``, only the layouts that can enter the first ``keep`` are priced: in
 order of a lower bound on their step (:func:`bench.advise.evaluate.floor`: compute, bubble,
-optimizer), each sized and, if it fits, priced, until that bound exceeds the ``keep``-th best
-step priced; the first ``keep`` are those of the exhaustive search. Fewer than ``keep`` fitting:
-the rest by memory.
+optimizer), each sized and, if it fits, priced (unless the bound with the calls it
+exposes in full already exceeds the ``keep``-th best step), until that bound exceeds the
+``keep``-th best step priced; the first ``keep`` are those of the exhaustive search. Fewer
+than ``keep`` fitting: the rest by memory.
 docs/advise.md (Search).
 """
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -30,22 +32,25 @@ class NoFit(ValueError):
     """No layout of the world size fits; the message names the smallest world size that does."""
 
 
-def plain_layouts(model: ModelInfo, world: int, global_batch: int, bucket_mb: float = 25.0
+def plain_layouts(model: ModelInfo, world: int, global_batch: int, bucket_mb: float = 25.0,
+                  context_parallel: bool = DEFAULT.context_parallel
                   ) -> Iterator[tuple[Layout, int]]:
-    """(layout, batch per replica) of every strategy's offer, without the knobs."""
-    space = Space(model, world, global_batch, bucket_mb)
+    """(layout, batch per replica) of every strategy's offer, without the knobs; with context
+    degrees where the software runs context parallelism."""
+    space = Space(model, world, global_batch, bucket_mb, context_parallel)
     for s in strategies():
         yield from strategies().get(s).layouts(space)
 
 
 def layouts(model: ModelInfo, world: int, global_batch: int, bucket_mb: float = 25.0,
-            amps: tuple[str, ...] = ("fp32",), recomputes: tuple[str, ...] = DEFAULT.recomputes
-            ) -> Iterator[tuple[Layout, int]]:
+            amps: tuple[str, ...] = ("fp32",), recomputes: tuple[str, ...] = DEFAULT.recomputes,
+            context_parallel: bool = DEFAULT.context_parallel) -> Iterator[tuple[Layout, int]]:
     """(layout, batch per replica) for every valid combination, with each knob."""
-    for lay, batch in plain_layouts(model, world, global_batch, bucket_mb):
+    for lay, batch in plain_layouts(model, world, global_batch, bucket_mb, context_parallel):
         for rc in recomputes:
-            for amp in amps:
-                yield dataclasses.replace(lay.recomputing(rc), amp=amp), batch
+            for amp in amps:  # lay.recomputing(rc) with ``amp``, in one replace
+                yield dataclasses.replace(lay, checkpoint=rc == "full",
+                                          selective=rc == "selective", amp=amp), batch
 
 
 @dataclass(frozen=True)
@@ -75,10 +80,11 @@ def _order(r: Result) -> tuple[bool, float, int]:
 def search(jobs: Jobs, model: ModelInfo, world: int, global_batch: int,
            bucket_mb: float = 25.0, amps: tuple[str, ...] = ("fp32",),
            keep: int | None = None, select: Callable[[Layout], bool] | None = None,
-           recomputes: tuple[str, ...] = DEFAULT.recomputes) -> Ranked:
+           recomputes: tuple[str, ...] = DEFAULT.recomputes,
+           context_parallel: bool = DEFAULT.context_parallel) -> Ranked:
     """The layouts ranked (module docstring); ``select``: only the layouts it accepts."""
     cands = [(lay, b) for lay, b in layouts(model, world, global_batch, bucket_mb, amps,
-                                            recomputes)
+                                            recomputes, context_parallel)
              if select is None or select(lay)]
     if not cands:
         raise ValueError(f"no layout of {model.name} runs on {world} ranks with a global batch "
@@ -91,10 +97,12 @@ def search(jobs: Jobs, model: ModelInfo, world: int, global_batch: int,
         if len(out) >= keep and bound > out[keep - 1].step.time:
             break  # this and every later bound exceed the keep-th step: none can enter
         job = jobs(b)
+        if len(out) >= keep and floor(job, lay, calls=True) > out[keep - 1].step.time:
+            continue  # its calls exposed in full already exceed the keep-th step
         mem = memory_of(job, lay)
-        if _fits(job, mem):
-            out.append(evaluate(job, lay, mem))
-            out.sort(key=_order)
+        if _fits(job, mem):  # in order (after its equals, as a stable sort puts it); the first
+            bisect.insort(out, evaluate(job, lay, mem), key=_order)  # ``keep`` only
+            del out[keep:]
     if len(out) < keep:  # every layout was reached: then the rest by memory
         unfit = sorted((m.total, i, lay, b, m) for i, (lay, b) in enumerate(cands)
                        if not _fits(jobs(b), m := memory_of(jobs(b), lay)))

@@ -4,7 +4,8 @@ between two pieces. Built from a named model (:mod:`bench.models`), or a custom 
 of experts of a stated shape (:func:`custom_gpt`, :func:`custom_moe`); a mixture of experts
 carries the routing statistics its all-to-alls are priced with (:mod:`bench.advise.routing`);
 every shape carries the training software it runs under (:mod:`bench.advise.software`: the
-attention kernel, the vocabulary-parallel head, sequence parallelism).
+attention kernel, the vocabulary-parallel head, sequence parallelism) and, for grouped-query
+attention, its key/value heads (what context parallelism gathers: :attr:`Shape.kv_elements`).
 """
 
 from __future__ import annotations
@@ -35,6 +36,12 @@ class Shape:
     params: tuple[Param, ...]
     routing: Routing = UNIFORM  # a mixture of experts: how its router spreads tokens
     software: Software = DEFAULT  # what the training software shards and keeps
+    kv_heads: int | None = None  # grouped-query attention's key/value heads (None: the heads)
+
+    def __post_init__(self) -> None:
+        heads = getattr(self.model.config, "heads", 0)
+        if self.kv_heads is not None and (self.kv_heads < 1 or not heads or heads % self.kv_heads):
+            raise ValueError(f"key/value heads {self.kv_heads} must divide the {heads} heads")
 
     def under(self, software: Software) -> Shape:
         """The same model under other software (a new shape: caches keyed by it start empty)."""
@@ -57,6 +64,20 @@ class Shape:
         return tuple(out)
 
     @functools.cached_property
+    def piece_kind(self) -> tuple[int, ...]:
+        """Each piece's first piece of its kind: the same parameters (names past the piece's
+        index, shapes) and FLOPs, both transformer blocks or neither. What is priced per piece
+        (achieved compute, parameters) is the same for a kind: priced once (the blocks of a GPT
+        are one kind)."""
+        layers = getattr(self.model.config, "layers", 0)
+        sigs: list[list[object]] = [[1 <= i <= layers, self.piece_flops[i]]
+                                    for i in range(self.model.num_pieces)]
+        for p in self.params:
+            sigs[p.piece].append((p.name.removeprefix(f"pieces.{p.piece}."), p.shape))
+        first: dict[tuple[object, ...], int] = {}
+        return tuple(first.setdefault(tuple(sig), i) for i, sig in enumerate(sigs))
+
+    @functools.cached_property
     def plan(self) -> dict[str, str]:
         """The model's tensor-parallel plan, built once (:func:`tp_local` reads it)."""
         return tp_plan_of(self.model)
@@ -67,6 +88,18 @@ class Shape:
         runs them (:meth:`Software.tp_linears`)."""
         plan = self.software.tp_linears(self.model.config.tp_linears() or {})
         return tuple((int(path.split(".")[1]), lin) for path, lin in plan.items())
+
+    def kv_elements(self, tensor: int) -> int:
+        """Elements per token of one layer's keys and values on one tensor rank: 2 x its local
+        key/value heads x the head width (grouped-query attention's key/value heads, each
+        replicated where the tensor degree exceeds them, as Megatron-LM does; 0 for a model
+        without attention heads)."""
+        cfg = self.model.config
+        heads = getattr(cfg, "heads", 0)
+        if not heads:
+            return 0
+        kv = self.kv_heads or heads
+        return 2 * max(1, kv // tensor) * (cfg.embd // heads)
 
     @property
     def tokens_per_sample(self) -> int:

@@ -37,6 +37,10 @@ of its profile, like ``overlaps_communication``), carried by :class:`bench.advis
   after the first: ``grad += new`` (read 2, write 1 gradient: :data:`ACCUMULATE_PASSES`); once
   per step under data parallelism: flatten, scale by 1/d, copy back (each read and write:
   :data:`PACK_PASSES`). Off: accumulation fused or not priced.
+- ``context_parallel``: the software runs context parallelism, priced as Llama 3's all-gather
+  based one (arXiv 2407.21783, Section 3.3.2; :func:`bench.advise.comm.context_calls`): the
+  search offers context degrees (:class:`bench.advise.space.Space`). Off: this codebase's
+  training strategies have none, nor had Megatron-LM of 2021.
 - ``fp32_loss``: the LM loss in fp32 over the logits (Megatron-LM's default: without
   ``--fp16-lm-cross-entropy`` the logits are cast ``.float()`` before its vocabulary-parallel
   cross entropy, megatron/model/gpt_model.py and mpu/cross_entropy.py at 50a4b5fa), whose
@@ -87,6 +91,7 @@ class Software:
     fp32_loss: bool = False
     dropout: bool = True
     deallocates_outputs: bool = False
+    context_parallel: bool = False
 
     def __post_init__(self) -> None:
         if self.attention not in ATTENTION:

@@ -1,7 +1,13 @@
 """The layouts a world size allows, as strategies offer them to the search (``Strategy.layouts``):
-each :class:`Point` is one split of the world into tensor, pipeline and data degrees with the
-pipeline variants the model and batch allow (docs/advise.md, Search). A data strategy offers its
-layouts at the points it can run on (:func:`data_layouts`); ps offers its own.
+each :class:`Point` is one split of the world into tensor, context, pipeline and data degrees
+with the pipeline variants the model and batch allow (docs/advise.md, Search). A data strategy
+offers its layouts at the points it can run on (:func:`data_layouts`); ps offers its own.
+
+Context degrees (:meth:`Space.contexts`), where the software runs context parallelism
+(:attr:`bench.advise.software.Software.context_parallel`): those that cut a sequence into whole load-balanced
+chunks, 2 c of them (rank i holds chunks i and 2c - 1 - i: Llama 3, arXiv 2407.21783, Section
+3.3.2), for a model with a sequence; the points without context parallelism come first, in the
+order they always had.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ class Point:
     pipeline: int
     batch: int  # samples per data-parallel replica
     pipes: tuple[Pipe, ...]  # the pipeline variants the model and batch allow
+    context: int = 1  # context parallelism (1: none)
 
 
 @dataclass(frozen=True)
@@ -34,25 +41,39 @@ class Space:
     world: int
     global_batch: int
     bucket_mb: float = 25.0
+    context_parallel: bool = False  # the software runs context parallelism
+
+    def contexts(self) -> list[int]:
+        """The context degrees: 1, and with context parallelism, where the model has a
+        sequence, each divisor of the world that cuts it into 2 c whole chunks (module
+        docstring)."""
+        seq = getattr(self.model.config, "seq_len", 0) if self.context_parallel else 0
+        return [c for c in divisors(self.world) if c == 1 or (seq and seq % (2 * c) == 0)]
 
     @functools.cached_property
     def points(self) -> tuple[Point, ...]:
         out = []
+        tensors = []
         for t in divisors(self.world):
             try:
                 if t > 1:
                     check_degree(self.model, t)
             except ValueError:
                 continue
-            for p in divisors(self.world // t):
-                d = self.world // (t * p)
-                if self.global_batch % d:
+            tensors.append(t)
+        for c in self.contexts():
+            for t in tensors:
+                if (self.world // c) % t:
                     continue
-                batch = self.global_batch // d
-                pipes = tuple(v for v in _pipes(p, batch, self.model.num_pieces)
-                              if _runs(p, v, self.model.num_pieces, batch))
-                if pipes:
-                    out.append(Point(d, t, p, batch, pipes))
+                for p in divisors(self.world // (c * t)):
+                    d = self.world // (c * t * p)
+                    if self.global_batch % d:
+                        continue
+                    batch = self.global_batch // d
+                    pipes = tuple(v for v in _pipes(p, batch, self.model.num_pieces)
+                                  if _runs(p, v, self.model.num_pieces, batch))
+                    if pipes:
+                        out.append(Point(d, t, p, batch, pipes, c))
         return tuple(out)
 
 
@@ -76,11 +97,13 @@ def _runs(p: int, pipe: Pipe, pieces: int, batch: int) -> bool:
 
 def data_layouts(space: Space, dp: str, alone: bool = False, pipeline: bool = True
                  ) -> Iterator[tuple[Layout, int]]:
-    """Data strategy ``dp`` at every point with a data group (``alone``: also the points
-    without one), with a pipeline unless ``pipeline`` is False."""
+    """Data strategy ``dp`` at every point with a data group (data x context ranks holding the
+    same weights; ``alone``: also the points without one), with a pipeline unless ``pipeline``
+    is False."""
     for pt in space.points:
-        if (pt.data == 1 and not alone) or (pt.pipeline > 1 and not pipeline):
+        if (pt.data * pt.context == 1 and not alone) or (pt.pipeline > 1 and not pipeline):
             continue
         for m, sched, v in pt.pipes:
             yield Layout(pt.data, pt.tensor, pt.pipeline, dp=dp, microbatches=m, schedule=sched,
-                         stages_per_rank=v, bucket_mb=space.bucket_mb), pt.batch
+                         stages_per_rank=v, bucket_mb=space.bucket_mb,
+                         context=pt.context), pt.batch

@@ -10,7 +10,8 @@ the forward's calls inside the piece (:data:`RECOMPUTED_GROUPS`): tensor paralle
 all_reduces (or all_gathers / reduce_scatters), an expert layer's all_to_alls. Megatron-LM's
 ``CheckpointFunction.backward`` reruns the layers' ``forward``, RowParallelLinear's all-reduce
 with it (megatron/mpu/random.py, transformer.py); Korthikanti et al. 2022 (arXiv 2205.05198,
-Table 4) measure the recomputing layer's backward as the plain backward plus one forward. A
+Table 4) measure the recomputing layer's backward as the plain backward plus one forward. Context
+parallelism's key/value all-gathers are in the blocks' forward: rerun with them. A
 pipeline stage's sends are outside its pieces, and ZeRO-3's backward gathers already serve the
 recomputation: neither is re-issued.
 """
@@ -24,7 +25,7 @@ from dataclasses import dataclass, field
 from bench.advise.calls import Call
 from bench.advise.compute import BACKWARD
 
-RECOMPUTED_GROUPS = ("tensor", "expert")  # forward calls full recomputation issues again
+RECOMPUTED_GROUPS = ("tensor", "expert", "context")  # forward calls full recomputation issues again
 
 
 @dataclass(frozen=True)

@@ -41,9 +41,11 @@ class Timed:
 class GroupNet:
     placed: Placed
     net: Net
+    key: int = 0  # the same for groups placed alike (:meth:`Timer._place`): the caches' key
 
     @property
-    def key(self) -> tuple[object, ...]:
+    def placement(self) -> tuple[object, ...]:
+        """What a group's times depend on: its ranks' nodes and leaves, its links."""
         return (self.placed.node_of, self.placed.leaf_of, self.net.beta.tobytes())
 
 
@@ -52,23 +54,33 @@ class Timer:
 
     def __init__(self, profile: Profile, cluster: Cluster) -> None:
         self.profile, self.cluster = profile, cluster
-        self._nets: dict[tuple[int, int, int, int, str], GroupNet] = {}
+        self._nets: dict[tuple[int, int, int, int, int, str], GroupNet] = {}
         self._times: dict[tuple[object, ...], Timed] = {}
         self._ps_times: dict[tuple[object, ...], tuple[float, float]] = {}
+        self._jobs: dict[int, tuple[Placed, Counter[int]]] = {}  # world: placed, ranks per node
+        self._keys: dict[tuple[object, ...], int] = {}  # GroupNet.placement -> GroupNet.key
+        self._placed: dict[tuple[int, tuple[int, ...]], GroupNet] = {}  # (world, ranks)
 
     def group(self, lay: Layout, axis: str) -> GroupNet:
-        key = (lay.data, lay.tensor, lay.pipeline, lay.expert, axis)
+        key = (lay.data, lay.tensor, lay.pipeline, lay.expert, lay.context, axis)
         got = self._nets.get(key)
-        if got is None:
+        if got is None:  # layouts whose group has the same ranks share it
             ranks = lay.group(axis)[:2] if axis == "pipeline" else lay.group(axis)
-            got = self._nets[key] = self._place(lay.world, ranks)
+            where = (lay.world, tuple(ranks))
+            got = self._placed.get(where)
+            if got is None:
+                got = self._placed[where] = self._place(lay.world, ranks)
+            self._nets[key] = got
         return got
 
     def _place(self, world: int, ranks: list[int]) -> GroupNet:
-        job = self.cluster.place(world)
+        got = self._jobs.get(world)
+        if got is None:  # the job's placement, once per world size
+            job = self.cluster.place(world)
+            got = self._jobs[world] = (job, Counter(job.node_of))
+        job, per_job = got
         nodes = Counter(job.node_of[r] for r in ranks)
         sizes = tuple(nodes[n] for n in dict.fromkeys(job.node_of[r] for r in ranks))
-        per_job = Counter(job.node_of)
         share = nodes[job.node_of[ranks[0]]] / per_job[job.node_of[ranks[0]]]
         leaf = self.cluster.nodes_per_leaf
         cl = Cluster(sizes, "block", leaf, self.cluster.oversubscription,
@@ -76,7 +88,9 @@ class Timer:
         placed = cl.place(len(ranks))
         links = {k: Link(v.alpha, v.beta * (share if k != "intra" else 1.0))
                  for k, v in self.profile.links.items()}
-        return GroupNet(placed, Net(placed, dataclasses.replace(self.profile, links=links)))
+        g = GroupNet(placed, Net(placed, dataclasses.replace(self.profile, links=links)))
+        # a small key for the caches (a placement's tuple of nodes is hashed on every lookup)
+        return dataclasses.replace(g, key=self._keys.setdefault(g.placement, len(self._keys)))
 
     def time(self, call: Call, g: GroupNet) -> Timed:
         op = P2P.get(call.op, call.op)

@@ -60,6 +60,9 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--precision", choices=("mixed", "fp32"), default=None,
                    help="mixed: 2-byte params/grads, K=12 (default); fp32 (default with --from)")
     p.add_argument("--bucket-mb", type=positive_float, default=25.0, help="DDP bucket cap in MiB (25)")
+    p.add_argument("--context-parallel", action="store_true",
+                   help="search context-parallel degrees too: the training software runs Llama "
+                        "3's all-gather context parallelism (a profile's device.context_parallel)")
     p.add_argument("--top", type=positive_int, default=10, help="rows printed per world size (10)")
     p.add_argument("--interference", type=in_path, default=None,
                    help="a concurrent run (kind: concurrent): price each group with its measured "

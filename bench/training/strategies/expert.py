@@ -196,6 +196,8 @@ def layouts(space: Space) -> Iterator[tuple[Layout, int]]:
     if experts is None:
         return
     for pt in space.points:
+        if pt.context > 1:  # expert calls see whole sequences (Layout refuses the two)
+            continue
         for e in divisors(pt.data):
             if e == 1 or experts % e:
                 continue

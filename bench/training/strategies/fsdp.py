@@ -43,8 +43,9 @@ def _build(ctx: TrainContext, reshard: bool) -> Trainer:
 
 
 def unit_elements(ctx: CommContext) -> dict[int, int]:
-    """Padded elements of each unit (piece) the rank holds, over the data group."""
-    n = ctx.layout.data
+    """Padded elements of each unit (piece) the rank holds, over the data group (its data x
+    context ranks)."""
+    n = ctx.layout.replicas
     out: dict[int, int] = {}
     for p in ctx.params:
         out[p.piece] = out.get(p.piece, 0) + n * chunk_rows(p.shape[0], n, 0) * math.prod(
