@@ -93,9 +93,13 @@ def in_flight(schedule: str, ranks: int, microbatches: int, per_rank: int, rank:
         return microbatches
     if schedule == "1f1b":
         return min(microbatches, ranks - rank)
-    warmup = (per_rank - 1) * ranks + 2 * (ranks - 1 - rank)
-    return min(microbatches * per_rank, warmup + 1)
+    return min(microbatches * per_rank, _interleaved_warmup(ranks, per_rank, rank) + 1)
 
+
+def _interleaved_warmup(ranks: int, per_rank: int, rank: int) -> int:
+    """Stage forwards interleaved 1F1B runs on ``rank`` before its first backward (torch's
+    ``_get_warmup_ops``, uncapped)."""
+    return (per_rank - 1) * ranks + 2 * (ranks - 1 - rank)
 
 
 def peak_held(schedule: str, ranks: int, microbatches: int, per_rank: int, rank: int,
@@ -109,7 +113,7 @@ def peak_held(schedule: str, ranks: int, microbatches: int, per_rank: int, rank:
     if schedule != "interleaved":
         return in_flight(schedule, ranks, microbatches, per_rank, rank) * sum(weights)
     total = microbatches * per_rank
-    warm = min(total, (per_rank - 1) * ranks + 2 * (ranks - 1 - rank))  # _get_warmup_ops
+    warm = min(total, _interleaved_warmup(ranks, per_rank, rank))
     held = peak = 0.0
     for k in range(total):
         held += weights[(k // ranks) % per_rank]
