@@ -93,7 +93,8 @@ def stage_activations(shape: Shape, lay: Layout, batch: int, prec: Precision,
     flight holds that stage's layers (:func:`bench.training.stages.stage_layers`) and, but for
     the model's last stage, its output (:func:`stage_output_bytes`), held and freed in the
     schedule's order (:func:`bench.training.stages.peak_held`: 1F1B's first rank p micro-batches,
-    GPipe's m); and the fp32 logits (over t under ``vocab_parallel``). 16-bit figures, doubled
+    GPipe's m); the stage with the LM head holds the fp32 logits (over t under
+    ``vocab_parallel``) for each of its forwards in flight instead. 16-bit figures, doubled
     for fp32 activations. With one stage per rank and no stage output kept, equal to
     :func:`bench.training.analytic.activations` of that rank under the default software."""
     cfg = shape.model.config
@@ -111,10 +112,11 @@ def stage_activations(shape: Shape, lay: Layout, batch: int, prec: Precision,
         return int(cfg.layers * layer * scale) + logits
     mine = local_stages(v, pp, p)
     out = stage_output_bytes(shape, lay, micro, prec)
-    weights = tuple(n * layer * scale + (out if s < lay.stages - 1 else 0) for n, s in
+    last = lay.stages - 1  # the stage with the head: the logits, no output kept for a next stage
+    weights = tuple(n * layer * scale + (logits if s == last else out) for n, s in
                     zip(stage_layers(stage_starts(shape.piece_sizes, lay.stages), mine,
                                      cfg.layers), mine))
-    return int(peak_held(lay.schedule, p, lay.microbatches, v, pp, weights)) + logits
+    return int(peak_held(lay.schedule, p, lay.microbatches, v, pp, weights))
 
 
 def rank_activations(shape: Shape, lay: Layout, batch: int, prec: Precision

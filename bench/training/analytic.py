@@ -184,8 +184,11 @@ def held_activations(model: ModelSpec, plan: Acts, checkpointed: frozenset[int],
     per_layer = sq * mb * h * (10 + 24 / t + (0 if flash else 5 * a * sq / (h * t)))
     kept_input = 2 * sq * mb * h  # a checkpointed layer's input, 16-bit
     scale = 1 if prec.param_bytes == 2 or amp != "fp32" else 2  # vs 16-bit figures
+    # the LM head's fp32 logits, held for the loss's backward by the rank that holds the head
+    # (the last piece), for each micro-batch in flight there (one unless a pipeline's)
+    logits = 4 * sq * mb * v if plan.pieces is None or layers + 1 in plan.pieces else 0
     held = ((per_mb - ckpt) * per_layer + ckpt * kept_input) * plan.in_flight
-    return int(held * scale + 4 * sq * mb * v)
+    return int(held * scale + logits * plan.in_flight)
 
 
 def piece_flops(model: ModelSpec) -> list[int]:

@@ -70,8 +70,9 @@ def test_each_rank_holds_its_own_stages_layers_and_outputs() -> None:
     """Four stages of gpt-tiny: the balanced cut leaves one layer beside the embedding and one
     beside the head, two in the middle stages. 1F1B, m = 8 micro-batches of 1: rank r holds
     (4 - r) x its layers x 34 s h bytes (16-bit, t = 1, flash; 2 of them dropout masks), its
-    outputs 2 s h each (none on the last stage) and the fp32 logits; rank 1 is the
-    largest (3 x 2 layers > 4 x 1); deallocated outputs leave the layers only."""
+    outputs 2 s h each but on the last stage, which holds the fp32 logits instead (the loss is
+    computed there); rank 1 is the largest (3 x 2 layers > 4 x 1); deallocated outputs leave the
+    layers only."""
     from bench.advise.layout import Layout
     from bench.advise.memory import layout_memory, stage_activations
     from bench.training.analytic import MIXED
@@ -82,14 +83,14 @@ def test_each_rank_holds_its_own_stages_layers_and_outputs() -> None:
     assert stage_layers(stage_starts(shape.piece_sizes, 4), [0, 1, 2, 3], 6) == (1, 2, 2, 1)
     layer, out, logits = 34 * S * H, 2 * S * H, 4 * S * V
     got = [stage_activations(shape, lay, 8, MIXED, r) for r in range(4)]
-    assert got == [4 * (layer + out) + logits, 3 * (2 * layer + out) + logits,
-                   2 * (2 * layer + out) + logits, 1 * layer + logits]
+    assert got == [4 * (layer + out), 3 * (2 * layer + out), 2 * (2 * layer + out),
+                   1 * (layer + logits)]
     assert layout_memory(shape, lay, 8, MIXED).stage == 1
     freed = _tiny(deallocates_outputs=True)
     assert [stage_activations(freed, lay, 8, MIXED, r) for r in range(4)] == \
-        [4 * layer + logits, 6 * layer + logits, 4 * layer + logits, layer + logits]
+        [4 * layer, 6 * layer, 4 * layer, layer + logits]
     no_dropout = _tiny(deallocates_outputs=True, dropout=False)
-    assert stage_activations(no_dropout, lay, 8, MIXED, 1) == 6 * 32 * S * H + logits
+    assert stage_activations(no_dropout, lay, 8, MIXED, 1) == 6 * 32 * S * H
 
 
 def test_fp32_gradients_accumulate_whole_beside_a_pipeline() -> None:
@@ -113,9 +114,10 @@ def test_llama3_405b_published_layout_fits_without_recomputation() -> None:
     """Llama 3 405B on 8,192 H100 (TP 8, PP 16, DP 64, 1F1B, micro-batches of one 8K
     sequence): pipeline rank 1 (8 layers, 15 in flight) is the largest: 3.22e9 local parameters
     (bf16, gathered whole), their FP32 gradients whole, optimizer state over 64, and 120 layer
-    micro-batches of 32 s h / t bytes (no dropout, sequence parallel, flash, outputs freed) plus
-    the logits: 79.15 GiB, within the 81,559 MiB an H100 80GB HBM3 reports; rank 0 (the
-    embedding and 7 layers, 16 in flight) holds less."""
+    micro-batches of 32 s h / t bytes (no dropout, sequence parallel, flash, outputs freed):
+    78.66 GiB, within the 81,559 MiB an H100 80GB HBM3 reports; rank 0 (the embedding and 7
+    layers, 16 in flight) holds less; the logits are the last rank's (7 layers and the head, one
+    micro-batch in flight)."""
     from bench.advise.evaluate import memory_of
     from bench.advise.layout import Layout
     from bench.advise.memory import stage_activations
@@ -133,6 +135,7 @@ def test_llama3_405b_published_layout_fits_without_recomputation() -> None:
     layer = 32 * sbh_t
     logits = 4 * 8192 * (128256 // 8)
     assert mem.stage == 1
-    assert (e.grads, e.activations) == (4 * local, 15 * 8 * layer + logits)
-    assert stage_activations(job.shape, lay, 32, job.precision, 0) == 16 * 7 * layer + logits
+    assert (e.grads, e.activations) == (4 * local, 15 * 8 * layer)
+    assert stage_activations(job.shape, lay, 32, job.precision, 0) == 16 * 7 * layer
+    assert stage_activations(job.shape, lay, 32, job.precision, 15) == 7 * layer + logits
     assert e.total <= job.memory_limit == 81559 * 2**20
