@@ -71,6 +71,19 @@ def layer_activation_bytes(seq: int, micro: int, hidden: int, heads: int, tensor
     return sbh * (base + held)
 
 
+def gathered_kv_bytes(shape: Shape, lay: Layout, micro: int) -> int:
+    """16-bit bytes one layer holds, beyond its own chunk's, of the keys and values its context
+    group all-gathered in the forward (:func:`bench.advise.comm.context_calls`): the attention's
+    backward reads the whole sequence's, and only their gradients are reduce-scattered, not the
+    keys and values gathered again; the other ranks' s (c - 1) / c positions of
+    :meth:`~bench.advise.shape.Shape.kv_elements`. None without context parallelism or under full
+    recomputation (the recomputed forward gathers them again: comm.context_calls)."""
+    if lay.context == 1 or lay.recompute == "full":
+        return 0
+    seq = shape.tokens_per_sample
+    return 2 * micro * (seq - seq // lay.context) * shape.kv_elements(lay.tensor)
+
+
 def stage_output_bytes(shape: Shape, lay: Layout, micro: int, prec: Precision) -> int:
     """Bytes of one stage forward's output as a pipeline keeps it until its backward: 2 s b h at
     16 bits (the rank's s/t shard under sequence parallelism: Megatron-LM sends and keeps the
@@ -102,7 +115,7 @@ def stage_activations(shape: Shape, lay: Layout, batch: int, prec: Precision,
         return None
     sw, micro = shape.software, batch // lay.microbatches
     layer = layer_activation_bytes(cfg.seq_len, micro, cfg.embd, cfg.heads, lay.tensor, sw,
-                                   lay.recompute, lay.context)
+                                   lay.recompute, lay.context) + gathered_kv_bytes(shape, lay, micro)
     scale = 1 if prec.param_bytes == 2 or lay.amp != "fp32" else 2  # vs 16-bit figures
     vocab = -(-cfg.vocab // lay.tensor) if sw.vocab_parallel else cfg.vocab
     seq = cfg.seq_len // lay.context  # context parallelism: the rank's chunk of each sequence

@@ -61,7 +61,7 @@ def test_tensor_and_pipeline_calls_carry_the_chunk() -> None:
 def test_compute_and_activations_are_the_ranks_chunk() -> None:
     from bench.advise.achieved import block_gemms
     from bench.advise.layout import Layout
-    from bench.advise.memory import activations
+    from bench.advise.memory import activations, gathered_kv_bytes
     from bench.training.analytic import MIXED
 
     shape = _shape()
@@ -71,9 +71,23 @@ def test_compute_and_activations_are_the_ranks_chunk() -> None:
     # the chunk's queries against the whole sequence's keys: Q K^T is (s / c) x s x head width
     scores = [g for g in block_gemms(shape, 2, 1, 3, 4) if g.scores]
     assert [(g.m, g.n, g.k) for g in scores] == [(S // 4, S, H // A), (S // 4, H // A, S)]
-    for lay in (Layout(tensor=2), Layout(tensor=2, pipeline=2, microbatches=4)):
-        assert activations(shape, lay, 8, MIXED) == \
-            4 * activations(shape, dataclasses.replace(lay, context=4), 8, MIXED)
+    # the chunk's activations, and in each layer the other ranks' keys and values it gathered
+    for lay in (Layout(tensor=2), Layout(tensor=2, pipeline=2, microbatches=4).recomputing("full")):
+        cp = dataclasses.replace(lay, context=4)
+        extra = L * gathered_kv_bytes(shape, cp, 8 // lay.microbatches)  # 0 under full recompute
+        assert activations(shape, lay, 8, MIXED) == 4 * (activations(shape, cp, 8, MIXED) - extra)
+
+
+def test_the_gathered_keys_and_values_are_held_for_backward_unless_recomputed() -> None:
+    from bench.advise.layout import Layout
+    from bench.advise.memory import gathered_kv_bytes
+
+    shape, lay = _shape(), Layout(tensor=2, context=4)
+    # 16-bit x micro-batch 2 x the other ranks' 48 - 12 positions x (K, V) x 1 head of 8 per rank
+    assert gathered_kv_bytes(shape, lay, 2) == 2 * 2 * (S - S // 4) * 2 * 1 * (H // A) == 2304
+    assert gathered_kv_bytes(shape, lay.recomputing("selective"), 2) == 2304  # the core's input
+    assert gathered_kv_bytes(shape, lay.recomputing("full"), 2) == 0  # gathered again
+    assert gathered_kv_bytes(shape, Layout(tensor=2), 2) == 0
 
 
 def test_layout_ranks_groups_and_label() -> None:
