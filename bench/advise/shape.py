@@ -154,12 +154,10 @@ def custom_gpt(layers: int, hidden: int, heads: int, seq: int, vocab: int = VOCA
     """A GPT of the reference family (:mod:`bench.models.gpt`) with this shape, unnamed in the
     catalog: ``gpt-L{layers}-h{hidden}``."""
     cfg = GPTConfig(layers=layers, heads=heads, embd=hidden, vocab=vocab, seq_len=seq)
-    from bench.models import gpt  # torch: only once the shape is valid
-    from bench.models.base import ModelSpec
+    from bench.models.spec import ModelSpec, family_call  # torch once it is built, not before
 
-    return ModelSpec(f"gpt-L{layers}-h{hidden}-a{heads}", cfg,
-                     build=functools.partial(gpt.build, cfg),
-                     batch=functools.partial(gpt.make_batch, cfg), loss=gpt.loss)
+    return ModelSpec(f"gpt-L{layers}-h{hidden}-a{heads}", cfg, build=family_call("gpt", "build", cfg),
+                     batch=family_call("gpt", "make_batch", cfg), loss=family_call("gpt", "loss"))
 
 
 def custom_moe(cfg: MoEConfig) -> ModelSpec:

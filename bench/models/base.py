@@ -12,7 +12,8 @@ import torch
 from torch import nn
 from torch.overrides import TorchFunctionMode
 
-from bench.models.catalog import CATALOG, ModelInfo
+from bench.models.catalog import CATALOG
+from bench.models.spec import ModelSpec
 from kernels.registry import Registry
 
 
@@ -43,19 +44,11 @@ class Batch:
         return Batch(self.inputs[start:stop], self.targets[start:stop], per * (stop - start))
 
 
-@dataclass(frozen=True)
-class ModelSpec(ModelInfo):
-    """A named model: ``build()`` makes it (call under a fixed seed), ``batch`` makes data."""
-
-    build: Callable[[], Chain]
-    batch: Callable[[int, int, int], Batch]  # (global_batch, step, seed) -> Batch
-    loss: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
-
-    def build_meta(self) -> Chain:
-        """The model on the meta device: shapes without memory (for the analytic model), its
-        random initialisation skipped (on meta, ``normal_`` alone costs a second of imports)."""
-        with torch.device("meta"), _SkipNormalInit():
-            return self.build()
+def on_meta(build: Callable[[], Chain]) -> Chain:
+    """``build()`` on the meta device: shapes without memory (for the analytic model), its
+    random initialisation skipped (on meta, ``normal_`` alone costs a second of imports)."""
+    with torch.device("meta"), _SkipNormalInit():
+        return build()
 
 
 class _SkipNormalInit(TorchFunctionMode):

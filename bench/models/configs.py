@@ -100,6 +100,27 @@ class GPTConfig:
     def pieces(self) -> int:
         return self.layers + 2  # embeddings, the blocks, the head
 
+    def parameter_shapes(self) -> tuple[tuple[str, tuple[int, ...]], ...] | None:
+        """Every parameter of :mod:`bench.models.gpt`'s model, as ``named_parameters`` lists it
+        (name, shape), without torch: the embeddings, per block its layer norms and the Linears
+        of :meth:`tp_linears` (weight ``(out, in)``, bias ``(out,)``), the final norm and the
+        untied LM head (tests/models/test_parameter_table.py holds it equal to the built model)."""
+        e, lin = self.embd, self.tp_linears()
+        out: list[tuple[str, tuple[int, ...]]] = [
+            ("pieces.0.wte.weight", (self.vocab, e)), ("pieces.0.wpe.weight", (self.seq_len, e))]
+        for i in range(1, self.layers + 1):
+            for mod in ("ln1", "attn.q", "attn.k", "attn.v", "attn.proj", "ln2", "mlp.fc", "mlp.proj"):
+                path = f"pieces.{i}.{mod}"
+                width = lin[path].out_features if path in lin else e
+                if path in lin:
+                    out.append((f"{path}.weight", (width, lin[path].in_features)))
+                else:
+                    out.append((f"{path}.weight", (e,)))
+                out.append((f"{path}.bias", (width,)))
+        head = self.layers + 1
+        return (*out, (f"pieces.{head}.ln_f.weight", (e,)), (f"pieces.{head}.ln_f.bias", (e,)),
+                (f"pieces.{head}.lm_head.weight", (self.vocab, e)))
+
     def tp_linears(self) -> dict[str, TPLinear]:
         """Megatron: q/k/v and fc column-parallel, the projections after them row-parallel."""
         e, f = self.embd, self.mlp_hidden
@@ -132,6 +153,10 @@ class MoEConfig(GPTConfig):
             raise ValueError(f"top_k {self.top_k} must lie in 1..experts ({self.experts})")
         if self.capacity_factor <= 0:
             raise ValueError(f"capacity_factor must be > 0, got {self.capacity_factor}")
+
+    def parameter_shapes(self) -> None:
+        """None: its experts and router are read from the built model."""
+        return None
 
     @property
     def capacity(self) -> int:

@@ -88,8 +88,14 @@ def greedy_owners(sizes: list[int], n: int) -> list[int]:
 
 
 def parameters(model: ModelSpec) -> list[Param]:
-    meta = model.build_meta()
-    return [Param(n, tuple(p.shape), int(n.split(".")[1])) for n, p in meta.named_parameters()]
+    """The model's parameters in ``named_parameters`` order: from its config's table where the
+    family states one (``parameter_shapes``: no torch), else built on the meta device."""
+    table = getattr(model.config, "parameter_shapes", None)
+    shapes = table() if table is not None else None
+    if shapes is None:
+        meta = model.build_meta()
+        shapes = tuple((n, tuple(p.shape)) for n, p in meta.named_parameters())
+    return [Param(n, shape, int(n.split(".")[1])) for n, shape in shapes]
 
 
 def numel(shape: tuple[int, ...]) -> int:

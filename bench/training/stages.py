@@ -48,8 +48,13 @@ def stage_starts(sizes: tuple[int, ...], stages: int) -> tuple[int, ...]:
 
 
 def piece_sizes(model: ModelSpec) -> tuple[int, ...]:
-    """Parameters per piece (the model built on the meta device)."""
-    return tuple(sum(p.numel() for p in piece.parameters()) for piece in model.build_meta().pieces)
+    """Parameters per piece (:func:`bench.training.analytic.parameters`)."""
+    from bench.training.analytic import numel, parameters
+
+    out = [0] * model.num_pieces
+    for p in parameters(model):
+        out[p.piece] += numel(p.shape)
+    return tuple(out)
 
 
 def stage_pieces(starts: tuple[int, ...], stages: list[int]) -> frozenset[int]:

@@ -1,0 +1,44 @@
+"""A named model that can be built: :class:`ModelSpec`, without importing torch until it is built.
+
+What needs only a model's shapes (advise, the analytic memory model: ``parameter_shapes`` of its
+config) can hold one for a custom shape without torch; building it (``build``, ``build_meta``)
+imports torch then (:mod:`bench.models.base`).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from bench.models.catalog import ModelInfo
+
+if TYPE_CHECKING:
+    import torch
+
+    from bench.models.base import Batch, Chain
+
+
+@dataclass(frozen=True)
+class ModelSpec(ModelInfo):
+    """A named model: ``build()`` makes it (call under a fixed seed), ``batch`` makes data."""
+
+    build: Callable[[], Chain]
+    batch: Callable[[int, int, int], Batch]  # (global_batch, step, seed) -> Batch
+    loss: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+
+    def build_meta(self) -> Chain:
+        """The model on the meta device: shapes without memory (for the analytic model), its
+        random initialisation skipped (:func:`bench.models.base.on_meta`)."""
+        from bench.models.base import on_meta
+
+        return on_meta(self.build)
+
+
+def family_call(family: str, name: str, *bound: Any) -> Callable[..., Any]:
+    """``bench.models.<family>.<name>(*bound, ...)``, the family module (and torch) imported at
+    the first call."""
+    def call(*args: Any) -> Any:
+        return getattr(importlib.import_module(f"bench.models.{family}"), name)(*bound, *args)
+    return call
