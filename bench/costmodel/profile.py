@@ -47,10 +47,12 @@ _DEVICE = {"name", "memory_bytes", "memory_bandwidth_bytes_per_s", "flops_per_s"
            "copy_bandwidth_curve", "overlaps_communication", "flops_16bit_per_s",
            "gemm_efficiency", "gemm_latency_s", "attention", "compute_source", "gemm_points",
            "vocab_parallel", "sequence_parallel", "memory_efficiency", "elementwise",
-           "fused_qkv", "autograd_accumulation", "fp32_loss", "dropout", "deallocates_outputs"}
+           "fused_qkv", "autograd_accumulation", "fp32_loss", "dropout", "deallocates_outputs",
+           "context_parallel"}
 _DEVICE_TEXT = {"name", "attention", "compute_source", "elementwise"}
 _DEVICE_FLAGS = {"overlaps_communication", "vocab_parallel", "sequence_parallel", "fused_qkv",
-                 "autograd_accumulation", "fp32_loss", "dropout", "deallocates_outputs"}
+                 "autograd_accumulation", "fp32_loss", "dropout", "deallocates_outputs",
+                 "context_parallel"}
 
 
 class ProfileError(ValueError):

@@ -119,3 +119,20 @@ def test_step_terms_sum_to_the_step_and_name_the_largest_difference() -> None:
     assert differs_most(a.terms, b.terms) == "bubble" == differs_most(b.terms, a.terms)
     assert differs_most(b.terms, Step(4.5, 0.0, {"send:pipeline": 1.0}, {}, 0, 0).terms) == \
         "exposed pipeline"
+
+
+def test_every_switch_of_the_software_is_a_key_a_profile_takes(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Each on/off field of ``Software`` set in a profile's ``device:`` (a user's own YAML) loads
+    and reaches the software advise prices under: none is refused as an unknown key."""
+    from bench.advise.software import DEFAULT, Software, software_of
+    from bench.costmodel.profile import PRESETS, load_profile
+
+    preset = (PRESETS / "h100-ib400.yaml").read_text()
+    switches = [f.name for f in dataclasses.fields(Software)
+                if isinstance(getattr(DEFAULT, f.name), bool)]
+    assert "context_parallel" in switches and "deallocates_outputs" in switches
+    for name in switches:
+        flipped = not getattr(DEFAULT, name)
+        path = tmp_path / f"{name}.yaml"
+        path.write_text(preset.replace("device:\n", f"device:\n  {name}: {str(flipped).lower()}\n", 1))
+        assert getattr(software_of(load_profile(path).device), name) is flipped, name
