@@ -17,7 +17,7 @@ from bench.models.catalog import ModelInfo
 if TYPE_CHECKING:
     import torch
 
-    from bench.models.base import Batch, Chain
+    from bench.models.chain import Batch, Chain
 
 
 @dataclass(frozen=True)
@@ -30,8 +30,8 @@ class ModelSpec(ModelInfo):
 
     def build_meta(self) -> Chain:
         """The model on the meta device: shapes without memory (for the analytic model), its
-        random initialisation skipped (:func:`bench.models.base.on_meta`)."""
-        from bench.models.base import on_meta
+        random initialisation skipped (:func:`bench.models.meta.on_meta`)."""
+        from bench.models.meta import on_meta
 
         return on_meta(self.build)
 

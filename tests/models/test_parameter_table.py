@@ -15,7 +15,7 @@ from bench.models.configs import GPTConfig, MoEConfig
 
 def _built(cfg: GPTConfig) -> tuple[tuple[str, tuple[int, ...]], ...]:
     from bench.models import gpt, moe
-    from bench.models.base import on_meta
+    from bench.models.meta import on_meta
 
     family = moe if isinstance(cfg, MoEConfig) else gpt
     return tuple((n, tuple(p.shape)) for n, p in
