@@ -20,10 +20,6 @@ Members = Literal["node", "across", "all"] | Annotated[
 Progress = Literal["nonblocking", "thread"]
 
 
-def _help(text: str) -> dict[str, str]:
-    return {"description": text}
-
-
 def _algorithm(collective: str, algorithm: str) -> None:
     names = algorithm_names(collective)
     if algorithm not in names:
@@ -36,8 +32,8 @@ class GroupSpec(Frozen):
 
     name: str
     collective: Annotated[str, Field(description="the collective every communicator runs")]
-    algorithm: str = Field(VENDOR, **_help("its algorithm (native: the vendor's call)"))
-    members: Members = Field("all", **_help(
+    algorithm: str = Field(VENDOR, description="its algorithm (native: the vendor's call)")
+    members: Members = Field("all", description=(
         "node: one communicator per node (tensor-parallel style); across: one per local rank, "
         "of the ranks at that place on every node (data-parallel style); all: every rank; or "
         "explicit lists of ranks, one per communicator, disjoint"))
@@ -59,7 +55,7 @@ class OverlapSpec(Frozen):
 
     collective: str = "all_reduce"
     algorithm: str = VENDOR
-    progress: Progress = Field("nonblocking", **_help(
+    progress: Progress = Field("nonblocking", description=(
         "nonblocking: the MPI library's non-blocking call (MPI_Iallreduce ...), started before "
         "the GEMM and waited after it, progressed by the library; thread: a progress thread "
         "runs the algorithm (a vendor call or a commbench schedule) while the GEMM runs"))
@@ -81,16 +77,16 @@ class ConcurrentScenario(Frozen):
     name: str = "concurrent"
     description: str = ""
     kind: Literal["concurrent"] = "concurrent"
-    world_size: PositiveInt | None = Field(None, **_help(
+    world_size: PositiveInt | None = Field(None, description=(
         "ranks to launch when self-launched (default: 4)"))
-    ranks_per_node: PositiveInt | Literal["auto"] = Field("auto", **_help(
+    ranks_per_node: PositiveInt | Literal["auto"] = Field("auto", description=(
         "ranks per node for members node/across (auto: by host name)"))
-    sizes: Annotated[list[Size], Field(min_length=1)] = Field(["1MiB"], **_help(
+    sizes: Annotated[list[Size], Field(min_length=1)] = Field(["1MiB"], description=(
         "message sizes of every group and overlap case"))
     dtype: str = "float32"
-    groups: list[GroupSpec] = Field([], **_help("communicators that run at once (none, or 2+)"))
-    overlap: list[OverlapSpec] = Field([], **_help("overlap cases"))
-    rounds: PositiveInt = Field(2, **_help(
+    groups: list[GroupSpec] = Field([], description="communicators that run at once (none, or 2+)")
+    overlap: list[OverlapSpec] = Field([], description="overlap cases")
+    rounds: PositiveInt = Field(2, description=(
         "rounds of each group's alone and together measurements, their order swapped every "
         "other round (a slower stretch of the machine falls on both); the table takes the "
         "median over rounds"))

@@ -39,38 +39,35 @@ def _size(value: object) -> int:
 Size = Annotated[int, BeforeValidator(_size)]
 
 
-def _help(text: str) -> dict[str, str]:
-    return {"description": text}
-
-
 class ProbeScenario(Frozen):
     """Every pair of ranks: one-way latency, uni- and bidirectional bandwidth per size."""
 
     name: str = "probe"
     description: str = ""
     kind: Literal["probe"] = "probe"
-    world_size: int | None = Field(None, **_help(
+    world_size: int | None = Field(None, description=(
         "ranks to launch, at least 2 (default: the emulated cluster's, else one per core, at "
         "least 2)"))
-    ranks_per_node: PositiveInt | Literal["auto"] = Field("auto", **_help(
+    ranks_per_node: PositiveInt | Literal["auto"] = Field("auto", description=(
         "virtual nodes of this many consecutive ranks (auto: by host name)"))
     sizes: Annotated[list[Size], Field(min_length=1)] = Field(
-        ["8B", "4MiB"], validate_default=True, **_help(
+        ["8B", "4MiB"], validate_default=True, description=(
             "message sizes, latency at the smallest and bandwidth at the largest: "
             "comma-separated, each at least 1 B"))
-    repeats: Annotated[int, Field(ge=3)] = Field(Settings.repeats, **_help(
+    repeats: Annotated[int, Field(ge=3)] = Field(Settings.repeats, description=(
         "samples per pair, size and measurement, at least 3"))
-    window: PositiveInt = Field(Settings.window, **_help("messages per bandwidth sample"))
-    warmup: Annotated[int, Field(ge=0)] = Field(Settings.warmup, **_help("untimed turns before the samples"))
-    threshold: Annotated[float, Field(gt=0)] = Field(Confirm.threshold, **_help(THRESHOLD_HELP))
-    round_timeout_s: Annotated[float, Field(gt=0)] = Field(300.0, **_help(
+    window: PositiveInt = Field(Settings.window, description="messages per bandwidth sample")
+    warmup: Annotated[int, Field(ge=0)] = Field(
+        Settings.warmup, description="untimed turns before the samples")
+    threshold: Annotated[float, Field(gt=0)] = Field(Confirm.threshold, description=THRESHOLD_HELP)
+    round_timeout_s: Annotated[float, Field(gt=0)] = Field(300.0, description=(
         "seconds a round or check may take before the job is ended"))
-    confirm_max: Annotated[int, Field(ge=0)] = Field(Confirm.max_suspects, **_help(
+    confirm_max: Annotated[int, Field(ge=0)] = Field(Confirm.max_suspects, description=(
         "re-measure at most this many suspects of the tournament, one pair at a time against a "
         "reference pair of their class (0: no confirmation)"))
-    confirm_blocks: PositiveInt = Field(Confirm.blocks, **_help(
+    confirm_blocks: PositiveInt = Field(Confirm.blocks, description=(
         "suspect blocks per confirmation, the reference measured before, between and after them"))
-    confirm_repeats: Annotated[int, Field(ge=3)] = Field(Confirm.repeats, **_help(
+    confirm_repeats: Annotated[int, Field(ge=3)] = Field(Confirm.repeats, description=(
         "samples per confirmation block, size and measurement"))
     emulate: Emulate | None = None  # a modelled cluster on this host (bench/emulate/config.py)
 
