@@ -97,10 +97,6 @@ class _Entry:
     device_samples: list[float] | None = None  # CUDA-event times, device transports only
 
 
-def _problem(env: Env, group: Group) -> Problem:
-    return Problem(env.topology, group.count, ITEMSIZE[group.dtype], group.collective, group.root)
-
-
 def _entry(env: Env, group: Group, spec: Collective, name: str) -> _Entry:
     separate = not get_algorithm(spec.name, group.base(name)).in_place or spec.inplace_at is None
     layout = spec.layout(group.count, group.world_size, env.transport.rank, group.root,
@@ -115,7 +111,8 @@ def _compile(env: Env, group: Group, spec: Collective, e: _Entry, buf: Any, scra
         e.plan = env.transport.vendor(calls, buf, e.layout, op, group.root)
         return
     item = ITEMSIZE[group.dtype]
-    sched = alg.schedule(_problem(env, group), env.transport.rank)
+    problem = Problem(env.topology, group.count, item, group.collective, group.root)
+    sched = alg.schedule(problem, env.transport.rank)
     sent = bytes_sent(sched, env.topology, item)
     e.plan = env.transport.compile(sched, buf, scratch, op or OPS["sum"])
     e.steps, e.bytes_sent, e.bytes_inter = len(sched.steps), sent.total, sent.inter
@@ -175,7 +172,10 @@ class _Bound:
 
 
 @contextlib.contextmanager
-def _bound(env: Env, group: Group) -> Iterator[_Bound]:
+def compiled(env: Env, group: Group) -> Iterator[_Bound]:
+    """``group``'s algorithms compiled on one workspace, closed on exit: for a caller that runs
+    them untimed (the background load of :mod:`bench.concurrent`) or times them here
+    (:func:`time_plans`)."""
     tr = env.transport
     spec = resolve(group.collective)
     entries = [_entry(env, group, spec, a) for a in group.algorithms]
@@ -195,19 +195,12 @@ def _bound(env: Env, group: Group) -> Iterator[_Bound]:
                 e.plan.close()
 
 
-def compiled(env: Env, group: Group) -> contextlib.AbstractContextManager[_Bound]:
-    """``group``'s algorithms compiled on one workspace, closed on exit: for a caller that runs
-    them untimed (the background load of :mod:`bench.concurrent`) or times them here
-    (:func:`time_plans`)."""
-    return _bound(env, group)
-
-
 def measure(env: Env, group: Group, timing: Timing, check: bool) -> list[dict[str, Any]]:
     """Measure every algorithm of ``group``; records on rank 0, ``[]`` on other ranks."""
     tr = env.transport
     timing = timing.for_size(group.nbytes)
     mem_before = devicestats.memory_of(tr)  # None on host transports
-    with _bound(env, group) as b:
+    with compiled(env, group) as b:
         mem_compiled = devicestats.memory_of(tr)
         pages = hugepage_bytes(b.buf) if isinstance(b.buf, np.ndarray) else None
         _prepare(tr, b.buf, b.entries[0].layout, group)
@@ -234,7 +227,7 @@ def measure(env: Env, group: Group, timing: Timing, check: bool) -> list[dict[st
 def check_group(env: Env, group: Group) -> dict[str, int]:
     """Correctness only, no clock: each algorithm of ``group`` once on fresh input; its wrong
     elements summed over ranks (the same preparation and check as :func:`measure`)."""
-    with _bound(env, group) as b, np.errstate(all="ignore"):
+    with compiled(env, group) as b, np.errstate(all="ignore"):
         wrong = [_check(env, group, b.spec, e, b.buf) for e in b.entries]
     total = env.control.allreduce(np.array(wrong, dtype=np.int64), op=MPI.SUM)
     return {e.name: int(w) for e, w in zip(b.entries, total)}
