@@ -51,29 +51,31 @@ def job_topology(comm: MPI.Comm, rpn: int | str) -> Topology:
     return Topology.blocks(comm.size, int(rpn))
 
 
+def mpi_group(collective: str, algorithm: str, topo: Topology, nbytes: int,
+              dtype: str) -> Group | None:
+    """``algorithm`` of ``collective`` on the MPI transport over ``topo``'s ranks, ``nbytes``
+    rounded down to whole elements (None when that leaves none)."""
+    spec = resolve(collective)
+    count = spec.round_count(nbytes // ITEMSIZE[dtype], topo.world)
+    if count < 1:
+        return None
+    return Group(spec.name, "mpi", topo.world, topo.ranks_per_node, count * ITEMSIZE[dtype], count,
+                 dtype, "sum", (algorithm,))
+
+
 @dataclass
 class Member:
     """This rank's communicator of one group (None where the rank is in none of its)."""
 
     spec: GroupSpec
     ranks: list[int]  # world ranks of the communicator, in its rank order
-    comm: MPI.Comm
     stop: MPI.Comm  # a duplicate for the background's one-flag agreement
-    topo: Topology
-    env: harness.Env
-
-    def group(self, nbytes: int, dtype: str) -> Group | None:
-        spec = resolve(self.spec.collective)
-        count = spec.round_count(nbytes // ITEMSIZE[dtype], self.comm.size)
-        if count < 1:
-            return None
-        return Group(spec.name, "mpi", self.comm.size, self.topo.ranks_per_node,
-                     count * ITEMSIZE[dtype], count, dtype, "sum", (self.spec.algorithm,))
+    env: harness.Env  # on the communicator and its topology
 
     def close(self) -> None:
         self.env.transport.close()
         self.stop.Free()
-        self.comm.Free()
+        self.env.control.Free()
 
 
 @contextlib.contextmanager
@@ -92,7 +94,7 @@ def members(world: MPI.Comm, sc: ConcurrentScenario, topo: Topology
             ranks = comms[color]
             sub_topo = Topology.from_hosts([str(topo.node_of[r]) for r in ranks])
             env = harness.Env(sub, TRANSPORTS.get("mpi").create(sub), sub_topo, {})
-            out[spec.name] = Member(spec, ranks, sub, sub.Dup(), sub_topo, env)
+            out[spec.name] = Member(spec, ranks, sub.Dup(), env)
         yield out
     finally:
         for m in out.values():
@@ -138,7 +140,9 @@ def step(ctl: MPI.Comm, mine: dict[str, Member], victim: str, together: bool,
     on this rank when it is a measuring communicator's rank 0."""
     done = Done(ctl)
     load = [m for name, m in mine.items() if together and name != victim]
-    groups = {name: m.group(nbytes, sc.dtype) for name, m in mine.items()}
+    groups = {name: mpi_group(m.spec.collective, m.spec.algorithm, m.env.topology, nbytes,
+                               sc.dtype)
+              for name, m in mine.items()}
     load = [m for m in load if groups[m.spec.name] is not None]
     errors: list[BaseException] = []
 

@@ -30,13 +30,11 @@ import numpy as np
 from mpi4py import MPI
 
 from bench.collective import harness
-from bench.collective.case import Group
 from bench.collective.scenario import Timing
 from bench.concurrent import define
+from bench.concurrent.groups import mpi_group
 from bench.concurrent.scenario import ConcurrentScenario, OverlapSpec
 from bench.store import kinds
-from kernels.collective import resolve
-from kernels.ops import ITEMSIZE
 from kernels.topology import Topology
 from kernels.transports.base import Plan
 
@@ -176,13 +174,9 @@ def measure(env: harness.Env, spec: OverlapSpec, nbytes: int, sc: ConcurrentScen
             ) -> dict[str, Any] | None:
     """One overlap case on every rank of ``env``; its record on rank 0 (None elsewhere, or when
     the size rounds to no element)."""
-    coll = resolve(spec.collective)
-    p = env.transport.size
-    count = coll.round_count(nbytes // ITEMSIZE[sc.dtype], p)
-    if count < 1:
+    g = mpi_group(spec.collective, spec.algorithm, env.topology, nbytes, sc.dtype)
+    if g is None:
         return None
-    g = Group(coll.name, "mpi", p, env.topology.ranks_per_node, count * ITEMSIZE[sc.dtype], count,
-              sc.dtype, "sum", (spec.algorithm,))
     timing = sc.timing.for_size(g.nbytes)
     with harness.compiled(env, g) as b:
         plan = b.entries[0].plan
@@ -205,9 +199,9 @@ def measure(env: harness.Env, spec: OverlapSpec, nbytes: int, sc: ConcurrentScen
     comm_us, compute_us, overall_us = (define.mean_over_ranks([r[i] for r in per_rank])
                                        for i in range(3))
     return kinds.overlap(
-        status="wrong" if wrong else "ok", collective=coll.name, algorithm=spec.algorithm,
-        progress=spec.progress, progress_how=_progress_how(spec, comm), world_size=p,
-        nbytes=g.nbytes, count=count, dtype=sc.dtype,
+        status="wrong" if wrong else "ok", collective=g.collective, algorithm=spec.algorithm,
+        progress=spec.progress, progress_how=_progress_how(spec, comm), world_size=g.world_size,
+        nbytes=g.nbytes, count=g.count, dtype=sc.dtype,
         overall_us=overall_us, compute_us=compute_us, comm_us=comm_us, test_us=0.0,
         overlap_pct=define.overlap_pct(overall_us, compute_us, comm_us),
         overlap_pct_unclamped=define.overlap_unclamped(overall_us, compute_us, comm_us),
