@@ -1,8 +1,5 @@
-"""What the confirmation pass re-measures: the tournament's suspects (slow nodes, then slow links
-no slow node explains, most significant first, at most ``max_suspects``), each as one pair of
-ranks beside a reference pair of its class, at exactly the tests it was flagged at. How the
-pair and the reference are chosen: docs/probe.md, "The confirmation pass".
-"""
+"""What the confirmation pass re-measures: each suspect as one pair of ranks beside a reference
+pair of its class. The choice: docs/probe.md, "The confirmation pass"."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""``commbench probe`` and ``kind: probe`` scenarios: run through the collective kind's launch
-(:mod:`bench.collective.launch`): self-launched as one ``mpiexec`` job whose ranks run
-``commbench run RUN/scenario.yaml``, or inside the user's own mpiexec/srun job, where rank 0
-writes the meta. A probe is never resumed: it measures the cluster as it is now.
-"""
+"""``commbench probe`` and ``kind: probe`` scenarios, through the collective kind's launch
+(:mod:`bench.collective.launch`). A probe is never resumed: it measures the cluster as it is now."""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
-"""Which node each rank is on and which link class joins two ranks, as the probe sees its job.
-
-Nodes come from the launch: one per host name, or virtual nodes of ``ranks_per_node``
-consecutive ranks (as ``commbench run`` makes them), or an emulated topology spec
-(``bench.costmodel.model``), which can also put nodes under different leaf switches (class
-``spine``). Classes are the cost model's: ``intra`` (same node), ``inter`` (nodes under one
-switch), ``spine`` (nodes under different leaf switches).
-"""
+"""Which node each rank is on and which link class (``intra``, ``inter``, ``spine``: the cost
+model's) joins two ranks, as the probe sees its job: nodes by host name, virtual nodes of
+``ranks_per_node`` ranks, or an emulated topology."""
 
 from __future__ import annotations
 

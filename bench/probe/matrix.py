@@ -1,7 +1,4 @@
-"""What the probe's records add up to: the node x node matrix (each cell the median of a field
-over the pairs joining two nodes; NaN where no record joins them, :func:`missing_pairs` counts
-them) and the per-class summary.
-"""
+"""What the probe's records add up to: the node x node matrix and the per-class summary."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""Slow links and slow nodes, named by host and rank, from probe records: per measurement and
-size, a link against the links of its class and flows, a node by its links' slowness against
-the class's nodes, both beyond the threshold and beyond z times their noise (Bonferroni over the
-run's tests). The rule: docs/probe.md, "Slow links and nodes". What this finds are suspects;
-the confirmation pass (:mod:`bench.probe.confirm`, :mod:`bench.probe.verdict`) names them.
-"""
+"""Slow links and slow nodes, named by host and rank, from probe records: the suspects the
+confirmation pass re-measures. The rule: docs/probe.md, "Slow links and nodes"."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
-"""Probe records (``kind: "probe"``, fields: docs/probe.md, "Output"): one per pair and size, from
-the samples of the harness's point-to-point cases (:mod:`bench.collective.p2p`); and what a probe
-measures. No MPI here: the launcher, the scenario and the reports import it. Each measurement
-keeps its raw samples, median, p5, p95, min and noise: the median's standard error from the
-samples' MAD, ``1.2533 * 1.4826 * MAD / sqrt(n)``; bandwidths are ``window * nbytes / t`` one
-way, twice that both ways (GB/s).
-"""
+"""Probe records (``kind: "probe"``, fields: docs/probe.md, "Output"), one per pair and size, and
+what a probe measures. No MPI here: the launcher, the scenario and the reports import it."""
 
 from __future__ import annotations
 

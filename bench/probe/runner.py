@@ -1,15 +1,6 @@
-"""The probe inside an MPI job: who meets whom and when. Each pair at each size is a
-point-to-point case the harness times (:mod:`bench.collective.p2p`).
-
-The tournament's rounds run all their pairs at once, each round started by a barrier on the
-control communicator (measurements run on a duplicate of it); after a round rank 0 gathers every
-rank's samples, takes each iteration's max over the pair and writes the records. The
-confirmation pass then measures each suspect and its reference one pair at a time, R S R ... S
-R, every other rank asleep at a barrier (an MPI barrier spins, and on an oversubscribed host the
-idle ranks' spinning would be the very stalls the pass rules out); there the measured pair is
-also pinned to two cores. Emulated links are waited before every message, priced as if the
-pair were alone on its links. docs/probe.md says the rest.
-"""
+"""The probe inside an MPI job: the tournament's rounds, then the confirmation pass (R S R ... S R,
+every other rank asleep at a barrier: spinning idle ranks would be the very stalls it rules out).
+Each pair at each size is a point-to-point case the harness times. docs/probe.md."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""``kind: probe`` scenarios: what ``commbench probe`` measures, typed, frozen, validated at load
-time. Each field's default and meaning are stated here once: the command's flags are generated
-from these fields (:mod:`bench.commands.probe`), so both check the same rules."""
+"""``kind: probe`` scenarios, typed, frozen, validated at load time; ``commbench probe``'s flags are
+generated from these fields (:mod:`bench.commands.probe`)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
-"""The probe's rounds: a round-robin tournament (the circle method), so every pair of ranks meets
-exactly once and the pairs of one round are disjoint (they run at the same time).
-
-For even p, rank p-1 stays put while ranks 0..p-2 turn around a circle: p-1 rounds of p/2 pairs.
-For odd p a phantom rank p is added and its partner sits the round out (a bye): p rounds of
-(p-1)/2 pairs. A 512-rank probe is 511 rounds of 256 pairs, not 130,816 tests one after another.
-"""
+"""The probe's rounds: a round-robin tournament (the circle method, a bye per round for odd p), so
+every pair meets exactly once and a round's pairs are disjoint (they run at once)."""
 
 from __future__ import annotations
 

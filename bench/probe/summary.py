@@ -1,11 +1,5 @@
-"""What both passes found, and the probe's closing lines (the report shows the same findings).
-
-A finding is a node or link the tournament flagged (slow links with an end on a slow node go
-with that node), with what the confirmation pass made of it: **confirmed** (slow again alone:
-named slow), **cleared** (a stall or a busy moment in the tournament) or **not re-measured**
-(over the pass's limit, or no reference pair: listed, not named). A run without a pass names
-what the tournament flagged, and says so. The closing lines give per link class latency and
-bandwidth, then the findings."""
+"""What both passes found (confirmed, cleared or not re-measured), and the probe's closing lines;
+the report shows the same findings. docs/probe.md, "The confirmation pass"."""
 
 from __future__ import annotations
 

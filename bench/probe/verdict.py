@@ -1,8 +1,5 @@
 """The confirmation pass's rule: is a suspect slow again, measured alone against a reference?
-Per re-judged test, the pooled excess over the reference beyond the threshold and z' times its
-noise, and the excess of each suspect block over the reference blocks around it beyond the
-threshold in more than half of the blocks. The rule: docs/probe.md, "The confirmation pass".
-"""
+The rule: docs/probe.md, "The confirmation pass"."""
 
 from __future__ import annotations
 
