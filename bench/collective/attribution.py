@@ -1,20 +1,6 @@
-"""Per-rank attribution: which rank arrived last at each iteration and which finished last.
-
-Clocks of different hosts are never compared. Each rank measures, on its own clock, how long it
-waited in the iteration's barrier (:class:`bench.collective.timer.Timer`, ``waits``) and how long
-its call took after the barrier let it go (its sample). Every rank leaves the barrier at
-(nearly) the same moment, when the last one enters it: so the rank that waited least arrived
-last, and the rank with the longest sample finished last. Per iteration the record keeps both
-ranks (``last_arrived_ranks``, ``last_finished_ranks``, aligned with ``samples_us``).
-
-A rank is *consistently late* in a case when it is the last in at least :data:`LATE_SHARE` of
-the case's iterations (at least :data:`MIN_ITERS` of them) by a median margin of at least
-:data:`MIN_MARGIN` of the case's median time (margin: arriving, the median rank's wait minus the
-last's; finishing, the last's time minus the median rank's); a barrier's own release order gives
-one rank a few µs every time, which the margin leaves out. Where no rank is, a host is, by the
-same rule applied to the host of the last rank (several ranks of one slow host share the
-blame). The record's ``late`` lists them; the table's note, the report and the bring-up name them.
-"""
+"""Per-rank attribution: which rank arrived last at each iteration (it waited least in the barrier)
+and which finished last, each on its own clock (clocks of different hosts are never compared);
+the ranks, else hosts, consistently late. The rule: docs/measuring.md, "Who was late"."""
 
 from __future__ import annotations
 

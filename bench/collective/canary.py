@@ -1,13 +1,8 @@
 """Drift canary: a tiny fixed measurement at the start and end of every job (and between its world
-sizes), so a machine that changes speed under a run is noticed instead of silently mixing two
-machines in one table; rank 0 appends each reading with its raw samples to ``canary.jsonl``.
-What is measured and the rule: docs/measuring.md, "The drift canary"; a 256 KiB copy (held in
-cache) is measured too, to price local copies only (:mod:`bench.costmodel.copybw`).
-
-:func:`changed_speed` is the one rule for "the machine changed speed", used within a run
-(:func:`assess`), between two runs (:func:`disagree`, ``commbench compare``) and between the two
-runs of an ``ab`` round (:mod:`bench.gate.matched`).
-"""
+sizes), appended by rank 0 to ``canary.jsonl``; a 256 KiB copy is measured too, only to price
+local copies (:mod:`bench.costmodel.copybw`). :func:`changed_speed` is the one rule for "the
+machine changed speed", within a run, between runs and within an ``ab`` round. docs/measuring.md,
+"The drift canary"."""
 
 from __future__ import annotations
 

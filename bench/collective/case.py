@@ -1,12 +1,6 @@
-"""Cases: one (collective, algorithm, size, dtype, op, transport, world) point of a sweep, in
-size groups.
-
-Algorithms of one size form a :class:`Group` and run back to back, in alternating order across
-repetitions, so their ratios are fair on a noisy machine. A requested size is rounded down to
-whole elements, and to whole blocks of p elements for collectives that divide (all_gather,
-reduce_scatter, alltoall: nccl-tests' rule); a size that rounds to nothing is skipped and sizes
-that round to the same count are measured once — both said in a note, never silently.
-"""
+"""Cases: one (collective, algorithm, size, dtype, op, transport, world) point of a sweep, in size
+groups whose algorithms run back to back. Sizes round down to whole elements (whole blocks of p
+for collectives that divide, nccl-tests' rule); skipped and merged sizes are said in a note."""
 
 from __future__ import annotations
 

@@ -1,15 +1,6 @@
-"""Deterministic input data and the exact expected output of any collective.
-
-Inputs are small integers, a closed form of (rank, input index), so every reduction order gives
-the same value in every dtype as long as partial results stay exactly representable:
-|partial sum| <= 7p, products are +-2. The expected output has a closed form too (from the
-collective's :class:`~kernels.collective.Result`: which input index, copied from which rank or
-reduced over all), so checking costs O(elements) per rank at any scale. Where 7p exceeds the
-dtype's exact-integer range (float16 beyond p = 292, bfloat16 beyond p = 36) the check uses a
-relative tolerance and says so. Collectives that only move data (op ``none``) get values that
-differ between ranks and indices (``(37 r + 11 i) mod 251 - 125``, exact even in bfloat16), so a
-block from the wrong rank or offset is caught.
-"""
+"""Deterministic input data and the exact expected output of any collective, both closed forms of
+(rank, index), so checking costs O(elements) per rank at any scale. docs/measuring.md, "The exact
+check" (why the values stay exact, and where a tolerance is used)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
-"""What the harness records from a device transport: CUDA-event times and GPU memory.
-
-A transport opts in by having ``device_clock()`` (start/stop/elapsed_us around one iteration, on
-its stream) and ``memory()`` (a dict of byte counts, see
-:meth:`kernels.transports.gpu.DeviceTransport.memory`). Host transports have neither, and their
-records are exactly as before. Device times are aggregated like host times: per iteration, the
-max over ranks.
-"""
+"""What the harness records from a device transport: CUDA-event times (max over ranks per
+iteration, as host times) and GPU memory. A transport opts in with ``device_clock()`` and
+``memory()``; host transports have neither. docs/gpu.md, "Timing and memory on GPUs"."""
 
 from __future__ import annotations
 

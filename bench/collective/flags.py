@@ -1,16 +1,6 @@
-"""A collective sweep spelled on the command line as nccl-tests and OSU spell it.
-
-``commbench run -c all_reduce,all_gather -b 8 -e 1G -f 2 -n 2,4 -d float32 -o sum -a ring,native``
-is the scenario those flags name: each flag sets one key of :class:`CollectiveScenario` (the
-table below, the one place the spelling is stated), given on its own or over a scenario file's
-keys. The scenario model validates the result, so a bad value is refused in one line naming the
-flag. The equivalent YAML is written into the run directory (``scenario.yaml``), so
-``commbench run runs/<id>/scenario.yaml`` repeats exactly the same cases.
-
-nccl-tests spells iterations ``-n`` and warm-up ``-w``; OSU ``-i`` and ``-x``. commbench's ``-n``
-is the world sizes (nccl-tests' ``-g``/ranks, one process per rank here), so iterations are
-``-i/--iters`` as OSU spells them, and warm-up both ``-w`` and ``-x``.
-"""
+"""A collective sweep spelled on the command line as nccl-tests and OSU spell it (docs/running.md,
+"The axes as flags"): each flag sets one key of :class:`CollectiveScenario` (:data:`FLAGS`, the
+one place the spelling is stated); the equivalent YAML is written into the run directory."""
 
 from __future__ import annotations
 

@@ -1,19 +1,6 @@
-"""Floors: what a case must reach, stated in the scenario (``expect:``), held without a baseline.
-
-Each entry names a collective and a size range and one floor: ``busbw_gbps`` (an absolute bus
-bandwidth) or ``pct_of_expected`` (a share of the profile's prediction, the record's
-``pct_of_expected``: bring-up with a ``profile``). A case that an entry covers and that falls
-below it fails: its record gets ``status: below_floor`` and a ``floor`` field (the entry, the
-figure, the hosts it ran on), and the run fails (exit 1) with a line naming the case and hosts.
-A case whose record has no ``pct_of_expected`` (no prediction) is not held to a percentage
-floor. Entries are checked in order; the first that covers a case and that it misses decides.
-
-.. code-block:: yaml
-
-    expect:
-      - {collective: all_reduce, min_size: 1MiB, busbw_gbps: 10}
-      - {collective: all_gather, min_size: 64KiB, max_size: 4MiB, pct_of_expected: 70}
-"""
+"""Floors: what a case must reach, stated in the scenario (``expect:``), held without a baseline;
+a case below its floor gets ``status: below_floor`` and fails the run. docs/scenarios.md,
+"Floors (``expect:``)"."""
 
 from __future__ import annotations
 

@@ -1,12 +1,7 @@
-"""The harness: the one place that owns the clock.
-
-Per group (one size, several algorithms): deterministic fill, warm-up (which sizes the iteration
-count, agreed across ranks), ``repetitions`` blocks in which the algorithms take turns, then the
-exact check of each algorithm on fresh input, the output region filled with a sentinel first.
-The protocol, the sample (max over ranks per iteration) and the check: docs/measuring.md. The
-harness never names a collective: the group's collective (``kernels/collectives/``) says where
-input and output lie in each rank's workspace, what the output must be and the busbw factor.
-"""
+"""The harness: the one place that owns the clock. Per group (one size, several algorithms):
+deterministic fill, warm-up (which sizes the iteration count), ``repetitions`` blocks in which the
+algorithms take turns, then the exact check on fresh input (docs/measuring.md, "The protocol").
+It never names a collective: the group's collective says where input and output lie."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
-"""The collective kind's launch: a self-launched sweep (one ``mpiexec`` per world size and
-environment of :mod:`bench.collective.variants`, whose ranks run ``commbench run
-RUN/scenario.yaml``) or, inside an MPI job (the user's or ours), that job's cases; and how any run
-ends (its directory, then its report)."""
+"""The collective kind's launch: a self-launched sweep (one ``mpiexec`` per world size and variant
+environment, its ranks running ``commbench run RUN/scenario.yaml``) or, inside an MPI job, that
+job's cases; and how any run ends (its directory, then its report)."""
 
 from __future__ import annotations
 

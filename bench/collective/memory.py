@@ -1,14 +1,5 @@
-"""Host memory one rank of a collective sweep needs, predicted before anything launches.
-
-What the harness holds at a case's peak (see ``bench/collective/harness.py``): the workspace (the larger of
-the in-place layout the schedules use and the separate send/receive layout ``native`` uses), a
-workspace-sized scratch for reducing schedules, and bounded slices (``data.BLOCK`` elements of
-int64 index/value arrays at a time: input and sentinel are made and uploaded in slices, never
-as a whole host copy; the check compares in slices). On top sits the interpreter with numpy and
-mpi4py loaded (``BASE``: a resident set measured with ``/usr/bin/time``, rounded up).
-``python -m benchmarks.memcheck`` measures peaks against this prediction
-(``benchmarks/results/memcheck.md``).
-"""
+"""Host memory one rank of a collective sweep needs, predicted before anything launches
+(docs/measuring.md, "Memory a case needs"; ``python -m benchmarks.memcheck`` measures it)."""
 
 from __future__ import annotations
 

@@ -1,20 +1,12 @@
-"""What NCCL chose for a call, read from NCCL's own debug log into the record.
-
-With ``NCCL_DEBUG=INFO`` and ``NCCL_DEBUG_SUBSYS`` including ``TUNING``, rank 0 of a communicator
-logs one line per collective call naming the algorithm, protocol and channels it picked; with
-``ENV`` it also logs each setting it took from the environment. Two spellings are in use:
+"""What NCCL chose for a call (algorithm, protocol, channels), read from NCCL's own debug log
+(``NCCL_DEBUG=INFO``, subsystem ``TUNING``) into the record's ``nccl_chosen``. Two spellings are in use:
 
 - NCCL 2.24 and later: ``NCCL INFO AllReduce: 4096 Bytes -> Algo TREE proto LL
   channel{Lo..Hi}={0..1}``;
 - earlier: ``NCCL INFO 8589934592 Bytes -> Algo 1 proto 2 time 86069.968750`` (enum numbers, an
   estimated time in us, and often no call name).
 
-A self-launched job that runs a vendor call on an NCCL transport gets ``NCCL_DEBUG_FILE``
-(:func:`debug_env`); rank 0 reads its own file as it grows (:class:`RankLog`) and each record of
-a vendor call gets ``nccl_chosen``: the distinct choices NCCL logged while that group ran.
-The capture costs rank 0 one unbuffered line per vendor call, alike for every vendor case of the
-job. Tested on log text pasted in public issues (tests/data/nccl/).
-"""
+Tested on log text pasted in public issues (tests/data/nccl/)."""
 
 from __future__ import annotations
 

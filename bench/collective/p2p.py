@@ -1,20 +1,8 @@
-"""Point-to-point cases: what one pair of ranks does in one timed iteration, as OSU measures it,
-each a ``run`` the harness times (:class:`bench.collective.timer.Timer`) after a barrier of the
-pair:
-
-- ``pingpong``: ``MPI_Send`` then ``MPI_Recv`` on the lower rank, the reverse on the higher
-  (osu_latency: the latency is half the round trip);
-- ``one_way``: the lower rank sends a window of messages (persistent requests started one by
-  one, then ``MPI_Waitall``), the higher receives them and answers a 4-byte ack (osu_bw);
-- ``both_ways``: both ranks post a window of receives and send a window at once (osu_bibw).
-
-Both ranks time every iteration from the pair's barrier, and the iteration's sample is the max
-of the two (:func:`pair_max`), as a collective's is the max over ranks: a rank that leaves the
-barrier first and posts its window early is covered by its own clock. The window's messages
-share one send and one receive buffer (contents are not checked, as in OSU). ``pace`` (an
-emulated link, :mod:`bench.emulate`) is waited before every message a rank sends (not the ack
-or the barrier), inside the timed region.
-"""
+"""Point-to-point cases as OSU measures them: ``pingpong`` (osu_latency: half the round trip),
+``one_way`` (osu_bw: a window of messages, then a 4-byte ack) and ``both_ways`` (osu_bibw), each a
+``run`` the harness times after the pair's barrier; the sample is the max of the pair's two ranks
+(:func:`pair_max`). ``pace`` (an emulated link) is waited before every message a rank sends,
+inside the timed region. docs/probe.md, "What is measured, and how"."""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
-"""Runs a scenario's cases inside an MPI job (ours or the user's mpiexec/srun).
-
-Rank 0 writes each record as soon as its group is measured, prints the table rows and shows
-progress; every rank runs the same groups in the same order. In a job of N ranks, each scenario
-world size w <= N runs on the first w ranks (the others wait), so one job can sweep cluster sizes.
-A resumed run (``RunContext.resume``) skips the cases that already have a record: rank 0 reads
-them from ``results.jsonl`` and every rank gets the same set.
-"""
+"""Runs a scenario's cases inside an MPI job (ours or the user's mpiexec/srun): every rank runs the
+same groups in the same order, each world size w on the first w ranks; rank 0 writes each record
+as its group is measured. A resumed run skips the cases that have a record."""
 
 from __future__ import annotations
 

@@ -1,13 +1,7 @@
-"""The harness's clock and timing loop: the one place a measured path reads time.
-
-Collective cases (:mod:`bench.collective.harness`), the probe's point-to-point cases
-(:mod:`bench.collective.p2p`), the drift canary and training steps are all timed here. One
-iteration: ``before`` (a barrier), read the clock, ``run``, ``after`` (a device synchronisation),
-read the clock; the sample is the difference in µs, this rank's. What the samples become (max
-over ranks per iteration, statistics) is the caller's. Asked for ``waits``, the clock is also
-read before the barrier: the µs this rank waited in it, on its own clock (the rank that waited
-least arrived last: :mod:`bench.collective.attribution`). Importing this module starts no MPI.
-"""
+"""The harness's clock and timing loop: the one place a measured path reads time (collective cases,
+the probe's point-to-point cases, the drift canary and training steps). One iteration:
+``before`` (a barrier), clock, ``run``, ``after`` (a device sync), clock; asked for ``waits``, the
+clock is also read before the barrier (:mod:`bench.collective.attribution`). Starts no MPI."""
 
 from __future__ import annotations
 

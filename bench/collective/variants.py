@@ -1,18 +1,6 @@
 """Variants: the vendor call (``native``, ``native_inplace``) under named settings, as one more
-algorithm of a collective scenario.
-
-In ``algorithms`` a variant is written beside the names::
-
-    algorithms: [ring, native, {native: {name: mpich-rd,
-                                          env: {MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM: recursive_doubling}}}]
-
-Its ``name`` is the algorithm its records carry (``algorithm: mpich-rd``, with ``variant_of:
-native`` and ``settings: {...}``), so two variants are two keys to ``compare`` and the gate. The
-settings are environment variables the library reads when it starts, so a variant's cases run in
-a job of their own, started with them: :func:`environments` gives the jobs one world size needs
-(the default first, then one per distinct ``env``). What each setting may mean is
-:mod:`bench.collective.vendor_settings`.
-"""
+algorithm of a collective scenario (docs/scenarios.md, "Variants of the vendor call"). The
+settings are read by the library as it starts, so a variant's cases run in a job of their own."""
 
 from __future__ import annotations
 

@@ -1,17 +1,8 @@
-"""Vendor settings: the environment variables a vendor library reads as it starts, as far as
-commbench knows what they mean.
-
-A variant of ``native`` (:mod:`bench.collective.variants`) runs the vendor call under settings
-such as NCCL's ``NCCL_ALGO``, MPICH's ``MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM`` or Open MPI's
-``OMPI_MCA_coll_tuned_allreduce_algorithm``. Each library's settings are one :class:`Library` in
-:data:`LIBRARIES`: the prefix its variables share, the transport family whose vendor call it
-serves, the MPI libraries that read it (``bench.launch.launcher.library_family``), and which
-vendor call a variable names (``MPIR_CVAR_BCAST_...`` concerns ``MPI_Bcast`` only). A setting
-commbench knows to be meaningless where it would run (an NCCL variable on an MPI transport, an
-MPICH CVAR under Open MPI, an allreduce CVAR on a broadcast, Open MPI's per-collective algorithm
-without its dynamic rules) is refused in one line; a variable of no library here (``UCX_TLS``,
-``FI_PROVIDER``) is passed through unjudged.
-"""
+"""Vendor settings: the environment variables a vendor library reads as it starts (``NCCL_ALGO``,
+MPICH's ``MPIR_CVAR_...``, Open MPI's ``OMPI_MCA_...``), as far as commbench knows what they mean.
+A setting known to be meaningless where it would run is refused in one line; a variable of no
+library here (``UCX_TLS``) is passed through unjudged (docs/scenarios.md, "Variants of the vendor
+call")."""
 
 from __future__ import annotations
 
