@@ -1,17 +1,7 @@
 """The definitions of this kind, on numbers alone (no MPI): which ranks form each communicator of
-a group, a group's slowdown, and OSU's overlap percentage.
-
-Overlap, as OSU Micro-Benchmarks' non-blocking collectives define it (osu_iallreduce and the
-others; ``print_stats_nbc`` in OMB's c/util/osu_util.c): with ``overall`` the time of start +
-compute + wait, ``compute`` the compute's own time (less the time of any MPI_Test calls inside
-it, none here) and ``comm`` the pure communication time (start + wait, no compute), each rank's
-mean over the timed iterations averaged over ranks,
-
-    overlap % = max(0, 100 - 100 * (overall - compute) / comm)
-
-OSU clamps at 0 only; an ``overall`` below ``compute`` (noise: the compute runs inside it) would
-exceed 100, so commbench clamps to [0, 100] and records the unclamped value beside it.
-"""
+a group, a group's slowdown, and OSU's overlap percentage (``print_stats_nbc`` in OMB's
+c/util/osu_util.c; docs/concurrency.md, "Overlap, OSU's definition"), which commbench clamps to
+[0, 100], recording the unclamped value beside it."""
 
 from __future__ import annotations
 

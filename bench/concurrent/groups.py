@@ -1,21 +1,8 @@
-"""Groups of communicators at once, inside one MPI job.
-
-Each group (a kind of communicator: the tensor-parallel groups inside nodes, the data-parallel
-ones across them, ...) is measured twice per size by the collective harness (its clock, its exact
-check): *alone*, every communicator of the group at once while the other groups' ranks wait
-without spinning; and *together*, the same while every communicator of every other group runs
-its collective back to back (the background load) until each measured communicator is done.
-Alone and together are the same cases on the same layouts, so a group's slowdown is the ratio of
-its two medians (:func:`bench.concurrent.define.slowdown`); ``rounds`` repeats both, in swapped
-order every other round.
-
-How the groups run at once: a rank in one communicator of the step runs it on its main thread;
-a rank in several (a rank of a TP group and of a DP group) runs the measured one on its main
-thread and each background one on a thread of its own, each communicator its own MPI
-communicator (``MPI_THREAD_MULTIPLE``). The background stops by agreement: every rank posts a
-non-blocking barrier once its measured part is done, and each background communicator checks it
-between two collectives with a one-flag allreduce, so all its ranks stop after the same one.
-"""
+"""Groups of communicators at once, inside one MPI job: each group measured by the collective
+harness *alone* and *together* with the other groups' background load (docs/concurrency.md,
+"Groups: alone and together"). A rank in several communicators runs each background one on a
+thread of its own (``MPI_THREAD_MULTIPLE``); the background stops by agreement (a non-blocking
+barrier, checked with a one-flag allreduce), so all its ranks stop after the same collective."""
 
 from __future__ import annotations
 

@@ -1,8 +1,6 @@
-"""``kind: concurrent`` through the collective kind's launch (:mod:`bench.collective.launch`):
-self-launched as one ``mpiexec`` job on this host, or inside the user's own mpiexec/srun job,
-whose rank 0 writes the meta. MPI starts at ``MPI_THREAD_MULTIPLE`` (communicators and progress
-on threads); a self-launched job's ranks run BLAS on one thread each (the overlap cases' GEMM;
-the user's setting wins; a user's own job keeps the threads it was started with)."""
+"""``kind: concurrent`` through the collective kind's launch (:mod:`bench.collective.launch`), at
+``MPI_THREAD_MULTIPLE``; a self-launched job's ranks run BLAS on one thread each (the user's
+setting wins)."""
 
 from __future__ import annotations
 

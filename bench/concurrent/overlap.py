@@ -1,22 +1,9 @@
-"""Communication overlapped with compute, measured as OSU's non-blocking collectives measure it.
-
-Per case (collective, algorithm, progress, size), on every rank of the job: the pure
-communication (start, wait), a GEMM whose time is calibrated to that communication time, and the
-overlapped iteration (start, GEMM, wait), timed by the collective harness in alternating turns
-(:func:`bench.collective.harness.time_plans`); each rank's mean of each, averaged over ranks,
-gives OSU's overall, compute and pure communication times and the overlap %
-(:mod:`bench.concurrent.define`). The case's result is then checked exactly on fresh input.
-
-How progress is made (recorded as ``progress`` and ``progress_how``):
-
-- ``nonblocking``: the vendor's non-blocking MPI call (the blocking call's ``I`` form:
-  ``MPI_Iallreduce`` for ``MPI_Allreduce`` ...), started before the GEMM and waited after it: the
-  library progresses it inside MPI calls, or on its own thread where its asynchronous progress is
-  switched on (MPICH: ``MPIR_CVAR_ASYNC_PROGRESS=1``, recorded);
-- ``thread``: a progress thread runs the compiled case (a vendor call or a commbench schedule of
-  blocking sends and receives) while the main thread runs the GEMM; numpy's GEMM releases the
-  GIL, the schedule's Python steps take it between MPI calls.
-"""
+"""Communication overlapped with compute, measured as OSU's non-blocking collectives measure it
+(docs/concurrency.md, "Overlap, OSU's definition"): pure communication, a GEMM calibrated to its
+time, and the overlapped iteration, timed by the harness in alternating turns, then the case
+checked exactly on fresh input. Progress (``progress``): ``nonblocking``, the vendor's
+``MPI_I...`` call progressed by the library; ``thread``, a progress thread runs the compiled case
+while the main thread runs the GEMM (numpy's GEMM releases the GIL)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""``kind: concurrent`` scenarios: typed, frozen, validated at load time; each field's default and
-meaning stated here once.
-
-Two parts, either or both: ``groups`` (two or more kinds of communicators, each timed alone and
-while the others run) and ``overlap`` (a collective overlapped with a GEMM sized to it, OSU's
-non-blocking measurement)."""
+"""``kind: concurrent`` scenarios, typed, frozen, validated at load time: ``groups`` (communicators
+timed alone and while the others run), ``overlap`` (a collective overlapped with a GEMM), or both."""
 
 from __future__ import annotations
 

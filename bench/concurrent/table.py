@@ -1,6 +1,5 @@
-"""The tables of a concurrent run, from its records alone: each group's alone and together times
-and slowdown, and each overlap case; read by the report, the benchmark and ``advise
---interference``."""
+"""The tables of a concurrent run, from its records alone (the report, the benchmark and ``advise
+--interference`` read them)."""
 
 from __future__ import annotations
 

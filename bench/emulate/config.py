@@ -1,15 +1,5 @@
-"""The ``emulate`` key of a collective scenario: a modelled cluster on this host.
-
-```yaml
-emulate: {profile: emu-4x2-slow, topology: 4x2}   # a preset name or a profile file; NODESxRANKS
-```
-
-Checked at load time, each failure one line naming the key: the profile loads and has every link
-class the topology uses at every world size (``intra`` always: it is the host's own link); every
-world size fits the topology on equal nodes; the transports can be emulated
-(:data:`bench.emulate.job.EMULATORS`); ``ranks_per_node`` is left out (the nodes are the
-topology's). Vendor calls are left out of the run with a note (:meth:`Emulate.schedules_only`).
-"""
+"""The ``emulate`` key of a collective scenario (``emulate: {profile: emu-4x2-slow, topology:
+4x2}``), checked at load time, each failure one line naming the key."""
 
 from __future__ import annotations
 

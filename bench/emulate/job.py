@@ -1,9 +1,5 @@
-"""One world size of an emulated scenario: its topology and its transports' wrappers.
-
-Which transports can be emulated is a registry (:data:`EMULATORS`, ``"module:Class"`` imported
-on first use, so validating a scenario imports no MPI); a wrapper takes the plain transport,
-the emulated links and a :class:`bench.emulate.wait.Waiter`.
-"""
+"""One world size of an emulated scenario: its topology and its transports' wrappers
+(:data:`EMULATORS`, imported on first use so that validating a scenario imports no MPI)."""
 
 from __future__ import annotations
 

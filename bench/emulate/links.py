@@ -1,15 +1,10 @@
-"""Emulated links: what a message costs on the modelled cluster beyond the host's own link.
-
-The profile's ``intra`` class is the host's own link, never delayed; a message crossing a
-modelled class c (``inter``, ``spine``) is delayed by
+"""Emulated links: what a message costs on the modelled cluster beyond the host's own link,
 
     delay = f × (α_c + bytes / rate) − (α_intra + bytes / β_intra),  at least 0
 
-with ``rate`` the cost model's bandwidth for the message among the messages of its step
-(:meth:`bench.costmodel.net.Net.rates`) and f the profile's ``slow`` factor for it (1 unless its
-node or link is made slow; a slow node's own ``intra`` messages wait (f − 1) × their modelled
-time). Why, and what is not emulated: docs/predict.md, "What is delayed".
-"""
+with ``rate`` the cost model's bandwidth for the message among its step's messages and f the
+profile's ``slow`` factor (a slow node's own ``intra`` messages wait (f − 1) × their modelled
+time). docs/predict.md, "What is delayed"."""
 
 from __future__ import annotations
 

@@ -1,14 +1,7 @@
-"""The MPI transport's schedule plan with emulated links.
-
-:class:`EmulatedPlan` runs the persistent requests, reductions and copies of a
-:class:`kernels.transports.mpi.MpiPlan` (built as usual, so nothing of the plain plan changes)
-step by step, with one difference: per step it starts the receives and the sends that cross no
-modelled link at once, then starts each delayed send once its delay has passed since the step
-began (:func:`bench.emulate.steps.releases`), then waits for all of them as the plain plan does.
-Delays are per send, not per step: a rank with one intra-node and one inter-node send in a step
-(hierarchical's leaders) sends the first at once, and concurrent sends of a step overlap their
-delays as the cost model overlaps their link times.
-"""
+"""The MPI transport's schedule plan with emulated links: per step, the receives and undelayed sends
+start at once, each delayed send once its delay has passed since the step began
+(:func:`bench.emulate.steps.releases`), so concurrent sends overlap their delays as the cost model
+overlaps their link times."""
 
 from __future__ import annotations
 

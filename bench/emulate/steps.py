@@ -1,13 +1,6 @@
-"""Which sends of a schedule wait, and how long: pure functions, no MPI.
-
-Every rank knows every rank's sends of each step (the emulating transport gathers them once
-when it compiles a plan), so the flows sharing a NIC in a step are counted exactly, as the cost
-model counts them. A send is delayed, not the step: in a step a rank posts its receives and the
-sends that cross no modelled link at once, then starts each delayed send when its delay has
-passed since the step began (the link is busy from the sender's side: a message leaves when its
-modelled link time is over, and the host's own transfer follows). Sends to one peer keep their
-order, because MPI matches the messages of a pair in posting order.
-"""
+"""Which sends of a schedule wait, and how long (pure, no MPI): a send is delayed, not its step, by
+the flows of the step exactly as the cost model counts them; sends to one peer keep their order,
+because MPI matches a pair's messages in posting order."""
 
 from __future__ import annotations
 

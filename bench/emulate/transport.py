@@ -1,13 +1,6 @@
-"""The MPI transport with emulated links: every schedule plan delays its sends as the modelled
-cluster says; everything else is the plain transport's.
-
-When it compiles a schedule, every rank gathers every rank's sends of each step (one allgather
-on the transport's communicator, once per case, outside the timed loop; the harness compiles the
-same cases in the same order on every rank), so each rank prices its own sends with the exact
-flows of the step. Vendor calls (``native``, ``native_inplace``) run inside the MPI library,
-whose messages cannot be delayed one by one: emulated scenarios leave them out with a note
-(:meth:`bench.emulate.config.Emulate.schedules_only`), and this transport refuses them.
-"""
+"""The MPI transport with emulated links: compiling a schedule, every rank gathers every rank's
+sends of each step (once per case, outside the timed loop) to price its own exactly. Vendor calls
+run inside the MPI library, whose messages cannot be delayed: refused."""
 
 from __future__ import annotations
 

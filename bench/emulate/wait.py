@@ -1,16 +1,6 @@
-"""How an emulated send waits for its delay.
-
-A :class:`Waiter` marks the start of a step and returns once an offset has passed since a
-mark. It reads a monotonic clock to pace sends only; it never measures (the harness owns the
-measuring clock, :mod:`bench.collective.harness`).
-
-:class:`SleepWaiter` (what runs) sleeps, because emulated ranks oversubscribe the host's cores:
-a spinning rank would take the core a peer needs to make progress. Linux wakes a sleeper up to
-its timer slack late (50 µs by default), so the waiter sets this process's slack to 1 µs
-(``prctl``, where there is one) and sleeps until ``lead_s`` before the deadline, then spins the
-rest: the sleep's wake-up latency is left to the spin when a core is free; when every core is
-busy the scheduler may add milliseconds (what an oversubscribed host costs any process).
-"""
+"""How an emulated send waits for its delay (a clock that paces, never measures). It sleeps, because
+emulated ranks oversubscribe the cores and a spinning rank would take a peer's; the timer slack is
+set to 1 µs and the last ``lead_s`` spun, so the sleep's wake-up latency goes to the spin."""
 
 from __future__ import annotations
 
