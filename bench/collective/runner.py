@@ -157,7 +157,7 @@ def _run_world(ctx: RunContext, comm: MPI.Comm, dog: Watchdog, writer: ResultWri
             print(f"# note: {line}", file=out, flush=True)
     bar = Progress(len(plan), enabled=ctx.progress and comm.rank == 0)
     extra = {"run_id": ctx.run_id, "scenario": sc.name, "oversubscribed": over,
-             "hugepages": sc.hugepages, **thread_fields(), **(emu.describe() if emu else {})}
+             "hugepages": sc.hugepages, **thread_fields(), **(emu.links.describe() if emu else {})}
     hosts = comm.allgather(socket.gethostname())  # named by a case below its floor
     written, shown = 0, None
     try:

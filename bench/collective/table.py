@@ -22,14 +22,13 @@ def header(style: str = "commbench") -> str:
 
 def banner(collective: str, world: int, ranks_per_node: int, transport: str,
            oversubscribed: bool, style: str = "commbench") -> str:
-    from bench.collective.metrics import busbw_factor
     from kernels.collective import resolve
 
     spec = resolve(collective)
     note = "  [ranks outnumber cores: oversubscribed, expect noise]" if oversubscribed else ""
     return (f"# commbench {spec.key}  world_size={world}  ranks_per_node={ranks_per_node}  "
             f"transport={transport}{note}\n# time = {STATISTIC[style]}; "
-            f"size = {spec.size_is}; busbw = algbw * {busbw_factor(spec.name, world):.4g} "
+            f"size = {spec.size_is}; busbw = algbw * {spec.busbw(world):.4g} "
             f"(nccl-tests); native runs out of place, the others in place\n{header(style)}")
 
 

@@ -111,19 +111,13 @@ def runs_in(name: str, settings: Settings, variants: Mapping[str, Variant]) -> b
     return v.settings == settings if v is not None else settings == ()
 
 
-def matching(environ: Mapping[str, str], variants: Mapping[str, Variant]) -> tuple[Settings, ...]:
-    """In a job commbench did not start (the user's mpiexec or srun): the environments it has,
-    the default and each whose settings are all in ``environ``."""
-    return tuple(s for s in environments(variants)
-                 if all(environ.get(k) == v for k, v in s))
-
-
 def job_environments(environ: Mapping[str, str],
                      variants: Mapping[str, Variant]) -> tuple[Settings, ...]:
     """The environments this job's cases belong to: the one its self-launcher named
-    (``COMMBENCH_JOB_ENV``), else those :func:`matching` finds."""
+    (``COMMBENCH_JOB_ENV``), else (the user's mpiexec or srun) the default and each whose
+    settings are all in ``environ``."""
     index = environ.get(JOB_ENV)
     envs = environments(variants)
     if index is not None and re.fullmatch(r"\d+", index) and int(index) < len(envs):
         return (envs[int(index)],)
-    return matching(environ, variants)
+    return tuple(s for s in envs if all(environ.get(k) == v for k, v in s))

@@ -34,6 +34,3 @@ class EmulatedJob:
         mod, _, cls = where.partition(":")
         wrapper = getattr(importlib.import_module(mod), cls)
         return wrapper(transport, self.links, waiter or SleepWaiter())
-
-    def describe(self) -> dict[str, Any]:
-        return self.links.describe()
