@@ -258,9 +258,7 @@ class CollectiveScenario(Frozen):
     def _check_variants(self) -> None:
         """Each variant: a name of its own, a vendor call of its collectives, and some
         (collective, transport) of the scenario where its settings can matter."""
-        a = self.algorithms
-        lists = ({c: v for c, v in a.items() if v != ALL} if isinstance(a, dict)
-                 else {c: a for c in self.collectives} if a != ALL else {})
+        lists = self._lists()
         try:
             found = var.collect(list(lists.values()))
         except ValueError as e:
@@ -282,27 +280,28 @@ class CollectiveScenario(Frozen):
             if len(why) == len(mine) * len(self.transports):
                 raise ValueError(f"algorithms: variant {v.name!r}: {why[0]}")
 
+    def _lists(self) -> dict[str, list[Item]]:
+        """Each collective's own list of algorithms (none where it runs them all)."""
+        a = self.algorithms
+        if isinstance(a, dict):
+            return {c: v for c, v in a.items() if v != ALL}
+        return {c: a for c in self.collectives} if a != ALL else {}
+
     def variants(self) -> dict[str, Variant]:
         """The scenario's variants by name (checked at load: one meaning per name)."""
-        a = self.algorithms
-        lists = list(a.values()) if isinstance(a, dict) else [a]
-        return var.collect([x for x in lists if x != ALL])
+        return var.collect(list(self._lists().values()))
 
     def _check_ops(self) -> None:
-        if self.ops is None:
-            return
-        reducing = [c for c in self.collectives if coll.resolve(c).reduces]
-        if not reducing:
+        if self.ops is not None and not any(coll.resolve(c).reduces for c in self.collectives):
             raise ValueError(f"ops: {', '.join(self.collectives)} do not reduce (op none); "
                              f"leave ops out")
 
     def algorithms_for(self, collective: str) -> tuple[str, ...]:
         """The algorithms this scenario runs for ``collective`` (native first when listed)."""
         c = coll.resolve(collective)
-        a = self.algorithms
-        chosen = a.get(c.key, ALL) if isinstance(a, dict) else a
+        chosen = self._lists().get(c.key)
         valid = algorithm_names(c.name)
-        if chosen == ALL:
+        if chosen is None:
             return tuple(valid)
         return tuple(n.name if isinstance(n, Variant) else n for n in chosen
                      if (n.of if isinstance(n, Variant) else n) in valid)
