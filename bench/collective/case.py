@@ -94,18 +94,15 @@ def runnable(spec: Collective, transport: str, algorithms: tuple[str, ...],
     variants = scenario.variants() if scenario is not None else {}
     out = []
     for name in algorithms:
+        why = None
         if name in variants:
             why = var_refusal(variants[name], spec, transport)
-            if why is not None:
-                _note(notes, f"{spec.name} {name} on {transport}: {why}; left out")
-                continue
+        elif name in calls and family not in calls[name]:
+            why = f"no {family} vendor call declared (kernels/collectives/{spec.name}.py)"
+        if why is None:
             out.append(name)
-            continue
-        if name in calls and family not in calls[name]:
-            _note(notes, f"{spec.name} {name} on {transport}: no {family} vendor call declared "
-                         f"(kernels/collectives/{spec.name}.py); left out")
-            continue
-        out.append(name)
+        else:
+            _note(notes, f"{spec.name} {name} on {transport}: {why}; left out")
     return tuple(out)
 
 
