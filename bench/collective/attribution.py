@@ -5,7 +5,7 @@ the ranks, else hosts, consistently late. The rule: docs/measuring.md, "Who was 
 from __future__ import annotations
 
 import socket
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -22,15 +22,18 @@ def last_ranks(samples: np.ndarray, waits: np.ndarray) -> tuple[np.ndarray, np.n
     return np.argmin(waits, axis=0), np.argmax(samples, axis=0)
 
 
-def _named(who: np.ndarray, margin: np.ndarray, basis_us: float) -> list[tuple[int, float, float]]:
-    """(index, share, median margin) of each index last in enough iterations by enough."""
+def _named(who: np.ndarray, margin: np.ndarray, basis_us: float, at: str,
+           name: Callable[[int], dict[str, Any]]) -> list[dict[str, Any]]:
+    """A ``late`` entry for each index last in enough iterations by enough (``name(i)``: its
+    rank and host)."""
     n = len(who)
     out = []
     for i, count in enumerate(np.bincount(who)):
         if count and count / n >= LATE_SHARE:
             m = float(np.median(margin[who == i]))
             if m >= MIN_MARGIN * basis_us:
-                out.append((i, count / n, m))
+                out.append({"at": at, **name(i), "share": round(count / n, 3),
+                            "margin_us": round(m, 3)})
     return out
 
 
@@ -39,14 +42,12 @@ def late(last: np.ndarray, margin: np.ndarray, hosts: Sequence[str], basis_us: f
     """The ranks (else hosts) consistently last at ``at`` ("arrival", "finish")."""
     if len(last) < MIN_ITERS or len(hosts) < 2:
         return []
-    found = [{"at": at, "rank": int(r), "host": hosts[r], "share": round(s, 3),
-              "margin_us": round(m, 3)} for r, s, m in _named(last, margin, basis_us)]
+    found = _named(last, margin, basis_us, at, lambda r: {"rank": r, "host": hosts[r]})
     names = sorted(set(hosts))
     if found or len(names) < 2:
         return found
     index = np.array([names.index(hosts[r]) for r in last])
-    return [{"at": at, "rank": None, "host": names[h], "share": round(s, 3),
-             "margin_us": round(m, 3)} for h, s, m in _named(index, margin, basis_us)]
+    return _named(index, margin, basis_us, at, lambda h: {"rank": None, "host": names[h]})
 
 
 def fields(samples: np.ndarray, waits: np.ndarray, hosts: Sequence[str]) -> dict[str, Any]:
