@@ -38,14 +38,12 @@ class EmulatedLinks:
     def world(self) -> int:
         return self.net.world
 
-    def classes(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
-        """Link class of each message (``bench.costmodel.model`` INTRA, INTER, SPINE)."""
-        return np.asarray(self.net.cls(src, dst))
-
     def delay_s(self, src: int, dst: int, nbytes: int, flows: int = 1) -> float:
         """Delay of one message while ``flows`` messages share each resource it crosses (as
         :meth:`step_delays` for a step in which every count is ``flows``)."""
-        self._check_ranks(src, dst)
+        for r in (src, dst):
+            if not 0 <= r < self.world:
+                raise ValueError(f"rank {r} is outside the emulated job of {self.world} ranks")
         if flows < 1:
             raise ValueError(f"flows must be >= 1, got {flows}")
         net, c = self.net, int(self.net.cls(src, dst))
@@ -65,7 +63,7 @@ class EmulatedLinks:
         live = b > 0
         if live.any():
             s, d, b = s[live], d[live], b[live]
-            cls = self.classes(s, d)
+            cls = np.asarray(self.net.cls(s, d))  # INTRA, INTER, SPINE
             out[live] = self._delays(s, d, b, cls, self.net.rates(s, d, cls))
         return out
 
@@ -76,11 +74,6 @@ class EmulatedLinks:
         f = np.array([self.factors.get((int(x), int(y)), 1.0) for x, y in zip(s, d)])
         host = net.alpha[INTRA] + b / net.beta[INTRA]
         return np.where(cls == INTRA, (f - 1.0) * link, np.maximum(f * link - host, 0.0))
-
-    def _check_ranks(self, src: int, dst: int) -> None:
-        for r in (src, dst):
-            if not 0 <= r < self.world:
-                raise ValueError(f"rank {r} is outside the emulated job of {self.world} ranks")
 
     def describe(self) -> dict[str, Any]:
         """Record fields: ``emulated``, the profile (as predictions carry it) and the emulation."""
