@@ -20,6 +20,7 @@ from bench.collective import harness
 from bench.collective.scenario import Timing
 from bench.concurrent import define
 from bench.concurrent.groups import mpi_group
+from bench.concurrent.launch import ONE_BLAS_THREAD
 from bench.concurrent.scenario import ConcurrentScenario, OverlapSpec
 from bench.store import kinds
 from kernels.topology import Topology
@@ -29,7 +30,6 @@ CALIBRATION = Timing(warmup=1, iters=5, repetitions=1)  # the GEMM's trial runs
 GEMM_N = (8, 4096)  # the GEMM's side is kept within these
 CALIBRATION_ROUNDS = 4  # GEMM sizings at most; stops within 10 % of the communication time
 ASYNC_ENV = ("MPIR_CVAR_ASYNC_PROGRESS", "MPICH_ASYNC_PROGRESS", "OMPI_MCA_opal_progress_thread")
-BLAS_ENV = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
 
 class Gemm:
@@ -196,7 +196,7 @@ def measure(env: harness.Env, spec: OverlapSpec, nbytes: int, sc: ConcurrentScen
         overall_us_ranks=[r[2] for r in per_rank], iters=len(samples[0]),
         gemm="float32 n x n matmul (numpy)", gemm_n=gemm.n, gemm_trials=trials,
         comm_us_before_calibration=first, wrong=wrong,
-        blas_threads={k: os.environ[k] for k in BLAS_ENV if k in os.environ},
+        blas_threads={k: os.environ[k] for k in ONE_BLAS_THREAD if k in os.environ},
         statistic="OSU: each rank's mean over the timed iterations, averaged over ranks",
         timer=harness.TIMER.split(";")[0] + "; each rank's own samples")
 
