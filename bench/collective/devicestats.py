@@ -41,14 +41,8 @@ def memory_of(transport: Any) -> dict[str, int] | None:
 
 def memory_fields(before: Mapping[str, int], compiled: Mapping[str, int],
                   after: Mapping[str, int]) -> dict[str, int]:
-    """This rank's ``gpu_mem_*`` fields of a group from three snapshots: before its buffers were
-    allocated, after every plan was compiled, after timing.
-
-    ``case``: device memory this group's buffers, scratch and plans hold (one number for all the
-    algorithms of the group: they share buffers and are compiled together); ``held``: everything
-    this rank's CuPy pool and transport hold; ``transport``: what the transport itself took at set
-    up (the NCCL communicator); ``device_used``: cudaMemGetInfo's used bytes, which count every
-    process on the GPU (the other ranks too when they share it), at its highest snapshot."""
+    """This rank's ``gpu_mem_*`` fields of a group (docs/gpu.md) from three snapshots: before its
+    buffers were allocated, after every plan was compiled, after timing."""
     return {
         "gpu_mem_case_bytes": max(0, compiled["held"] - before["held"]),
         "gpu_mem_held_bytes": max(compiled["held"], after["held"]),

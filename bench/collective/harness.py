@@ -145,9 +145,7 @@ def time_plans(env: Env, timing: Timing, plans: Sequence[Plan],
                waits: list[list[float]] | None = None,
                on_turn: Any = None) -> list[list[float]]:
     """This rank's samples (us) per plan: warm-up, then ``repetitions`` blocks in which the plans
-    take turns (:meth:`Timer.turns`). Plans share buffers; inputs are the caller's. With
-    ``device`` (one list per plan) a device transport's event times are appended there; with
-    ``waits``, this rank's barrier waits; ``on_turn(i)`` before each block of plan ``i``."""
+    take turns; ``device``, ``waits`` and ``on_turn`` as :meth:`Timer.turns` takes them."""
     tr = env.transport
     timer = Timer(tr.barrier, tr.synchronize)
     runs = [p.run for p in plans]

@@ -71,10 +71,7 @@ OSU_ITERS = {"small": (100, 1000), "large": (10, 100)}  # (warm-up, timed) per O
 
 
 class Timing(Frozen):
-    """How a case is timed. ``style: osu`` reports OSU's statistic (each rank's mean over the
-    timed loop, averaged over ranks) as the headline and, unless ``iters``/``warmup`` are set,
-    takes OSU's iteration counts; the default statistic (median of the per-iteration max over
-    ranks) is recorded either way, and so is OSU's."""
+    """How a case is timed (docs/scenarios.md, "Timing")."""
 
     style: Literal["commbench", "osu"] = "commbench"
     warmup: Annotated[int, Field(ge=0)] = 3

@@ -64,9 +64,8 @@ class Emulate(Frozen):
 
     def schedules_only(self, collective: str,
                        algorithms: Sequence[str]) -> tuple[tuple[str, ...], list[str]]:
-        """The algorithms that can be emulated (schedules), and a note per vendor call left out:
-        its messages are inside the MPI library and cannot be delayed, and measured at host
-        speed beside emulated schedules it would mislead."""
+        """The algorithms that can be emulated (schedules), and a note per vendor call left out
+        (its messages, inside the MPI library, cannot be delayed)."""
         kept = tuple(a for a in algorithms if not get_algorithm(collective, a).is_vendor)
         notes = [f"{collective} {a}: left out of the emulated run (a vendor call's messages "
                  f"cannot be delayed)" for a in algorithms if a not in kept]

@@ -124,8 +124,7 @@ def place(cluster_spec: str, world: int) -> Placed:
 
 def link_delay(profile: Profile | str, topology_spec: str, world: int) -> EmulatedLinks:
     """The emulated links of ``world`` ranks on ``topology_spec`` priced by ``profile`` (a
-    :class:`Profile`, a preset name or a path). :class:`EmulationError` names what is wrong: a
-    topology that does not fit, a link class the profile lacks, a slow part outside the job."""
+    :class:`Profile`, a preset name or a path); :class:`EmulationError` names what is wrong."""
     try:
         prof = profile if isinstance(profile, Profile) else load_profile(profile)
         placed = place(topology_spec, world)

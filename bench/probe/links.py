@@ -77,10 +77,8 @@ def from_placed(hosts: Sequence[str], node_of: Sequence[int], leaf_of: Sequence[
 
 
 def flows(layout: Layout, pairs: Sequence[tuple[int, int]]) -> dict[tuple[int, int], int]:
-    """For each pair of one round, how many of the round's pairs leave the busier of its two
-    nodes (1 for a pair within a node): the pairs of a round run at once, so a node's links
-    carry that many flows. Emulated delays are asked for with it, and links are compared only
-    with links of their class that carried as many flows."""
+    """For each pair of one round, how many of the round's pairs (they run at once) leave the
+    busier of its two nodes; 1 for a pair within a node."""
     out_of: dict[int, int] = {}
     for a, b in pairs:
         if layout.node_of[a] != layout.node_of[b]:
