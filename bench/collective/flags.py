@@ -16,13 +16,9 @@ from bench.argtypes import names
 from bench.collective.scenario import ScenarioError, parse_scenario
 
 
-def _list(text: str) -> list[str]:
-    return names(text)
-
-
 def _ints(text: str) -> list[Any]:
     out: list[Any] = []
-    for x in _list(text):
+    for x in names(text):
         try:
             out.append(int(x))
         except ValueError:
@@ -42,7 +38,7 @@ def _flag(text: str) -> Any:
 
 
 def _algorithms(text: str) -> Any:
-    return "all" if text.strip() == "all" else _list(text)
+    return "all" if text.strip() == "all" else names(text)
 
 
 @dataclass(frozen=True)
@@ -54,16 +50,16 @@ class Flag:
 
 
 FLAGS: tuple[Flag, ...] = (
-    Flag(("-c", "--collectives"), ("collectives",), _list, "collectives, comma-separated"),
+    Flag(("-c", "--collectives"), ("collectives",), names, "collectives, comma-separated"),
     Flag(("-b", "--minbytes"), ("sizes", "min"), str, "smallest size (8, 1K, 64KiB)"),
     Flag(("-e", "--maxbytes"), ("sizes", "max"), str, "largest size (1M, 1GiB)"),
     Flag(("-f", "--stepfactor"), ("sizes", "factor"), _number, "size multiplier (default 2)"),
     Flag(("-n", "--nranks"), ("world_sizes",), _ints, "world sizes, comma-separated"),
-    Flag(("-d", "--datatype"), ("dtypes",), _list, "dtypes, comma-separated (float32, bf16, ...)"),
-    Flag(("-o", "--op"), ("ops",), _list, "reduction ops, comma-separated (sum, max, ...)"),
+    Flag(("-d", "--datatype"), ("dtypes",), names, "dtypes, comma-separated (float32, bf16, ...)"),
+    Flag(("-o", "--op"), ("ops",), names, "reduction ops, comma-separated (sum, max, ...)"),
     Flag(("-a", "--algorithms"), ("algorithms",), _algorithms,
          "algorithms, comma-separated, or all (native: the vendor call)"),
-    Flag(("-t", "--transports"), ("transports",), _list, "transports, comma-separated (mpi, torch)"),
+    Flag(("-t", "--transports"), ("transports",), names, "transports, comma-separated (mpi, torch)"),
     Flag(("-w", "-x", "--warmup"), ("timing", "warmup"), _number, "warm-up iterations per case"),
     Flag(("-i", "--iters"), ("timing", "iters"), _number,
          "timed iterations per case (default: a time budget)"),
@@ -108,8 +104,8 @@ def scenario_from(raw: dict[str, Any] | None, args: argparse.Namespace, source: 
     try:
         return parse_scenario(out, source)
     except ScenarioError as e:
-        names = ", ".join(f.names[-1] for f in given(args))
-        raise ScenarioError(f"{e} (from {names})" if names else str(e)) from None
+        spelled = ", ".join(f.names[-1] for f in given(args))
+        raise ScenarioError(f"{e} (from {spelled})" if spelled else str(e)) from None
 
 
 SCENARIO_FILE = "scenario.yaml"  # in every collective run directory

@@ -1,9 +1,6 @@
-"""Collective scenarios: typed, frozen, validated descriptions of a sweep, loaded from YAML.
-
-Every mistake is caught at load time and reported as one line naming the file and the key. The
-collectives and their algorithms come from the registries (``kernels/collectives``,
-``kernels/algorithms``); nothing here names one.
-"""
+"""Collective scenarios: typed, frozen, validated descriptions of a sweep, loaded from YAML; every
+mistake is one line naming the file and the key. Collectives and algorithms come from the
+registries: nothing here names one."""
 
 from __future__ import annotations
 
