@@ -32,19 +32,6 @@ def _call_in(rest: str) -> str | None:
     return None
 
 
-def _mpich_call(key: str) -> str | None:
-    return _call_in(key.removeprefix("MPIR_CVAR_"))
-
-
-def _ompi_call(key: str) -> str | None:
-    m = re.match(r"OMPI_MCA_coll_[a-z0-9]+_(.+)$", key)
-    return _call_in(m.group(1)) if m else None
-
-
-def _intel_call(key: str) -> str | None:
-    return _call_in(key.removeprefix("I_MPI_ADJUST_")) if key.startswith("I_MPI_ADJUST_") else None
-
-
 _TUNED_ALGORITHM = re.compile(r"OMPI_MCA_coll_tuned_[a-z_]+_algorithm$")
 _TRUE = ("1", "true", "yes", "on")
 
@@ -63,16 +50,22 @@ class Library:
     prefix: str  # the prefix of its variables
     transport_family: str  # the family of transports whose vendor call it serves
     mpi: tuple[str, ...]  # the MPI library families that read it; () when not an MPI's
-    call_of: Callable[[str], str | None]  # the vendor call a variable concerns; None: every call
+    call_in: str | None  # a variable's pattern whose group 1 starts with the MPI call it concerns
     whole: Callable[[Mapping[str, str]], str | None] = lambda env: None  # why the settings
     # together have no effect, or None
 
+    def call_of(self, key: str) -> str | None:
+        """The vendor call variable ``key`` concerns; None: every call."""
+        m = re.match(self.call_in, key) if self.call_in else None
+        return _call_in(m.group(1)) if m else None
+
 
 LIBRARIES = (
-    Library("NCCL", "NCCL_", "nccl", (), lambda key: None),
-    Library("MPICH", "MPIR_CVAR_", "mpi", ("mpich", "mvapich"), _mpich_call),
-    Library("Open MPI", "OMPI_MCA_", "mpi", ("openmpi",), _ompi_call, _ompi_rules),
-    Library("Intel MPI", "I_MPI_", "mpi", ("intel",), _intel_call),
+    Library("NCCL", "NCCL_", "nccl", (), None),
+    Library("MPICH", "MPIR_CVAR_", "mpi", ("mpich", "mvapich"), r"MPIR_CVAR_(.+)$"),
+    Library("Open MPI", "OMPI_MCA_", "mpi", ("openmpi",), r"OMPI_MCA_coll_[a-z0-9]+_(.+)$",
+            _ompi_rules),
+    Library("Intel MPI", "I_MPI_", "mpi", ("intel",), r"I_MPI_ADJUST_(.+)$"),
 )
 
 
