@@ -47,15 +47,6 @@ class Choice:
     channels: int | None  # channel{Lo..Hi}: Hi - Lo + 1 (newer NCCL)
     estimate_us: float | None  # NCCL's own estimate of the call's time (older NCCL)
 
-    def as_record(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"algorithm": self.algorithm, "protocol": self.protocol,
-                               "nbytes": self.nbytes}
-        if self.channels is not None:
-            out["channels"] = self.channels
-        if self.estimate_us is not None:
-            out["estimate_us"] = self.estimate_us
-        return out
-
 
 @dataclass(frozen=True)
 class Log:
@@ -85,12 +76,15 @@ def parse(text: str) -> Log:
 
 def chosen(log: Log, func: str) -> list[dict[str, Any]]:
     """The distinct choices ``log`` holds for calls of ``func`` (NCCL's name, ``AllReduce``), in
-    order; lines that name no call count as ``func``'s."""
+    order; lines that name no call count as ``func``'s (the same choice at another estimate is
+    the same choice)."""
     out: list[dict[str, Any]] = []
     for c in log.choices:
         if c.func in (None, func):
-            rec = c.as_record()
-            rec.pop("estimate_us", None)  # the same choice at another estimate is the same choice
+            rec: dict[str, Any] = {"algorithm": c.algorithm, "protocol": c.protocol,
+                                   "nbytes": c.nbytes}
+            if c.channels is not None:
+                rec["channels"] = c.channels
             if rec not in out:
                 out.append(rec)
     return out
