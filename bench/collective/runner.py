@@ -206,7 +206,7 @@ def _run_group(ctx: RunContext, env: harness.Env, g: Group, dog: Watchdog,
         assert writer is not None
         floors.hold(rec, ctx.scenario.expect, hosts or [])
         writer.write(rec)
-        table.print_row(rec, out)
+        print(table.row(rec), file=out, flush=True)
         for line in attribution.notes(rec):  # a rank or host consistently late
             print(f"# note: {line}", file=out, flush=True)
         if rec["status"] == floors.BELOW:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, TextIO
+from typing import Any
 
 STATISTIC = {"commbench": "median over iterations of the max over ranks; p95 of the same",
              "osu": "OSU's avg: each rank's mean over the loop, averaged over ranks; max: OSU's "
@@ -17,7 +17,6 @@ def header(style: str = "commbench") -> str:
             f"{'time':>10} {spread:>10} {'algbw':>8} {'busbw':>8} {'#wrong':>7}\n"
             f"#{'(B)':>11} {'(elements)':>12} {'':>8} {'':>6} {'':>17} "
             f"{'(us)':>10} {'(us)':>10} {'(GB/s)':>8} {'(GB/s)':>8} {'':>7}")
-
 
 
 def banner(collective: str, world: int, ranks_per_node: int, transport: str,
@@ -54,8 +53,3 @@ def _headline(rec: Mapping[str, Any]) -> float:
     if rec.get("timing_style") == "osu" and rec.get("time_us_osu_avg") is not None:
         return float(rec["time_us_osu_avg"])
     return float(rec["time_us_median"])
-
-
-def print_row(rec: Mapping[str, Any], out: TextIO) -> None:
-    out.write(row(rec) + "\n")
-    out.flush()
