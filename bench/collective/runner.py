@@ -150,14 +150,14 @@ def _run_world(ctx: RunContext, comm: MPI.Comm, dog: Watchdog, writer: ResultWri
     notes: list[str] = []
     emu = sc.emulate.job(comm.size) if sc.emulate is not None else None  # its nodes, its links
     for rpn in sc.ranks_per_node:
-        topo = emu.topology if emu is not None else topology_for(comm, rpn)
+        topo = emu.placed.topology if emu is not None else topology_for(comm, rpn)
         plan += [(topo, g) for g in groups(sc, comm.size, topo.ranks_per_node, notes, ctx.jobs)]
     if comm.rank == 0:
         for line in notes:
             print(f"# note: {line}", file=out, flush=True)
     bar = Progress(len(plan), enabled=ctx.progress and comm.rank == 0)
     extra = {"run_id": ctx.run_id, "scenario": sc.name, "oversubscribed": over,
-             "hugepages": sc.hugepages, **thread_fields(), **(emu.links.describe() if emu else {})}
+             "hugepages": sc.hugepages, **thread_fields(), **(emu.describe() if emu else {})}
     hosts = comm.allgather(socket.gethostname())  # named by a case below its floor
     written, shown = 0, None
     try:

@@ -9,8 +9,7 @@ from pydantic import model_validator
 
 from bench.costmodel.model import TopologyError, parse_topology
 from bench.costmodel.profile import Profile, ProfileError, load_profile
-from bench.emulate.job import EMULATORS, EmulatedJob
-from bench.emulate.links import EmulationError, link_delay
+from bench.emulate.links import EMULATORS, EmulatedLinks, EmulationError, link_delay
 from bench.scenario_base import Frozen
 from kernels.algorithm import get_algorithm
 
@@ -37,10 +36,10 @@ class Emulate(Frozen):
         except ProfileError as e:
             raise ValueError(f"profile: {e}") from None
 
-    def job(self, world: int) -> EmulatedJob:
+    def job(self, world: int) -> EmulatedLinks:
         """``world`` ranks on the emulated cluster; ValueError (one line) when they cannot be."""
         try:
-            return EmulatedJob(link_delay(self.load_profile(), self.topology, world))
+            return link_delay(self.load_profile(), self.topology, world)
         except EmulationError as e:
             raise ValueError(str(e)) from None
 

@@ -8,6 +8,7 @@ time). docs/predict.md, "What is delayed"."""
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -17,6 +18,13 @@ import numpy as np
 from bench.costmodel.model import INTRA, Placed, TopologyError, parse_topology
 from bench.costmodel.net import Net
 from bench.costmodel.profile import Profile, ProfileError, load_profile
+from bench.emulate.wait import SleepWaiter
+
+# transports that can be emulated: "module:Class" of the wrapper, imported on first use (so
+# validating a scenario imports no MPI); it takes the plain transport, the links and a Waiter
+EMULATORS: dict[str, str] = {
+    "mpi": "bench.emulate.transport:EmulatedMpi",
+}
 
 
 class EmulationError(ValueError):
@@ -74,6 +82,15 @@ class EmulatedLinks:
         f = np.array([self.factors.get((int(x), int(y)), 1.0) for x, y in zip(s, d)])
         host = net.alpha[INTRA] + b / net.beta[INTRA]
         return np.where(cls == INTRA, (f - 1.0) * link, np.maximum(f * link - host, 0.0))
+
+    def wrap(self, transport: Any) -> Any:
+        """``transport`` with these links (its :data:`EMULATORS` entry names the wrapper)."""
+        where = EMULATORS.get(transport.name)
+        if where is None:
+            raise ValueError(f"transport {transport.name} cannot be emulated "
+                             f"(emulated: {', '.join(EMULATORS)})")
+        mod, _, cls = where.partition(":")
+        return getattr(importlib.import_module(mod), cls)(transport, self, SleepWaiter())
 
     def describe(self) -> dict[str, Any]:
         """Record fields: ``emulated``, the profile (as predictions carry it) and the emulation."""

@@ -126,7 +126,7 @@ class ProbeScenario(Frozen):
         if len(set(hosts)) > 1:
             raise ValueError(f"emulate: the job spans {len(set(hosts))} hosts; an emulated "
                              "cluster runs on one")
-        links = self.emulate.job(p).links  # ValueError (one line) when the job does not fit
+        links = self.emulate.job(p)  # ValueError (one line) when the job does not fit
         placed, waiter = links.placed, SleepWaiter()  # sleep, then a short spin
         layout = from_placed(hosts, placed.node_of, placed.leaf_of, self.emulate.topology)
         return Setup(layout, links, lambda s: waiter.until(waiter.mark(), s))
