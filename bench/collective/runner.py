@@ -59,13 +59,15 @@ class RunContext:
             g.dtype, g.op) in self.done_keys
 
 
-def topology_for(comm: MPI.Comm, rpn: int | str) -> Topology:
-    if rpn == "auto":
-        hosts = comm.allgather(socket.gethostname())
-        topo = Topology.from_hosts(hosts)
+def topology_for(comm: MPI.Comm, rpn: int | str, equal_nodes: bool = True) -> Topology:
+    """Nodes of ``rpn`` consecutive ranks, or by host name (``auto``: with ``equal_nodes``,
+    ValueError unless every node holds as many ranks)."""
+    if rpn != "auto":
+        return Topology.blocks(comm.size, int(rpn))
+    topo = Topology.from_hosts(comm.allgather(socket.gethostname()))
+    if equal_nodes:
         topo.ranks_per_node  # noqa: B018 - raises when nodes hold different numbers of ranks
-        return topo
-    return Topology.blocks(comm.size, int(rpn))
+    return topo
 
 
 def oversubscribed_comm(comm: MPI.Comm) -> bool:

@@ -7,7 +7,6 @@ barrier, checked with a one-flag allreduce), so all its ranks stop after the sam
 from __future__ import annotations
 
 import contextlib
-import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -18,6 +17,7 @@ from mpi4py import MPI
 
 from bench.collective import harness
 from bench.collective.case import Group
+from bench.collective.runner import topology_for
 from bench.concurrent.define import communicators
 from bench.concurrent.scenario import ConcurrentScenario, GroupSpec
 from kernels.collective import resolve
@@ -30,12 +30,6 @@ THREADS = "a thread per communicator on ranks in several (MPI_THREAD_MULTIPLE)"
 SEPARATE = "each communicator on ranks of its own (no rank in two)"
 BACKGROUND = "the other groups run their collective back to back until the measured one is done"
 POLL_S = 0.002  # how often a waiting rank looks whether its peers are done (it sleeps between)
-
-
-def job_topology(comm: MPI.Comm, rpn: int | str) -> Topology:
-    if rpn == "auto":
-        return Topology.from_hosts(comm.allgather(socket.gethostname()))
-    return Topology.blocks(comm.size, int(rpn))
 
 
 def mpi_group(collective: str, algorithm: str, topo: Topology, nbytes: int,
@@ -166,7 +160,7 @@ def run_groups(world: MPI.Comm, sc: ConcurrentScenario, emit: Emit | None,
                extra: dict[str, Any], arm: Callable[[str], None],
                disarm: Callable[[], None]) -> None:
     """Every group alone and together at every size; ``emit`` (world rank 0) gets each record."""
-    topo = job_topology(world, sc.ranks_per_node)
+    topo = topology_for(world, sc.ranks_per_node, equal_nodes=False)
     ctl = world.Dup()
     try:
         with members(world, sc, topo) as mine:

@@ -70,12 +70,12 @@ class ConcurrentJob(CollectiveJob):
 
     def check(self, comm: Any) -> str | None:
         self.sizes = (comm.size,)
+        from bench.collective.runner import topology_for
         from bench.concurrent.define import communicators
-        from bench.concurrent.groups import job_topology
 
         sc: ConcurrentScenario = self.sc
         try:
-            topo = job_topology(comm, sc.ranks_per_node)
+            topo = topology_for(comm, sc.ranks_per_node, equal_nodes=False)
             comms = [communicators(g.members, topo) for g in sc.groups]
         except ValueError as e:
             return f"{self.source}: {e}"
@@ -89,8 +89,8 @@ class ConcurrentJob(CollectiveJob):
         return None
 
     def measure(self, comm: Any, run_dir: Path, run_id: str) -> None:
-        from bench.collective.runner import oversubscribed_comm, recording
-        from bench.concurrent.groups import job_topology, run_groups
+        from bench.collective.runner import oversubscribed_comm, recording, topology_for
+        from bench.concurrent.groups import run_groups
         from bench.concurrent.overlap import run_overlap
         from bench.launch.threadlevel import thread_fields
 
@@ -108,5 +108,5 @@ class ConcurrentJob(CollectiveJob):
             if sc.groups:
                 run_groups(comm, sc, emit, extra, arm, dog.disarm)
             if sc.overlap:
-                run_overlap(comm, sc, job_topology(comm, sc.ranks_per_node), emit, extra, arm,
-                            dog.disarm)
+                run_overlap(comm, sc, topology_for(comm, sc.ranks_per_node, equal_nodes=False), emit,
+                            extra, arm, dog.disarm)
