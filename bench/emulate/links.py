@@ -152,6 +152,3 @@ def link_delay(profile: Profile | str, topology_spec: str, world: int) -> Emulat
     except ProfileError as e:
         raise EmulationError(str(e)) from None
     return EmulatedLinks(net, slow_factors(prof, placed))
-
-
-__all__ = ["EmulatedLinks", "EmulationError", "link_delay", "place", "slow_factors"]
