@@ -342,8 +342,7 @@ def _check_host_memory(comm: Any, sc: CollectiveScenario, source: Path) -> str |
         except ScenarioError as e:
             error = str(e)
     local.Free()
-    errors = [e for e in comm.allgather(error) if e]
-    return errors[0] if errors else None
+    return next((e for e in comm.allgather(error) if e), None)
 
 
 def _finish_users_job(run_dir: Path, after: Callable[[Path], None]) -> int:
