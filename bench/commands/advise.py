@@ -11,21 +11,12 @@ microbatches, the gradients' AllReduce algorithm) is fastest and fits, and by ho
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import math
-from pathlib import Path
 
 from bench.advise.flags import add_shape_flags
-from bench.argtypes import (
-    UsageError,
-    in_path,
-    out_dir,
-    positive_float,
-    positive_int,
-    ranged_float,
-    world_list,
-)
-from bench.commands import register
+from bench.argtypes import in_path, out_dir, positive_float, positive_int, ranged_float, world_list
+from bench.commands import NEEDS_TORCH, new_run_dir, register, said
+from kernels.registry import UnknownName
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -73,22 +64,13 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=out_dir, default=None,
                    help="run directory to write (default: runs/<time>-advise)")
 
-def handle(args: argparse.Namespace) -> int:
-    try:
-        from bench.advise.cli import run_advice
-    except ImportError as e:
-        raise UsageError(f"needs torch (pip install 'commbench[training]'): {e}", "advise") from None
-    from kernels.registry import UnknownName
 
-    out = args.out or Path("runs") / f"{dt.datetime.now():%Y%m%d-%H%M%S}-advise"
-    if (out / "results.jsonl").exists():
-        raise UsageError(f"{out} already holds results; choose another --out", "advise")
-    try:
+def handle(args: argparse.Namespace) -> int:
+    with said("advise", ImportError, prefix=NEEDS_TORCH):
+        from bench.advise.cli import run_advice
+    out = new_run_dir(args.out, "advise", "advise")
+    with said("advise", ValueError, UnknownName):  # AdviceError, ProfileError, StoreError, ...
         run_advice(args, out, print)
-    except ValueError as e:  # AdviceError, ProfileError, TopologyError, StoreError, ...
-        raise UsageError(str(e).splitlines()[0], "advise") from None
-    except UnknownName as e:
-        raise UsageError(str(e), "advise") from None
     print(out)
     return 0
 

@@ -11,16 +11,8 @@ import argparse
 import typing
 from typing import TYPE_CHECKING, Any
 
-from bench.argtypes import (
-    UsageError,
-    name_list,
-    nonneg_int,
-    out_dir,
-    positive_float,
-    positive_int,
-    world_size,
-)
-from bench.commands import register
+from bench.argtypes import name_list, nonneg_int, out_dir, positive_float, positive_int, world_size
+from bench.commands import register, said
 
 if TYPE_CHECKING:
     from pydantic.fields import FieldInfo
@@ -115,10 +107,8 @@ def run_kind(args: argparse.Namespace, command: str, scenario_of: Any, run: Any)
     ``command``."""
     from bench.scenario_base import ScenarioError
 
-    try:
+    with said(command, ScenarioError):
         sc = scenario_of(args)
-    except ScenarioError as e:
-        raise UsageError(str(e), command) from None
     return int(run(args, sc))
 
 
