@@ -10,7 +10,6 @@ the namespaced hosts as one machine and uses shared memory, and nothing would cr
 from __future__ import annotations
 
 import shlex
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -63,7 +62,3 @@ def mpiexec(tb: Testbed, mpiexec_path: str, ranks_per_host: int, command: Sequen
     return [*enter(tb, use[0]), mpiexec_path, "-launcher", "ssh", "-launcher-exec",
             str(launcher(tb)), "-hosts", names, "-n", str(ranks_per_host * len(use)),
             *command]
-
-
-def python() -> str:
-    return sys.executable

@@ -45,22 +45,24 @@ def missing() -> str:
     return ""
 
 
-def _ip(*args: str, ns: str | None = None) -> None:
-    cmd = ["ip", *(["-n", ns] if ns else []), *args]
+def _run(cmd: list[str], failed: str = "") -> None:
+    """Run ``cmd``; TestbedError with its stderr when it fails (``failed``: what that means)."""
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode:
-        raise TestbedError(f"testbed: `{' '.join(cmd)}` failed: {r.stderr.strip()}")
+        what = failed or f"`{' '.join(cmd)}` failed"
+        raise TestbedError(f"testbed: {what}: {r.stderr.strip()}")
+
+
+def _ip(*args: str, ns: str | None = None) -> None:
+    _run(["ip", *(["-n", ns] if ns else []), *args])
 
 
 def _tbf(dev: str, ns: str, rate: float | None) -> None:
     if rate is None:
         return
     burst = max(32 * 1024, int(rate / 250))  # a tick's worth at HZ=250, and at least 32 KiB
-    cmd = ["tc", "-n", ns, "qdisc", "replace", "dev", dev, "root", "tbf", "rate",
-           f"{int(rate * 8)}bit", "burst", str(burst), "latency", "200ms"]
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    if r.returncode:
-        raise TestbedError(f"testbed: `{' '.join(cmd)}` failed: {r.stderr.strip()}")
+    _run(["tc", "-n", ns, "qdisc", "replace", "dev", dev, "root", "tbf", "rate",
+          f"{int(rate * 8)}bit", "burst", str(burst), "latency", "200ms"])
 
 
 def veths(tb: Testbed, i: int) -> tuple[str, str]:
@@ -113,11 +115,8 @@ def _make(tb: Testbed) -> None:
             cpu.limit(tb, i, dict(tb.cpu)[i])
         uts = tb.state / "uts" / tb.name(i)
         uts.touch()
-        r = subprocess.run(["unshare", f"--uts={uts}", "hostname", tb.name(i)],
-                           capture_output=True, text=True)
-        if r.returncode:
-            raise TestbedError(f"testbed: cannot make host {tb.name(i)}'s UTS namespace: "
-                               f"{r.stderr.strip()}")
+        _run(["unshare", f"--uts={uts}", "hostname", tb.name(i)],
+             f"cannot make host {tb.name(i)}'s UTS namespace")
 
 
 def load(tag: str = "tb") -> Testbed:
