@@ -169,9 +169,6 @@ def _count(text: str) -> float:
     return n
 
 
-count = _typed("count", "7B", _count)
-
-
 def _span(text: str) -> tuple[int, int]:
     parts = text.split("..")
     if len(parts) != 2:
