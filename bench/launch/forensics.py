@@ -1,13 +1,6 @@
-"""What a hung case's ranks were doing, from their slots (:mod:`bench.launch.rankstate`).
-
-Two readings of every slot, some polls apart: a rank whose beat did not move is not responding
-(killed, or stopped: SIGSTOP stops its watchdog too); a rank with no slot never started it (or
-its host does not see the run directory); a live rank in another case never arrived at this
-one. Every live rank of the case says the step of its schedule it waits in and the peer it
-waits for ("rank 5 on tu-2 waits in step 3 of 6 for rank 6 on tu-3"); a rank outside any
-schedule waits in the harness's own synchronisation (a barrier, the gather of samples) or a
-vendor call. :func:`explain` is pure: the tests hold it on recorded slots.
-"""
+"""What a hung case's ranks were doing, from two readings of their slots some polls apart
+(:mod:`bench.launch.rankstate`; the wording: docs/failures.md#which-rank-where). :func:`explain`
+is pure: the tests hold it on recorded slots."""
 
 from __future__ import annotations
 

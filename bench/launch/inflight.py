@@ -1,9 +1,5 @@
-"""The in-flight marker: the case a job is measuring, for its launcher to name when it fails.
-
-Rank 0 writes ``inflight.json`` before each case (atomically) and removes it when its job ends
-cleanly; a marker left behind names the case a failed, hung or interrupted job was in. Collective
-and training runs write the same marker; the self-launcher reads and removes it.
-"""
+"""The in-flight marker: rank 0 writes ``inflight.json`` before each case and removes it when its
+job ends cleanly; one left behind names the case a failed, hung or interrupted job was in."""
 
 from __future__ import annotations
 

@@ -1,19 +1,8 @@
-"""Which MPI, which mpiexec: self-launch under whatever MPI mpi4py was built with.
+"""Which MPI, which mpiexec: self-launch under the MPI mpi4py was built with (docs/running.md).
 
-The MPI behind mpi4py is read in a child interpreter (``MPI_Get_library_version`` before
-``MPI_Init``), so the parent never initialises MPI. Its ``mpiexec`` is looked for next to the
-interpreter, then on ``PATH`` (``COMMBENCH_MPIEXEC`` overrides), and asked for ``--version``;
-one that belongs to another MPI is refused. Each launcher family gets its own command line for
-"N ranks on this host only":
-
-- MPICH and its derivatives (Intel MPI, MVAPICH): Hydra, ``-launcher fork -hosts localhost``
-  (not MPICH's ``mpiexec.gforker``, which has no control port: it exits 0 when a rank is
-  killed, so a dead rank would pass for a finished job);
-- Open MPI: ``--host localhost:N --oversubscribe --bind-to none`` (``--allow-run-as-root`` as root).
-
-What each family needs so that the job listens on loopback only is in
-:mod:`bench.launch.loopback`.
-"""
+The library is read in a child interpreter, so the parent never initialises MPI. MPICH-family
+jobs use Hydra's ``-launcher fork``, not ``mpiexec.gforker``: gforker has no control port and
+exits 0 when a rank is killed, so a dead rank would pass for a finished job."""
 
 from __future__ import annotations
 

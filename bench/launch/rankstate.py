@@ -1,15 +1,7 @@
-"""Where each rank is: a slot per rank under the run directory, for naming a hang.
-
-The main thread keeps :class:`Where` current with attribute stores only (the case, the plan it
-runs; a schedule's plan keeps its own step index, :class:`kernels.transports.mpi.MpiPlan`), so
-the timed loop pays nanoseconds. The watchdog's thread copies it to ``RUN/ranks/<rank>.json``
-every poll with a beat counter that only a live, running rank advances: a rank killed or stopped
-(SIGSTOP stops its threads too) leaves a slot whose beat no longer moves. The run directory is
-on a filesystem every host of the job sees (the testbed's hosts share it; on a cluster, the
-shared directory ``--out`` names); a host that does not see it shows as a rank without a slot.
-A slot carries the job's token (drawn by rank 0 as the job starts), so a previous job's slots
-are never read as this job's.
-"""
+"""Where each rank is: a slot per rank, ``RUN/ranks/<rank>.json``, for naming a hang
+(docs/failures.md#which-rank-where). The main thread keeps :class:`Where` current with attribute
+stores only, so the timed loop pays nanoseconds; the watchdog's thread writes the slot with a beat
+that only a live, running rank advances."""
 
 from __future__ import annotations
 

@@ -1,16 +1,6 @@
-"""The one self-launch loop: collective (mpiexec) and training (torchrun) sweeps alike.
-
-One job per world size (more when a kind resumes after a failed case, or starts
-several jobs per world size: :meth:`Kind.next_start`). The parent owns
-``meta.json`` and rewrites it after every job; ranks append records to ``results.jsonl``. A job
-that fails is named by the case in the in-flight marker. SIGINT, SIGTERM and SIGHUP end the job
-in flight with every process it started (:mod:`bench.launch.signals`), record the run as interrupted
-and exit 128 + signal. After every job, the MPI shared-memory files that its killed ranks
-(interrupted, or torn down after one died or hung) could not unlink are removed
-(:mod:`bench.launch.shmclean`), and its temporary directory goes with all the launcher and ranks
-left in it (:mod:`bench.launch.scratch`). Records with ``status: "wrong"`` make the run fail after
-all cases ran.
-"""
+"""The one self-launch loop, collective (mpiexec) and training (torchrun) sweeps alike: a job per
+world size (more where a kind resumes or needs several), ``meta.json`` rewritten after every job;
+failures, signals and clean-up as docs/failures.md says."""
 
 from __future__ import annotations
 
@@ -100,14 +90,9 @@ class JobResult:
 def run_job(cmd: list[str], env: dict[str, str], run_dir: Path, world: int, guard: SignalGuard,
             first_case: int = 0) -> JobResult:
     """Run one job to its end, or end it with all its processes when the guard sees a signal.
-    The job is over only when every process of it is gone (:func:`bench.launch.signals.end_leftovers`:
-    a rank its launcher left stopped or still dying is killed and waited for). The job's
-    processes and the ``/dev/shm`` files they hold are noted as its first case begins (ranks
-    past ``MPI_Init``) and again as later cases begin (at most once a second), and when they
-    are stopped to be killed; those files are removed afterwards if they are still there and no
-    process uses them: ranks that were killed (by us, or by their launcher after one died or
-    hung) never unlinked them. The job's ``TMPDIR`` is a directory of its own, removed when the
-    job is over (:mod:`bench.launch.scratch`)."""
+    Its processes and their ``/dev/shm`` files are noted as cases begin (at most once a second)
+    and when they are stopped to be killed; the job is over when every process of it is gone,
+    its orphaned files and its own ``TMPDIR`` removed (docs/failures.md)."""
     with scratch.job_tmpdir() as tmp:
         return _run(cmd, {**env, "TMPDIR": str(tmp)}, run_dir, world, guard, first_case)
 

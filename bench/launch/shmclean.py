@@ -1,10 +1,6 @@
-"""Shared-memory files that a killed job leaves in ``/dev/shm`` (why: docs/failures.md).
-
-The self-launcher lists ``/dev/shm`` before a job starts (:func:`snapshot`), notes the files
-there that the job's processes map or hold open (:func:`held_by`) as its cases begin and while
-they are stopped to be killed, and after the job removes those still there that are new, this
-user's, regular and used by no live process (:func:`remove_orphans`).
-"""
+"""Shared-memory files a killed job leaves in ``/dev/shm`` (why: docs/failures.md): listed before
+the job (:func:`snapshot`), noted while its processes hold them (:func:`held_by`), and removed
+after it when new, this user's, regular and unused (:func:`remove_orphans`)."""
 
 from __future__ import annotations
 

@@ -1,14 +1,7 @@
-"""Stopping a self-launched run: SIGINT, SIGTERM and SIGHUP end every process of the job.
-
-:class:`SignalGuard` turns those signals into a flag the launch loop polls (nothing is
-interrupted half-way: a meta write, a ``Popen``). A job's processes carry a token in their
-environment (``COMMBENCH_JOB``), inherited by mpiexec, its proxies, torchrun and every rank,
-whatever session or process group they put themselves in; :func:`end_job` stops them all
-(SIGSTOP first, so none can fork while the others are killed), then kills them (SIGKILL).
-Records are fsynced line by line, so killing a rank loses at most the case in flight. While they
-are stopped, the ``/dev/shm`` files they hold are noted (:mod:`bench.launch.shmclean`): a killed rank
-never unlinks its MPI segments, so the launch loop removes them once the job is dead.
-"""
+"""Stopping a self-launched run (docs/failures.md): SIGINT, SIGTERM and SIGHUP end every process of
+the job. Its processes carry a token in their environment (``COMMBENCH_JOB``), inherited whatever
+session or process group they put themselves in; they are stopped (SIGSTOP, so that none forks
+meanwhile), then killed."""
 
 from __future__ import annotations
 
@@ -140,11 +133,9 @@ def end_job(proc: subprocess.Popen[bytes], token: str,
 
 def end_leftovers(token: str, known: Iterable[psutil.Process] = (),
                   grace_s: float = 5.0) -> tuple[int, set[Entry], list[psutil.Process]]:
-    """Kill what is left of an ended job: processes carrying ``token`` and the ``known``
-    processes seen in the job's tree while it ran (a rank its launcher did not reap, a stopped
-    one its launcher's SIGTERM cannot end, one still dying). Returns how many were killed, the
-    ``/dev/shm`` files they held, and those that could not be ended (the caller says so). The
-    job is over only when this returns: its segments can then be removed."""
+    """Kill what is left of an ended job: processes carrying ``token`` and the ``known`` ones
+    seen in its tree (a rank its launcher did not reap, a stopped one, one still dying). Returns
+    how many were killed, the ``/dev/shm`` files they held, and those that could not be ended."""
     procs = _merge(job_processes(token), known)
     deadline = time.monotonic() + grace_s  # launchers tear down asynchronously: give them a moment
     while procs and time.monotonic() < deadline:
@@ -176,10 +167,8 @@ def job_interrupt() -> JobInterrupt:
 
 
 def arm_if_rank_of_users_job(argv: list[str], env: Mapping[str, str]) -> None:
-    """Called first by :func:`bench.cli.main`, before numpy, BLAS or MPI start
-    threads of their own (a thread that does not block SIGTERM would take it and die by the
-    default action): a rank of ``commbench run`` or ``probe`` inside the user's own MPI job arms
-    :func:`job_interrupt`."""
+    """A rank of ``commbench run`` or ``probe`` inside the user's own MPI job arms
+    :func:`job_interrupt` (called first by :func:`bench.cli.main`: see there why)."""
     from bench.launch.launcher import WORKER_ENV, inside_mpi_job
 
     if argv[1:2] in (["run"], ["probe"]) and WORKER_ENV not in env and inside_mpi_job():
