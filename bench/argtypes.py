@@ -1,12 +1,7 @@
-"""Command-line values, checked where they are parsed: every flag of every command (and of
-commbench's own benchmark scripts) takes one of these types, so zero, negative, NaN, infinite,
-huge and malformed numbers, sizes and lists are refused by argparse in one line (the flag, the
-value, what is allowed) with exit 2, and a value the user gave is never replaced by a default.
-
-:class:`OneLineParser` is the parser class every command line uses: argparse's error (usage
-lines, then the message) becomes one line, ``commbench: <command>: argument --x: ...``. Every
-other error the user can fix is a :class:`UsageError`, said the same way by :func:`say`.
-"""
+"""Command-line values, checked where they are parsed: every flag takes one of these types, so bad
+numbers, sizes, lists and paths are refused by argparse in one line with exit 2.
+:class:`OneLineParser` makes argparse's error one line; every other error the user can fix is a
+:class:`UsageError`, said the same way by :func:`say`."""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
-"""``commbench bringup`` and ``kind: bringup`` scenarios: run through the collective kind's launch
-(:mod:`bench.collective.launch`): self-launched as one ``mpiexec`` job on this host, or inside the
-user's own mpiexec/srun job across the cluster, where rank 0 writes the meta. Resumable like
-``run``: a resumed bring-up measures only the groups and cases without a record.
-
-The verdict (:mod:`bench.bringup.verdict`) is written to ``verdict.json`` and said line by line
-before the report's path; the command exits 1 when a host or link is not ok.
-"""
+"""``commbench bringup`` and ``kind: bringup``: run through the collective kind's launch
+(:mod:`bench.collective.launch`), self-launched or inside the user's own job, resumable like
+``run``; the verdict goes to ``verdict.json`` and exit 1 when a host or link is not ok."""
 
 from __future__ import annotations
 

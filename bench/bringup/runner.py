@@ -1,11 +1,6 @@
-"""A bring-up inside one MPI job: every stage's rounds, each round's groups of hosts at once.
-
-Each group of a round is a communicator of its hosts' ranks; it runs the scenario's cases with the
-collective harness (the one clock, the exact check) while the other groups of the round run
-theirs. Records reach rank 0 of the job after each round, tagged with the stage and the group's
-hosts, and are on disk before the next round starts. The watchdog and the in-flight marker name a
-round that hangs.
-"""
+"""A bring-up inside one MPI job: every stage's rounds, each round's groups of hosts at once, each
+group a communicator running the scenario's cases through the collective harness; records reach
+rank 0 after each round, tagged with the stage and the group's hosts."""
 
 from __future__ import annotations
 

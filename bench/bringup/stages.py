@@ -1,8 +1,5 @@
-"""Which ranks measure together in each stage: rounds of disjoint groups, by host.
-
-A round's groups run at the same time (they share no host, so no link but the switch); a stage is
-one or more rounds. Hosts are numbered by first rank; ``hosts[i]`` lists host i's ranks.
-"""
+"""Which ranks measure together in each stage: rounds of disjoint groups of hosts (docs/bringup.md).
+Hosts are numbered by first rank."""
 
 from __future__ import annotations
 

@@ -1,32 +1,10 @@
-"""The verdict: from a bring-up's records, each host and each link ok, slow by X %, or failed,
-with the evidence and the stage that showed it.
+"""The verdict: from a bring-up's records, each host and each link ok, slow by X %, or failed, with
+the evidence and the stage that showed it (the rules: docs/bringup.md#the-verdict).
 
-Every stage is judged at its largest size (bandwidth), per (collective, algorithm), and on every
-case's status at any size:
-
-- **host**: each host's busbw against the median of all hosts (hosts are alike); and against the
-  profile's prediction where the records carry one (``expected_busbw_gbps``).
-- **pairs**: a host's pairs' busbw, their median per host, against the median of those over hosts
-  (a host whose every pair is slow is the host's fault, not its links'); then each pair against
-  that reference, when neither of its hosts is slow: a slow pair of good hosts is a slow link.
-- **all**, **scale**: against the prediction only (no peers); a slow or failed group is the
-  cluster's verdict at that size.
-
-A slow host or link of the host and pairs stages is a suspect (:func:`suspects`): the run
-re-measures it alone, alternating with a reference group of good hosts alone (nothing else
-running), and its verdict is what that found (stage ``<stage>-confirm``): slow only when slower
-than the reference again. Peers measured at the same time share this machine's cores and the
-switch; alone, they share nothing.
-
-A case's busbw here is at its **mean** iteration time (nccl-tests' average: every stall counts),
-not the median the tables show: a host stalled in one iteration of three (a starved CPU, a link
-that bursts then waits) has a median like its peers' and a mean that is not.
-
-A ratio is the median over the stage's (collective, algorithm) keys, so one odd algorithm does not
-decide. Any case not ``ok`` (wrong, failed, timed out) fails its group: its host, its link, or the
-cluster at that scale. Verdicts of several stages merge per host and link: the worst wins, and the
-evidence of each stage is kept.
-"""
+A case's busbw here is at its mean iteration time, not the median the tables show: a host stalled
+in one iteration of three has a median like its peers' and a mean that is not. A slow host or link
+of the host and pairs stages is a suspect (:func:`suspects`), re-measured alone against a
+reference group alone (stage ``<stage>-confirm``), and slow only when slower again."""
 
 from __future__ import annotations
 

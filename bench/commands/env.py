@@ -1,13 +1,6 @@
-"""``commbench env``: the GPU and MPI stack this machine offers, and which transports can run.
-
-Each section is a probe in :data:`PROBES` returning ``{field: value}``; a probe that fails says
-why in its section instead of stopping the others. Useful without a GPU too: it then says what
-is missing. ``--json`` prints one JSON object (for bug reports and CI logs).
-
-``python -m bench.commands.env [--json]`` prints the same without loading the rest of the CLI,
-whose other commands need pydantic, pyyaml, psutil and scipy (scripts/gpu-check.sh uses it on
-GPU machines that may lack them).
-"""
+"""``commbench env``: the GPU and MPI stack this machine offers, and which transports can run; a
+probe that fails says why in its section. ``python -m bench.commands.env`` prints the same without
+the rest of the CLI's dependencies (scripts/gpu-check.sh)."""
 
 from __future__ import annotations
 

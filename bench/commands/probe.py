@@ -1,9 +1,6 @@
-"""``commbench probe``: latency and bandwidth between every pair of ranks, slow links and nodes.
-
-A shortcut for a ``kind: probe`` scenario (:mod:`bench.probe.scenario`) run like ``commbench
-run`` (self-launched, or inside your own mpiexec/srun job). Its flags are generated from the
-scenario's fields: each default and meaning is stated there once. See docs/probe.md.
-"""
+"""``commbench probe``: a shortcut for a ``kind: probe`` scenario (:mod:`bench.probe.scenario`), run
+like ``commbench run``; its flags are generated from the scenario's fields, each default stated
+there once. docs/probe.md."""
 
 from __future__ import annotations
 

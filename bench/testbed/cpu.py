@@ -1,6 +1,5 @@
-"""A host's share of this machine's CPU: a cgroup per limited host (``cpu.max`` on cgroup v2,
-``cpu.cfs_quota_us`` on v1), which every process started on the host joins before it enters
-the host's namespaces. Used to rehearse a host whose ranks are starved of CPU."""
+"""A host's share of this machine's CPU: a cgroup (``cpu.max``, or ``cpu.cfs_quota_us`` on v1) that
+every process started on the host joins, to rehearse a host starved of CPU."""
 
 from __future__ import annotations
 

@@ -1,12 +1,5 @@
-"""Make and remove a testbed's namespaces, links and pacing (``ip`` and ``tc``, as root).
-
-Layout: a switch namespace holds a bridge; host i is a network namespace with a veth pair into the
-switch (``eth0`` in the host, ``v{tag}{i}s`` on the bridge), its address on the host end, and
-a UTS namespace (a bind-mounted file under the testbed's state directory) with its hostname. Names
-resolve through ``/etc/netns/<netns>/hosts``, bound over ``/etc/hosts`` (:func:`bench.testbed.launch.enter`).
-Pacing is a tbf qdisc: the host end's egress paces what the host sends, the switch end's egress
-what it receives.
-"""
+"""Make and remove a testbed's namespaces, links and pacing (``ip`` and ``tc``, as root; the layout:
+docs/testbed.md). A veth's host end paces what the host sends, its switch end what it receives."""
 
 from __future__ import annotations
 
