@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import os
 from dataclasses import dataclass
@@ -21,7 +20,6 @@ from bench.collective.launch import CollectiveJob, CollectiveKind, after_run, in
 from bench.launch import inflight, launcher
 from bench.launch.selflaunch import JobResult, say
 from bench.scenario_base import ScenarioError
-from bench.store import resume
 from bench.store.records import iter_records, read_meta
 from bench.store.resume import RunDirError
 
@@ -36,25 +34,22 @@ def handle(args: argparse.Namespace, sc: BringupScenario, sizes: tuple[int, ...]
         if len(sizes) > 1:
             raise ScenarioError(f"--world-sizes: a bring-up runs one job, got "
                                 f"{','.join(map(str, sizes))}")
-        if sizes:
-            sc = BringupScenario.model_validate({**sc.model_dump(), "world_size": sizes[0]})
+        world = sizes[0] if sizes else sc.world_size
         if not inside:
-            world = sc.world_size or max(2, psutil.cpu_count(logical=True) or 1)
-            sc = BringupScenario.model_validate({**sc.model_dump(), "world_size": world})
-            plan = BringupJob(args, sc).plan()
+            world = world or max(2, psutil.cpu_count(logical=True) or 1)
+        sc = BringupScenario.model_validate({**sc.model_dump(), "world_size": world})
+        job = BringupJob(args, sc)
+        plan = None if inside else job.plan()
     except (ScenarioError, RunDirError) as e:
         raise UsageError(str(e), "bringup") from None
     except ValueError as e:  # the scenario's own checks (pydantic)
         raise UsageError(str(e).splitlines()[-1].strip(), "bringup") from None
-    if inside:
-        job = BringupJob(args, sc)
+    if plan is None:
         rc = in_job(args, job)
         mine = job.run_dir is not None and not os.environ.get(launcher.WORKER_ENV)
         return rc if rc or not mine else _verdict_exit_of(job.run_dir)  # type: ignore[arg-type]
-    resuming = getattr(args, "resume", None) is not None
-    after = functools.partial(after_bringup, report=not getattr(args, "no_report", False))
-    rc = start_sweep(BringupKind(args, sc, plan.run_dir, resuming), plan, _source(args),
-                     (world,), after, "bringup", **INTERRUPTED)
+    rc = start_sweep(BringupKind(args, sc, plan.run_dir, args.resume is not None), plan,
+                     _source(args), (world,), job.after, "bringup", **INTERRUPTED)
     return rc if rc else _verdict_exit_of(plan.run_dir)
 
 
@@ -111,9 +106,6 @@ class BringupJob(CollectiveJob):
     def check(self, comm: Any) -> str | None:
         self.sizes = (comm.size,)
         return None if comm.size >= 1 else "a bring-up needs ranks"
-
-    def plan(self) -> resume.RunPlan:
-        return resume.plan_run(self.sc, self.args.out, getattr(self.args, "resume", None))
 
     def measure(self, comm: Any, run_dir: Path, run_id: str) -> None:
         from bench.bringup.expected import add_expected
