@@ -11,6 +11,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from bench.launch.inflight import read_json
+
 HANG = "hang.json"  # RUN/hang.json: the first rank to explain a hang writes it
 Slot = Mapping[str, Any]
 
@@ -145,10 +147,6 @@ def claim(run_dir: Path, hang: Hang, rank: int) -> bool:
 
 def take(run_dir: Path) -> dict[str, Any] | None:
     """The hang a job left (removed, like the in-flight marker), or None."""
-    path = run_dir / HANG
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        data = None
-    path.unlink(missing_ok=True)
-    return data if isinstance(data, dict) else None
+    data = read_json(run_dir / HANG)
+    (run_dir / HANG).unlink(missing_ok=True)
+    return data

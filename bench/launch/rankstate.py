@@ -6,13 +6,14 @@ that only a live, running rank advances."""
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
 import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from bench.launch.inflight import read_json, write_json
 
 SLOTS = "ranks"  # RUN/ranks/<world rank>.json
 
@@ -69,24 +70,14 @@ class Slots:
         if not self._made:
             self.folder.mkdir(parents=True, exist_ok=True)
             self._made = True
-        path = self.folder / f"{self.rank}.json"
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"rank": self.rank, "host": self.host, "pid": os.getpid(),
-                                   "token": self.token, "beat": beat, "case": case,
-                                   **where.state()}))
-        os.replace(tmp, path)
+        write_json(self.folder / f"{self.rank}.json",
+                   {"rank": self.rank, "host": self.host, "pid": os.getpid(), "token": self.token,
+                    "beat": beat, "case": case, **where.state()}, self.folder / f"{self.rank}.tmp")
 
     def read(self, world_size: int) -> dict[int, dict[str, Any]]:
         """Every rank's slot of this job (a missing, unreadable or earlier job's slot: absent)."""
-        out = {}
-        for r in range(world_size):
-            try:
-                slot = json.loads((self.folder / f"{r}.json").read_text())
-            except (OSError, ValueError):
-                continue
-            if isinstance(slot, dict) and slot.get("token") == self.token:
-                out[r] = slot
-        return out
+        slots = {r: read_json(self.folder / f"{r}.json") for r in range(world_size)}
+        return {r: s for r, s in slots.items() if s is not None and s.get("token") == self.token}
 
     def remove(self) -> None:
         """This rank's slot (a clean end); the folder once empty."""
