@@ -5,7 +5,6 @@ failures, signals and clean-up as docs/failures.md says."""
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import os
 import subprocess
 import sys
@@ -20,8 +19,9 @@ import psutil
 
 from bench.collective import floors
 from bench.launch import forensics, inflight, loopback, rankstate, scratch, shmclean
-from bench.launch.signals import JOB_ENV, SignalGuard, end_job, end_leftovers, tree
+from bench.launch.signals import JOB_ENV, SignalGuard, end_job, end_leftovers, interrupted, tree
 from bench.launch.watchdog import TIMEOUT_EXIT
+from bench.store.kinds import now
 from bench.store.records import iter_records, write_meta
 
 
@@ -70,21 +70,14 @@ class JobResult:
         out: dict[str, Any] = {"world_size": self.world_size, "returncode": self.returncode,
                                "seconds": round(self.seconds, 3), "failed_case": self.case,
                                "reason": self.reason}
-        if self.first_case:
-            out["first_case"] = self.first_case
         if self.signal:
             out.update(signal=self.signal, failed_case=None, interrupted_case=self.case)
-        if self.strays:
-            out["strays_killed"] = self.strays
-        if self.shm_removed:
-            out["shm_removed"] = self.shm_removed
-        if self.stuck:
-            out["stuck_pids"] = list(self.stuck)
-        if self.listening:
-            out["listening"] = [str(s) for s in self.listening]
-        if self.hang is not None and self.signal is None:
+        elif self.hang is not None:
             out["hang"] = self.hang
-        return out
+        more = {"first_case": self.first_case, "strays_killed": self.strays,
+                "shm_removed": self.shm_removed, "stuck_pids": list(self.stuck),
+                "listening": [str(s) for s in self.listening]}
+        return out | {k: v for k, v in more.items() if v}  # meta.json sorts its keys
 
 
 def run_job(cmd: list[str], env: dict[str, str], run_dir: Path, world: int, guard: SignalGuard,
@@ -197,7 +190,7 @@ class Sweep:
                     return self._interrupted(guard, last)
                 code = self._finish()
         except Exception as e:  # a bug: meta.json still says how the run ended
-            self.save(status="failed", reason=f"{type(e).__name__}: {e}", finished=_now())
+            self.save(status="failed", reason=f"{type(e).__name__}: {e}", finished=now())
             raise
         finally:
             os.close(lock)
@@ -242,8 +235,7 @@ class Sweep:
     def _interrupted(self, guard: SignalGuard, last: JobResult | None) -> int:
         case = last.case if last and last.signal else None
         kept = count_records(self.run_dir)
-        self.save(status="interrupted", signal=guard.name, interrupted_case=case,
-                  reason=f"interrupted by {guard.name}", finished=_now())
+        self.save(**interrupted(guard.name, case))
         where = f" during {self.during.format(case)}" if case else ""
         say(f"commbench: interrupted by {guard.name}{where}; {kept} records kept in {self.run_dir} "
             + self.next_step.format(run=self.run_dir))
@@ -263,7 +255,7 @@ class Sweep:
         status = "failed" if reasons else "ok"
         for stale in ("signal", "interrupted_case"):  # from an interrupted run now resumed
             self.info.pop(stale, None)
-        self.save(status=status, reason="; ".join(reasons) or None, finished=_now())
+        self.save(status=status, reason="; ".join(reasons) or None, finished=now())
         say(f"# {count_records(self.run_dir)} records in {self.run_dir / 'results.jsonl'}")
         for line in below:
             say(f"commbench: below its floor: {line}")
@@ -279,6 +271,3 @@ def _records(run_dir: Path) -> Iterator[dict[str, Any]]:
 def count_records(run_dir: Path) -> int:
     return sum(1 for _ in _records(run_dir))
 
-
-def _now() -> str:
-    return dt.datetime.now(dt.timezone.utc).isoformat()

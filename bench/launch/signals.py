@@ -6,7 +6,6 @@ meanwhile), then killed."""
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import functools
 import os
 import signal
@@ -16,6 +15,7 @@ import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from types import FrameType, TracebackType
+from typing import Any
 
 import psutil
 
@@ -160,6 +160,14 @@ def _merge(found: list[psutil.Process], known: Iterable[psutil.Process]) -> list
     return list(out.values())
 
 
+def interrupted(name: str | None, case: str | None) -> dict[str, Any]:
+    """``meta.json``'s fields of a run that signal ``name`` ended during ``case``."""
+    from bench.store.kinds import now
+
+    return {"status": "interrupted", "signal": name, "reason": f"interrupted by {name}",
+            "interrupted_case": case, "finished": now()}
+
+
 @functools.cache
 def job_interrupt() -> JobInterrupt:
     """The process's one :class:`JobInterrupt` (made on first call)."""
@@ -204,8 +212,5 @@ class JobInterrupt:
 
         info = read_meta(run_dir)
         marker = take(run_dir)
-        info.update(status="interrupted", signal=name, reason=f"interrupted by {name}",
-                    interrupted_case=marker.get("case") if marker else None,
-                    finished=dt.datetime.now(dt.timezone.utc).isoformat())
-        write_meta(run_dir, info)
+        write_meta(run_dir, info | interrupted(name, marker.get("case") if marker else None))
         os.write(2, f"commbench: interrupted by {name}; records kept in {run_dir}\n".encode())
