@@ -98,10 +98,6 @@ def explain(case: str, head: str, before: Mapping[int, Slot], after: Mapping[int
     return Hang(case, missing, waiting, f"{head}: {_parts(missing, waiting)}")
 
 
-def timed_out(timeout_s: float) -> str:
-    return f"exceeded case_timeout_s={timeout_s:g}"
-
-
 def _parts(missing: tuple[Rank, ...], waiting: tuple[Rank, ...]) -> str:
     parts = []
     for r in missing:

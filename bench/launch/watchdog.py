@@ -76,13 +76,13 @@ class Watchdog:
                 return
 
     def _fire(self, label: str, timeout: float, poll_s: float) -> None:
-        line = f"case '{label}' exceeded case_timeout_s={timeout:g} (a rank hung or died)"
+        head = f"exceeded case_timeout_s={timeout:g}"
+        line = f"case '{label}' {head} (a rank hung or died)"
         slots = self._slots
         if slots is not None:
             before = slots.read(self._world)
             self._beating(SETTLE_POLLS, poll_s)
-            hang = forensics.explain(label, forensics.timed_out(timeout), before,
-                                     slots.read(self._world), self._world)
+            hang = forensics.explain(label, head, before, slots.read(self._world), self._world)
             if not forensics.claim(slots.run_dir, hang, self._rank):
                 self._beating(GRACE_POLLS, poll_s)  # the rank that explained it aborts the job
                 self._abort(TIMEOUT_EXIT)
