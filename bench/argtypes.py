@@ -72,14 +72,14 @@ def _number(text: str, what: str) -> float:
     return x
 
 
-def _integer(text: str, lo: int, what: str) -> int:
+def _integer(text: str, lo: int, what: str, hi: float = math.inf) -> int:
     if not re.fullmatch(r"\s*[-+]?\d+\s*", text):
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number ({what})")
     n = int(text)
-    if n < lo:
-        raise argparse.ArgumentTypeError(f"{text!r}: {what}")
     if n > MAX_INT:
         raise argparse.ArgumentTypeError(f"{text!r}: too large (at most 2^40)")
+    if n < lo or n > hi:
+        raise argparse.ArgumentTypeError(f"{text!r}: {what}")
     return n
 
 
@@ -139,15 +139,8 @@ def _list_of(item: Callable[[str], Any], name: str, example: str, unique: bool =
 int_list = _list_of(positive_int, "positive whole numbers", "2,4")
 
 
-def _world(text: str) -> int:
-    what = "a world size from 1 to 2^20 ranks"
-    n = _integer(text, 1, what)
-    if n > MAX_WORLD:
-        raise argparse.ArgumentTypeError(f"{text!r}: {what}")
-    return n
-
-
-world_size = _typed("world size", "8", _world)
+world_size = _typed("world size", "8",
+                    lambda t: _integer(t, 1, "a world size from 1 to 2^20 ranks", MAX_WORLD))
 world_list = _list_of(world_size, "world sizes (1 to 2^20 ranks)", "2,4")
 name_list = _list_of(str, "names", "ring")
 

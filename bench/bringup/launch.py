@@ -73,25 +73,6 @@ class BringupKind(CollectiveKind):
         return "bring-up failed" + (f" during {job.case}" if job.case else "")
 
 
-def judge_run(run_dir: Path) -> Any:
-    """The verdict on a bring-up run directory's records, written to ``verdict.json``."""
-    from bench.bringup.verdict import judge
-
-    sc = BringupScenario.model_validate(read_meta(run_dir)["scenario"])
-    v = judge(iter_records(run_dir, samples=False), sc.slow_pct)
-    (run_dir / VERDICT).write_text(json.dumps(v.as_dict(), indent=1) + "\n")
-    return v
-
-
-def after_bringup(run_dir: Path, report: bool = True) -> None:
-    """The verdict, line by line, then the run directory and the report's path."""
-    v = judge_run(run_dir)
-    say(f"# bring-up verdict: {'ok' if v.ok else 'NOT ok'}")
-    for line in v.lines():
-        say(f"#   {line}")
-    after_run(run_dir, report)
-
-
 @dataclass
 class BringupJob(CollectiveJob):
     """The bring-up on every rank of an MPI job (self-launched worker or the user's job)."""
@@ -138,7 +119,17 @@ class BringupJob(CollectiveJob):
                        done, dog.where)
 
     def after(self, run_dir: Path) -> None:
-        after_bringup(run_dir, not getattr(self.args, "no_report", False))
+        """The verdict, written to ``verdict.json`` and said line by line, then the run
+        directory and the report's path."""
+        from bench.bringup.verdict import judge
+
+        sc = BringupScenario.model_validate(read_meta(run_dir)["scenario"])
+        v = judge(iter_records(run_dir, samples=False), sc.slow_pct)
+        (run_dir / VERDICT).write_text(json.dumps(v.as_dict(), indent=1) + "\n")
+        say(f"# bring-up verdict: {'ok' if v.ok else 'NOT ok'}")
+        for line in v.lines():
+            say(f"#   {line}")
+        after_run(run_dir, not getattr(self.args, "no_report", False))
 
 
 def _done(run_dir: Path) -> frozenset[tuple[Any, ...]]:

@@ -3,7 +3,7 @@ Hosts are numbered by first rank."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 
@@ -58,16 +58,12 @@ def plan(stage: str, n: int, at_once: int | None = None) -> list[Round]:
     """The rounds of ``stage`` on ``n`` hosts (none where the stage has nothing to measure), each
     of at most ``at_once`` groups (a round of more is split in its order)."""
     k = at_once or n
-    return [rnd[i:i + k] for rnd in _rounds(stage, n) for i in range(0, len(rnd), k)]
+    return [rnd[i:i + k] for rnd in ROUNDS[stage](n) for i in range(0, len(rnd), k)]
 
 
-def _rounds(stage: str, n: int) -> list[Round]:
-    if stage == "host":
-        return [tuple(Group((h,)) for h in range(n))]
-    if stage == "pairs":
-        return pair_rounds(n)
-    if stage == "all":
-        return [(Group(tuple(range(n))),)] if n > 1 else []
-    if stage == "scale":
-        return [(Group(tuple(range(k))),) for k in scale_counts(n)]
-    raise ValueError(f"unknown stage {stage!r}")
+ROUNDS: dict[str, Callable[[int], list[Round]]] = {  # each stage's rounds on n hosts
+    "host": lambda n: [tuple(Group((h,)) for h in range(n))],
+    "pairs": pair_rounds,
+    "all": lambda n: [(Group(tuple(range(n))),)] if n > 1 else [],
+    "scale": lambda n: [(Group(tuple(range(k))),) for k in scale_counts(n)],
+}

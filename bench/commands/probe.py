@@ -34,10 +34,6 @@ def _argtype(name: str, f: FieldInfo) -> Any:
     return None
 
 
-def _default(value: Any) -> str:
-    return ",".join(map(str, value)) if isinstance(value, list) else str(value)
-
-
 def model_flags(p: argparse.ArgumentParser, model: Any, skip: tuple[str, ...] = ()) -> list[str]:
     """A flag per field of ``model`` (but NOT_FLAGS): its help the field's description and its
     default the field's, said, not restated (argparse's default is None: only given flags reach
@@ -50,7 +46,8 @@ def model_flags(p: argparse.ArgumentParser, model: Any, skip: tuple[str, ...] = 
         opts = [o for o in (SHORT.get(name), "--" + name.replace("_", "-")) if o]
         help_ = (f.description or "").replace("%", "%%")
         if f.default is not None:
-            help_ += f" (default {_default(f.default)})"
+            shown = ",".join(map(str, f.default)) if isinstance(f.default, list) else f.default
+            help_ += f" (default {shown})"
         p.add_argument(*opts, dest=name, type=_argtype(name, f), default=None, help=help_)
         made.append(name)
     return made

@@ -61,12 +61,6 @@ def held_by(pids: Iterable[int], shm: Path = SHM) -> set[Entry]:
     return out
 
 
-def in_use(shm: Path = SHM) -> set[str]:
-    """Paths in ``shm`` that some live process maps or holds open (those it may read)."""
-    pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
-    return {path for path, _ in held_by(pids, shm)}
-
-
 def _ours(path: str, inode: int) -> bool:
     """Still there, the same file, this user's, and a regular file."""
     try:
@@ -82,7 +76,8 @@ def remove_orphans(held: Iterable[Entry], before: frozenset[Entry], shm: Path = 
     new = sorted(e for e in set(held) if e not in before and _ours(*e))
     if not new:
         return []
-    busy = in_use(shm)
+    every = [int(p) for p in os.listdir("/proc") if p.isdigit()]
+    busy = {path for path, _ in held_by(every, shm)}  # what some live process may read
     removed = []
     for path, inode in new:
         if path in busy or not _ours(path, inode):
