@@ -54,10 +54,13 @@ class SignalGuard:
         return 128 + (self.signum or 0)
 
 
-def job_processes(token: str, root: int | None = None, key: str = JOB_ENV) -> list[psutil.Process]:
-    """Live processes of the job: ``root`` and its descendants, and any process whose
+def job_processes(token: str, root: int | None = None, key: str = JOB_ENV,
+                  known: Iterable[psutil.Process] = ()) -> list[psutil.Process]:
+    """Live processes of the job: ``root`` and its descendants, the ``known`` ones (psutil
+    checks a pid's start time, so a reused pid is not taken for one), and any process whose
     environment carries ``token`` in ``key`` (a rank that left its parent's session or tree)."""
-    found = {p.pid: p for p in (tree(root) if root is not None else [])}
+    found = {p.pid: p for p in [*(tree(root) if root is not None else []), *known]
+             if p.pid != os.getpid()}
     for p in psutil.process_iter():
         if p.pid in found or p.pid == os.getpid():
             continue
@@ -136,7 +139,7 @@ def end_leftovers(token: str, known: Iterable[psutil.Process] = (),
     """Kill what is left of an ended job: processes carrying ``token`` and the ``known`` ones
     seen in its tree (a rank its launcher did not reap, a stopped one, one still dying). Returns
     how many were killed, the ``/dev/shm`` files they held, and those that could not be ended."""
-    procs = _merge(job_processes(token), known)
+    procs = job_processes(token, known=known)
     deadline = time.monotonic() + grace_s  # launchers tear down asynchronously: give them a moment
     while procs and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -148,16 +151,6 @@ def end_leftovers(token: str, known: Iterable[psutil.Process] = (),
     _send(procs, signal.SIGKILL)
     stuck = _wait_dead(procs)
     return len(procs), held, stuck
-
-
-def _merge(found: list[psutil.Process], known: Iterable[psutil.Process]) -> list[psutil.Process]:
-    """``found`` and the still-live ``known`` (psutil checks a pid's start time, so a reused pid
-    is not taken for the job's process)."""
-    out = {p.pid: p for p in found}
-    for p in known:
-        if p.pid not in out and p.pid != os.getpid() and _alive(p):
-            out[p.pid] = p
-    return list(out.values())
 
 
 def interrupted(name: str | None, case: str | None) -> dict[str, Any]:
