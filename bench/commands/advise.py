@@ -1,12 +1,6 @@
 """``commbench advise``: which training strategy (data x tensor x pipeline, ZeRO stage,
-microbatches, the gradients' AllReduce algorithm) is fastest and fits, and by how much.
-
-    commbench advise --model gpt-6.7b --profile h100-ib400 --topology 64x8 --batch 512 --seq 2048
-    commbench advise --params 70B --layers 80 --hidden 8192 --heads 64 --profile h100-ib400 --topology 128x8
-    commbench advise --params 47B --layers 32 --hidden 4096 --heads 32 --experts 8 --top-k 2 \
-        --ffn 14336 --imbalance 1.3 --profile h100-ib400 --topology 128x8
-    commbench advise --from runs/<training run> --profile mine.yaml --world-sizes 2,4,64,512
-"""
+microbatches, the gradients' AllReduce algorithm) is fastest and fits, and by how much
+(docs/advise.md)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
 """``commbench gemm``: time the model's own GEMM shapes on this device and write the fitted
-achieved-compute curve into a profile that ``commbench advise --profile`` reads.
-
-    commbench gemm --model gpt-small --tensor 1,2 --base cpu-25gbe --output mine.yaml
-    commbench gemm --params 7B --layers 32 --hidden 4096 --heads 32 --device cuda --base h100-ib400 \
-        --output h100-mine.yaml
-"""
+achieved-compute curve into a profile that ``commbench advise --profile`` reads (docs/advise.md)."""
 
 from __future__ import annotations
 
