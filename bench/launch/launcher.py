@@ -77,8 +77,7 @@ class MpiInfo:
     standard: str
 
     def as_meta(self) -> dict[str, str]:
-        return {"library": self.library, "family": self.family, "vendor": self.vendor,
-                "standard": self.standard}
+        return dataclasses.asdict(self)
 
 
 def probe_library(python: str = sys.executable) -> MpiInfo:

@@ -14,7 +14,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from bench.testbed import cpu
-from bench.testbed.spec import IFACE, Pace, Testbed, TestbedError
+from bench.testbed.spec import IFACE, STATE_ROOT, Pace, Testbed, TestbedError
 
 NETNS_ETC = Path("/etc/netns")
 NEEDS = ("ip", "tc", "nsenter", "unshare", "mount", "umount")
@@ -114,8 +114,6 @@ def _make(tb: Testbed) -> None:
 
 def load(tag: str = "tb") -> Testbed:
     """The testbed ``tag`` that is up; TestbedError when none is."""
-    from bench.testbed.spec import STATE_ROOT
-
     f = STATE_ROOT / tag / "spec.json"
     if not f.exists():
         raise TestbedError(f"testbed {tag!r} is not up (commbench testbed up)")
@@ -145,8 +143,6 @@ def pids(tag: str) -> list[int]:
 def down(tag: str = "tb", grace_s: float = 2.0) -> list[int]:
     """Remove testbed ``tag``: its processes (TERM, then KILL after ``grace_s``), namespaces,
     hostname files and state. Returns the processes it had to stop."""
-    from bench.testbed.spec import STATE_ROOT
-
     left = pids(tag)
     for sig in (signal.SIGTERM, signal.SIGKILL):
         for pid in pids(tag):
