@@ -27,9 +27,8 @@ Emit = Callable[[dict[str, Any]], None]
 def _measure(sub: MPI.Comm, sc: BringupScenario, extra: dict[str, Any],
              done: frozenset[tuple[Any, ...]], sizes: list[int] | None = None,
              at: Where | None = None) -> list[dict[str, Any]]:
-    """Every case of the scenario (at ``sizes``, default the scenario's) on ``sub`` that has no
-    record yet (``done``: a resumed run's keys, :func:`bench.bringup.launch.key`); records on
-    its rank 0."""
+    """Every case of the scenario (at ``sizes``) on ``sub`` without a record in ``done`` (keys of
+    :func:`bench.bringup.launch.key`); records on its rank 0."""
     topo = Topology.from_hosts(sub.allgather(socket.gethostname()))
     rpn = topo.ranks_per_node  # ValueError when hosts hold different numbers of ranks
     cases = sc.cases(sub.size, sizes)

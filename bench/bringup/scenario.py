@@ -64,8 +64,7 @@ class BringupScenario(Frozen):
         return self
 
     def cases(self, world: int, sizes: list[int] | None = None) -> CollectiveScenario:
-        """The collective cases each group of ``world`` ranks runs (at ``sizes``, default the
-        scenario's)."""
+        """The collective cases each group of ``world`` ranks runs (at ``sizes``)."""
         return CollectiveScenario(name=self.name, collectives=self.collectives,
                                   algorithms=self.algorithms, sizes=sizes or self.sizes,
                                   world_sizes=[world], timing=self.timing, check=True,

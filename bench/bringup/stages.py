@@ -45,8 +45,7 @@ def pair_rounds(n: int) -> list[Round]:
 
 
 def scale_counts(n: int) -> list[int]:
-    """Host counts of the scale stage: 2, 4, 8, ... below ``n`` (1 is the host stage, n the all
-    stage)."""
+    """Host counts of the scale stage: 2, 4, 8, ... below ``n`` (n is the all stage)."""
     out, k = [], 2
     while k < n:
         out.append(k)

@@ -113,17 +113,14 @@ def _transports() -> Facts:
 
 
 def _network() -> Facts:
-    """Interfaces and InfiniBand ports with their rates, and the NIC count a topology read from
-    the launch takes (``--topology slurm|here|run:DIR``, see :mod:`bench.costmodel.launch`)."""
+    """Interfaces and InfiniBand ports with their rates (:mod:`bench.costmodel.launch`)."""
     from bench.costmodel.launch import network_facts
 
     return network_facts()
 
 
 def _listening() -> Facts:
-    """Where a run would listen: a self-launched one-host job on loopback only (the settings of
-    its MPI family, :mod:`bench.launch.loopback`), a job under the user's own launcher where
-    that launcher says; and this host's interfaces."""
+    """Where a run would listen (:mod:`bench.launch.loopback`), and this host's interfaces."""
     from bench.launch import launcher, loopback
 
     mpi = launcher.probe_library()

@@ -35,10 +35,8 @@ def _argtype(name: str, f: FieldInfo) -> Any:
 
 
 def model_flags(p: argparse.ArgumentParser, model: Any, skip: tuple[str, ...] = ()) -> list[str]:
-    """A flag per field of ``model`` (but NOT_FLAGS): its help the field's description and its
-    default the field's, said, not restated (argparse's default is None: only given flags reach
-    the scenario); ``skip``: fields of ``model`` that are no flag. Returns the fields made
-    flags."""
+    """A flag per field of ``model`` but NOT_FLAGS and ``skip``, its help and default the
+    field's (argparse's default is None: only given flags reach the scenario); the fields."""
     made = []
     for name, f in model.model_fields.items():
         if name in NOT_FLAGS or name in skip:

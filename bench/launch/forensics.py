@@ -84,9 +84,8 @@ def _rank(r: int, slot: Slot | None, live: bool, case: str, hosts: Mapping[int, 
 
 def explain(case: str, head: str, before: Mapping[int, Slot], after: Mapping[int, Slot],
             world_size: int) -> Hang:
-    """The hang of ``case`` from two readings of the slots (``before``, then ``after`` some
-    polls later) of a job of ``world_size`` ranks; ``head`` says what ended it
-    ("exceeded case_timeout_s=10")."""
+    """The hang of ``case`` from two readings of the slots, ``before`` and ``after`` some polls;
+    ``head`` says what ended it ("exceeded case_timeout_s=10")."""
     hosts = {r: s["host"] for r, s in after.items() if s.get("host")}
     ranks = []
     for r in range(world_size):

@@ -82,10 +82,8 @@ class JobResult:
 
 def run_job(cmd: list[str], env: dict[str, str], run_dir: Path, world: int, guard: SignalGuard,
             first_case: int = 0) -> JobResult:
-    """Run one job to its end, or end it with all its processes when the guard sees a signal.
-    Its processes and their ``/dev/shm`` files are noted as cases begin (at most once a second)
-    and when they are stopped to be killed; the job is over when every process of it is gone,
-    its orphaned files and its own ``TMPDIR`` removed (docs/failures.md)."""
+    """Run one job to its end, or end it with all its processes when the guard sees a signal;
+    over when every process of it is gone, its orphaned files and ``TMPDIR`` removed."""
     with scratch.job_tmpdir() as tmp:
         return _run(cmd, {**env, "TMPDIR": str(tmp)}, run_dir, world, guard, first_case)
 

@@ -62,6 +62,5 @@ def thread_fields() -> dict[str, Any]:
 
 def may_abort_from_thread() -> bool:
     """Only under ``multiple`` may a helper thread call MPI (the watchdog's ``MPI_Abort``) while
-    the main thread is inside MPI; otherwise the watchdog ends its own process and the launcher
-    tears the job down."""
+    the main thread is inside MPI; otherwise the watchdog ends its own process."""
     return provided() == "multiple"

@@ -47,9 +47,7 @@ def join_prefix(tb: Testbed, host: int) -> list[str]:
 
 
 def stat(tb: Testbed, host: int) -> dict[str, int]:
-    """Host ``host``'s cgroup's ``cpu.stat`` (``nr_periods``: periods its processes ran in;
-    ``nr_throttled``: periods they were stopped for having used their share); empty when the host
-    has no cgroup."""
+    """Host ``host``'s cgroup's ``cpu.stat`` (``nr_periods``, ``nr_throttled``, ...); {} without."""
     f = group(tb, host) / "cpu.stat"
     if not f.exists():
         return {}

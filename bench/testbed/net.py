@@ -59,8 +59,7 @@ def _tbf(dev: str, ns: str, rate: float | None) -> None:
 
 
 def veths(tb: Testbed, i: int) -> tuple[str, str]:
-    """Host end (``eth0`` in every host, as on a cluster's nodes) and switch end of host i's
-    link."""
+    """Host end (``eth0`` in every host) and switch end of host i's link."""
     return IFACE, f"v{tb.tag}{i}s"
 
 
