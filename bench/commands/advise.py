@@ -70,5 +70,4 @@ def handle(args: argparse.Namespace) -> int:
 
 
 register("advise", "which training strategy is fastest and fits, predicted at any scale",
-         configure, handle,
-         example="--model gpt-6.7b --profile h100-ib400 --topology 2x8", offline=True)
+         configure, handle, example="--model gpt-6.7b --profile h100-ib400 --topology 2x8", offline=True)

@@ -182,13 +182,12 @@ def handle(args: argparse.Namespace) -> int:
 
 
 register("env", "the GPU/MPI stack: GPUs, driver, CUDA, NCCL, CuPy, MPI (CUDA-aware?)",
-         configure, handle,
-         example="--json")
+         configure, handle, example="--json")
 
 
 def main(argv: list[str] | None = None) -> int:
     p = OneLineParser(prog="python -m bench.commands.env",
-                                description="commbench env without the rest of the CLI")
+                      description="commbench env without the rest of the CLI")
     configure(p)
     return handle(p.parse_args(argv))
 

@@ -72,5 +72,4 @@ def handle(args: argparse.Namespace) -> int:
 
 
 register("import", "turn nccl-tests or OSU output into a run, or a job's traces into a replay",
-         configure, handle,
-         example="nccl-tests {log} --out imported", offline=True)
+         configure, handle, example="nccl-tests {log} --out imported", offline=True)

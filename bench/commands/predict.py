@@ -78,6 +78,5 @@ def handle(args: argparse.Namespace) -> int:
 
 
 register("predict", "predict collective times on a cluster you don't have (cost model)",
-         configure, handle,
-         example="--profile h100-ib400 --topology 2x8 --collectives all_reduce --sizes 8GiB",
-         offline=True)
+         configure, handle, offline=True,
+         example="--profile h100-ib400 --topology 2x8 --collectives all_reduce --sizes 8GiB")
