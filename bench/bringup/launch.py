@@ -49,12 +49,8 @@ def handle(args: argparse.Namespace, sc: BringupScenario, sizes: tuple[int, ...]
         mine = job.run_dir is not None and not os.environ.get(launcher.WORKER_ENV)
         return rc if rc or not mine else _verdict_exit_of(job.run_dir)  # type: ignore[arg-type]
     rc = start_sweep(BringupKind(args, sc, plan.run_dir, args.resume is not None), plan,
-                     _source(args), (world,), job.after, "bringup", **INTERRUPTED)
+                     job.source, (world,), job.after, "bringup", **INTERRUPTED)
     return rc if rc else _verdict_exit_of(plan.run_dir)
-
-
-def _source(args: argparse.Namespace) -> Path:
-    return Path(getattr(args, "scenario", None) or "(commbench bringup command line)")
 
 
 def _verdict_exit_of(run_dir: Path) -> int:
@@ -82,7 +78,7 @@ class BringupJob(CollectiveJob):
 
     @property
     def source(self) -> Path:
-        return _source(self.args)
+        return Path(getattr(self.args, "scenario", None) or "(commbench bringup command line)")
 
     def check(self, comm: Any) -> str | None:
         self.sizes = (comm.size,)
@@ -97,8 +93,7 @@ class BringupJob(CollectiveJob):
         if comm.rank == 0:
             self.run_dir = run_dir
         over = oversubscribed_comm(comm)
-        done = _done(run_dir) if comm.rank == 0 else None
-        done = comm.bcast(done, root=0)
+        done = comm.bcast(_done(run_dir) if comm.rank == 0 else None, root=0)
         with recording(comm, run_dir) as (dog, writer):
 
             def arm(label: str) -> None:
