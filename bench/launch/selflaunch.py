@@ -108,7 +108,9 @@ def _run(cmd: list[str], env: dict[str, str], run_dir: Path, world: int, guard: 
                 rc, stopped = end_job(proc, token)
                 held |= stopped
                 break
-            mtime = _mtime(marker)
+            mtime = 0.0
+            with contextlib.suppress(OSError):
+                mtime = marker.stat().st_mtime
             if mtime != seen and (not seen or time.monotonic() - last >= 1.0):  # a case began
                 procs = tree(proc.pid)
                 known.update((p.pid, p) for p in procs)
@@ -130,13 +132,6 @@ def _run(cmd: list[str], env: dict[str, str], run_dir: Path, world: int, guard: 
     return JobResult(world, rc, time.monotonic() - t0, inflight.take(run_dir), first_case,
                      guard.name, strays, time.time(), len(removed),
                      tuple(p.pid for p in stuck), tuple(sorted(listening)), hang)
-
-
-def _mtime(path: Path) -> float:
-    try:
-        return path.stat().st_mtime
-    except OSError:
-        return 0.0
 
 
 class Kind(Protocol):
