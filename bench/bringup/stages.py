@@ -19,14 +19,10 @@ Round = tuple[Group, ...]
 
 def host_ranks(names: Sequence[str]) -> list[list[int]]:
     """Ranks of each host, hosts numbered by first rank, from every rank's host name."""
-    index: dict[str, int] = {}
-    out: list[list[int]] = []
+    out: dict[str, list[int]] = {}  # in order of first rank
     for rank, name in enumerate(names):
-        if name not in index:
-            index[name] = len(out)
-            out.append([])
-        out[index[name]].append(rank)
-    return out
+        out.setdefault(name, []).append(rank)
+    return list(out.values())
 
 
 def pair_rounds(n: int) -> list[Round]:
