@@ -109,8 +109,7 @@ def _parts(missing: tuple[Rank, ...], waiting: tuple[Rank, ...]) -> str:
                          "does not see the run directory)")
         else:
             parts.append(f"{_who(r.rank, r.host)} never arrived: still in '{r.case}'")
-    scheduled = [r for r in waiting if r.step is not None]
-    parts += [f"{_who(r.rank, r.host)} waits {_step(r)}" for r in scheduled]
+    parts += [f"{_who(r.rank, r.host)} waits {_step(r)}" for r in waiting if r.step is not None]
     rest: dict[str, list[Rank]] = {}
     for r in waiting:
         if r.step is None:
