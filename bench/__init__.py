@@ -1,6 +1,3 @@
 """commbench: communication benchmarks for distributed deep learning (see docs/design.md).
-
-Importing ``bench`` or any module of it has no side effect: the one thing that must happen
-before numpy, BLAS or MPI start threads (a rank of the user's own MPI job taking SIGTERM/SIGHUP
-in a thread of its own) is done by the command line's :func:`bench.cli.main`, first.
-"""
+Importing it has no side effect: what must precede numpy's, BLAS's and MPI's threads is done
+first by :func:`bench.cli.main`."""

@@ -1,12 +1,7 @@
-"""Command-line values, checked where they are parsed: every flag of every command (and of
-commbench's own benchmark scripts) takes one of these types, so zero, negative, NaN, infinite,
-huge and malformed numbers, sizes and lists are refused by argparse in one line (the flag, the
-value, what is allowed) with exit 2, and a value the user gave is never replaced by a default.
-
-:class:`OneLineParser` is the parser class every command line uses: argparse's error (usage
-lines, then the message) becomes one line, ``commbench: <command>: argument --x: ...``. Every
-other error the user can fix is a :class:`UsageError`, said the same way by :func:`say`.
-"""
+"""Command-line values, checked where they are parsed: every flag takes one of these types, so bad
+numbers, sizes, lists and paths are refused by argparse in one line with exit 2.
+:class:`OneLineParser` makes argparse's error one line; every other error the user can fix is a
+:class:`UsageError`, said the same way by :func:`say`."""
 
 from __future__ import annotations
 
@@ -77,14 +72,14 @@ def _number(text: str, what: str) -> float:
     return x
 
 
-def _integer(text: str, lo: int, what: str) -> int:
+def _integer(text: str, lo: int, what: str, hi: float = math.inf) -> int:
     if not re.fullmatch(r"\s*[-+]?\d+\s*", text):
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number ({what})")
     n = int(text)
-    if n < lo:
-        raise argparse.ArgumentTypeError(f"{text!r}: {what}")
     if n > MAX_INT:
         raise argparse.ArgumentTypeError(f"{text!r}: too large (at most 2^40)")
+    if n < lo or n > hi:
+        raise argparse.ArgumentTypeError(f"{text!r}: {what}")
     return n
 
 
@@ -144,15 +139,8 @@ def _list_of(item: Callable[[str], Any], name: str, example: str, unique: bool =
 int_list = _list_of(positive_int, "positive whole numbers", "2,4")
 
 
-def _world(text: str) -> int:
-    what = "a world size from 1 to 2^20 ranks"
-    n = _integer(text, 1, what)
-    if n > MAX_WORLD:
-        raise argparse.ArgumentTypeError(f"{text!r}: {what}")
-    return n
-
-
-world_size = _typed("world size", "8", _world)
+world_size = _typed("world size", "8",
+                    lambda t: _integer(t, 1, "a world size from 1 to 2^20 ranks", MAX_WORLD))
 world_list = _list_of(world_size, "world sizes (1 to 2^20 ranks)", "2,4")
 name_list = _list_of(str, "names", "ring")
 
@@ -167,9 +155,6 @@ def _count(text: str) -> float:
     if not math.isfinite(n) or n < 1 or n > 1e15:
         raise argparse.ArgumentTypeError(f"{text!r}: a count from 1 to 1e15")
     return n
-
-
-count = _typed("count", "7B", _count)
 
 
 def _span(text: str) -> tuple[int, int]:

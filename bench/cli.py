@@ -16,11 +16,9 @@ if TYPE_CHECKING:
 
 
 def _alone(name: str | None) -> Command | None:
-    """The command ``name`` from its own module (``bench/commands/<name>.py``) with no other
-    command imported: a command line names one, and the others' imports (the gate, the cost model,
-    the reporter) would cost every commbench process, each rank of a job included, a few hundred
-    ms. None where no such module registers it (``list``, ``import``, a plugin's command): then
-    every command is discovered."""
+    """The command ``name`` from its own module, no other imported: the others' imports would
+    cost every commbench process, each rank included, a few hundred ms. None where no such module
+    registers it (``list``, ``import``, a plugin's): then every command is discovered."""
     from bench.commands import COMMANDS
 
     if not name or name.startswith("-") or not name.isidentifier():
@@ -36,8 +34,7 @@ def _alone(name: str | None) -> Command | None:
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
-    """The parser of every command, or only of ``command`` where its own module registers it
-    (:func:`_alone`)."""
+    """The parser of every command, or only of ``command`` (:func:`_alone`)."""
     from bench.commands import COMMANDS  # discovered: a new command is a new file there
 
     parser = OneLineParser(

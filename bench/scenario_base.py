@@ -1,11 +1,6 @@
-"""The kind-agnostic scenario loader: what every scenario kind shares (the frozen model base, the
-one-line error, reading YAML) and the kinds by name.
-
-A scenario kind is one file in ``bench/kinds/`` (or in a ``COMMBENCH_PLUGINS`` package) calling
-:func:`register` with its model and the runner ``commbench run`` hands it to, each named as
-``"module:attribute"`` and imported on first use: loading a scenario of one kind costs nothing of
-another (validating a training scenario imports no torch), and the kinds never import each other.
-"""
+"""The kind-agnostic scenario loader: the frozen model base, the one-line error, reading YAML, and
+the kinds by name. A kind is one file in ``bench/kinds/`` naming its model and runner as
+``"module:attribute"``, imported on first use, so loading one kind costs nothing of another."""
 
 from __future__ import annotations
 

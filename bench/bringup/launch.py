@@ -1,16 +1,10 @@
-"""``commbench bringup`` and ``kind: bringup`` scenarios: run through the collective kind's launch
-(:mod:`bench.collective.launch`): self-launched as one ``mpiexec`` job on this host, or inside the
-user's own mpiexec/srun job across the cluster, where rank 0 writes the meta. Resumable like
-``run``: a resumed bring-up measures only the groups and cases without a record.
-
-The verdict (:mod:`bench.bringup.verdict`) is written to ``verdict.json`` and said line by line
-before the report's path; the command exits 1 when a host or link is not ok.
-"""
+"""``commbench bringup`` and ``kind: bringup``: run through the collective kind's launch
+(:mod:`bench.collective.launch`), self-launched or inside the user's own job, resumable like
+``run``; the verdict goes to ``verdict.json`` and exit 1 when a host or link is not ok."""
 
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import os
 from dataclasses import dataclass
@@ -26,7 +20,6 @@ from bench.collective.launch import CollectiveJob, CollectiveKind, after_run, in
 from bench.launch import inflight, launcher
 from bench.launch.selflaunch import JobResult, say
 from bench.scenario_base import ScenarioError
-from bench.store import resume
 from bench.store.records import iter_records, read_meta
 from bench.store.resume import RunDirError
 
@@ -41,30 +34,23 @@ def handle(args: argparse.Namespace, sc: BringupScenario, sizes: tuple[int, ...]
         if len(sizes) > 1:
             raise ScenarioError(f"--world-sizes: a bring-up runs one job, got "
                                 f"{','.join(map(str, sizes))}")
-        if sizes:
-            sc = BringupScenario.model_validate({**sc.model_dump(), "world_size": sizes[0]})
+        world = sizes[0] if sizes else sc.world_size
         if not inside:
-            world = sc.world_size or max(2, psutil.cpu_count(logical=True) or 1)
-            sc = BringupScenario.model_validate({**sc.model_dump(), "world_size": world})
-            plan = BringupJob(args, sc).plan()
+            world = world or max(2, psutil.cpu_count(logical=True) or 1)
+        sc = BringupScenario.model_validate({**sc.model_dump(), "world_size": world})
+        job = BringupJob(args, sc)
+        plan = None if inside else job.plan()
     except (ScenarioError, RunDirError) as e:
         raise UsageError(str(e), "bringup") from None
     except ValueError as e:  # the scenario's own checks (pydantic)
         raise UsageError(str(e).splitlines()[-1].strip(), "bringup") from None
-    if inside:
-        job = BringupJob(args, sc)
+    if plan is None:
         rc = in_job(args, job)
         mine = job.run_dir is not None and not os.environ.get(launcher.WORKER_ENV)
         return rc if rc or not mine else _verdict_exit_of(job.run_dir)  # type: ignore[arg-type]
-    resuming = getattr(args, "resume", None) is not None
-    after = functools.partial(after_bringup, report=not getattr(args, "no_report", False))
-    rc = start_sweep(BringupKind(args, sc, plan.run_dir, resuming), plan, _source(args),
-                     (world,), after, "bringup", **INTERRUPTED)
+    rc = start_sweep(BringupKind(args, sc, plan.run_dir, args.resume is not None), plan,
+                     job.source, (world,), job.after, "bringup", **INTERRUPTED)
     return rc if rc else _verdict_exit_of(plan.run_dir)
-
-
-def _source(args: argparse.Namespace) -> Path:
-    return Path(getattr(args, "scenario", None) or "(commbench bringup command line)")
 
 
 def _verdict_exit_of(run_dir: Path) -> int:
@@ -83,25 +69,6 @@ class BringupKind(CollectiveKind):
         return "bring-up failed" + (f" during {job.case}" if job.case else "")
 
 
-def judge_run(run_dir: Path) -> Any:
-    """The verdict on a bring-up run directory's records, written to ``verdict.json``."""
-    from bench.bringup.verdict import judge
-
-    sc = BringupScenario.model_validate(read_meta(run_dir)["scenario"])
-    v = judge(iter_records(run_dir, samples=False), sc.slow_pct)
-    (run_dir / VERDICT).write_text(json.dumps(v.as_dict(), indent=1) + "\n")
-    return v
-
-
-def after_bringup(run_dir: Path, report: bool = True) -> None:
-    """The verdict, line by line, then the run directory and the report's path."""
-    v = judge_run(run_dir)
-    say(f"# bring-up verdict: {'ok' if v.ok else 'NOT ok'}")
-    for line in v.lines():
-        say(f"#   {line}")
-    after_run(run_dir, report)
-
-
 @dataclass
 class BringupJob(CollectiveJob):
     """The bring-up on every rank of an MPI job (self-launched worker or the user's job)."""
@@ -111,14 +78,11 @@ class BringupJob(CollectiveJob):
 
     @property
     def source(self) -> Path:
-        return _source(self.args)
+        return Path(getattr(self.args, "scenario", None) or "(commbench bringup command line)")
 
     def check(self, comm: Any) -> str | None:
         self.sizes = (comm.size,)
         return None if comm.size >= 1 else "a bring-up needs ranks"
-
-    def plan(self) -> resume.RunPlan:
-        return resume.plan_run(self.sc, self.args.out, getattr(self.args, "resume", None))
 
     def measure(self, comm: Any, run_dir: Path, run_id: str) -> None:
         from bench.bringup.expected import add_expected
@@ -129,8 +93,7 @@ class BringupJob(CollectiveJob):
         if comm.rank == 0:
             self.run_dir = run_dir
         over = oversubscribed_comm(comm)
-        done = _done(run_dir) if comm.rank == 0 else None
-        done = comm.bcast(done, root=0)
+        done = comm.bcast(_done(run_dir) if comm.rank == 0 else None, root=0)
         with recording(comm, run_dir) as (dog, writer):
 
             def arm(label: str) -> None:
@@ -151,7 +114,17 @@ class BringupJob(CollectiveJob):
                        done, dog.where)
 
     def after(self, run_dir: Path) -> None:
-        after_bringup(run_dir, not getattr(self.args, "no_report", False))
+        """The verdict, written to ``verdict.json`` and said line by line, then the run
+        directory and the report's path."""
+        from bench.bringup.verdict import judge
+
+        sc = BringupScenario.model_validate(read_meta(run_dir)["scenario"])
+        v = judge(iter_records(run_dir, samples=False), sc.slow_pct)
+        (run_dir / VERDICT).write_text(json.dumps(v.as_dict(), indent=1) + "\n")
+        say(f"# bring-up verdict: {'ok' if v.ok else 'NOT ok'}")
+        for line in v.lines():
+            say(f"#   {line}")
+        after_run(run_dir, not getattr(self.args, "no_report", False))
 
 
 def _done(run_dir: Path) -> frozenset[tuple[Any, ...]]:

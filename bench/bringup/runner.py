@@ -1,11 +1,6 @@
-"""A bring-up inside one MPI job: every stage's rounds, each round's groups of hosts at once.
-
-Each group of a round is a communicator of its hosts' ranks; it runs the scenario's cases with the
-collective harness (the one clock, the exact check) while the other groups of the round run
-theirs. Records reach rank 0 of the job after each round, tagged with the stage and the group's
-hosts, and are on disk before the next round starts. The watchdog and the in-flight marker name a
-round that hangs.
-"""
+"""A bring-up inside one MPI job: every stage's rounds, each round's groups of hosts at once, each
+group a communicator running the scenario's cases through the collective harness; records reach
+rank 0 after each round, tagged with the stage and the group's hosts."""
 
 from __future__ import annotations
 
@@ -29,18 +24,11 @@ from kernels.transports import TRANSPORTS
 Emit = Callable[[dict[str, Any]], None]
 
 
-def host_names(comm: MPI.Comm) -> tuple[list[str], list[list[int]]]:
-    """Every rank's host, and each host's ranks (hosts numbered by first rank)."""
-    names = comm.allgather(socket.gethostname())
-    return names, stages.host_ranks(names)
-
-
 def _measure(sub: MPI.Comm, sc: BringupScenario, extra: dict[str, Any],
              done: frozenset[tuple[Any, ...]], sizes: list[int] | None = None,
              at: Where | None = None) -> list[dict[str, Any]]:
-    """Every case of the scenario (at ``sizes``, default the scenario's) on ``sub`` that has no
-    record yet (``done``: a resumed run's keys, :func:`bench.bringup.launch.key`); records on
-    its rank 0."""
+    """Every case of the scenario (at ``sizes``) on ``sub`` without a record in ``done`` (keys of
+    :func:`bench.bringup.launch.key`); records on its rank 0."""
     topo = Topology.from_hosts(sub.allgather(socket.gethostname()))
     rpn = topo.ranks_per_node  # ValueError when hosts hold different numbers of ranks
     cases = sc.cases(sub.size, sizes)
@@ -88,10 +76,10 @@ class _Stages:
                  done: frozenset[tuple[Any, ...]], where: Where | None = None) -> None:
         self.comm, self.sc, self.emit, self.extra, self.where = comm, sc, emit, extra, where
         self.say, self.arm, self.disarm, self.done = say, arm, disarm, done
-        names, ranks = host_names(comm)
+        names = comm.allgather(socket.gethostname())
+        ranks = stages.host_ranks(names)
         self.hosts = [names[r[0]] for r in ranks]
         self.mine = next(i for i, r in enumerate(ranks) if comm.rank in r)
-        self.written = 0
 
     def round(self, job: Job) -> list[dict[str, Any]]:
         """Measure one round; its records (rank 0; [] elsewhere), emitted as they arrive."""
@@ -118,7 +106,6 @@ class _Stages:
         if self.emit is not None:
             for rec in out:
                 self.emit(rec)
-                self.written += 1
         comm.Barrier()
         return out
 
@@ -157,11 +144,9 @@ CONFIRMED = ("host", "pairs")  # the stages whose suspects are re-measured alone
 def run_stages(comm: MPI.Comm, sc: BringupScenario, emit: Emit | None, extra: dict[str, Any],
                say: Callable[[str], None] | None, arm: Callable[[str], None],
                disarm: Callable[[], None], done: frozenset[tuple[Any, ...]] = frozenset(),
-               where: Where | None = None) -> int:
+               where: Where | None = None) -> None:
     """Every stage of ``sc`` (cases in ``done`` skipped), each stage's suspects re-measured
-    alone; ``emit`` (rank 0) gets each record; returns how many. ``where``: kept current for
-    the watchdog (:mod:`bench.launch.rankstate`)."""
+    alone; ``emit`` (rank 0) gets each record; ``where``: kept current for the watchdog."""
     run = _Stages(comm, sc, emit, extra, say, arm, disarm, done, where)
     for stage in sc.stages:
         run.stage(stage)
-    return run.written

@@ -1,12 +1,9 @@
-"""Which ranks measure together in each stage: rounds of disjoint groups, by host.
-
-A round's groups run at the same time (they share no host, so no link but the switch); a stage is
-one or more rounds. Hosts are numbered by first rank; ``hosts[i]`` lists host i's ranks.
-"""
+"""Which ranks measure together in each stage: rounds of disjoint groups of hosts (docs/bringup.md).
+Hosts are numbered by first rank."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 
@@ -22,14 +19,10 @@ Round = tuple[Group, ...]
 
 def host_ranks(names: Sequence[str]) -> list[list[int]]:
     """Ranks of each host, hosts numbered by first rank, from every rank's host name."""
-    index: dict[str, int] = {}
-    out: list[list[int]] = []
+    out: dict[str, list[int]] = {}  # in order of first rank
     for rank, name in enumerate(names):
-        if name not in index:
-            index[name] = len(out)
-            out.append([])
-        out[index[name]].append(rank)
-    return out
+        out.setdefault(name, []).append(rank)
+    return list(out.values())
 
 
 def pair_rounds(n: int) -> list[Round]:
@@ -48,8 +41,7 @@ def pair_rounds(n: int) -> list[Round]:
 
 
 def scale_counts(n: int) -> list[int]:
-    """Host counts of the scale stage: 2, 4, 8, ... below ``n`` (1 is the host stage, n the all
-    stage)."""
+    """Host counts of the scale stage: 2, 4, 8, ... below ``n`` (n is the all stage)."""
     out, k = [], 2
     while k < n:
         out.append(k)
@@ -61,16 +53,12 @@ def plan(stage: str, n: int, at_once: int | None = None) -> list[Round]:
     """The rounds of ``stage`` on ``n`` hosts (none where the stage has nothing to measure), each
     of at most ``at_once`` groups (a round of more is split in its order)."""
     k = at_once or n
-    return [rnd[i:i + k] for rnd in _rounds(stage, n) for i in range(0, len(rnd), k)]
+    return [rnd[i:i + k] for rnd in ROUNDS[stage](n) for i in range(0, len(rnd), k)]
 
 
-def _rounds(stage: str, n: int) -> list[Round]:
-    if stage == "host":
-        return [tuple(Group((h,)) for h in range(n))]
-    if stage == "pairs":
-        return pair_rounds(n)
-    if stage == "all":
-        return [(Group(tuple(range(n))),)] if n > 1 else []
-    if stage == "scale":
-        return [(Group(tuple(range(k))),) for k in scale_counts(n)]
-    raise ValueError(f"unknown stage {stage!r}")
+ROUNDS: dict[str, Callable[[int], list[Round]]] = {  # each stage's rounds on n hosts
+    "host": lambda n: [tuple(Group((h,)) for h in range(n))],
+    "pairs": pair_rounds,
+    "all": lambda n: [(Group(tuple(range(n))),)] if n > 1 else [],
+    "scale": lambda n: [(Group(tuple(range(k))),) for k in scale_counts(n)],
+}

@@ -1,32 +1,10 @@
-"""The verdict: from a bring-up's records, each host and each link ok, slow by X %, or failed,
-with the evidence and the stage that showed it.
+"""The verdict: from a bring-up's records, each host and each link ok, slow by X %, or failed, with
+the evidence and the stage that showed it (the rules: docs/bringup.md#the-verdict).
 
-Every stage is judged at its largest size (bandwidth), per (collective, algorithm), and on every
-case's status at any size:
-
-- **host**: each host's busbw against the median of all hosts (hosts are alike); and against the
-  profile's prediction where the records carry one (``expected_busbw_gbps``).
-- **pairs**: a host's pairs' busbw, their median per host, against the median of those over hosts
-  (a host whose every pair is slow is the host's fault, not its links'); then each pair against
-  that reference, when neither of its hosts is slow: a slow pair of good hosts is a slow link.
-- **all**, **scale**: against the prediction only (no peers); a slow or failed group is the
-  cluster's verdict at that size.
-
-A slow host or link of the host and pairs stages is a suspect (:func:`suspects`): the run
-re-measures it alone, alternating with a reference group of good hosts alone (nothing else
-running), and its verdict is what that found (stage ``<stage>-confirm``): slow only when slower
-than the reference again. Peers measured at the same time share this machine's cores and the
-switch; alone, they share nothing.
-
-A case's busbw here is at its **mean** iteration time (nccl-tests' average: every stall counts),
-not the median the tables show: a host stalled in one iteration of three (a starved CPU, a link
-that bursts then waits) has a median like its peers' and a mean that is not.
-
-A ratio is the median over the stage's (collective, algorithm) keys, so one odd algorithm does not
-decide. Any case not ``ok`` (wrong, failed, timed out) fails its group: its host, its link, or the
-cluster at that scale. Verdicts of several stages merge per host and link: the worst wins, and the
-evidence of each stage is kept.
-"""
+A case's busbw here is at its mean iteration time, not the median the tables show: a host stalled
+in one iteration of three has a median like its peers' and a mean that is not. A slow host or link
+of the host and pairs stages is a suspect (:func:`suspects`), re-measured alone against a
+reference group alone (stage ``<stage>-confirm``), and slow only when slower again."""
 
 from __future__ import annotations
 
@@ -115,24 +93,50 @@ def link_name(a: str, b: str) -> str:
     return " -- ".join(sorted((a, b)))
 
 
-def _largest(recs: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The records at the stage's largest size, per (collective, algorithm)."""
-    recs = list(recs)
-    top: dict[tuple[str, str], int] = {}
-    for r in recs:
-        k = (r["collective"], r["algorithm"])
-        top[k] = max(top.get(k, 0), r["nbytes"])
-    return [r for r in recs if r["nbytes"] == top[(r["collective"], r["algorithm"])]]
-
-
 def _key(r: Mapping[str, Any]) -> tuple[str, str]:
     return r["collective"], r["algorithm"]
+
+
+def _largest_ok(recs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The ok records at the stage's largest size, per (collective, algorithm)."""
+    ok = [r for r in recs if r.get("status") == "ok"]
+    top: dict[tuple[str, str], int] = {}
+    for r in ok:
+        top[_key(r)] = max(top.get(_key(r), 0), r["nbytes"])
+    return [r for r in ok if r["nbytes"] == top[_key(r)]]
 
 
 def _what(r: Mapping[str, Any]) -> str:
     from bench.units import format_size
 
     return f"{r['collective']} {r['algorithm']} {format_size(int(r['nbytes']))}"
+
+
+Keyed = Mapping[tuple[str, str], dict[str, Any]]  # a group's record per (collective, algorithm)
+
+
+def _reference(by_group: Mapping[Any, Keyed]) -> dict[tuple[str, str], float]:
+    """Per key, the median busbw over the groups."""
+    keys = {k for recs in by_group.values() for k in recs}
+    return {k: statistics.median(recs[k]["busbw_gbps"] for recs in by_group.values() if k in recs)
+            for k in keys}
+
+
+def _peers(by_group: Mapping[Any, Keyed], ref: Mapping[tuple[str, str], float],
+           ) -> dict[Any, tuple[float, dict[str, Any], float]]:
+    """Each group's median ratio to ``ref`` over its keys: (ratio, its worst record, that
+    record's reference busbw)."""
+    out = {}
+    for name, recs in by_group.items():
+        pts = [(recs[k]["busbw_gbps"] / ref[k], recs[k], ref[k]) for k in recs if ref[k] > 0]
+        if pts:
+            _, r, refbw = min(pts, key=lambda x: x[0])
+            out[name] = (statistics.median(x for x, _, _ in pts), r, refbw)
+    return out
+
+
+def _vs_median(r: Mapping[str, Any], ref: float) -> str:
+    return f"{_what(r)}: {r['busbw_gbps']:.3g} GB/s busbw, the hosts' median {ref:.3g}"
 
 
 class _Judge:
@@ -173,38 +177,19 @@ class _Judge:
                                                 f"{_num(r['expected_busbw_gbps']):.3g} GB/s busbw)")
         return out
 
-    def peers(self, by_group: Mapping[str, dict[tuple[str, str], dict[str, Any]]],
-              ) -> dict[str, tuple[float, dict[str, Any], float]]:
-        """Each name's median ratio to the median of all names, per key: (ratio, its worst
-        record, that record's reference busbw)."""
-        keys = {k for recs in by_group.values() for k in recs}
-        ref = {k: statistics.median(recs[k]["busbw_gbps"] for recs in by_group.values()
-                                    if k in recs) for k in keys}
-        out = {}
-        for name, recs in by_group.items():
-            pts = [(recs[k]["busbw_gbps"] / ref[k], recs[k], ref[k]) for k in recs if ref[k] > 0]
-            if pts:
-                worst = min(pts, key=lambda x: x[0])
-                out[name] = (statistics.median(x for x, _, _ in pts), worst[1], worst[2])
-        return out
-
     def host_stage(self, recs: list[dict[str, Any]]) -> None:
-        fails = self.failures(recs)
-        ok = _largest(r for r in recs if r.get("status") == "ok")
+        ok = _largest_ok(recs)
         by_host: dict[str, dict[tuple[str, str], dict[str, Any]]] = defaultdict(dict)
         for r in ok:
             by_host[r["group_hosts"][0]][_key(r)] = r
-        peers = self.peers(by_host) if len(by_host) > 1 else {}
+        peers = _peers(by_host, _reference(by_host)) if len(by_host) > 1 else {}
         for h, (ratio, r, ref) in peers.items():
-            self.hosts[h].append(self.finding(ratio, "host", (
-                f"{_what(r)}: {r['busbw_gbps']:.3g} GB/s busbw, the hosts' median "
-                f"{ref:.3g}")))
-        for g, f in {**self.expected(ok, "host"), **fails}.items():
+            self.hosts[h].append(self.finding(ratio, "host", _vs_median(r, ref)))
+        for g, f in {**self.expected(ok, "host"), **self.failures(recs)}.items():
             self.hosts[g[0]].append(f)
 
     def pair_stage(self, recs: list[dict[str, Any]]) -> None:
-        fails = self.failures(recs)
-        ok = _largest(r for r in recs if r.get("status") == "ok")
+        ok = _largest_ok(recs)
         pairs: dict[tuple[str, ...], dict[tuple[str, str], dict[str, Any]]] = defaultdict(dict)
         for r in ok:
             pairs[tuple(r["group_hosts"])][_key(r)] = r
@@ -217,38 +202,27 @@ class _Judge:
                 per_host[h] = {k: sorted((m[k] for m in mine if k in m),
                                          key=lambda r: r["busbw_gbps"])[len(mine) // 2]
                                for k in {k for m in mine for k in m}}
-            ref = self.peers(per_host)
-            for h, (ratio, r, refbw) in ref.items():
+            ref = _reference(per_host)
+            for h, (ratio, r, refbw) in _peers(per_host, ref).items():
                 f = self.finding(ratio, "pairs", (
                     f"{_what(r)}: its pairs' median {r['busbw_gbps']:.3g} GB/s busbw, the hosts' "
                     f"median {refbw:.3g}"))
                 self.hosts[h].append(f)
                 if f.status != OK:
                     slow_hosts.add(h)
-            keys = {k for recs in per_host.values() for k in recs}
-            refk = {k: statistics.median(recs[k]["busbw_gbps"] for recs in per_host.values()
-                                         if k in recs) for k in keys}
-            for p, recs in pairs.items():
-                if slow_hosts & set(p):
-                    continue  # explained by its host
-                pts = [(recs[k]["busbw_gbps"] / refk[k], recs[k], refk[k]) for k in recs]
-                ratio = statistics.median(x for x, _, _ in pts)
-                _, r, refbw = min(pts, key=lambda x: x[0])
-                self.links[link_name(*p)].append(self.finding(ratio, "pairs", (
-                    f"{_what(r)}: {r['busbw_gbps']:.3g} GB/s busbw, the hosts' median "
-                    f"{refbw:.3g}")))
+            for p, (ratio, r, refbw) in _peers(pairs, ref).items():
+                if not slow_hosts & set(p):  # else explained by its host
+                    self.links[link_name(*p)].append(self.finding(ratio, "pairs", _vs_median(r, refbw)))
         for g, f in self.expected(ok, "pairs").items():
             if not slow_hosts & set(g):
                 self.links[link_name(*g)].append(f)
-        for g, f in fails.items():
+        for g, f in self.failures(recs).items():
             self.links[link_name(*g)].append(f)
 
     def cluster_stage(self, recs: list[dict[str, Any]], stage: str) -> None:
-        ok = _largest(r for r in recs if r.get("status") == "ok")
-        for g, f in {**self.expected(ok, stage), **self.failures(recs)}.items():
+        for g, f in {**self.expected(_largest_ok(recs), stage), **self.failures(recs)}.items():
             self.cluster.append(Finding(f.status, f.by_pct, stage,
                                         f"{len(g)} hosts: {f.evidence}"))
-
 
     def confirmed(self, stage: str, recs: list[dict[str, Any]]) -> None:
         """Each slow finding of ``stage`` whose target was re-measured alone (``recs``, stage

@@ -5,11 +5,15 @@ A handler raises :class:`bench.argtypes.UsageError` for input the user can fix (
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
+from bench.argtypes import UsageError
 from kernels.registry import Registry
 
+NEEDS_TORCH = "needs torch (pip install 'commbench[training]'): "
 # placeholders an example may hold: what each stands for (shown by --help, filled by the tests)
 PLACEHOLDERS = {"{run}": "RUN_DIR", "{measured}": "MEASURED_RUN_DIR", "{log}": "NCCL_TESTS_LOG"}
 
@@ -43,3 +47,23 @@ def register(name: str, help: str, configure: Callable[[argparse.ArgumentParser]
              handler: Callable[[argparse.Namespace], int], *, example: str,
              offline: bool = False, results: tuple[int, ...] = (0,)) -> None:
     COMMANDS.add(name, Command(name, help, configure, handler, example, offline, results))
+
+
+@contextlib.contextmanager
+def said(command: str, *errors: type[BaseException], prefix: str = "") -> Iterator[None]:
+    """Any of ``errors`` raised inside as a UsageError of ``command``: ``prefix`` and the first
+    line of its message."""
+    try:
+        yield
+    except errors as e:
+        raise UsageError(prefix + (str(e).splitlines() or [""])[0], command) from None
+
+
+def new_run_dir(out: Path | None, name: str, command: str, where: str = "") -> Path:
+    """``out``, or ``runs/<time>-<name>``; a UsageError where it already holds results."""
+    from bench.store.resume import default_run_dir
+
+    out = out or default_run_dir(name)
+    if (out / "results.jsonl").exists():
+        raise UsageError(f"{where}{out} already holds results; choose another --out", command)
+    return out

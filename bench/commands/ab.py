@@ -1,8 +1,6 @@
 """``commbench ab [BASE HEAD] SCENARIO``: the paired regression gate between two sides run
-alternately: revisions, variable sets, interpreters, command prefixes (:mod:`bench.gate.sidespec`,
-:mod:`bench.gate.ab`, :mod:`bench.gate.paired`); exit 0 no regression, 1 regression, 2 unusable
-input, 128 + signal when interrupted. docs/gate.md.
-"""
+alternately (:mod:`bench.gate.ab`); exit 0 no regression, 1 regression, 2 unusable input, 128 +
+signal when interrupted. docs/gate.md."""
 
 from __future__ import annotations
 

@@ -1,31 +1,16 @@
 """``commbench advise``: which training strategy (data x tensor x pipeline, ZeRO stage,
-microbatches, the gradients' AllReduce algorithm) is fastest and fits, and by how much.
-
-    commbench advise --model gpt-6.7b --profile h100-ib400 --topology 64x8 --batch 512 --seq 2048
-    commbench advise --params 70B --layers 80 --hidden 8192 --heads 64 --profile h100-ib400 --topology 128x8
-    commbench advise --params 47B --layers 32 --hidden 4096 --heads 32 --experts 8 --top-k 2 \
-        --ffn 14336 --imbalance 1.3 --profile h100-ib400 --topology 128x8
-    commbench advise --from runs/<training run> --profile mine.yaml --world-sizes 2,4,64,512
-"""
+microbatches, the gradients' AllReduce algorithm) is fastest and fits, and by how much
+(docs/advise.md)."""
 
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import math
-from pathlib import Path
 
 from bench.advise.flags import add_shape_flags
-from bench.argtypes import (
-    UsageError,
-    in_path,
-    out_dir,
-    positive_float,
-    positive_int,
-    ranged_float,
-    world_list,
-)
-from bench.commands import register
+from bench.argtypes import in_path, out_dir, positive_float, positive_int, ranged_float, world_list
+from bench.commands import NEEDS_TORCH, new_run_dir, register, said
+from kernels.registry import UnknownName
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -73,26 +58,16 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=out_dir, default=None,
                    help="run directory to write (default: runs/<time>-advise)")
 
-def handle(args: argparse.Namespace) -> int:
-    try:
-        from bench.advise.cli import run_advice
-    except ImportError as e:
-        raise UsageError(f"needs torch (pip install 'commbench[training]'): {e}", "advise") from None
-    from kernels.registry import UnknownName
 
-    out = args.out or Path("runs") / f"{dt.datetime.now():%Y%m%d-%H%M%S}-advise"
-    if (out / "results.jsonl").exists():
-        raise UsageError(f"{out} already holds results; choose another --out", "advise")
-    try:
+def handle(args: argparse.Namespace) -> int:
+    with said("advise", ImportError, prefix=NEEDS_TORCH):
+        from bench.advise.cli import run_advice
+    out = new_run_dir(args.out, "advise", "advise")
+    with said("advise", ValueError, UnknownName):  # AdviceError, ProfileError, StoreError, ...
         run_advice(args, out, print)
-    except ValueError as e:  # AdviceError, ProfileError, TopologyError, StoreError, ...
-        raise UsageError(str(e).splitlines()[0], "advise") from None
-    except UnknownName as e:
-        raise UsageError(str(e), "advise") from None
     print(out)
     return 0
 
 
 register("advise", "which training strategy is fastest and fits, predicted at any scale",
-         configure, handle,
-         example="--model gpt-6.7b --profile h100-ib400 --topology 2x8", offline=True)
+         configure, handle, example="--model gpt-6.7b --profile h100-ib400 --topology 2x8", offline=True)

@@ -1,11 +1,5 @@
-"""``commbench bringup``: every host alone, disjoint pairs of hosts, all hosts and 2, 4, ... hosts,
-each held against its peers and the profile's prediction; a verdict per host and link.
-
-A shortcut for a ``kind: bringup`` scenario (:mod:`bench.bringup.scenario`) run like ``commbench
-run`` (inside your own mpiexec/srun job across the cluster, or self-launched on this host). Its
-flags are generated from the scenario's fields. Exit 1 when a host or link is not ok. See
-docs/bringup.md.
-"""
+"""``commbench bringup``: a shortcut for a ``kind: bringup`` scenario (:mod:`bench.bringup.scenario`)
+whose flags are generated from its fields; run like ``commbench run``. docs/bringup.md."""
 
 from __future__ import annotations
 

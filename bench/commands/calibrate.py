@@ -28,6 +28,5 @@ def handle(args: argparse.Namespace) -> int:
 
 
 register("calibrate", "fit a cost-model profile (alpha, beta, gamma, o, hot sends, MPI switch) "
-         "to measured runs",
-         configure, handle,
-         example="{measured} --output profile.yaml", offline=True)
+         "to measured runs", configure, handle, example="{measured} --output profile.yaml",
+         offline=True)

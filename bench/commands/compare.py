@@ -7,9 +7,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from bench.argtypes import UsageError, in_path, out_file
+from bench.argtypes import in_path, out_file
 from bench.collective import canary
-from bench.commands import register
+from bench.commands import register, said
 from bench.gate.flags import add_rule_flags, rule_from
 
 COMPARE = ("threshold", "alpha", "reference", "run_alpha", "strict", "min_abs")
@@ -34,10 +34,8 @@ def handle(args: argparse.Namespace) -> int:
     from bench.gate.table import render
 
     rule = rule_from(args, COMPARE)
-    try:
+    with said("compare", InputError):
         res = compare_runs(args.baseline, args.current, rule)
-    except InputError as e:
-        raise UsageError(str(e), "compare") from None
     print(render(res, everything=args.all))
     for line in canary_notes(args.baseline, args.current):
         print(f"# note: {line}")

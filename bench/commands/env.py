@@ -1,13 +1,6 @@
-"""``commbench env``: the GPU and MPI stack this machine offers, and which transports can run.
-
-Each section is a probe in :data:`PROBES` returning ``{field: value}``; a probe that fails says
-why in its section instead of stopping the others. Useful without a GPU too: it then says what
-is missing. ``--json`` prints one JSON object (for bug reports and CI logs).
-
-``python -m bench.commands.env [--json]`` prints the same without loading the rest of the CLI,
-whose other commands need pydantic, pyyaml, psutil and scipy (scripts/gpu-check.sh uses it on
-GPU machines that may lack them).
-"""
+"""``commbench env``: the GPU and MPI stack this machine offers, and which transports can run; a
+probe that fails says why in its section. ``python -m bench.commands.env`` prints the same without
+the rest of the CLI's dependencies (scripts/gpu-check.sh)."""
 
 from __future__ import annotations
 
@@ -120,17 +113,14 @@ def _transports() -> Facts:
 
 
 def _network() -> Facts:
-    """Interfaces and InfiniBand ports with their rates, and the NIC count a topology read from
-    the launch takes (``--topology slurm|here|run:DIR``, see :mod:`bench.costmodel.launch`)."""
+    """Interfaces and InfiniBand ports with their rates (:mod:`bench.costmodel.launch`)."""
     from bench.costmodel.launch import network_facts
 
     return network_facts()
 
 
 def _listening() -> Facts:
-    """Where a run would listen: a self-launched one-host job on loopback only (the settings of
-    its MPI family, :mod:`bench.launch.loopback`), a job under the user's own launcher where
-    that launcher says; and this host's interfaces."""
+    """Where a run would listen (:mod:`bench.launch.loopback`), and this host's interfaces."""
     from bench.launch import launcher, loopback
 
     mpi = launcher.probe_library()
@@ -192,13 +182,12 @@ def handle(args: argparse.Namespace) -> int:
 
 
 register("env", "the GPU/MPI stack: GPUs, driver, CUDA, NCCL, CuPy, MPI (CUDA-aware?)",
-         configure, handle,
-         example="--json")
+         configure, handle, example="--json")
 
 
 def main(argv: list[str] | None = None) -> int:
     p = OneLineParser(prog="python -m bench.commands.env",
-                                description="commbench env without the rest of the CLI")
+                      description="commbench env without the rest of the CLI")
     configure(p)
     return handle(p.parse_args(argv))
 

@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from bench.argtypes import UsageError, in_path, out_file
-from bench.commands import register
+from bench.commands import register, said
 from bench.store.export import FORMATS, ExportError, export
 from bench.store.records import StoreError
 
@@ -21,10 +21,8 @@ def configure(p: argparse.ArgumentParser) -> None:
 def handle(args: argparse.Namespace) -> int:
     if not args.run.is_dir():
         raise UsageError(f"{args.run}: no such run directory", "export")
-    try:
+    with said("export", StoreError, ExportError, OSError):  # OSError: --output not writable
         out, n = export(args.run, args.format, args.output)
-    except (StoreError, ExportError, OSError) as e:  # OSError: --output not writable
-        raise UsageError(str(e), "export") from None
     print(f"# {n} {'cases' if args.format == 'pytest-benchmark' else 'records'} written",
           file=sys.stderr)
     print(out)

@@ -1,10 +1,5 @@
 """``commbench gemm``: time the model's own GEMM shapes on this device and write the fitted
-achieved-compute curve into a profile that ``commbench advise --profile`` reads.
-
-    commbench gemm --model gpt-small --tensor 1,2 --base cpu-25gbe --output mine.yaml
-    commbench gemm --params 7B --layers 32 --hidden 4096 --heads 32 --device cuda --base h100-ib400 \
-        --output h100-mine.yaml
-"""
+achieved-compute curve into a profile that ``commbench advise --profile`` reads (docs/advise.md)."""
 
 from __future__ import annotations
 
@@ -12,8 +7,9 @@ import argparse
 from pathlib import Path
 
 from bench.advise.flags import add_shape_flags
-from bench.argtypes import UsageError, int_list, out_file, positive_int
-from bench.commands import register
+from bench.argtypes import int_list, out_file, positive_int
+from bench.commands import NEEDS_TORCH, register, said
+from kernels.registry import UnknownName
 
 MODEL = "gpt-small"  # timed when neither --model nor --params is given
 
@@ -37,17 +33,13 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    try:
+    with said("gemm", ImportError, prefix=NEEDS_TORCH):
         from bench.advise import gemm_bench as gb
         from bench.advise.cli import shape_from_args
         from bench.costmodel.profile import load_profile
-    except ImportError as e:
-        raise UsageError(f"needs torch (pip install 'commbench[training]'): {e}", "gemm") from None
-    from kernels.registry import UnknownName
-
     if not args.params:
         args.model = args.model or MODEL
-    try:
+    with said("gemm", ValueError, UnknownName):
         base = load_profile(args.base)
         shape = shape_from_args(args, print)
         heads = getattr(shape.model.config, "heads", 1)
@@ -55,8 +47,6 @@ def handle(args: argparse.Namespace) -> int:
         if not tensors:
             raise ValueError(f"--tensor {args.tensor}: no degree divides the {heads} heads")
         device = gb.resolve_device(args.device)
-    except (ValueError, UnknownName) as e:
-        raise UsageError(str(e).splitlines()[0], "gemm") from None
     points = [gb.time_gemm(g, device, args.repeats)
               for g in gb.model_gemms(shape, tensors, args.microbatch)]
     f = gb.fit(points, base.device.get("flops_per_s"))

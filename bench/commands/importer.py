@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import sys
-from pathlib import Path
 
 from bench.argtypes import UsageError, in_path, positive_int, world_size
-from bench.commands import register
+from bench.commands import new_run_dir, register
 from bench.replay.formats import FORMATS
 from bench.store.importers import IMPORTERS, Options, ParseError
 from bench.store.importers.common import write_import
@@ -36,6 +34,7 @@ def configure(p: argparse.ArgumentParser) -> None:
                         "'Collective test starting' line or title, command line, column header "
                         "or file name); any alias, e.g. allgather")
 
+
 def handle(args: argparse.Namespace) -> int:
     if args.tool in FORMATS:
         from bench.replay.importing import import_trace
@@ -46,13 +45,7 @@ def handle(args: argparse.Namespace) -> int:
     args.file = args.file[0]
     if args.out is not None and args.out.exists() and not args.out.is_dir():
         raise UsageError(f"--out {args.out} is a file; name a directory to write", "import")
-    out = args.out or Path("runs") / f"{dt.datetime.now():%Y%m%d-%H%M%S}-{args.tool}"
-    if (out / "results.jsonl").exists():
-        raise UsageError(f"{args.file}: {out} already holds results; choose another --out",
-                         "import")
-    for flag, v in (("--world-size", args.world_size), ("--ranks-per-node", args.ranks_per_node)):
-        if v is not None and v < 1:
-            raise UsageError(f"{args.file}: {flag} must be >= 1", "import")
+    out = new_run_dir(args.out, args.tool, "import", f"{args.file}: ")
     if args.collective is not None and canonical(args.collective) is None:
         raise UsageError(f"{args.file}: --collective {args.collective!r}: unknown collective; "
                          f"valid: {', '.join(names())}", "import")
@@ -79,5 +72,4 @@ def handle(args: argparse.Namespace) -> int:
 
 
 register("import", "turn nccl-tests or OSU output into a run, or a job's traces into a replay",
-         configure, handle,
-         example="nccl-tests {log} --out imported", offline=True)
+         configure, handle, example="nccl-tests {log} --out imported", offline=True)

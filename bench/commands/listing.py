@@ -1,8 +1,5 @@
-"""``commbench list``: collectives with their algorithms, transports and shipped scenarios.
-
-``--markdown`` prints the algorithm tables of the docs from the registry (a test holds the docs
-equal to it), so the docs never list an algorithm that does not exist or miss one that does.
-"""
+"""``commbench list``: collectives with their algorithms, transports and shipped scenarios;
+``--markdown`` prints the docs' algorithm tables from the registry (a test holds the docs to it)."""
 
 from __future__ import annotations
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import argparse
 import math
 
-from bench.argtypes import UsageError, params, positive_int, world_list
-from bench.commands import register
+from bench.argtypes import params, positive_int, world_list
+from bench.commands import NEEDS_TORCH, register, said
 
 UNITS = {"GiB": 2**30, "GB": 10**9}
 
@@ -35,15 +35,12 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    try:
+    with said("memory", ImportError, prefix=NEEDS_TORCH):
         from bench.models import MODELS
         from bench.training.analytic import PRECISIONS, parameters, predict
         from bench.training.scenario import StrategySpec, _from_string, check_case
         from bench.training.strategy import strategies
-        from kernels.registry import UnknownName
-    except ImportError as e:
-        raise UsageError(f"needs torch (pip install 'commbench[training]'): {e}", "memory") from None
-    try:
+    with said("memory", KeyError, ValueError):  # UnknownName is a KeyError
         model, ps = _model(args, MODELS.get)
         sizes = args.world_sizes
         specs = []
@@ -55,18 +52,14 @@ def handle(args: argparse.Namespace) -> int:
             if "microbatches" in takes:
                 raw["microbatches"] = args.microbatches
             specs.append(StrategySpec.model_validate(raw))
-    except (KeyError, ValueError, UnknownName) as e:
-        raise UsageError(str(e).splitlines()[0], "memory") from None
     prec, unit = PRECISIONS[args.precision], UNITS[args.units]
     ps = ps if ps is not None else parameters(model)
     total = sum(math.prod(p.shape) for p in ps)
     if args.params and args.layers is not None:  # a GPT of that shape: the two must agree
         from bench.advise.custom import check_params
 
-        try:
+        with said("memory", ValueError):
             check_params(args.params, total)
-        except ValueError as e:
-            raise UsageError(str(e), "memory") from None
     print(f"# {model.name}: {total / 1e9:.3f}B parameters; per-rank {args.units}, rank 0, {prec.name} "
           f"precision (params {prec.param_bytes} B, grads {prec.grad_bytes} B, optimizer "
           f"K={prec.optim_per_param} B per parameter); batch {args.batch_size} per replica")

@@ -5,12 +5,11 @@ the cost model's times for clusters you don't have, written as a run (records ma
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import sys
-from pathlib import Path
 
 from bench.argtypes import UsageError, in_path, out_dir, positive_int, world_list
-from bench.commands import register
+from bench.commands import new_run_dir, register, said
+from kernels.registry import UnknownName
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -44,38 +43,32 @@ def configure(p: argparse.ArgumentParser) -> None:
                         "at --world-sizes, multiples of its traced world (default: the "
                         "topology's), its groups rescaled (docs/replay.md)")
 
+
 def handle(args: argparse.Namespace) -> int:
     from bench.costmodel.launch import resolve_topology
     from bench.costmodel.predict import MAX_SCHEDULE_RANKS
     from bench.costmodel.profile import load_profile
-    from bench.costmodel.run import Request, RequestError, all_collectives, parse_sizes, run
-    from kernels.registry import UnknownName
+    from bench.costmodel.run import Request, all_collectives, parse_sizes, run
 
-    out = args.out or Path("runs") / f"{dt.datetime.now():%Y%m%d-%H%M%S}-predict"
-    if (out / "results.jsonl").exists():
-        raise UsageError(f"{out} already holds results; choose another --out", "predict")
+    out = new_run_dir(args.out, "predict", "predict")
     try:
-        profile = load_profile(args.profile)
-        cluster = resolve_topology(args.topology)
-        worlds = tuple(args.world_sizes) if args.world_sizes else (cluster.world,)
-        algs = (tuple(a.strip() for a in args.algorithms.split(",") if a.strip())
-                if args.algorithms else None)
-        limit = args.max_schedule_ranks if args.max_schedule_ranks is not None else MAX_SCHEDULE_RANKS
-        if limit < 0:
-            raise RequestError("--max-schedule-ranks must be >= 0")
-        if args.replay is not None:
-            from bench.replay.price import replay_request
+        # ProfileError, TopologyError, RequestError, a bad size or dtype
+        with said("predict", ValueError, UnknownName):
+            profile = load_profile(args.profile)
+            cluster = resolve_topology(args.topology)
+            worlds = tuple(args.world_sizes) if args.world_sizes else (cluster.world,)
+            algs = (tuple(a.strip() for a in args.algorithms.split(",") if a.strip())
+                    if args.algorithms else None)
+            limit = args.max_schedule_ranks or MAX_SCHEDULE_RANKS
+            if args.replay is not None:
+                from bench.replay.price import replay_request
 
-            return replay_request(args, profile, cluster, worlds, out, limit)
-        req = Request(profile, cluster, worlds, all_collectives(args.collectives), algs,
-                      tuple(parse_sizes(args.sizes)),
-                      tuple(d.strip() for d in args.dtypes.split(",") if d.strip()),
-                      args.transport, limit)
-        n, skipped = run(req, out, lambda line: print(line, file=sys.stderr))
-    except ValueError as e:  # ProfileError, TopologyError, RequestError, a bad size or dtype
-        raise UsageError(str(e).splitlines()[0], "predict") from None
-    except UnknownName as e:
-        raise UsageError(str(e), "predict") from None
+                return replay_request(args, profile, cluster, worlds, out, limit)
+            req = Request(profile, cluster, worlds, all_collectives(args.collectives), algs,
+                          tuple(parse_sizes(args.sizes)),
+                          tuple(d.strip() for d in args.dtypes.split(",") if d.strip()),
+                          args.transport, limit)
+            n, skipped = run(req, out, lambda line: print(line, file=sys.stderr))
     except OSError as e:
         raise UsageError(f"writing {out}: {e.strerror or e}", "predict") from None
     more = f"; skipped cases per size in {out / 'meta.json'} (skipped)" if skipped else ""
@@ -85,6 +78,5 @@ def handle(args: argparse.Namespace) -> int:
 
 
 register("predict", "predict collective times on a cluster you don't have (cost model)",
-         configure, handle,
-         example="--profile h100-ib400 --topology 2x8 --collectives all_reduce --sizes 8GiB",
-         offline=True)
+         configure, handle, offline=True,
+         example="--profile h100-ib400 --topology 2x8 --collectives all_reduce --sizes 8GiB")

@@ -1,9 +1,6 @@
-"""``commbench probe``: latency and bandwidth between every pair of ranks, slow links and nodes.
-
-A shortcut for a ``kind: probe`` scenario (:mod:`bench.probe.scenario`) run like ``commbench
-run`` (self-launched, or inside your own mpiexec/srun job). Its flags are generated from the
-scenario's fields: each default and meaning is stated there once. See docs/probe.md.
-"""
+"""``commbench probe``: a shortcut for a ``kind: probe`` scenario (:mod:`bench.probe.scenario`), run
+like ``commbench run``; its flags are generated from the scenario's fields, each default stated
+there once. docs/probe.md."""
 
 from __future__ import annotations
 
@@ -11,16 +8,8 @@ import argparse
 import typing
 from typing import TYPE_CHECKING, Any
 
-from bench.argtypes import (
-    UsageError,
-    name_list,
-    nonneg_int,
-    out_dir,
-    positive_float,
-    positive_int,
-    world_size,
-)
-from bench.commands import register
+from bench.argtypes import name_list, nonneg_int, out_dir, positive_float, positive_int, world_size
+from bench.commands import register, said
 
 if TYPE_CHECKING:
     from pydantic.fields import FieldInfo
@@ -45,15 +34,9 @@ def _argtype(name: str, f: FieldInfo) -> Any:
     return None
 
 
-def _default(value: Any) -> str:
-    return ",".join(map(str, value)) if isinstance(value, list) else str(value)
-
-
 def model_flags(p: argparse.ArgumentParser, model: Any, skip: tuple[str, ...] = ()) -> list[str]:
-    """A flag per field of ``model`` (but NOT_FLAGS): its help the field's description and its
-    default the field's, said, not restated (argparse's default is None: only given flags reach
-    the scenario); ``skip``: fields of ``model`` that are no flag. Returns the fields made
-    flags."""
+    """A flag per field of ``model`` but NOT_FLAGS and ``skip``, its help and default the
+    field's (argparse's default is None: only given flags reach the scenario); the fields."""
     made = []
     for name, f in model.model_fields.items():
         if name in NOT_FLAGS or name in skip:
@@ -61,7 +44,8 @@ def model_flags(p: argparse.ArgumentParser, model: Any, skip: tuple[str, ...] = 
         opts = [o for o in (SHORT.get(name), "--" + name.replace("_", "-")) if o]
         help_ = (f.description or "").replace("%", "%%")
         if f.default is not None:
-            help_ += f" (default {_default(f.default)})"
+            shown = ",".join(map(str, f.default)) if isinstance(f.default, list) else f.default
+            help_ += f" (default {shown})"
         p.add_argument(*opts, dest=name, type=_argtype(name, f), default=None, help=help_)
         made.append(name)
     return made
@@ -115,10 +99,8 @@ def run_kind(args: argparse.Namespace, command: str, scenario_of: Any, run: Any)
     ``command``."""
     from bench.scenario_base import ScenarioError
 
-    try:
+    with said(command, ScenarioError):
         sc = scenario_of(args)
-    except ScenarioError as e:
-        raise UsageError(str(e), command) from None
     return int(run(args, sc))
 
 

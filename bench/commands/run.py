@@ -82,8 +82,7 @@ def scenario_of(args: argparse.Namespace) -> Any:
 
 
 def handle(args: argparse.Namespace) -> int:
-    """The scenario's kind runs it (``bench/kinds/``), given ``--world-sizes`` or else the
-    scenario's."""
+    """The scenario's kind runs it (``bench/kinds/``) at ``--world-sizes`` or the scenario's."""
     sc = with_overrides(scenario_of(args), args)
     return int(lazy(KINDS.get(sc.kind).run)(args, sc, world_sizes_arg(args) or tuple(sc.world_sizes)))
 

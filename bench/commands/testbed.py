@@ -72,8 +72,6 @@ def _down(args: argparse.Namespace) -> int:
 
 
 def _exec(args: argparse.Namespace) -> int:
-    if not args.command:
-        raise TestbedError("testbed: exec needs a command")
     tb = net.load(args.tag)
     names = tb.names()
     i = names.index(args.host) if args.host in names else int(args.host) \
@@ -82,8 +80,6 @@ def _exec(args: argparse.Namespace) -> int:
 
 
 def _mpiexec(args: argparse.Namespace) -> int:
-    if not args.command:
-        raise TestbedError("testbed: mpiexec needs a command")
     tb = net.load(args.tag)
     mpiexec = shutil.which("mpiexec", path=os.path.dirname(sys.executable)) or "mpiexec"
     argv = launch.mpiexec(tb, mpiexec, args.ppn, args.command)
@@ -95,6 +91,8 @@ HANDLERS = {"up": _up, "down": _down, "status": _status, "exec": _exec, "mpiexec
 
 def handle(args: argparse.Namespace) -> int:
     try:
+        if args.action in ("exec", "mpiexec") and not args.command:
+            raise TestbedError(f"testbed: {args.action} needs a command")
         return HANDLERS[args.action](args)
     except (TestbedError, ValueError) as e:
         raise UsageError(str(e).removeprefix("testbed: "), "testbed") from None

@@ -1,13 +1,6 @@
-"""What a hung case's ranks were doing, from their slots (:mod:`bench.launch.rankstate`).
-
-Two readings of every slot, some polls apart: a rank whose beat did not move is not responding
-(killed, or stopped: SIGSTOP stops its watchdog too); a rank with no slot never started it (or
-its host does not see the run directory); a live rank in another case never arrived at this
-one. Every live rank of the case says the step of its schedule it waits in and the peer it
-waits for ("rank 5 on tu-2 waits in step 3 of 6 for rank 6 on tu-3"); a rank outside any
-schedule waits in the harness's own synchronisation (a barrier, the gather of samples) or a
-vendor call. :func:`explain` is pure: the tests hold it on recorded slots.
-"""
+"""What a hung case's ranks were doing, from two readings of their slots some polls apart
+(:mod:`bench.launch.rankstate`; the wording: docs/failures.md#which-rank-where). :func:`explain`
+is pure: the tests hold it on recorded slots."""
 
 from __future__ import annotations
 
@@ -17,6 +10,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
+
+from bench.launch.inflight import read_json
 
 HANG = "hang.json"  # RUN/hang.json: the first rank to explain a hang writes it
 Slot = Mapping[str, Any]
@@ -89,9 +84,8 @@ def _rank(r: int, slot: Slot | None, live: bool, case: str, hosts: Mapping[int, 
 
 def explain(case: str, head: str, before: Mapping[int, Slot], after: Mapping[int, Slot],
             world_size: int) -> Hang:
-    """The hang of ``case`` from two readings of the slots (``before``, then ``after`` some
-    polls later) of a job of ``world_size`` ranks; ``head`` says what ended it
-    ("exceeded case_timeout_s=10")."""
+    """The hang of ``case`` from two readings of the slots, ``before`` and ``after`` some polls;
+    ``head`` says what ended it ("exceeded case_timeout_s=10")."""
     hosts = {r: s["host"] for r, s in after.items() if s.get("host")}
     ranks = []
     for r in range(world_size):
@@ -101,10 +95,6 @@ def explain(case: str, head: str, before: Mapping[int, Slot], after: Mapping[int
     missing = tuple(r for r in ranks if r.state != "waits")
     waiting = tuple(r for r in ranks if r.state == "waits")
     return Hang(case, missing, waiting, f"{head}: {_parts(missing, waiting)}")
-
-
-def timed_out(timeout_s: float) -> str:
-    return f"exceeded case_timeout_s={timeout_s:g}"
 
 
 def _parts(missing: tuple[Rank, ...], waiting: tuple[Rank, ...]) -> str:
@@ -119,8 +109,7 @@ def _parts(missing: tuple[Rank, ...], waiting: tuple[Rank, ...]) -> str:
                          "does not see the run directory)")
         else:
             parts.append(f"{_who(r.rank, r.host)} never arrived: still in '{r.case}'")
-    scheduled = [r for r in waiting if r.step is not None]
-    parts += [f"{_who(r.rank, r.host)} waits {_step(r)}" for r in scheduled]
+    parts += [f"{_who(r.rank, r.host)} waits {_step(r)}" for r in waiting if r.step is not None]
     rest: dict[str, list[Rank]] = {}
     for r in waiting:
         if r.step is None:
@@ -152,10 +141,6 @@ def claim(run_dir: Path, hang: Hang, rank: int) -> bool:
 
 def take(run_dir: Path) -> dict[str, Any] | None:
     """The hang a job left (removed, like the in-flight marker), or None."""
-    path = run_dir / HANG
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        data = None
-    path.unlink(missing_ok=True)
-    return data if isinstance(data, dict) else None
+    data = read_json(run_dir / HANG)
+    (run_dir / HANG).unlink(missing_ok=True)
+    return data

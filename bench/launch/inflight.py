@@ -1,9 +1,5 @@
-"""The in-flight marker: the case a job is measuring, for its launcher to name when it fails.
-
-Rank 0 writes ``inflight.json`` before each case (atomically) and removes it when its job ends
-cleanly; a marker left behind names the case a failed, hung or interrupted job was in. Collective
-and training runs write the same marker; the self-launcher reads and removes it.
-"""
+"""The in-flight marker: rank 0 writes ``inflight.json`` before each case and removes it when its
+job ends cleanly; one left behind names the case a failed, hung or interrupted job was in."""
 
 from __future__ import annotations
 
@@ -16,11 +12,24 @@ from typing import Any
 INFLIGHT = "inflight.json"
 
 
+def write_json(path: Path, data: dict[str, Any], tmp: Path) -> None:
+    """``data`` into ``path`` atomically, through ``tmp`` (a reader never sees half of it)."""
+    tmp.write_text(json.dumps(data))
+    os.replace(tmp, path)
+
+
+def read_json(path: Path) -> dict[str, Any] | None:
+    """The JSON object in ``path``; None when it is missing, unreadable or not an object."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
 def mark(run_dir: Path, case: str, timeout_s: float, **extra: Any) -> None:
-    tmp = run_dir / (INFLIGHT + ".tmp")
-    tmp.write_text(json.dumps({"case": case, "timeout_s": timeout_s, "since": time.time(),
-                               "pid": os.getpid(), **extra}))
-    os.replace(tmp, run_dir / INFLIGHT)
+    write_json(run_dir / INFLIGHT, {"case": case, "timeout_s": timeout_s, "since": time.time(),
+                                    "pid": os.getpid(), **extra}, run_dir / (INFLIGHT + ".tmp"))
 
 
 def clear(run_dir: Path) -> None:
@@ -30,11 +39,7 @@ def clear(run_dir: Path) -> None:
 
 def read(run_dir: Path) -> dict[str, Any] | None:
     """The marker (left in place), or None when no case is in flight."""
-    try:
-        data = json.loads((run_dir / INFLIGHT).read_text())
-    except (OSError, ValueError):
-        data = None
-    return data if isinstance(data, dict) else None
+    return read_json(run_dir / INFLIGHT)
 
 
 def take(run_dir: Path) -> dict[str, Any] | None:

@@ -1,19 +1,8 @@
-"""Which MPI, which mpiexec: self-launch under whatever MPI mpi4py was built with.
+"""Which MPI, which mpiexec: self-launch under the MPI mpi4py was built with (docs/running.md).
 
-The MPI behind mpi4py is read in a child interpreter (``MPI_Get_library_version`` before
-``MPI_Init``), so the parent never initialises MPI. Its ``mpiexec`` is looked for next to the
-interpreter, then on ``PATH`` (``COMMBENCH_MPIEXEC`` overrides), and asked for ``--version``;
-one that belongs to another MPI is refused. Each launcher family gets its own command line for
-"N ranks on this host only":
-
-- MPICH and its derivatives (Intel MPI, MVAPICH): Hydra, ``-launcher fork -hosts localhost``
-  (not MPICH's ``mpiexec.gforker``, which has no control port: it exits 0 when a rank is
-  killed, so a dead rank would pass for a finished job);
-- Open MPI: ``--host localhost:N --oversubscribe --bind-to none`` (``--allow-run-as-root`` as root).
-
-What each family needs so that the job listens on loopback only is in
-:mod:`bench.launch.loopback`.
-"""
+The library is read in a child interpreter, so the parent never initialises MPI. MPICH-family
+jobs use Hydra's ``-launcher fork``, not ``mpiexec.gforker``: gforker has no control port and
+exits 0 when a rank is killed, so a dead rank would pass for a finished job."""
 
 from __future__ import annotations
 
@@ -35,6 +24,13 @@ MPIEXEC_ENV = "COMMBENCH_MPIEXEC"
 LAUNCHER_OF = {"mpich": "hydra", "intel": "hydra", "mvapich": "hydra", "openmpi": "openmpi"}
 FAMILY_NAMES = {"mpich": "MPICH", "intel": "Intel MPI", "mvapich": "MVAPICH",
                 "openmpi": "Open MPI", "unknown": "an unknown MPI"}
+# what the library's version text (lower case) says -> its family, first match wins; MPICH's
+# derivatives that keep its name (Cray MPICH, ...) are MPICH
+FAMILY_MARKS = (("open mpi", "openmpi"), ("intel(r) mpi", "intel"), ("intel mpi", "intel"),
+                ("mvapich", "mvapich"), ("mpich", "mpich"))
+# what ``mpiexec --version`` says -> its launcher kind
+KIND_MARKS = (("open mpi", "openmpi"), ("openrte", "openmpi"), ("prrte", "openmpi"),
+              ("hydra", "hydra"), ("intel(r) mpi", "hydra"))
 
 _PROBE = """\
 import json, mpi4py
@@ -57,28 +53,18 @@ def inside_mpi_job() -> bool:
     return any(k in os.environ for k in MPI_ENV_MARKERS)
 
 
+def _marked(text: str, marks: tuple[tuple[str, str], ...]) -> str:
+    return next((name for mark, name in marks if mark in text.lower()), "unknown")
+
+
 def library_family(version: str) -> str:
     """``mpich``, ``intel``, ``mvapich``, ``openmpi`` or ``unknown`` from the library's version."""
-    v = version.lower()
-    if "open mpi" in v:
-        return "openmpi"
-    if "intel(r) mpi" in v or "intel mpi" in v:
-        return "intel"
-    if "mvapich" in v:
-        return "mvapich"
-    if "mpich" in v:  # MPICH and derivatives that keep its name (Cray MPICH, ...)
-        return "mpich"
-    return "unknown"
+    return _marked(version, FAMILY_MARKS)
 
 
 def launcher_kind(version_output: str) -> str:
     """``hydra``, ``openmpi`` or ``unknown`` from ``mpiexec --version``."""
-    v = version_output.lower()
-    if "open mpi" in v or "openrte" in v or "prrte" in v:
-        return "openmpi"
-    if "hydra" in v or "intel(r) mpi" in v:
-        return "hydra"
-    return "unknown"
+    return _marked(version_output, KIND_MARKS)
 
 
 @dataclass(frozen=True)
@@ -91,8 +77,7 @@ class MpiInfo:
     standard: str
 
     def as_meta(self) -> dict[str, str]:
-        return {"library": self.library, "family": self.family, "vendor": self.vendor,
-                "standard": self.standard}
+        return dataclasses.asdict(self)
 
 
 def probe_library(python: str = sys.executable) -> MpiInfo:

@@ -1,16 +1,7 @@
-"""Where a job commbench starts may listen: on one host, loopback only.
+"""Where a job commbench starts may listen: on one host, loopback only (docs/running.md).
 
-A self-launched job moves bytes between processes of one host, so nothing of it needs a door
-on another network. Each launcher family's settings that keep its listening sockets (the
-launcher's control channel, the netmod's connection listeners) on loopback are stated here,
-once, in :data:`FAMILIES`; the job's environment gets them, except a variable the user set,
-which wins (the user's override, recorded as theirs). What a family has no setting for is
-said in ``left_open`` and in the run's meta. What the job really listens on is read from its
-processes (:func:`listening`) as its cases begin and recorded with the job.
-
-A job the user starts (their ``mpiexec``/``srun``/``torchrun``) is not changed: what its ranks
-listen on is recorded (``meta.json`` ``listening``), and said when it is not loopback.
-"""
+Each launcher family's settings are stated once, in :data:`FAMILIES`; a variable the user set
+wins. A job the user starts is not changed: what its ranks listen on is recorded."""
 
 from __future__ import annotations
 

@@ -1,26 +1,19 @@
-"""Where each rank is: a slot per rank under the run directory, for naming a hang.
-
-The main thread keeps :class:`Where` current with attribute stores only (the case, the plan it
-runs; a schedule's plan keeps its own step index, :class:`kernels.transports.mpi.MpiPlan`), so
-the timed loop pays nanoseconds. The watchdog's thread copies it to ``RUN/ranks/<rank>.json``
-every poll with a beat counter that only a live, running rank advances: a rank killed or stopped
-(SIGSTOP stops its threads too) leaves a slot whose beat no longer moves. The run directory is
-on a filesystem every host of the job sees (the testbed's hosts share it; on a cluster, the
-shared directory ``--out`` names); a host that does not see it shows as a rank without a slot.
-A slot carries the job's token (drawn by rank 0 as the job starts), so a previous job's slots
-are never read as this job's.
-"""
+"""Where each rank is: a slot per rank, ``RUN/ranks/<rank>.json``, for naming a hang
+(docs/failures.md#which-rank-where). The main thread keeps :class:`Where` current with attribute
+stores only, so the timed loop pays nanoseconds; the watchdog's thread writes the slot with a beat
+that only a live, running rank advances."""
 
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
 import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from bench.launch.inflight import read_json, write_json
 
 SLOTS = "ranks"  # RUN/ranks/<world rank>.json
 
@@ -77,24 +70,14 @@ class Slots:
         if not self._made:
             self.folder.mkdir(parents=True, exist_ok=True)
             self._made = True
-        path = self.folder / f"{self.rank}.json"
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"rank": self.rank, "host": self.host, "pid": os.getpid(),
-                                   "token": self.token, "beat": beat, "case": case,
-                                   **where.state()}))
-        os.replace(tmp, path)
+        write_json(self.folder / f"{self.rank}.json",
+                   {"rank": self.rank, "host": self.host, "pid": os.getpid(), "token": self.token,
+                    "beat": beat, "case": case, **where.state()}, self.folder / f"{self.rank}.tmp")
 
     def read(self, world_size: int) -> dict[int, dict[str, Any]]:
         """Every rank's slot of this job (a missing, unreadable or earlier job's slot: absent)."""
-        out = {}
-        for r in range(world_size):
-            try:
-                slot = json.loads((self.folder / f"{r}.json").read_text())
-            except (OSError, ValueError):
-                continue
-            if isinstance(slot, dict) and slot.get("token") == self.token:
-                out[r] = slot
-        return out
+        slots = {r: read_json(self.folder / f"{r}.json") for r in range(world_size)}
+        return {r: s for r, s in slots.items() if s is not None and s.get("token") == self.token}
 
     def remove(self) -> None:
         """This rank's slot (a clean end); the folder once empty."""

@@ -1,21 +1,10 @@
-"""The one self-launch loop: collective (mpiexec) and training (torchrun) sweeps alike.
-
-One job per world size (more when a kind resumes after a failed case, or starts
-several jobs per world size: :meth:`Kind.next_start`). The parent owns
-``meta.json`` and rewrites it after every job; ranks append records to ``results.jsonl``. A job
-that fails is named by the case in the in-flight marker. SIGINT, SIGTERM and SIGHUP end the job
-in flight with every process it started (:mod:`bench.launch.signals`), record the run as interrupted
-and exit 128 + signal. After every job, the MPI shared-memory files that its killed ranks
-(interrupted, or torn down after one died or hung) could not unlink are removed
-(:mod:`bench.launch.shmclean`), and its temporary directory goes with all the launcher and ranks
-left in it (:mod:`bench.launch.scratch`). Records with ``status: "wrong"`` make the run fail after
-all cases ran.
-"""
+"""The one self-launch loop, collective (mpiexec) and training (torchrun) sweeps alike: a job per
+world size (more where a kind resumes or needs several), ``meta.json`` rewritten after every job;
+failures, signals and clean-up as docs/failures.md says."""
 
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import os
 import subprocess
 import sys
@@ -30,8 +19,9 @@ import psutil
 
 from bench.collective import floors
 from bench.launch import forensics, inflight, loopback, rankstate, scratch, shmclean
-from bench.launch.signals import JOB_ENV, SignalGuard, end_job, end_leftovers, tree
+from bench.launch.signals import JOB_ENV, SignalGuard, end_job, end_leftovers, interrupted, tree
 from bench.launch.watchdog import TIMEOUT_EXIT
+from bench.store.kinds import now
 from bench.store.records import iter_records, write_meta
 
 
@@ -80,34 +70,20 @@ class JobResult:
         out: dict[str, Any] = {"world_size": self.world_size, "returncode": self.returncode,
                                "seconds": round(self.seconds, 3), "failed_case": self.case,
                                "reason": self.reason}
-        if self.first_case:
-            out["first_case"] = self.first_case
         if self.signal:
             out.update(signal=self.signal, failed_case=None, interrupted_case=self.case)
-        if self.strays:
-            out["strays_killed"] = self.strays
-        if self.shm_removed:
-            out["shm_removed"] = self.shm_removed
-        if self.stuck:
-            out["stuck_pids"] = list(self.stuck)
-        if self.listening:
-            out["listening"] = [str(s) for s in self.listening]
-        if self.hang is not None and self.signal is None:
+        elif self.hang is not None:
             out["hang"] = self.hang
-        return out
+        more = {"first_case": self.first_case, "strays_killed": self.strays,
+                "shm_removed": self.shm_removed, "stuck_pids": list(self.stuck),
+                "listening": [str(s) for s in self.listening]}
+        return out | {k: v for k, v in more.items() if v}  # meta.json sorts its keys
 
 
 def run_job(cmd: list[str], env: dict[str, str], run_dir: Path, world: int, guard: SignalGuard,
             first_case: int = 0) -> JobResult:
-    """Run one job to its end, or end it with all its processes when the guard sees a signal.
-    The job is over only when every process of it is gone (:func:`bench.launch.signals.end_leftovers`:
-    a rank its launcher left stopped or still dying is killed and waited for). The job's
-    processes and the ``/dev/shm`` files they hold are noted as its first case begins (ranks
-    past ``MPI_Init``) and again as later cases begin (at most once a second), and when they
-    are stopped to be killed; those files are removed afterwards if they are still there and no
-    process uses them: ranks that were killed (by us, or by their launcher after one died or
-    hung) never unlinked them. The job's ``TMPDIR`` is a directory of its own, removed when the
-    job is over (:mod:`bench.launch.scratch`)."""
+    """Run one job to its end, or end it with all its processes when the guard sees a signal;
+    over when every process of it is gone, its orphaned files and ``TMPDIR`` removed."""
     with scratch.job_tmpdir() as tmp:
         return _run(cmd, {**env, "TMPDIR": str(tmp)}, run_dir, world, guard, first_case)
 
@@ -132,7 +108,9 @@ def _run(cmd: list[str], env: dict[str, str], run_dir: Path, world: int, guard: 
                 rc, stopped = end_job(proc, token)
                 held |= stopped
                 break
-            mtime = _mtime(marker)
+            mtime = 0.0
+            with contextlib.suppress(OSError):
+                mtime = marker.stat().st_mtime
             if mtime != seen and (not seen or time.monotonic() - last >= 1.0):  # a case began
                 procs = tree(proc.pid)
                 known.update((p.pid, p) for p in procs)
@@ -154,13 +132,6 @@ def _run(cmd: list[str], env: dict[str, str], run_dir: Path, world: int, guard: 
     return JobResult(world, rc, time.monotonic() - t0, inflight.take(run_dir), first_case,
                      guard.name, strays, time.time(), len(removed),
                      tuple(p.pid for p in stuck), tuple(sorted(listening)), hang)
-
-
-def _mtime(path: Path) -> float:
-    try:
-        return path.stat().st_mtime
-    except OSError:
-        return 0.0
 
 
 class Kind(Protocol):
@@ -212,7 +183,7 @@ class Sweep:
                     return self._interrupted(guard, last)
                 code = self._finish()
         except Exception as e:  # a bug: meta.json still says how the run ended
-            self.save(status="failed", reason=f"{type(e).__name__}: {e}", finished=_now())
+            self.save(status="failed", reason=f"{type(e).__name__}: {e}", finished=now())
             raise
         finally:
             os.close(lock)
@@ -257,8 +228,7 @@ class Sweep:
     def _interrupted(self, guard: SignalGuard, last: JobResult | None) -> int:
         case = last.case if last and last.signal else None
         kept = count_records(self.run_dir)
-        self.save(status="interrupted", signal=guard.name, interrupted_case=case,
-                  reason=f"interrupted by {guard.name}", finished=_now())
+        self.save(**interrupted(guard.name, case))
         where = f" during {self.during.format(case)}" if case else ""
         say(f"commbench: interrupted by {guard.name}{where}; {kept} records kept in {self.run_dir} "
             + self.next_step.format(run=self.run_dir))
@@ -278,7 +248,7 @@ class Sweep:
         status = "failed" if reasons else "ok"
         for stale in ("signal", "interrupted_case"):  # from an interrupted run now resumed
             self.info.pop(stale, None)
-        self.save(status=status, reason="; ".join(reasons) or None, finished=_now())
+        self.save(status=status, reason="; ".join(reasons) or None, finished=now())
         say(f"# {count_records(self.run_dir)} records in {self.run_dir / 'results.jsonl'}")
         for line in below:
             say(f"commbench: below its floor: {line}")
@@ -294,6 +264,3 @@ def _records(run_dir: Path) -> Iterator[dict[str, Any]]:
 def count_records(run_dir: Path) -> int:
     return sum(1 for _ in _records(run_dir))
 
-
-def _now() -> str:
-    return dt.datetime.now(dt.timezone.utc).isoformat()

@@ -1,10 +1,6 @@
-"""Shared-memory files that a killed job leaves in ``/dev/shm`` (why: docs/failures.md).
-
-The self-launcher lists ``/dev/shm`` before a job starts (:func:`snapshot`), notes the files
-there that the job's processes map or hold open (:func:`held_by`) as its cases begin and while
-they are stopped to be killed, and after the job removes those still there that are new, this
-user's, regular and used by no live process (:func:`remove_orphans`).
-"""
+"""Shared-memory files a killed job leaves in ``/dev/shm`` (why: docs/failures.md): listed before
+the job (:func:`snapshot`), noted while its processes hold them (:func:`held_by`), and removed
+after it when new, this user's, regular and unused (:func:`remove_orphans`)."""
 
 from __future__ import annotations
 
@@ -65,12 +61,6 @@ def held_by(pids: Iterable[int], shm: Path = SHM) -> set[Entry]:
     return out
 
 
-def in_use(shm: Path = SHM) -> set[str]:
-    """Paths in ``shm`` that some live process maps or holds open (those it may read)."""
-    pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
-    return {path for path, _ in held_by(pids, shm)}
-
-
 def _ours(path: str, inode: int) -> bool:
     """Still there, the same file, this user's, and a regular file."""
     try:
@@ -86,7 +76,8 @@ def remove_orphans(held: Iterable[Entry], before: frozenset[Entry], shm: Path = 
     new = sorted(e for e in set(held) if e not in before and _ours(*e))
     if not new:
         return []
-    busy = in_use(shm)
+    every = [int(p) for p in os.listdir("/proc") if p.isdigit()]
+    busy = {path for path, _ in held_by(every, shm)}  # what some live process may read
     removed = []
     for path, inode in new:
         if path in busy or not _ours(path, inode):

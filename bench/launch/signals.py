@@ -1,19 +1,11 @@
-"""Stopping a self-launched run: SIGINT, SIGTERM and SIGHUP end every process of the job.
-
-:class:`SignalGuard` turns those signals into a flag the launch loop polls (nothing is
-interrupted half-way: a meta write, a ``Popen``). A job's processes carry a token in their
-environment (``COMMBENCH_JOB``), inherited by mpiexec, its proxies, torchrun and every rank,
-whatever session or process group they put themselves in; :func:`end_job` stops them all
-(SIGSTOP first, so none can fork while the others are killed), then kills them (SIGKILL).
-Records are fsynced line by line, so killing a rank loses at most the case in flight. While they
-are stopped, the ``/dev/shm`` files they hold are noted (:mod:`bench.launch.shmclean`): a killed rank
-never unlinks its MPI segments, so the launch loop removes them once the job is dead.
-"""
+"""Stopping a self-launched run (docs/failures.md): SIGINT, SIGTERM and SIGHUP end every process of
+the job. Its processes carry a token in their environment (``COMMBENCH_JOB``), inherited whatever
+session or process group they put themselves in; they are stopped (SIGSTOP, so that none forks
+meanwhile), then killed."""
 
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import functools
 import os
 import signal
@@ -23,6 +15,7 @@ import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from types import FrameType, TracebackType
+from typing import Any
 
 import psutil
 
@@ -61,10 +54,13 @@ class SignalGuard:
         return 128 + (self.signum or 0)
 
 
-def job_processes(token: str, root: int | None = None, key: str = JOB_ENV) -> list[psutil.Process]:
-    """Live processes of the job: ``root`` and its descendants, and any process whose
+def job_processes(token: str, root: int | None = None, key: str = JOB_ENV,
+                  known: Iterable[psutil.Process] = ()) -> list[psutil.Process]:
+    """Live processes of the job: ``root`` and its descendants, the ``known`` ones (psutil
+    checks a pid's start time, so a reused pid is not taken for one), and any process whose
     environment carries ``token`` in ``key`` (a rank that left its parent's session or tree)."""
-    found = {p.pid: p for p in (tree(root) if root is not None else [])}
+    found = {p.pid: p for p in [*(tree(root) if root is not None else []), *known]
+             if p.pid != os.getpid()}
     for p in psutil.process_iter():
         if p.pid in found or p.pid == os.getpid():
             continue
@@ -140,12 +136,10 @@ def end_job(proc: subprocess.Popen[bytes], token: str,
 
 def end_leftovers(token: str, known: Iterable[psutil.Process] = (),
                   grace_s: float = 5.0) -> tuple[int, set[Entry], list[psutil.Process]]:
-    """Kill what is left of an ended job: processes carrying ``token`` and the ``known``
-    processes seen in the job's tree while it ran (a rank its launcher did not reap, a stopped
-    one its launcher's SIGTERM cannot end, one still dying). Returns how many were killed, the
-    ``/dev/shm`` files they held, and those that could not be ended (the caller says so). The
-    job is over only when this returns: its segments can then be removed."""
-    procs = _merge(job_processes(token), known)
+    """Kill what is left of an ended job: processes carrying ``token`` and the ``known`` ones
+    seen in its tree (a rank its launcher did not reap, a stopped one, one still dying). Returns
+    how many were killed, the ``/dev/shm`` files they held, and those that could not be ended."""
+    procs = job_processes(token, known=known)
     deadline = time.monotonic() + grace_s  # launchers tear down asynchronously: give them a moment
     while procs and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -159,14 +153,12 @@ def end_leftovers(token: str, known: Iterable[psutil.Process] = (),
     return len(procs), held, stuck
 
 
-def _merge(found: list[psutil.Process], known: Iterable[psutil.Process]) -> list[psutil.Process]:
-    """``found`` and the still-live ``known`` (psutil checks a pid's start time, so a reused pid
-    is not taken for the job's process)."""
-    out = {p.pid: p for p in found}
-    for p in known:
-        if p.pid not in out and p.pid != os.getpid() and _alive(p):
-            out[p.pid] = p
-    return list(out.values())
+def interrupted(name: str | None, case: str | None) -> dict[str, Any]:
+    """``meta.json``'s fields of a run that signal ``name`` ended during ``case``."""
+    from bench.store.kinds import now
+
+    return {"status": "interrupted", "signal": name, "reason": f"interrupted by {name}",
+            "interrupted_case": case, "finished": now()}
 
 
 @functools.cache
@@ -176,10 +168,8 @@ def job_interrupt() -> JobInterrupt:
 
 
 def arm_if_rank_of_users_job(argv: list[str], env: Mapping[str, str]) -> None:
-    """Called first by :func:`bench.cli.main`, before numpy, BLAS or MPI start
-    threads of their own (a thread that does not block SIGTERM would take it and die by the
-    default action): a rank of ``commbench run`` or ``probe`` inside the user's own MPI job arms
-    :func:`job_interrupt`."""
+    """A rank of ``commbench run`` or ``probe`` inside the user's own MPI job arms
+    :func:`job_interrupt` (called first by :func:`bench.cli.main`: see there why)."""
     from bench.launch.launcher import WORKER_ENV, inside_mpi_job
 
     if argv[1:2] in (["run"], ["probe"]) and WORKER_ENV not in env and inside_mpi_job():
@@ -215,8 +205,5 @@ class JobInterrupt:
 
         info = read_meta(run_dir)
         marker = take(run_dir)
-        info.update(status="interrupted", signal=name, reason=f"interrupted by {name}",
-                    interrupted_case=marker.get("case") if marker else None,
-                    finished=dt.datetime.now(dt.timezone.utc).isoformat())
-        write_meta(run_dir, info)
+        write_meta(run_dir, info | interrupted(name, marker.get("case") if marker else None))
         os.write(2, f"commbench: interrupted by {name}; records kept in {run_dir}\n".encode())

@@ -1,13 +1,6 @@
-"""The MPI thread level: requested before MPI starts, recorded with every result.
-
-mpi4py would ask for ``MPI_THREAD_MULTIPLE``, which under MPICH slows every small collective, and
-OSU and nccl-tests ask for less; commbench needs ``funneled`` (only the main thread calls MPI).
-With more ranks than cores on a host the lower levels turn pathological under MPICH (its
-progress loop spins without yielding), so ``auto`` asks for ``funneled`` while the host's ranks
-fit its cores and ``multiple`` when they do not. A scenario's ``thread_level`` or
-``--thread-level`` asks for a level outright, and ``MPI4PY_RC_THREAD_LEVEL`` set by the user
-wins over both (docs/measuring.md; the figures: benchmarks/results/vs_osu.md).
-"""
+"""The MPI thread level: requested before MPI starts, recorded with every result. ``auto`` asks for
+``funneled`` while the host's ranks fit its cores, ``multiple`` beyond (why, and the overrides:
+docs/measuring.md)."""
 
 from __future__ import annotations
 
@@ -69,6 +62,5 @@ def thread_fields() -> dict[str, Any]:
 
 def may_abort_from_thread() -> bool:
     """Only under ``multiple`` may a helper thread call MPI (the watchdog's ``MPI_Abort``) while
-    the main thread is inside MPI; otherwise the watchdog ends its own process and the launcher
-    tears the job down."""
+    the main thread is inside MPI; otherwise the watchdog ends its own process."""
     return provided() == "multiple"

@@ -1,19 +1,9 @@
 """Per-case deadline on every rank: a hung or dead peer ends the job with a named case.
 
-A daemon thread checks the deadline of the case in flight; past it, it prints one line and calls
-the job's ``abort`` with :data:`TIMEOUT_EXIT`: ``MPI_Abort`` for MPI jobs (mpi4py initialises
-MPI with thread support, so a helper thread may), which makes mpiexec/srun tear the job down;
-``os._exit`` for torch jobs, whose launcher ends the other ranks. Collective and training runs
-share this watchdog.
-
-With :class:`~bench.launch.rankstate.Slots` (collective and bring-up jobs), the thread also
-writes this rank's slot every poll, and a case past its deadline is explained
-(:mod:`bench.launch.forensics`): the slots read twice, :data:`SETTLE_POLLS` polls apart, name
-the ranks that never arrived and what each live rank waits for. The first rank to explain it
-writes ``RUN/hang.json``, says the line, tells ``on_hang`` (the user's own job: meta.json) and
-aborts; the others keep beating for :data:`GRACE_POLLS` polls (so that they read as alive), then
-abort too.
-"""
+Past the deadline a daemon thread calls the job's ``abort`` with :data:`TIMEOUT_EXIT`
+(``MPI_Abort`` for MPI jobs; ``os._exit`` for torch jobs, whose launcher ends the others). With
+:class:`~bench.launch.rankstate.Slots` it also writes this rank's slot every poll and first
+explains the hang (:mod:`bench.launch.forensics`; docs/failures.md#which-rank-where)."""
 
 from __future__ import annotations
 
@@ -86,13 +76,13 @@ class Watchdog:
                 return
 
     def _fire(self, label: str, timeout: float, poll_s: float) -> None:
-        line = f"case '{label}' exceeded case_timeout_s={timeout:g} (a rank hung or died)"
+        head = f"exceeded case_timeout_s={timeout:g}"
+        line = f"case '{label}' {head} (a rank hung or died)"
         slots = self._slots
         if slots is not None:
             before = slots.read(self._world)
             self._beating(SETTLE_POLLS, poll_s)
-            hang = forensics.explain(label, forensics.timed_out(timeout), before,
-                                     slots.read(self._world), self._world)
+            hang = forensics.explain(label, head, before, slots.read(self._world), self._world)
             if not forensics.claim(slots.run_dir, hang, self._rank):
                 self._beating(GRACE_POLLS, poll_s)  # the rank that explained it aborts the job
                 self._abort(TIMEOUT_EXIT)

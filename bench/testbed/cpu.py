@@ -1,6 +1,5 @@
-"""A host's share of this machine's CPU: a cgroup per limited host (``cpu.max`` on cgroup v2,
-``cpu.cfs_quota_us`` on v1), which every process started on the host joins before it enters
-the host's namespaces. Used to rehearse a host whose ranks are starved of CPU."""
+"""A host's share of this machine's CPU: a cgroup (``cpu.max``, or ``cpu.cfs_quota_us`` on v1) that
+every process started on the host joins, to rehearse a host starved of CPU."""
 
 from __future__ import annotations
 
@@ -48,9 +47,7 @@ def join_prefix(tb: Testbed, host: int) -> list[str]:
 
 
 def stat(tb: Testbed, host: int) -> dict[str, int]:
-    """Host ``host``'s cgroup's ``cpu.stat`` (``nr_periods``: periods its processes ran in;
-    ``nr_throttled``: periods they were stopped for having used their share); empty when the host
-    has no cgroup."""
+    """Host ``host``'s cgroup's ``cpu.stat`` (``nr_periods``, ``nr_throttled``, ...); {} without."""
     f = group(tb, host) / "cpu.stat"
     if not f.exists():
         return {}

@@ -1,16 +1,9 @@
-"""Run commands on a testbed's hosts: a prefix that enters a host, Hydra's launcher, mpiexec.
-
-Hydra starts its proxy on each host with ``<launcher-exec> [-x] HOST "COMMAND"``; the testbed's
-launcher script enters that host's namespaces and runs the command there, as ssh would on a real
-cluster. mpiexec itself runs on the first host, so its control port is on the testbed's network.
-MPICH moves bytes between hosts over TCP only with its libfabric netmod: its default (UCX) sees
-the namespaced hosts as one machine and uses shared memory, and nothing would cross the links.
-"""
+"""Run commands on a testbed's hosts: a prefix that enters a host, Hydra's launcher script (what ssh
+would be on a cluster), mpiexec on the first host (docs/testbed.md#mpi-across-the-hosts)."""
 
 from __future__ import annotations
 
 import shlex
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -63,7 +56,3 @@ def mpiexec(tb: Testbed, mpiexec_path: str, ranks_per_host: int, command: Sequen
     return [*enter(tb, use[0]), mpiexec_path, "-launcher", "ssh", "-launcher-exec",
             str(launcher(tb)), "-hosts", names, "-n", str(ranks_per_host * len(use)),
             *command]
-
-
-def python() -> str:
-    return sys.executable

@@ -1,12 +1,5 @@
-"""Make and remove a testbed's namespaces, links and pacing (``ip`` and ``tc``, as root).
-
-Layout: a switch namespace holds a bridge; host i is a network namespace with a veth pair into the
-switch (``eth0`` in the host, ``v{tag}{i}s`` on the bridge), its address on the host end, and
-a UTS namespace (a bind-mounted file under the testbed's state directory) with its hostname. Names
-resolve through ``/etc/netns/<netns>/hosts``, bound over ``/etc/hosts`` (:func:`bench.testbed.launch.enter`).
-Pacing is a tbf qdisc: the host end's egress paces what the host sends, the switch end's egress
-what it receives.
-"""
+"""Make and remove a testbed's namespaces, links and pacing (``ip`` and ``tc``, as root; the layout:
+docs/testbed.md). A veth's host end paces what the host sends, its switch end what it receives."""
 
 from __future__ import annotations
 
@@ -21,7 +14,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from bench.testbed import cpu
-from bench.testbed.spec import IFACE, Pace, Testbed, TestbedError
+from bench.testbed.spec import IFACE, STATE_ROOT, Pace, Testbed, TestbedError
 
 NETNS_ETC = Path("/etc/netns")
 NEEDS = ("ip", "tc", "nsenter", "unshare", "mount", "umount")
@@ -45,27 +38,28 @@ def missing() -> str:
     return ""
 
 
-def _ip(*args: str, ns: str | None = None) -> None:
-    cmd = ["ip", *(["-n", ns] if ns else []), *args]
+def _run(cmd: list[str], failed: str = "") -> None:
+    """Run ``cmd``; TestbedError with its stderr when it fails (``failed``: what that means)."""
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode:
-        raise TestbedError(f"testbed: `{' '.join(cmd)}` failed: {r.stderr.strip()}")
+        what = failed or f"`{' '.join(cmd)}` failed"
+        raise TestbedError(f"testbed: {what}: {r.stderr.strip()}")
+
+
+def _ip(*args: str, ns: str | None = None) -> None:
+    _run(["ip", *(["-n", ns] if ns else []), *args])
 
 
 def _tbf(dev: str, ns: str, rate: float | None) -> None:
     if rate is None:
         return
     burst = max(32 * 1024, int(rate / 250))  # a tick's worth at HZ=250, and at least 32 KiB
-    cmd = ["tc", "-n", ns, "qdisc", "replace", "dev", dev, "root", "tbf", "rate",
-           f"{int(rate * 8)}bit", "burst", str(burst), "latency", "200ms"]
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    if r.returncode:
-        raise TestbedError(f"testbed: `{' '.join(cmd)}` failed: {r.stderr.strip()}")
+    _run(["tc", "-n", ns, "qdisc", "replace", "dev", dev, "root", "tbf", "rate",
+          f"{int(rate * 8)}bit", "burst", str(burst), "latency", "200ms"])
 
 
 def veths(tb: Testbed, i: int) -> tuple[str, str]:
-    """Host end (``eth0`` in every host, as on a cluster's nodes) and switch end of host i's
-    link."""
+    """Host end (``eth0`` in every host) and switch end of host i's link."""
     return IFACE, f"v{tb.tag}{i}s"
 
 
@@ -113,17 +107,12 @@ def _make(tb: Testbed) -> None:
             cpu.limit(tb, i, dict(tb.cpu)[i])
         uts = tb.state / "uts" / tb.name(i)
         uts.touch()
-        r = subprocess.run(["unshare", f"--uts={uts}", "hostname", tb.name(i)],
-                           capture_output=True, text=True)
-        if r.returncode:
-            raise TestbedError(f"testbed: cannot make host {tb.name(i)}'s UTS namespace: "
-                               f"{r.stderr.strip()}")
+        _run(["unshare", f"--uts={uts}", "hostname", tb.name(i)],
+             f"cannot make host {tb.name(i)}'s UTS namespace")
 
 
 def load(tag: str = "tb") -> Testbed:
     """The testbed ``tag`` that is up; TestbedError when none is."""
-    from bench.testbed.spec import STATE_ROOT
-
     f = STATE_ROOT / tag / "spec.json"
     if not f.exists():
         raise TestbedError(f"testbed {tag!r} is not up (commbench testbed up)")
@@ -153,8 +142,6 @@ def pids(tag: str) -> list[int]:
 def down(tag: str = "tb", grace_s: float = 2.0) -> list[int]:
     """Remove testbed ``tag``: its processes (TERM, then KILL after ``grace_s``), namespaces,
     hostname files and state. Returns the processes it had to stop."""
-    from bench.testbed.spec import STATE_ROOT
-
     left = pids(tag)
     for sig in (signal.SIGTERM, signal.SIGKILL):
         for pid in pids(tag):
