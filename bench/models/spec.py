@@ -1,9 +1,4 @@
-"""A named model that can be built: :class:`ModelSpec`, without importing torch until it is built.
-
-What needs only a model's shapes (advise, the analytic memory model: ``parameter_shapes`` of its
-config) can hold one for a custom shape without torch; building it (``build``, ``build_meta``)
-imports torch then (:mod:`bench.models.base`).
-"""
+"""A named model that can be built: :class:`ModelSpec`; torch is imported only to build it."""
 
 from __future__ import annotations
 
