@@ -1,15 +1,9 @@
-"""Analytic per-rank memory of each strategy, from parameter shapes alone (meta device): model
-states by the ZeRO paper's accounting in two precisions (``mixed``, K = 12, and ``fp32``, which
-equals the bytes measured on the small models exactly), activations of the reference GPT
-(Korthikanti et al. 2022, with activation checkpointing) and the recomputation checkpointing
-costs (:func:`recompute_fraction`). The rules and their sources: docs/training.md (Memory model).
-
-Sharding (per parameter, exactly as torch shards it) is each strategy's ``held`` in its own file
-(:mod:`bench.training.strategies`); the helpers they share are here: FSDP2's dim-0 chunks
-(:func:`chunk_rows`, :func:`fsdp_held`), tensor parallelism's local shapes (:func:`tp_local`),
-ZeroRedundancyOptimizer's greedy owners (:func:`greedy_owners`); what a rank holds of the
-activations is the strategy's ``acts`` (:class:`Acts`).
-"""
+"""Analytic per-rank memory of each strategy, from parameter shapes alone: model states by the
+ZeRO paper's accounting in two precisions (``mixed``, K = 12, and ``fp32``, which equals the
+bytes measured on the small models exactly), activations of the reference GPT (Korthikanti et
+al. 2022, with activation checkpointing) and the recomputation checkpointing costs. The rules
+and their sources: docs/training.md (Memory model). Each strategy's sharding is its ``held``;
+the helpers they share are here."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
-"""DDP communication hooks: DDP's compression hooks, and commbench's AllReduce algorithms.
-
-:class:`ScheduleHook` runs each gradient bucket through a commbench schedule on the torch p2p
-transport: divide by the world size (DDP averages), then the algorithm's sum. Plans are compiled
-once per bucket buffer (DDP rebuilds its buckets after the first step, so a new buffer gets a new
-plan) and the timed steps do no planning.
-"""
+"""DDP communication hooks: DDP's compression hooks, and commbench's AllReduce algorithms run
+on the torch p2p transport with a plan compiled once per bucket buffer (DDP rebuilds its buckets
+after the first step: a new buffer gets a new plan, the timed steps plan nothing)."""
 
 import os
 

@@ -1,14 +1,9 @@
-"""The training harness: the one place that owns the clock for training cases.
-
-Per case: ``warmup`` untimed steps, then ``steps`` steps each timed alone after a barrier and a
-device synchronisation (the sample kept: the max over ranks), then one last untimed step under
-the :class:`~bench.training.comm.CommCounter` and
-:class:`~bench.training.memory.SavedActivations` (last, so DDP has rebuilt its buckets). Batches
-are made and copied to the device before the barrier. Pipeline trainers (:class:`Waits`) also
-report each rank's own step and waits, from which :class:`Idle` takes the idle time per stage
-in integer nanoseconds; mixture-of-experts trainers (:class:`Routes`) report each step's
-assignments per expert. What each field means: docs/training.md (What is measured, and how).
-"""
+"""The training harness, the one place that owns the clock for training cases: ``warmup``
+untimed steps, ``steps`` steps each timed alone after a barrier and a device synchronisation
+(the max over ranks kept), then one untimed step that counts communication and saved
+activations (last, so DDP has rebuilt its buckets); pipeline trainers (:class:`Waits`) add idle
+time per stage, mixture-of-experts trainers (:class:`Routes`) their routing. docs/training.md
+(What is measured, and how)."""
 
 from __future__ import annotations
 

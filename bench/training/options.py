@@ -1,12 +1,8 @@
-"""The options every strategy takes, applied to the model's pieces: activation checkpointing
-and autocast precision. Parsed and validated in :class:`bench.training.scenario.StrategySpec`
-(``checkpoint``, ``precision``); applied here, once, by :meth:`TrainContext.build_model`, before
-any strategy wraps, shards or cuts the model: each chosen piece's own ``forward`` is replaced on
-the instance (``torch.utils.checkpoint``, ``use_reentrant=False``; ``torch.autocast`` with fp32
-master weights; fp16 with the static :data:`FP16_LOSS_SCALE`), so parameter names, plans, FSDP2's
-units and the pipeline's cuts are unchanged. Why so, and what it costs: docs/training.md
-(Activation checkpointing, Mixed precision).
-"""
+"""The options every strategy takes, activation checkpointing and autocast precision, applied
+once by :meth:`TrainContext.build_model` before any strategy wraps, shards or cuts the model:
+each chosen piece's ``forward`` is replaced on the instance, so parameter names, plans, FSDP2's
+units and the pipeline's cuts are unchanged. docs/training.md (Activation checkpointing, Mixed
+precision)."""
 
 from __future__ import annotations
 

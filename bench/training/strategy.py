@@ -1,14 +1,9 @@
 """What a training strategy is: one file under :mod:`bench.training.strategies` (or under a
-package named in ``COMMBENCH_PLUGINS``) that calls :func:`register` with a :class:`Strategy`,
-which states everything commbench knows of it: its options, build, check, memory (``held``,
-``acts``), communication (``calls``) and advise layouts; what each part is and who reads it:
-docs/training.md (Adding a strategy: one file). Nothing here or at the top of a strategy file
-imports torch: ``build`` imports what it wraps.
-
-Strategies never time themselves and never count bytes: :mod:`bench.training.measure` owns the
-clock, :mod:`bench.training.comm` counts traffic and :mod:`bench.training.memory` reads the
-tensors each trainer reports as held.
-"""
+package named in ``COMMBENCH_PLUGINS``) that calls :func:`register` with a :class:`Strategy`
+stating its options, build, check, memory (``held``, ``acts``), communication (``calls``) and
+advise layouts: docs/training.md (Adding a strategy: one file). Nothing here or at the top of a
+strategy file imports torch. Strategies never time themselves nor count bytes
+(:mod:`bench.training.measure`, :mod:`~bench.training.comm` and :mod:`~bench.training.memory` do)."""
 
 from __future__ import annotations
 

@@ -1,14 +1,8 @@
-"""torch's launcher as the self-launcher starts it: ``python -m bench.training.torchrun ARGS``
-is ``python -m torch.distributed.run ARGS`` without the report torch adds when a rank fails
-(a ``ChildFailedError`` traceback and its agent's log lines for every rank): the rank has said
-why in one line, and the self-launcher says which case failed and what it does next. The exit
-code is torchrun's: 0, or 1 when a rank failed. Anything else torchrun raises (a rendezvous that
-cannot start, a signal) is left to it.
-
-Where the job's store address is loopback (``MASTER_ADDR``, as :mod:`bench.launch.loopback` sets
-it for a one-host run), every store server the agent starts listens on 127.0.0.1 only: torch
-binds a ``TCPStore`` server to every interface unless it is handed a listening socket
-(``master_listen_fd``), so each one is handed a socket bound to loopback."""
+"""``python -m bench.training.torchrun ARGS`` is ``python -m torch.distributed.run ARGS``
+without the report torch adds when a rank fails (the rank and the self-launcher have said it in
+one line); exit code 0, or 1 when a rank failed. Where ``MASTER_ADDR`` is loopback, every store
+server the agent starts listens on 127.0.0.1 only (torch binds a ``TCPStore`` server to every
+interface unless handed a listening socket, ``master_listen_fd``)."""
 
 from __future__ import annotations
 

@@ -5,6 +5,7 @@ the single-process reference every strategy's losses are held against."""
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import torch
@@ -37,13 +38,16 @@ def ddp(ctx: TrainContext, model: nn.Module, bucket_mb: float) -> DDP:
 
 
 def loss_step(model: nn.Module, spec: ModelSpec, batch: Batch, device: torch.device,
-              opt: torch.optim.Optimizer, amp: Amp | None = None) -> float:
+              opt: torch.optim.Optimizer, amp: Amp | None = None,
+              after_backward: Callable[[], None] | None = None) -> float:
     """forward, loss, backward, optimiser step on ``batch``; the (unscaled) loss as a float.
     ``amp``: the loss in fp32 and scaled, the gradients unscaled before the step."""
     opt.zero_grad(set_to_none=True)
     out, target = model(batch.inputs.to(device)), batch.targets.to(device)
     loss = amp.loss(spec.loss, out, target) if amp else spec.loss(out, target)
     loss.backward()
+    if after_backward:
+        after_backward()
     if amp:
         amp.unscale(p for g in opt.param_groups for p in g["params"])
     opt.step()

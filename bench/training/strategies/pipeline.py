@@ -1,16 +1,8 @@
-"""``pipeline``: torch.distributed.pipelining with GPipe, 1F1B or interleaved 1F1B.
-
-The model's pieces are cut into ``world * stages_per_rank`` contiguous stages balanced by
-parameter count (:mod:`bench.training.stages`); rank r holds stages r, r + world, ... The whole
-batch is one replica, cut into ``microbatches``; the update equals one step on the whole batch.
-
-Idle time per stage: during :meth:`PipelineTrainer.step` only, :func:`timed_waits` swaps the
-schedules' one wait function, ``torch.distributed.pipelining.schedules._wait_batch_p2p``, for
-one that times the original into a :class:`WaitClock` (restored on leaving, even on error; the
-same works are waited on in the same order). The schedule's own bubble (:func:`bubble_fraction`)
-replays the forward and backward order each rank runs, exactly as torch runs it. Both:
-docs/training.md (Pipeline idle per stage).
-"""
+"""``pipeline``: torch.distributed.pipelining with GPipe, 1F1B or interleaved 1F1B over
+``world * stages_per_rank`` stages balanced by parameter count (:mod:`bench.training.stages`);
+rank r holds stages r, r + world, ... The whole batch is one replica, cut into ``microbatches``.
+Idle time per stage (:func:`timed_waits`) and the schedule's bubble (:func:`bubble_fraction`):
+docs/training.md (Pipeline idle per stage)."""
 
 from __future__ import annotations
 
@@ -273,13 +265,11 @@ def acts(model: ModelSpec, opts: Options, n: int, r: int) -> Acts:
                 pieces=_mine(model, opts, n, r))
 
 
-def layout(opts: Options, world: int) -> Layout:
-    return Layout(pipeline=world, microbatches=opts.microbatches, schedule=opts.schedule,
-                  stages_per_rank=opts.per_rank)
-
-
 register(Strategy(
     "pipeline", "Pipeline parallel (GPipe, 1F1B, interleaved 1F1B) over balanced stages", PipelineTrainer,
-    held, pipeline_calls, layout, Options, short="schedule",
+    held, pipeline_calls,
+    lambda opts, world: Layout(pipeline=world, microbatches=opts.microbatches,
+                               schedule=opts.schedule, stages_per_rank=opts.per_rank),
+    Options, short="schedule",
     label=lambda o: f"{o.schedule},m={o.microbatches}", check=check, acts=acts, order=5,
     table="pipeline:1f1b", needs_shape=True))

@@ -1,10 +1,7 @@
 """``ps:N``: a synchronous parameter server over torch.distributed point-to-point. The last N
-ranks are servers holding whole tensors (largest first to the least-loaded server,
-:func:`bench.training.analytic.greedy_owners`); the others are workers, each a data-parallel
-replica that pushes its flat gradients to every server and pulls the updated parameters back,
-every step. Ranks, step, communication and memory: docs/training.md (Parameter server); how
-advise prices the exchange (:meth:`bench.advise.timing.Timer.ps`): docs/advise.md.
-"""
+ranks are servers holding whole tensors (:func:`bench.training.analytic.greedy_owners`); every
+other rank is a worker that pushes its flat gradients to every server and pulls the updated
+parameters back, every step: docs/training.md (Parameter server), docs/advise.md (its price)."""
 
 from __future__ import annotations
 
@@ -49,11 +46,7 @@ def _flat(tensors: list[torch.Tensor]) -> torch.Tensor:
 
 
 def _unflat(flat: torch.Tensor, like: list[torch.Tensor]) -> list[torch.Tensor]:
-    out, at = [], 0
-    for t in like:
-        out.append(flat[at:at + t.numel()].view_as(t))
-        at += t.numel()
-    return out
+    return [x.view_as(t) for x, t in zip(flat.split([t.numel() for t in like]), like)]
 
 
 def _wait(reqs: list[dist.Work | None]) -> None:
