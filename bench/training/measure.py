@@ -16,7 +16,7 @@ import torch
 import torch.distributed as dist
 
 from bench.advise.calls import Counted
-from bench.collective.timer import CLOCK
+from bench.collective.timer import CLOCK  # the harness's clock
 from bench.models.base import ModelSpec
 from bench.training.comm import CommCounter
 from bench.training.memory import HeldBytes, PeakMemory, SavedActivations, held_bytes
@@ -126,18 +126,15 @@ def run_case(trainer: Trainer, model: ModelSpec, proto: Protocol, device: torch.
     peak = PeakMemory(device)
     peak.start()
     global_batch = proto.batch_size * trainer.dp_degree
+    waiting = trainer if isinstance(trainer, Waits) else None
+    routes = trainer if isinstance(trainer, Routes) else None
     losses: list[float] = []
     samples: list[float] = []
-    comm: Counted | None = None
-    acts = 0
-    tokens = 0
-    clock = CLOCK  # the harness's clock (bench/collective/timer.py)
-    waiting = trainer if isinstance(trainer, Waits) else None
-    own: list[int] = []
+    own: list[int] = []  # Waits trainers: this rank's step and its waits, per timed step
     waited: list[int] = []
-    calls = 0
-    routes = trainer if isinstance(trainer, Routes) else None
     routing: list[tuple[LayerRouting, ...]] = []
+    comm: Counted | None = None
+    acts = tokens = calls = 0
     for s in range(proto.total):
         batch = model.batch(global_batch, s, proto.seed).to(device)  # copied before the clock
         tokens = batch.tokens
@@ -153,10 +150,10 @@ def run_case(trainer: Trainer, model: ModelSpec, proto: Protocol, device: torch.
             _sync(device)
             if waiting:
                 waiting.take_waits()  # the warm-up's and the barrier's are not this step's
-            t0 = clock()
+            t0 = CLOCK()
             loss = trainer.step(batch)
             _sync(device)
-            ns = clock() - t0
+            ns = CLOCK() - t0
             samples.append(ns / 1e6)
             if waiting:
                 wait_ns, calls = waiting.take_waits()

@@ -34,14 +34,7 @@ PACKAGE = "bench.training.strategies"
 # import each other. Call: bench.advise.calls.Call; CommContext: bench.advise.comm; Job:
 # bench.advise.evaluate; Layout: bench.advise.layout; Memory: bench.advise.memory; Space:
 # bench.advise.space; Shape: bench.advise.shape; Priced: bench.advise.step.
-Call = Any
-CommContext = Any
-Job = Any
-Layout = Any
-Memory = Any
-Space = Any
-Shape = Any
-Priced = Any
+Call = CommContext = Job = Layout = Memory = Space = Shape = Priced = Any
 
 
 @dataclass(frozen=True)
@@ -78,8 +71,6 @@ class Strategy:
                            tuple(f.name for f in dataclasses.fields(self.options)))
 
 
-# Discovered on first read: every module of PACKAGE and of the COMMBENCH_PLUGINS packages
-# (torch-free), listed by ``order`` then name.
 STRATEGIES: Registry[Strategy] = Registry("strategy", packages=(PACKAGE,),
                                           order=lambda s: (s.order, s.name))
 
@@ -139,11 +130,15 @@ class Trainer:
 
     ``dp_degree`` is how many data-parallel replicas split the global batch; ``replica`` is this
     rank's replica index. ``step`` returns this rank's loss for its replica's share, or None on
-    ranks that never see the loss (pipeline stages before the last).
+    ranks that never see the loss (pipeline stages before the last). ``held`` and ``opt``: the
+    module and the optimiser whose parameters, gradients and state this rank holds, unless
+    ``modules`` and ``optimizers`` say otherwise.
     """
 
     dp_degree: int = 1
     replica: int = 0
+    held: nn.Module
+    opt: torch.optim.Optimizer
 
     def step(self, batch: Batch) -> float | None:
         raise NotImplementedError
@@ -154,11 +149,11 @@ class Trainer:
 
     def modules(self) -> list[nn.Module]:
         """Modules whose parameters (and their ``.grad``) this rank holds."""
-        raise NotImplementedError
+        return [self.held]
 
     def optimizers(self) -> list[torch.optim.Optimizer]:
         """Optimisers whose ``state`` this rank holds (local shards only)."""
-        raise NotImplementedError
+        return [self.opt]
 
     def close(self) -> None:
         """Release process groups or hooks the strategy made."""

@@ -71,15 +71,12 @@ class ModelTrainer(Trainer):
                  state_of: torch.optim.Optimizer | None = None) -> None:
         self.ctx, self.model, self.opt = ctx, model, opt
         self.dp_degree, self.replica = dp_degree, replica
-        self._held = held or model
+        self.held = held or model
         self._state_of = state_of or opt
 
     def step(self, batch: Batch) -> float | None:
         return loss_step(self.model, self.ctx.model, self.local_share(batch), self.ctx.device,
                          self.opt, self.ctx.amp)
-
-    def modules(self) -> list[nn.Module]:
-        return [self._held]
 
     def optimizers(self) -> list[torch.optim.Optimizer]:
         return [self._state_of]

@@ -22,7 +22,6 @@ from bench.training.strategy import Strategy, TrainContext, Trainer, register
 
 if TYPE_CHECKING:
     import torch
-    from torch import nn
 
     from bench.advise.comm import CommContext
     from bench.advise.evaluate import Job
@@ -103,12 +102,6 @@ class ExpertTrainer(Trainer):
     def routing(self) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
         """(routed, kept) assignments per expert of each MoE layer in the last forward."""
         return [(m.last.routed, m.last.kept) for m in self.layers if m.last is not None]
-
-    def modules(self) -> list[nn.Module]:
-        return [self.held]
-
-    def optimizers(self) -> list[torch.optim.Optimizer]:
-        return [self.opt]
 
 
 def check(opts: Options, model: ModelInfo, world: int, batch: int) -> None:

@@ -233,9 +233,6 @@ class PipelineTrainer(Trainer):
     def modules(self) -> list[nn.Module]:
         return list(self.mods)
 
-    def optimizers(self) -> list[torch.optim.Optimizer]:
-        return [self.opt]
-
 
 def check(opts: Options, model: ModelInfo, world: int, batch: int) -> None:
     check_pipeline(world, opts.per_rank, opts.schedule, opts.microbatches, model.num_pieces, batch)

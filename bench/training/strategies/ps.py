@@ -120,9 +120,6 @@ class PSTrainer(Trainer):
         _wait([dist.isend(params, dst) for dst in self.workers])
         return None
 
-    def modules(self) -> list[nn.Module]:
-        return [self.held]
-
     def optimizers(self) -> list[torch.optim.Optimizer]:
         return [self.opt] if self.opt is not None else []
 
