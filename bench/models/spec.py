@@ -24,8 +24,7 @@ class ModelSpec(ModelInfo):
     loss: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
     def build_meta(self) -> Chain:
-        """The model on the meta device: shapes without memory (for the analytic model), its
-        random initialisation skipped (:func:`bench.models.meta.on_meta`)."""
+        """The model on the meta device (:func:`bench.models.meta.on_meta`)."""
         from bench.models.meta import on_meta
 
         return on_meta(self.build)

@@ -165,7 +165,8 @@ def run_case(trainer: Trainer, model: ModelSpec, proto: Protocol, device: torch.
     mine = RankResult(held_bytes(trainer), comm, *peak.peak(), activations=acts,
                       step_ns=tuple(own), wait_ns=tuple(waited), waits=calls,
                       routing=tuple(routing))
-    ranks = _gather(mine)
+    ranks: list[Any] = [None] * dist.get_world_size()
+    dist.all_gather_object(ranks, mine)
     idle = Idle.of(ranks, waiting.bubble) if waiting and own else None
     return CaseResult(global_batch, tokens, _mean_loss(losses, device), _max_samples(samples, device),
                       ranks, peak.method, idle)
@@ -183,9 +184,3 @@ def _max_samples(samples: list[float], device: torch.device) -> list[float]:
     t = torch.tensor(samples, dtype=torch.float64, device=device)
     dist.all_reduce(t, op=dist.ReduceOp.MAX)
     return t.tolist()
-
-
-def _gather(mine: RankResult) -> list[RankResult]:
-    out: list[Any] = [None] * dist.get_world_size()
-    dist.all_gather_object(out, mine)
-    return out

@@ -53,10 +53,6 @@ def _autocast(fwd: Callable[..., Any], device_type: str, dtype: torch.dtype, *ar
         return fwd(*args, **kwargs)
 
 
-def _checkpointed(fwd: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    return checkpoint(fwd, *args, use_reentrant=False, **kwargs)
-
-
 def apply_options(model: Chain, checkpointed: frozenset[int], amp: Amp) -> Chain:
     """Wrap the forward of each piece: autocast when ``amp`` has a dtype, checkpoint (around
     the autocast) for the pieces in ``checkpointed``. Returns ``model``."""
@@ -65,7 +61,7 @@ def apply_options(model: Chain, checkpointed: frozenset[int], amp: Amp) -> Chain
         if amp.dtype is not None:
             fwd = functools.partial(_autocast, fwd, amp.device_type, amp.dtype)
         if i in checkpointed:
-            fwd = functools.partial(_checkpointed, fwd)
+            fwd = functools.partial(checkpoint, fwd, use_reentrant=False)
         if amp.dtype is not None or i in checkpointed:
             piece.forward = fwd  # on the instance: names, plans and hooks are untouched
     return model

@@ -23,7 +23,6 @@ if TYPE_CHECKING:
 
 
 def _build(ctx: TrainContext, reshard: bool) -> Trainer:
-    # torch.distributed's FSDP costs ~1-2 s per process, paid only by the jobs that run it
     from torch.distributed.fsdp import fully_shard
 
     from bench.training.trainer import ModelTrainer, job_mesh

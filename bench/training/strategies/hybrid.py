@@ -30,7 +30,6 @@ class Options:
 
 
 def build(ctx: TrainContext) -> Trainer:
-    # torch.distributed's FSDP costs ~1-2 s per process, paid only by the jobs that run it
     from torch.distributed.fsdp import fully_shard
 
     from bench.training.strategies.tensor import apply_plan

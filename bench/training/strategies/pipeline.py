@@ -38,7 +38,6 @@ if TYPE_CHECKING:
     from torch.distributed.pipelining import ScheduleInterleaved1F1B
 
     from bench.models.base import Batch, ModelSpec
-    from bench.models.catalog import ModelInfo
     from bench.training.analytic import Param
 
 SINGLE_STAGE = {"gpipe": "ScheduleGPipe", "1f1b": "Schedule1F1B"}  # one stage per rank
@@ -56,14 +55,15 @@ class Options:
         if self.stages_per_rank is not None:
             return self.stages_per_rank
         return 2 if self.schedule == "interleaved" else 1
+
+
 FORWARD, BACKWARD = "F", "B"
 COST = {FORWARD: 1, BACKWARD: 2}  # backward = two forwards (1 or 3 give the same fractions)
 Action = tuple[str, int, int]  # (F or B, stage, microbatch)
 
 
 def torch_schedules() -> ModuleType:
-    """``torch.distributed.pipelining.schedules``, imported when a pipeline is built or its
-    bubble computed: the package costs ~2 s per process, which jobs without one never pay."""
+    """``torch.distributed.pipelining.schedules``, imported only where a pipeline needs it."""
     from torch.distributed.pipelining import schedules
 
     return schedules
@@ -234,10 +234,6 @@ class PipelineTrainer(Trainer):
         return list(self.mods)
 
 
-def check(opts: Options, model: ModelInfo, world: int, batch: int) -> None:
-    check_pipeline(world, opts.per_rank, opts.schedule, opts.microbatches, model.num_pieces, batch)
-
-
 def _mine(model: ModelSpec, opts: Options, n: int, r: int) -> frozenset[int]:
     """The pieces of rank ``r``'s stages."""
     starts = stage_starts(piece_sizes(model), n * opts.per_rank)
@@ -263,10 +259,11 @@ def acts(model: ModelSpec, opts: Options, n: int, r: int) -> Acts:
 
 
 register(Strategy(
-    "pipeline", "Pipeline parallel (GPipe, 1F1B, interleaved 1F1B) over balanced stages", PipelineTrainer,
-    held, pipeline_calls,
+    "pipeline", "Pipeline parallel (GPipe, 1F1B, interleaved 1F1B) over balanced stages",
+    PipelineTrainer, held, pipeline_calls,
     lambda opts, world: Layout(pipeline=world, microbatches=opts.microbatches,
                                schedule=opts.schedule, stages_per_rank=opts.per_rank),
-    Options, short="schedule",
-    label=lambda o: f"{o.schedule},m={o.microbatches}", check=check, acts=acts, order=5,
-    table="pipeline:1f1b", needs_shape=True))
+    Options, short="schedule", label=lambda o: f"{o.schedule},m={o.microbatches}",
+    check=lambda opts, model, world, batch: check_pipeline(
+        world, opts.per_rank, opts.schedule, opts.microbatches, model.num_pieces, batch),
+    acts=acts, order=5, table="pipeline:1f1b", needs_shape=True))

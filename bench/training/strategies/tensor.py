@@ -21,7 +21,6 @@ if TYPE_CHECKING:
 
 
 def apply_plan(model: nn.Module, spec: ModelSpec, mesh: DeviceMesh) -> None:
-    # DTensor costs ~1 s per process, paid only by tensor-parallel jobs
     from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
 
     assert spec.tp_plan is not None

@@ -29,7 +29,6 @@ class Options:
 
 
 def build(ctx: TrainContext) -> Trainer:
-    # torch.distributed.optim (it pulls FSDP and DTensor) costs ~1-2 s per process: zero1 jobs only
     import torch
     from torch.distributed.optim import ZeroRedundancyOptimizer
 
