@@ -21,8 +21,6 @@ from bench.training import record
 from bench.training.record import BACKEND_ENV, CASE_START_ENV, recorded
 from bench.training.scenario import TrainingScenario
 
-# What the self-launcher tells each rank of a training job, by environment
-
 
 def handle(args: argparse.Namespace, sc: TrainingScenario, sizes: tuple[int, ...]) -> int:
     """``sizes``: ``--world-sizes`` or else the scenario's (empty: one rank self-launched)."""

@@ -202,11 +202,9 @@ class PipelineTrainer(Trainer):
         stages = [PipelineStage(m, s, n, ctx.device) for m, s in zip(self.mods, self.stage_ids)]
         self.amp = ctx.amp
         loss = functools.partial(self.amp.loss, ctx.model.loss)  # fp32 loss, scaled for fp16
-        if opts.schedule == "interleaved":
-            self.schedule = schedules.ScheduleInterleaved1F1B(stages, opts.microbatches, loss_fn=loss)
-        else:
-            make = getattr(schedules, SINGLE_STAGE[opts.schedule])
-            self.schedule = make(stages[0], opts.microbatches, loss_fn=loss)
+        one = SINGLE_STAGE.get(opts.schedule)
+        make = getattr(schedules, one or "ScheduleInterleaved1F1B")
+        self.schedule = make(stages[0] if one else stages, opts.microbatches, loss_fn=loss)
         self.bubble = float(bubble_fraction(opts.schedule, ctx.world, opts.microbatches,
                                             opts.per_rank))
         self.first, self.last = 0 in self.stage_ids, n - 1 in self.stage_ids

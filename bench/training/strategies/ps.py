@@ -5,8 +5,6 @@ parameters back, every step: docs/training.md (Parameter server), docs/advise.md
 
 from __future__ import annotations
 
-import functools
-import operator
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated
@@ -112,13 +110,12 @@ class PSTrainer(Trainer):
         size = sum(p.numel() for p in self.mine)
         grads = [torch.empty(size, device=self.ctx.device) for _ in self.workers]  # fp32 master grads
         _wait([dist.irecv(g, src) for g, src in zip(grads, self.workers)])
-        avg = functools.reduce(operator.add, grads) / len(self.workers)
+        avg = sum(grads[1:], grads[0]) / len(self.workers)
         for p, g in zip(self.mine, _unflat(avg, self.mine)):
             p.grad = g
         self.opt.step()
         params = _flat(self.mine)
         _wait([dist.isend(params, dst) for dst in self.workers])
-        return None
 
     def optimizers(self) -> list[torch.optim.Optimizer]:
         return [self.opt] if self.opt is not None else []
