@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from bench.training.analytic import Acts
@@ -64,11 +64,10 @@ class Strategy:
     order: int = 100  # where it lists among the others (tables, valid names)
     table: str | None = None  # its spelling in ``commbench memory``'s default table (None: left out)
     needs_shape: bool = False  # its memory needs the model's layers (not a flat parameter count)
-    option_names: tuple[str, ...] = field(init=False)
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "option_names",
-                           tuple(f.name for f in dataclasses.fields(self.options)))
+    @property
+    def option_names(self) -> tuple[str, ...]:
+        return tuple(f.name for f in dataclasses.fields(self.options))
 
 
 STRATEGIES: Registry[Strategy] = Registry("strategy", packages=(PACKAGE,),

@@ -38,20 +38,19 @@ def ddp(ctx: TrainContext, model: nn.Module, bucket_mb: float) -> DDP:
 
 
 def loss_step(model: nn.Module, spec: ModelSpec, batch: Batch, device: torch.device,
-              opt: torch.optim.Optimizer, amp: Amp | None = None,
+              opt: torch.optim.Optimizer, amp: Amp,
               after_backward: Callable[[], None] | None = None) -> float:
     """forward, loss, backward, optimiser step on ``batch``; the (unscaled) loss as a float.
     ``amp``: the loss in fp32 and scaled, the gradients unscaled before the step."""
     opt.zero_grad(set_to_none=True)
     out, target = model(batch.inputs.to(device)), batch.targets.to(device)
-    loss = amp.loss(spec.loss, out, target) if amp else spec.loss(out, target)
+    loss = amp.loss(spec.loss, out, target)
     loss.backward()
     if after_backward:
         after_backward()
-    if amp:
-        amp.unscale(p for g in opt.param_groups for p in g["params"])
+    amp.unscale(p for g in opt.param_groups for p in g["params"])
     opt.step()
-    return float(loss.detach()) / (amp.scale if amp else 1.0)
+    return float(loss.detach()) / amp.scale
 
 
 def reference_losses(model: ModelSpec, global_batch: int, steps: int, seed: int, lr: float,
@@ -61,7 +60,8 @@ def reference_losses(model: ModelSpec, global_batch: int, steps: int, seed: int,
     torch.manual_seed(seed)
     net = model.build().to(device)
     opt = torch.optim.Adam(net.parameters(), lr=lr, foreach=False)
-    return [loss_step(net, model, model.batch(global_batch, s, seed), device, opt)
+    fp32 = Amp.of("fp32", device)
+    return [loss_step(net, model, model.batch(global_batch, s, seed), device, opt, fp32)
             for s in range(steps)]
 
 

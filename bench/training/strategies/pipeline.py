@@ -194,8 +194,7 @@ class PipelineTrainer(Trainer):
         opts: Options = ctx.opts
         n = ctx.world * opts.per_rank
         full = ctx.build_model()
-        starts = stage_starts(piece_sizes(ctx.model), n)
-        self.stage_ids = local_stages(opts.per_rank, ctx.rank, ctx.world)
+        starts, self.stage_ids = _cut(ctx.model, opts, ctx.world, ctx.rank)
         self.mods = [nn.Sequential(*full.pieces[starts[s]:starts[s + 1]]).to(ctx.device)
                      for s in self.stage_ids]
         schedules = torch_schedules()
@@ -232,14 +231,13 @@ class PipelineTrainer(Trainer):
         return list(self.mods)
 
 
-def _mine(model: ModelSpec, opts: Options, n: int, r: int) -> frozenset[int]:
-    """The pieces of rank ``r``'s stages."""
-    starts = stage_starts(piece_sizes(model), n * opts.per_rank)
-    return stage_pieces(starts, local_stages(opts.per_rank, r, n))
+def _cut(model: ModelSpec, opts: Options, n: int, r: int) -> tuple[tuple[int, ...], list[int]]:
+    """The stages' first pieces (:func:`stage_starts`) and rank ``r``'s stages."""
+    return stage_starts(piece_sizes(model), n * opts.per_rank), local_stages(opts.per_rank, r, n)
 
 
 def held(model: ModelSpec, opts: Options, ps: list[Param], n: int, r: int) -> Held:
-    mine = _mine(model, opts, n, r)
+    mine = stage_pieces(*_cut(model, opts, n, r))
     local = [numel(p.shape) for p in ps if p.piece in mine]
     return Held(local, local, local)
 
@@ -248,12 +246,11 @@ def acts(model: ModelSpec, opts: Options, n: int, r: int) -> Acts:
     """Rank ``r`` holds its largest stage's layers for each stage forward in flight at its peak
     (:func:`bench.training.stages.in_flight`: the first rank the most); exact with one stage per
     rank, an upper bound of :func:`bench.training.stages.peak_held` when interleaved."""
-    v = opts.per_rank
-    layers = max(stage_layers(stage_starts(piece_sizes(model), n * v), local_stages(v, r, n),
-                              model.config.layers))
-    return Acts(microbatches=opts.microbatches, layers=layers,
-                in_flight=in_flight(opts.schedule, n, opts.microbatches, v, r),
-                pieces=_mine(model, opts, n, r))
+    starts, stages = _cut(model, opts, n, r)
+    return Acts(microbatches=opts.microbatches,
+                layers=max(stage_layers(starts, stages, model.config.layers)),
+                in_flight=in_flight(opts.schedule, n, opts.microbatches, opts.per_rank, r),
+                pieces=stage_pieces(starts, stages))
 
 
 register(Strategy(
