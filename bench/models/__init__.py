@@ -15,12 +15,11 @@ if TYPE_CHECKING:
 
 __all__ = ["CATALOG", "MODELS", "ModelInfo", "ModelSpec", "model_spec"]
 _TORCH_NAMES = ("MODELS", "ModelSpec", "model_spec")
-_FAMILIES = ("mlp", "gpt", "moe", "convnet")  # each registers a ModelSpec per catalog entry on import
 
 
 def __getattr__(name: str) -> Any:
     if name not in _TORCH_NAMES:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    for family in _FAMILIES:
+    for family in dict.fromkeys(CATALOG.get(n).family for n in CATALOG):  # bench.models.<family>
         importlib.import_module(f"{__name__}.{family}")
     return getattr(importlib.import_module(f"{__name__}.base"), name)

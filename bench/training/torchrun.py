@@ -16,7 +16,7 @@ from bench.launch.loopback import is_loopback
 
 # the agent's per-rank lines on a failure ("failed (exitcode: 1) local_rank: 0 ...", "Sending
 # process N closing signal SIGTERM"): said once, by the self-launcher
-QUIET = ("torch.distributed.elastic.multiprocessing.api",)
+QUIET = "torch.distributed.elastic.multiprocessing.api"
 
 
 def _stores_on_loopback() -> None:
@@ -50,8 +50,7 @@ def main(argv: list[str] | None = None) -> int:
 
     if is_loopback(os.environ.get("MASTER_ADDR", "")):
         _stores_on_loopback()
-    for name in QUIET:
-        logging.getLogger(name).setLevel(logging.CRITICAL)
+    logging.getLogger(QUIET).setLevel(logging.CRITICAL)
     try:
         run(parse_args(sys.argv[1:] if argv is None else argv))
     except ChildFailedError:
