@@ -1,14 +1,7 @@
 """Reference models by name: an MLP, a nanoGPT-like decoder, its mixture-of-experts variant and a
-small ResNet-style convnet.
-
-Every model is a chain of *pieces* (``model.pieces``, an ``nn.ModuleList``) applied in order, so
-the pipeline strategy can cut it into balanced stages without knowing the model. Each named
-config comes with a synthetic, fixed-seed, learnable data set (see :mod:`bench.models.data`).
-
-The names, configs and what validation reads from them (:data:`CATALOG`, :class:`ModelInfo`)
-need no torch. ``MODELS``, ``ModelSpec`` and ``model_spec`` import torch and the model families
-on first use.
-"""
+small ResNet-style convnet, each a chain of pieces (``model.pieces``) the pipeline cuts into
+stages, with a synthetic fixed-seed data set (:mod:`bench.models.data`). :data:`CATALOG` needs no
+torch; ``MODELS``, ``ModelSpec`` and ``model_spec`` import torch and the families on first use."""
 
 from __future__ import annotations
 
@@ -22,12 +15,11 @@ if TYPE_CHECKING:
 
 __all__ = ["CATALOG", "MODELS", "ModelInfo", "ModelSpec", "model_spec"]
 _TORCH_NAMES = ("MODELS", "ModelSpec", "model_spec")
-_FAMILIES = ("mlp", "gpt", "moe", "convnet")  # each registers a ModelSpec per catalog entry on import
 
 
 def __getattr__(name: str) -> Any:
     if name not in _TORCH_NAMES:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    for family in _FAMILIES:
+    for family in dict.fromkeys(CATALOG.get(n).family for n in CATALOG):  # bench.models.<family>
         importlib.import_module(f"{__name__}.{family}")
     return getattr(importlib.import_module(f"{__name__}.base"), name)

@@ -1,10 +1,5 @@
 """The named reference models, without torch: each name's config and what a scenario's checks
-read from it (pieces, attention heads, the tensor-parallel plan and its sharded widths).
-
-This is the one place a named config is stated: :mod:`bench.models` (torch) makes a
-:class:`~bench.models.base.ModelSpec`, a :class:`ModelInfo` that can also build the model and
-its batches, for every entry here.
-"""
+read from it (pieces, attention heads, the tensor-parallel plan and its sharded widths)."""
 
 from __future__ import annotations
 

@@ -1,12 +1,6 @@
-"""The model families' configs, and what follows from a config alone, without torch.
-
-Each family's frozen config says how many pieces its chain has, how many attention heads (if
-any) and its tensor-parallel plan: every ``nn.Linear`` the plan shards, with its widths. The
-torch modules (:mod:`bench.models.mlp`, :mod:`~bench.models.gpt`, :mod:`~bench.models.convnet`)
-build from these same configs and widths (``dims``, ``mlp_hidden``), so a scenario is validated
-without importing torch; ``tests/training/test_training_rules.py`` checks every derived quantity against
-the built (meta) model.
-"""
+"""The model families' frozen configs and what follows from a config alone, without torch: its
+pieces, attention heads and tensor-parallel plan (every ``nn.Linear`` the plan shards, with its
+widths), held equal to the built model by tests/training/test_training_rules.py."""
 
 from __future__ import annotations
 
@@ -101,22 +95,17 @@ class GPTConfig:
         return self.layers + 2  # embeddings, the blocks, the head
 
     def parameter_shapes(self) -> tuple[tuple[str, tuple[int, ...]], ...] | None:
-        """Every parameter of :mod:`bench.models.gpt`'s model, as ``named_parameters`` lists it
-        (name, shape), without torch: the embeddings, per block its layer norms and the Linears
-        of :meth:`tp_linears` (weight ``(out, in)``, bias ``(out,)``), the final norm and the
-        untied LM head (tests/models/test_parameter_table.py holds it equal to the built model)."""
+        """Every parameter of :mod:`bench.models.gpt`'s model as ``named_parameters`` lists it
+        (name, shape), without torch (tests/models/test_parameter_table.py holds it equal)."""
         e, lin = self.embd, self.tp_linears()
         out: list[tuple[str, tuple[int, ...]]] = [
             ("pieces.0.wte.weight", (self.vocab, e)), ("pieces.0.wpe.weight", (self.seq_len, e))]
         for i in range(1, self.layers + 1):
             for mod in ("ln1", "attn.q", "attn.k", "attn.v", "attn.proj", "ln2", "mlp.fc", "mlp.proj"):
                 path = f"pieces.{i}.{mod}"
-                width = lin[path].out_features if path in lin else e
-                if path in lin:
-                    out.append((f"{path}.weight", (width, lin[path].in_features)))
-                else:
-                    out.append((f"{path}.weight", (e,)))
-                out.append((f"{path}.bias", (width,)))
+                w = lin.get(path)
+                weight = (w.out_features, w.in_features) if w else (e,)
+                out += [(f"{path}.weight", weight), (f"{path}.bias", weight[:1])]
         head = self.layers + 1
         return (*out, (f"pieces.{head}.ln_f.weight", (e,)), (f"pieces.{head}.ln_f.bias", (e,)),
                 (f"pieces.{head}.lm_head.weight", (self.vocab, e)))

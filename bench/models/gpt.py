@@ -1,13 +1,12 @@
 """A nanoGPT-like decoder: token + position embeddings, pre-LayerNorm blocks of causal
 self-attention and a GELU MLP, final LayerNorm and an *untied* LM head (tying would put one
-weight on the first and last pipeline stage; param counts below include the separate head).
-
-Attention uses separate q/k/v projections so Megatron-style column sharding splits whole heads;
-the head count is read from the (possibly sharded) projection width, so one module serves the
-full and the tensor-parallel model.
-"""
+weight on the first and last pipeline stage). Separate q/k/v projections let Megatron-style
+column sharding split whole heads; the head count follows the (possibly sharded) width."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
 
 import torch
 from torch import nn
@@ -60,16 +59,20 @@ class MLP(nn.Module):
 
 
 class Block(nn.Module):
-    def __init__(self, cfg: GPTConfig) -> None:
+    """Pre-LayerNorm attention then a feed-forward module ``ffn(cfg)``, held as ``name``."""
+
+    def __init__(self, cfg: GPTConfig, ffn: Callable[[Any], nn.Module] = MLP, name: str = "mlp"
+                 ) -> None:
         super().__init__()
         self.ln1 = nn.LayerNorm(cfg.embd)
         self.attn = Attention(cfg)
         self.ln2 = nn.LayerNorm(cfg.embd)
-        self.mlp = MLP(cfg)
+        self.ffn_name = name
+        setattr(self, name, ffn(cfg))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = x + self.attn(self.ln1(x))
-        return x + self.mlp(self.ln2(x))
+        return x + getattr(self, self.ffn_name)(self.ln2(x))
 
 
 class Head(nn.Module):
@@ -82,8 +85,8 @@ class Head(nn.Module):
         return self.lm_head(self.ln_f(x))
 
 
-def build(cfg: GPTConfig) -> Chain:
-    return Chain([Embed(cfg), *(Block(cfg) for _ in range(cfg.layers)), Head(cfg)])
+def build(cfg: GPTConfig, block: Callable[[Any], nn.Module] = Block) -> Chain:
+    return Chain([Embed(cfg), *(block(cfg) for _ in range(cfg.layers)), Head(cfg)])
 
 
 def loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:

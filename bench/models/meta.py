@@ -14,7 +14,7 @@ from bench.models.chain import Chain
 
 def on_meta(build: Callable[[], Chain]) -> Chain:
     """``build()`` on the meta device: shapes without memory (for the analytic model), its
-    random initialisation skipped (on meta, ``normal_`` alone costs a second of imports)."""
+    random initialisation skipped (on meta, ``normal_`` imports much of torch)."""
     with torch.device("meta"), _SkipNormalInit():
         return build()
 

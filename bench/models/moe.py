@@ -3,19 +3,15 @@
 ``top_k`` (gates renormalised over them, as Mixtral).
 
 Capacity (GShard's, with the sequence as the group): within one sequence, expert ``e`` takes at
-most ``cfg.capacity`` assignments, first-choice assignments before second-choice ones, earlier
-positions first; the rest are dropped (they add nothing; the block's residual passes). The rule
-reads one sequence only, so a rank holding a slice of the batch drops exactly what one process
-holding all of it drops: expert parallelism reproduces the single process's loss.
-
-The experts' weights are stacked on dim 0 (``w_gate``, ``w_up``: experts x embd x ffn,
-``w_down``: experts x ffn x embd). An expert-parallel rank keeps the slice ``first ..
-first + n`` and sets :attr:`MoE.exchange` (:mod:`bench.training.strategies.expert`), which moves
-each assignment to the rank holding its expert and back; without one, every expert is local.
-"""
+most ``cfg.capacity`` assignments, first choices first, earlier positions first; the rest are
+dropped (the residual passes). Reading one sequence only, a rank holding a slice of the batch
+drops what one process drops, so expert parallelism reproduces the single process's loss.
+The experts' weights are stacked on dim 0; an expert-parallel rank keeps the slice ``first ..``
+and sets :attr:`MoE.exchange` (:mod:`bench.training.strategies.expert`)."""
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -23,9 +19,10 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from bench.models import gpt
 from bench.models.base import Chain, add_family
 from bench.models.configs import MoEConfig
-from bench.models.gpt import Attention, Embed, Head, loss, make_batch
+from bench.models.gpt import loss, make_batch  # moe.make_batch, moe.loss: advise's custom_moe
 
 
 @dataclass(frozen=True)
@@ -104,21 +101,8 @@ class MoE(nn.Module):
         return torch.cat(out) if out else rows[:0]
 
 
-class Block(nn.Module):
-    def __init__(self, cfg: MoEConfig) -> None:
-        super().__init__()
-        self.ln1 = nn.LayerNorm(cfg.embd)
-        self.attn = Attention(cfg)
-        self.ln2 = nn.LayerNorm(cfg.embd)
-        self.moe = MoE(cfg)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = x + self.attn(self.ln1(x))
-        return x + self.moe(self.ln2(x))
-
-
 def build(cfg: MoEConfig) -> Chain:
-    return Chain([Embed(cfg), *(Block(cfg) for _ in range(cfg.layers)), Head(cfg)])
+    return gpt.build(cfg, functools.partial(gpt.Block, ffn=MoE, name="moe"))
 
 
 add_family(MoEConfig.family, build, make_batch, loss)

@@ -1,9 +1,4 @@
-"""A named model that can be built: :class:`ModelSpec`, without importing torch until it is built.
-
-What needs only a model's shapes (advise, the analytic memory model: ``parameter_shapes`` of its
-config) can hold one for a custom shape without torch; building it (``build``, ``build_meta``)
-imports torch then (:mod:`bench.models.base`).
-"""
+"""A named model that can be built: :class:`ModelSpec`; torch is imported only to build it."""
 
 from __future__ import annotations
 
@@ -29,8 +24,7 @@ class ModelSpec(ModelInfo):
     loss: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
     def build_meta(self) -> Chain:
-        """The model on the meta device: shapes without memory (for the analytic model), its
-        random initialisation skipped (:func:`bench.models.meta.on_meta`)."""
+        """The model on the meta device (:func:`bench.models.meta.on_meta`)."""
         from bench.models.meta import on_meta
 
         return on_meta(self.build)

@@ -1,15 +1,9 @@
-"""Analytic per-rank memory of each strategy, from parameter shapes alone (meta device): model
-states by the ZeRO paper's accounting in two precisions (``mixed``, K = 12, and ``fp32``, which
-equals the bytes measured on the small models exactly), activations of the reference GPT
-(Korthikanti et al. 2022, with activation checkpointing) and the recomputation checkpointing
-costs (:func:`recompute_fraction`). The rules and their sources: docs/training.md (Memory model).
-
-Sharding (per parameter, exactly as torch shards it) is each strategy's ``held`` in its own file
-(:mod:`bench.training.strategies`); the helpers they share are here: FSDP2's dim-0 chunks
-(:func:`chunk_rows`, :func:`fsdp_held`), tensor parallelism's local shapes (:func:`tp_local`),
-ZeroRedundancyOptimizer's greedy owners (:func:`greedy_owners`); what a rank holds of the
-activations is the strategy's ``acts`` (:class:`Acts`).
-"""
+"""Analytic per-rank memory of each strategy, from parameter shapes alone: model states by the
+ZeRO paper's accounting in two precisions (``mixed``, K = 12, and ``fp32``, which equals the
+bytes measured on the small models exactly), activations of the reference GPT (Korthikanti et
+al. 2022, with activation checkpointing) and the recomputation checkpointing costs. The rules
+and their sources: docs/training.md (Memory model). Each strategy's sharding is its ``held``;
+the helpers they share are here."""
 
 from __future__ import annotations
 
@@ -108,10 +102,6 @@ def chunk_rows(d0: int, n: int, r: int) -> int:
     return max(0, min(c, d0 - r * c))
 
 
-def fsdp_local(shape: tuple[int, ...], n: int, r: int) -> int:
-    return chunk_rows(shape[0], n, r) * numel(shape[1:])
-
-
 def tp_plan_of(model: ModelSpec) -> dict[str, str]:
     """The model's tensor-parallel plan (module path -> style), built once per call: pass it to
     :func:`tp_local` for every parameter (building it per parameter is quadratic in layers)."""
@@ -134,7 +124,7 @@ def fsdp_held(ps: list[Param], n: int, r: int, shapes: list[tuple[int, ...]], re
               ) -> Held:
     """FSDP2 over ``n`` ranks on parameters of ``shapes`` (their tensor-parallel shards in a
     hybrid), one unit per piece: zero3 with ``reshard``, zero2 without."""
-    local = [fsdp_local(sh, n, r) for sh in shapes]
+    local = [chunk_rows(sh[0], n, r) * numel(sh[1:]) for sh in shapes]
     units: dict[int, int] = {}
     for p, sh in zip(ps, shapes):
         units[p.piece] = units.get(p.piece, 0) + numel(sh)
@@ -165,20 +155,14 @@ class Acts:
 
 def activations(model: ModelSpec, s: StrategySpec, n: int, batch: int, prec: Precision,
                 flash: bool = True, rank: int = 0) -> int | None:
-    """Activation bytes of ``rank`` for the reference GPT (None for other families)."""
+    """Activation bytes of ``rank`` for the reference GPT (None for other families), held as
+    its strategy's ``acts`` says, checkpointed pieces keeping their input only."""
     if model.family != "gpt":
         return None
     plan = s.strategy.acts(model, s.options, n, rank)
-    return held_activations(model, plan, s.checkpointed(model.num_pieces), batch, prec,
-                            s.precision, flash)
-
-
-def held_activations(model: ModelSpec, plan: Acts, checkpointed: frozenset[int], batch: int,
-                     prec: Precision, amp: str, flash: bool = True) -> int:
-    """Activation bytes a GPT rank holds as ``plan`` says, ``checkpointed`` pieces keeping
-    their input only, under autocast ``amp`` (see the module docstring)."""
     if not plan.forward:
         return 0
+    checkpointed = s.checkpointed(model.num_pieces)
     cfg = model.config
     sq, h, a, layers, v = cfg.seq_len, cfg.embd, cfg.heads, cfg.layers, cfg.vocab
     t, mb = plan.tensor, batch // plan.microbatches
@@ -189,7 +173,7 @@ def held_activations(model: ModelSpec, plan: Acts, checkpointed: frozenset[int],
     ckpt = min(len(blocks & checkpointed), per_mb)
     per_layer = sq * mb * h * (10 + 24 / t + (0 if flash else 5 * a * sq / (h * t)))
     kept_input = 2 * sq * mb * h  # a checkpointed layer's input, 16-bit
-    scale = 1 if prec.param_bytes == 2 or amp != "fp32" else 2  # vs 16-bit figures
+    scale = 1 if prec.param_bytes == 2 or s.precision != "fp32" else 2  # vs 16-bit figures
     # the LM head's fp32 logits, held for the loss's backward by the rank that holds the head
     # (the last piece), for each micro-batch in flight there (one unless a pipeline's)
     logits = 4 * sq * mb * v if plan.pieces is None or layers + 1 in plan.pieces else 0
@@ -198,7 +182,7 @@ def held_activations(model: ModelSpec, plan: Acts, checkpointed: frozenset[int],
 
 
 def piece_flops(model: ModelSpec) -> list[int]:
-    """Forward matmul FLOPs per sample of each piece (see the module docstring)."""
+    """Forward matmul FLOPs per sample of each piece (docs/training.md, Memory model)."""
     from torch import nn
 
     cfg = model.config

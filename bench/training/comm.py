@@ -1,11 +1,6 @@
 """Communication counted, not estimated: a TorchDispatchMode that sees every c10d and
-functional collective a step issues (DDP's reducer, FSDP2, ZeroRedundancyOptimizer, DTensor,
-pipelining and commbench's own p2p hook all reach the dispatcher).
-
-Bytes per call follow nccl-tests' size ``S`` of each collective: all_reduce / broadcast: the
-buffer; all_gather: the gathered output; reduce_scatter: the input before scattering;
-send: the bytes this rank sends (receives are counted apart, as ``recv``).
-"""
+functional collective a step issues. Bytes per call are nccl-tests' size ``S`` (all_gather: the
+gathered output; reduce_scatter: the input; send: the bytes sent, receives counted as ``recv``)."""
 
 from __future__ import annotations
 

@@ -1,13 +1,6 @@
-"""The torch side of expert parallelism (imported by :mod:`bench.training.strategies.expert`'s
-``build`` only): :class:`AllToAll`, the :class:`bench.models.moe.Exchange` that moves a MoE
-layer's assignments to the ranks holding their experts and back with ``all_to_all_single`` and
-per-peer split sizes, the counts exchanged first; backward runs the mirror exchange.
-
-Per MoE layer and forward: one all_to_all of the ``experts`` int64 counts (equal blocks), the
-dispatch (this rank's kept assignments out, its experts' rows in) and the combine (the
-reverse); backward: the combine's and the dispatch's mirror images. The training counter
-(:mod:`bench.training.comm`) counts each as ``all_to_all`` of its input's bytes.
-"""
+"""The torch side of expert parallelism: :class:`AllToAll`, the :class:`bench.models.moe.Exchange`
+that moves a MoE layer's assignments to the ranks holding their experts and back with
+``all_to_all_single`` and per-peer split sizes, the counts exchanged first; backward mirrors it."""
 
 from __future__ import annotations
 

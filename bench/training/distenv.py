@@ -49,10 +49,9 @@ def init_from_env(backend: str, timeout_s: float) -> tuple[torch.device, str]:
     local = next((int(os.environ[v]) for v in LOCAL_RANK_VARS if v in os.environ), 0)
     local_world = max(int(os.environ.get("LOCAL_WORLD_SIZE", "1")), local + 1)
     gpus = visible_gpus()
-    # torchrun's local ranks share one environment, so they see the same GPUs; under srun or
-    # mpiexec each rank may see only its own GPU (--gpus-per-task), so for an explicit nccl
-    # NCCL itself tells a shared GPU apart there (its "Duplicate GPU detected" error, made one
-    # line below); auto stays on the safe side and counts the host's ranks.
+    # torchrun's local ranks see the same GPUs; under srun or mpiexec a rank may see only its own
+    # (--gpus-per-task): an explicit nccl is left to NCCL, which tells a shared GPU apart
+    # ("Duplicate GPU detected", made one line below); auto counts the host's ranks.
     ranks_here = local_world if torchrun or backend == "auto" else 1
     backend = pick_backend(backend, ranks_here, gpus)
     cuda = backend == "nccl"

@@ -1,10 +1,6 @@
-"""DDP communication hooks: DDP's compression hooks, and commbench's AllReduce algorithms.
-
-:class:`ScheduleHook` runs each gradient bucket through a commbench schedule on the torch p2p
-transport: divide by the world size (DDP averages), then the algorithm's sum. Plans are compiled
-once per bucket buffer (DDP rebuilds its buckets after the first step, so a new buffer gets a new
-plan) and the timed steps do no planning.
-"""
+"""DDP communication hooks: DDP's compression hooks, and commbench's AllReduce algorithms run
+on the torch p2p transport with a plan compiled once per bucket buffer (DDP rebuilds its buckets
+after the first step: a new buffer gets a new plan, the timed steps plan nothing)."""
 
 import os
 
@@ -13,13 +9,12 @@ import torch.distributed as dist
 from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 from torch.nn.parallel import DistributedDataParallel as DDP
 
+from bench.training.strategies.ddp import COMPRESSED
 from kernels.algorithm import Problem, get_algorithm
 from kernels.ops import OPS
 from kernels.topology import Topology
 from kernels.transports.base import Plan
 from kernels.transports.torch_p2p import TorchP2PTransport
-
-COMPRESSION = {"fp16": default_hooks.fp16_compress_hook, "bf16": default_hooks.bf16_compress_hook}
 
 
 def job_topology(world: int) -> Topology:
@@ -64,7 +59,7 @@ def schedule_hook(state: ScheduleHook, bucket: dist.GradBucket) -> torch.futures
 
 def install_hook(model: DDP, hook: str, device: torch.device) -> None:
     """Register ``hook`` on ``model`` (nothing for DDP's default)."""
-    if hook in COMPRESSION:
-        model.register_comm_hook(None, COMPRESSION[hook])
+    if hook in COMPRESSED:  # DDP's fp16_compress_hook, bf16_compress_hook
+        model.register_comm_hook(None, getattr(default_hooks, f"{hook}_compress_hook"))
     elif hook != "default":
         model.register_comm_hook(ScheduleHook(hook, device), schedule_hook)

@@ -1,10 +1,7 @@
-"""``commbench run`` for training scenarios: self-launch with torch's launcher (through
-:mod:`bench.training.torchrun`, once per world size, on loopback only, through the one
-self-launch loop :mod:`bench.launch.selflaunch`), or run the cases of the job we are in
-(torchrun, or mpiexec/srun). A failed job's case gets a ``status: failed`` record and a new job
-goes on at the next case, so one bad case never sinks the sweep; a nonzero exit after every case
-finished is a warning (torch ranks occasionally abort in interpreter shutdown).
-"""
+"""``commbench run`` for training scenarios: self-launch through :mod:`bench.training.torchrun`
+once per world size (loopback only, the one loop of :mod:`bench.launch.selflaunch`), or run the
+cases of the job we are in (torchrun, mpiexec, srun). A failed case gets a ``status: failed``
+record and a new job goes on at the next case."""
 
 from __future__ import annotations
 
@@ -23,8 +20,6 @@ from bench.store.resume import RESUME_ENV, RunDirError, plan_run, recorded_sizes
 from bench.training import record
 from bench.training.record import BACKEND_ENV, CASE_START_ENV, recorded
 from bench.training.scenario import TrainingScenario
-
-# What the self-launcher tells each rank of a training job, by environment
 
 
 def handle(args: argparse.Namespace, sc: TrainingScenario, sizes: tuple[int, ...]) -> int:

@@ -1,14 +1,9 @@
-"""The training harness: the one place that owns the clock for training cases.
-
-Per case: ``warmup`` untimed steps, then ``steps`` steps each timed alone after a barrier and a
-device synchronisation (the sample kept: the max over ranks), then one last untimed step under
-the :class:`~bench.training.comm.CommCounter` and
-:class:`~bench.training.memory.SavedActivations` (last, so DDP has rebuilt its buckets). Batches
-are made and copied to the device before the barrier. Pipeline trainers (:class:`Waits`) also
-report each rank's own step and waits, from which :class:`Idle` takes the idle time per stage
-in integer nanoseconds; mixture-of-experts trainers (:class:`Routes`) report each step's
-assignments per expert. What each field means: docs/training.md (What is measured, and how).
-"""
+"""The training harness, the one place that owns the clock for training cases: ``warmup``
+untimed steps, ``steps`` steps each timed alone after a barrier and a device synchronisation
+(the max over ranks kept), then one untimed step that counts communication and saved
+activations (last, so DDP has rebuilt its buckets); pipeline trainers (:class:`Waits`) add idle
+time per stage, mixture-of-experts trainers (:class:`Routes`) their routing. docs/training.md
+(What is measured, and how)."""
 
 from __future__ import annotations
 
@@ -21,7 +16,7 @@ import torch
 import torch.distributed as dist
 
 from bench.advise.calls import Counted
-from bench.collective.timer import CLOCK
+from bench.collective.timer import CLOCK  # the harness's clock
 from bench.models.base import ModelSpec
 from bench.training.comm import CommCounter
 from bench.training.memory import HeldBytes, PeakMemory, SavedActivations, held_bytes
@@ -131,18 +126,15 @@ def run_case(trainer: Trainer, model: ModelSpec, proto: Protocol, device: torch.
     peak = PeakMemory(device)
     peak.start()
     global_batch = proto.batch_size * trainer.dp_degree
+    waiting = trainer if isinstance(trainer, Waits) else None
+    routes = trainer if isinstance(trainer, Routes) else None
     losses: list[float] = []
     samples: list[float] = []
-    comm: Counted | None = None
-    acts = 0
-    tokens = 0
-    clock = CLOCK  # the harness's clock (bench/collective/timer.py)
-    waiting = trainer if isinstance(trainer, Waits) else None
-    own: list[int] = []
+    own: list[int] = []  # Waits trainers: this rank's step and its waits, per timed step
     waited: list[int] = []
-    calls = 0
-    routes = trainer if isinstance(trainer, Routes) else None
     routing: list[tuple[LayerRouting, ...]] = []
+    comm: Counted | None = None
+    acts = tokens = calls = 0
     for s in range(proto.total):
         batch = model.batch(global_batch, s, proto.seed).to(device)  # copied before the clock
         tokens = batch.tokens
@@ -158,10 +150,10 @@ def run_case(trainer: Trainer, model: ModelSpec, proto: Protocol, device: torch.
             _sync(device)
             if waiting:
                 waiting.take_waits()  # the warm-up's and the barrier's are not this step's
-            t0 = clock()
+            t0 = CLOCK()
             loss = trainer.step(batch)
             _sync(device)
-            ns = clock() - t0
+            ns = CLOCK() - t0
             samples.append(ns / 1e6)
             if waiting:
                 wait_ns, calls = waiting.take_waits()
@@ -173,7 +165,8 @@ def run_case(trainer: Trainer, model: ModelSpec, proto: Protocol, device: torch.
     mine = RankResult(held_bytes(trainer), comm, *peak.peak(), activations=acts,
                       step_ns=tuple(own), wait_ns=tuple(waited), waits=calls,
                       routing=tuple(routing))
-    ranks = _gather(mine)
+    ranks: list[Any] = [None] * dist.get_world_size()
+    dist.all_gather_object(ranks, mine)
     idle = Idle.of(ranks, waiting.bubble) if waiting and own else None
     return CaseResult(global_batch, tokens, _mean_loss(losses, device), _max_samples(samples, device),
                       ranks, peak.method, idle)
@@ -191,9 +184,3 @@ def _max_samples(samples: list[float], device: torch.device) -> list[float]:
     t = torch.tensor(samples, dtype=torch.float64, device=device)
     dist.all_reduce(t, op=dist.ReduceOp.MAX)
     return t.tolist()
-
-
-def _gather(mine: RankResult) -> list[RankResult]:
-    out: list[Any] = [None] * dist.get_world_size()
-    dist.all_gather_object(out, mine)
-    return out

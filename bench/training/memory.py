@@ -1,9 +1,5 @@
-"""Memory per rank, measured: exact bytes of the tensors a trainer holds (DTensors by their local
-shard, shared tensors once), the peak (CUDA's ``max_memory_allocated``, or on CPU the process's
-peak resident set, VmHWM, reset per case) and the activations held for backward
-(:class:`SavedActivations`: every tensor packed by ``saved_tensors_hooks``, by storage,
-parameters excluded). What each field means: docs/training.md (What is measured, and how).
-"""
+"""Memory per rank, measured: the tensors a trainer holds, the peak and the activations held for
+backward. What each field means: docs/training.md (What is measured, and how)."""
 
 from __future__ import annotations
 

@@ -1,12 +1,8 @@
-"""The options every strategy takes, applied to the model's pieces: activation checkpointing
-and autocast precision. Parsed and validated in :class:`bench.training.scenario.StrategySpec`
-(``checkpoint``, ``precision``); applied here, once, by :meth:`TrainContext.build_model`, before
-any strategy wraps, shards or cuts the model: each chosen piece's own ``forward`` is replaced on
-the instance (``torch.utils.checkpoint``, ``use_reentrant=False``; ``torch.autocast`` with fp32
-master weights; fp16 with the static :data:`FP16_LOSS_SCALE`), so parameter names, plans, FSDP2's
-units and the pipeline's cuts are unchanged. Why so, and what it costs: docs/training.md
-(Activation checkpointing, Mixed precision).
-"""
+"""The options every strategy takes, activation checkpointing and autocast precision, applied
+once by :meth:`TrainContext.build_model` before any strategy wraps, shards or cuts the model:
+each chosen piece's ``forward`` is replaced on the instance, so parameter names, plans, FSDP2's
+units and the pipeline's cuts are unchanged. docs/training.md (Activation checkpointing, Mixed
+precision)."""
 
 from __future__ import annotations
 
@@ -57,10 +53,6 @@ def _autocast(fwd: Callable[..., Any], device_type: str, dtype: torch.dtype, *ar
         return fwd(*args, **kwargs)
 
 
-def _checkpointed(fwd: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    return checkpoint(fwd, *args, use_reentrant=False, **kwargs)
-
-
 def apply_options(model: Chain, checkpointed: frozenset[int], amp: Amp) -> Chain:
     """Wrap the forward of each piece: autocast when ``amp`` has a dtype, checkpoint (around
     the autocast) for the pieces in ``checkpointed``. Returns ``model``."""
@@ -69,7 +61,7 @@ def apply_options(model: Chain, checkpointed: frozenset[int], amp: Amp) -> Chain
         if amp.dtype is not None:
             fwd = functools.partial(_autocast, fwd, amp.device_type, amp.dtype)
         if i in checkpointed:
-            fwd = functools.partial(_checkpointed, fwd)
+            fwd = functools.partial(checkpoint, fwd, use_reentrant=False)
         if amp.dtype is not None or i in checkpointed:
             piece.forward = fwd  # on the instance: names, plans and hooks are untouched
     return model

@@ -23,6 +23,7 @@ IDLE = ("per rank: time in the schedule's point-to-point waits (perf_counter_ns 
 BUBBLE = ("replay of the forward/backward order torch's schedule runs on each rank, equal stages, "
           "backward = 2 forwards, free communication: (p-1)/(m+p-1) for GPipe and 1F1B, "
           "(p-1)/(v*m+p-1) for interleaved 1F1B with m >= p")
+HELD = ("params", "grads", "optim")  # HeldBytes' fields, in the record's order
 SCALING = ("weak: samples_per_s(N) / (N * samples_per_s(1)) of the same strategy and model, "
            "fixed batch_size per data-parallel replica (= T1/TN for pure data parallelism; "
            "ranks of one tensor/pipeline replica share its batch)")
@@ -67,9 +68,7 @@ def measured(sc: TrainingScenario, spec: StrategySpec, model: str, world: int, r
         "tokens_per_s": res.tokens_per_step / (s.median / 1e3) if res.tokens_per_step else None,
         "scaling_efficiency": sps / (world * base1) if base1 else None,
         "scaling": SCALING,
-        "mem_params_bytes": max(r.held.params for r in res.ranks),
-        "mem_grads_bytes": max(r.held.grads for r in res.ranks),
-        "mem_optim_bytes": max(r.held.optim for r in res.ranks),
+        **{f"mem_{k}_bytes": max(getattr(r.held, k) for r in res.ranks) for k in HELD},
         "mem_peak_bytes": max(r.peak for r in res.ranks),
         "mem_peak_above_start_bytes": max(r.peak_above_start for r in res.ranks),
         "mem_activations_bytes": max(r.activations for r in res.ranks),
@@ -78,9 +77,7 @@ def measured(sc: TrainingScenario, spec: StrategySpec, model: str, world: int, r
                                   "storage, parameters excluded) in the counted step",
         "mem_rank_aggregate": "max over ranks (per-rank values in *_by_rank)",
         "mem_peak_method": res.peak_method,
-        "mem_params_bytes_by_rank": [r.held.params for r in res.ranks],
-        "mem_grads_bytes_by_rank": [r.held.grads for r in res.ranks],
-        "mem_optim_bytes_by_rank": [r.held.optim for r in res.ranks],
+        **{f"mem_{k}_bytes_by_rank": [getattr(r.held, k) for r in res.ranks] for k in HELD},
         "comm_bytes_per_step": max(c.total for c in comm) if all(comm) else None,
         "comm_bytes_by_rank": [c.total for c in comm] if all(comm) else None,
         "comm_by_type": r0.comm.bytes if r0.comm else None,

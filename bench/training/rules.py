@@ -1,8 +1,5 @@
-"""Rules the strategies share, without torch, checked on model metadata
-(:mod:`bench.models.catalog`) alone: whether a tensor degree shards a model, whether the
-installed torch is an accelerator build. Each strategy's
-own rule is its ``check`` (:class:`bench.training.strategy.Strategy`), judged by the same
-function when a scenario loads and when a rank is about to run the case."""
+"""Rules the strategies share, checked on model metadata without torch: whether a tensor degree
+shards a model, whether the installed torch is an accelerator build."""
 
 from __future__ import annotations
 

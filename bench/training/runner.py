@@ -1,12 +1,7 @@
-"""Runs a training scenario's cases inside one torch.distributed job (ours or the user's).
-
-Every rank runs the same cases in the same order; rank 0 writes each record as soon as its case
-is measured and shows progress. A case that raises, or outlives ``case_timeout_s``, ends the job
-with a one-line error (peers would otherwise wait forever); the self-launcher records the failure
-and starts the next case in a new job. Ranks leave with ``os._exit`` once records are on disk,
-skipping interpreter shutdown, where torch ranks occasionally abort after
-``destroy_process_group()``.
-"""
+"""Runs a training scenario's cases inside one torch.distributed job (ours or the user's): every
+rank runs the same cases in order, rank 0 writes each record. A case that raises or outlives
+``case_timeout_s`` ends the job with a one-line error; ranks leave with ``os._exit`` once records
+are on disk (torch ranks occasionally abort in interpreter shutdown)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
-"""Training scenarios: strategies x models x world sizes, validated at load time.
-
-A strategy is a mapping (``{name: pipeline, schedule: gpipe}``) or a short string
-``name[:option]`` (``ddp:ring``, ``hybrid:2``); ``checkpoint`` and ``precision`` belong to every
-strategy and are parsed here only, every other key is the strategy's own ``Options``. Every
-(strategy, model, world size) is checked by the strategy's ``check`` before anything launches,
-without torch. The keys and the rules: docs/training.md (Scenario keys, Strategies).
-"""
+"""Training scenarios: strategies x models x world sizes, validated at load time without torch.
+A strategy is a mapping (``{name: pipeline, schedule: gpipe}``) or ``name[:option]``
+(``ddp:ring``); keys and rules: docs/training.md (Scenario keys, Strategies)."""
 
 from __future__ import annotations
 

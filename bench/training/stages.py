@@ -1,7 +1,5 @@
 """How a pipeline cuts a model into stages, without torch.distributed: the balanced split by
-parameter count and which stages a rank holds. :mod:`bench.training.strategies.pipeline` runs
-them, :mod:`bench.training.analytic` and :mod:`bench.advise` price them; importing this module
-costs no torch.distributed (``python -X importtime``)."""
+parameter count and which stages a rank holds."""
 
 from __future__ import annotations
 

@@ -1,20 +1,15 @@
 """What a training strategy is: one file under :mod:`bench.training.strategies` (or under a
-package named in ``COMMBENCH_PLUGINS``) that calls :func:`register` with a :class:`Strategy`,
-which states everything commbench knows of it: its options, build, check, memory (``held``,
-``acts``), communication (``calls``) and advise layouts; what each part is and who reads it:
-docs/training.md (Adding a strategy: one file). Nothing here or at the top of a strategy file
-imports torch: ``build`` imports what it wraps.
-
-Strategies never time themselves and never count bytes: :mod:`bench.training.measure` owns the
-clock, :mod:`bench.training.comm` counts traffic and :mod:`bench.training.memory` reads the
-tensors each trainer reports as held.
-"""
+package named in ``COMMBENCH_PLUGINS``) that calls :func:`register` with a :class:`Strategy`
+stating its options, build, check, memory (``held``, ``acts``), communication (``calls``) and
+advise layouts: docs/training.md (Adding a strategy: one file). Nothing here or at the top of a
+strategy file imports torch. Strategies never time themselves nor count bytes
+(:mod:`bench.training.measure`, :mod:`~bench.training.comm` and :mod:`~bench.training.memory` do)."""
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from bench.training.analytic import Acts
@@ -39,14 +34,7 @@ PACKAGE = "bench.training.strategies"
 # import each other. Call: bench.advise.calls.Call; CommContext: bench.advise.comm; Job:
 # bench.advise.evaluate; Layout: bench.advise.layout; Memory: bench.advise.memory; Space:
 # bench.advise.space; Shape: bench.advise.shape; Priced: bench.advise.step.
-Call = Any
-CommContext = Any
-Job = Any
-Layout = Any
-Memory = Any
-Space = Any
-Shape = Any
-Priced = Any
+Call = CommContext = Job = Layout = Memory = Space = Shape = Priced = Any
 
 
 @dataclass(frozen=True)
@@ -76,15 +64,12 @@ class Strategy:
     order: int = 100  # where it lists among the others (tables, valid names)
     table: str | None = None  # its spelling in ``commbench memory``'s default table (None: left out)
     needs_shape: bool = False  # its memory needs the model's layers (not a flat parameter count)
-    option_names: tuple[str, ...] = field(init=False)
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "option_names",
-                           tuple(f.name for f in dataclasses.fields(self.options)))
+    @property
+    def option_names(self) -> tuple[str, ...]:
+        return tuple(f.name for f in dataclasses.fields(self.options))
 
 
-# Discovered on first read: every module of PACKAGE and of the COMMBENCH_PLUGINS packages
-# (torch-free), listed by ``order`` then name.
 STRATEGIES: Registry[Strategy] = Registry("strategy", packages=(PACKAGE,),
                                           order=lambda s: (s.order, s.name))
 
@@ -144,11 +129,15 @@ class Trainer:
 
     ``dp_degree`` is how many data-parallel replicas split the global batch; ``replica`` is this
     rank's replica index. ``step`` returns this rank's loss for its replica's share, or None on
-    ranks that never see the loss (pipeline stages before the last).
+    ranks that never see the loss (pipeline stages before the last). ``held`` and ``opt``: the
+    module and the optimiser whose parameters, gradients and state this rank holds, unless
+    ``modules`` and ``optimizers`` say otherwise.
     """
 
     dp_degree: int = 1
     replica: int = 0
+    held: nn.Module
+    opt: torch.optim.Optimizer
 
     def step(self, batch: Batch) -> float | None:
         raise NotImplementedError
@@ -159,11 +148,11 @@ class Trainer:
 
     def modules(self) -> list[nn.Module]:
         """Modules whose parameters (and their ``.grad``) this rank holds."""
-        raise NotImplementedError
+        return [self.held]
 
     def optimizers(self) -> list[torch.optim.Optimizer]:
         """Optimisers whose ``state`` this rank holds (local shards only)."""
-        raise NotImplementedError
+        return [self.opt]
 
     def close(self) -> None:
         """Release process groups or hooks the strategy made."""

@@ -1,14 +1,8 @@
-"""torch's launcher as the self-launcher starts it: ``python -m bench.training.torchrun ARGS``
-is ``python -m torch.distributed.run ARGS`` without the report torch adds when a rank fails
-(a ``ChildFailedError`` traceback and its agent's log lines for every rank): the rank has said
-why in one line, and the self-launcher says which case failed and what it does next. The exit
-code is torchrun's: 0, or 1 when a rank failed. Anything else torchrun raises (a rendezvous that
-cannot start, a signal) is left to it.
-
-Where the job's store address is loopback (``MASTER_ADDR``, as :mod:`bench.launch.loopback` sets
-it for a one-host run), every store server the agent starts listens on 127.0.0.1 only: torch
-binds a ``TCPStore`` server to every interface unless it is handed a listening socket
-(``master_listen_fd``), so each one is handed a socket bound to loopback."""
+"""``python -m bench.training.torchrun ARGS`` is ``python -m torch.distributed.run ARGS``
+without the report torch adds when a rank fails (the rank and the self-launcher have said it in
+one line); exit code 0, or 1 when a rank failed. Where ``MASTER_ADDR`` is loopback, every store
+server the agent starts listens on 127.0.0.1 only (torch binds a ``TCPStore`` server to every
+interface unless handed a listening socket, ``master_listen_fd``)."""
 
 from __future__ import annotations
 
@@ -22,7 +16,7 @@ from bench.launch.loopback import is_loopback
 
 # the agent's per-rank lines on a failure ("failed (exitcode: 1) local_rank: 0 ...", "Sending
 # process N closing signal SIGTERM"): said once, by the self-launcher
-QUIET = ("torch.distributed.elastic.multiprocessing.api",)
+QUIET = "torch.distributed.elastic.multiprocessing.api"
 
 
 def _stores_on_loopback() -> None:
@@ -56,8 +50,7 @@ def main(argv: list[str] | None = None) -> int:
 
     if is_loopback(os.environ.get("MASTER_ADDR", "")):
         _stores_on_loopback()
-    for name in QUIET:
-        logging.getLogger(name).setLevel(logging.CRITICAL)
+    logging.getLogger(QUIET).setLevel(logging.CRITICAL)
     try:
         run(parse_args(sys.argv[1:] if argv is None else argv))
     except ChildFailedError:

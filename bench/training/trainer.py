@@ -5,6 +5,7 @@ the single-process reference every strategy's losses are held against."""
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import torch
@@ -37,17 +38,19 @@ def ddp(ctx: TrainContext, model: nn.Module, bucket_mb: float) -> DDP:
 
 
 def loss_step(model: nn.Module, spec: ModelSpec, batch: Batch, device: torch.device,
-              opt: torch.optim.Optimizer, amp: Amp | None = None) -> float:
+              opt: torch.optim.Optimizer, amp: Amp,
+              after_backward: Callable[[], None] | None = None) -> float:
     """forward, loss, backward, optimiser step on ``batch``; the (unscaled) loss as a float.
     ``amp``: the loss in fp32 and scaled, the gradients unscaled before the step."""
     opt.zero_grad(set_to_none=True)
     out, target = model(batch.inputs.to(device)), batch.targets.to(device)
-    loss = amp.loss(spec.loss, out, target) if amp else spec.loss(out, target)
+    loss = amp.loss(spec.loss, out, target)
     loss.backward()
-    if amp:
-        amp.unscale(p for g in opt.param_groups for p in g["params"])
+    if after_backward:
+        after_backward()
+    amp.unscale(p for g in opt.param_groups for p in g["params"])
     opt.step()
-    return float(loss.detach()) / (amp.scale if amp else 1.0)
+    return float(loss.detach()) / amp.scale
 
 
 def reference_losses(model: ModelSpec, global_batch: int, steps: int, seed: int, lr: float,
@@ -57,7 +60,8 @@ def reference_losses(model: ModelSpec, global_batch: int, steps: int, seed: int,
     torch.manual_seed(seed)
     net = model.build().to(device)
     opt = torch.optim.Adam(net.parameters(), lr=lr, foreach=False)
-    return [loss_step(net, model, model.batch(global_batch, s, seed), device, opt)
+    fp32 = Amp.of("fp32", device)
+    return [loss_step(net, model, model.batch(global_batch, s, seed), device, opt, fp32)
             for s in range(steps)]
 
 
@@ -67,15 +71,12 @@ class ModelTrainer(Trainer):
                  state_of: torch.optim.Optimizer | None = None) -> None:
         self.ctx, self.model, self.opt = ctx, model, opt
         self.dp_degree, self.replica = dp_degree, replica
-        self._held = held or model
+        self.held = held or model
         self._state_of = state_of or opt
 
     def step(self, batch: Batch) -> float | None:
         return loss_step(self.model, self.ctx.model, self.local_share(batch), self.ctx.device,
                          self.opt, self.ctx.amp)
-
-    def modules(self) -> list[nn.Module]:
-        return [self._held]
 
     def optimizers(self) -> list[torch.optim.Optimizer]:
         return [self._state_of]

@@ -1,10 +1,7 @@
-"""``ddp``: DistributedDataParallel, each rank a replica on ``batch_size`` samples. Gradient
-buckets are averaged by DDP's own AllReduce (``hook: default``), compressed to fp16/bf16 (DDP's
-compression hooks), or run through a commbench AllReduce schedule over the torch p2p transport
-(``hook: ring``, ``tree``, ...), so algorithms can be compared inside real training. Its buckets,
-as torch builds them, and their calls (:func:`buckets`): docs/advise.md (Communication per
-step). Memory: everything replicated.
-"""
+"""``ddp``: DistributedDataParallel, each rank a replica on ``batch_size`` samples, its gradient
+buckets averaged by DDP's AllReduce (``hook: default``), compressed to fp16/bf16 (DDP's hooks),
+or run through a commbench AllReduce schedule on the torch p2p transport (``hook: ring``, ...).
+Its buckets and their calls (:func:`buckets`): docs/advise.md (Communication per step)."""
 
 from __future__ import annotations
 
@@ -15,13 +12,13 @@ from pydantic import Field
 
 from bench.advise.calls import Call, tally
 from bench.advise.layout import Layout
-from bench.advise.space import Space, data_layouts
+from bench.advise.space import data_layouts
 from bench.training.analytic import numel, replicated
 from bench.training.rules import accelerator_build
 from bench.training.strategy import Strategy, TrainContext, Trainer, register
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator, Sequence
+    from collections.abc import Sequence
 
     from bench.advise.comm import CommContext
     from bench.models.catalog import ModelInfo
@@ -101,20 +98,10 @@ def gradient_calls(ctx: CommContext) -> list[Call]:
                  item)
 
 
-def layout(opts: Options, world: int) -> Layout:
-    return Layout(data=world, dp="ddp", bucket_mb=opts.bucket_mb, hook=opts.hook)
-
-
-def layouts(space: Space) -> Iterator[tuple[Layout, int]]:
-    return data_layouts(space, "ddp", alone=True)
-
-
-def layout_label(lay: Layout) -> list[str]:
-    return [lay.hook] if lay.hook != "default" else []
-
-
 register(Strategy(
     "ddp", "DistributedDataParallel with a choice of gradient AllReduce (DDP's, fp16/bf16, "
-    "commbench's)", build, replicated, gradient_calls, layout, Options, short="hook",
-    label=lambda o: o.hook if o.hook != "default" else "", check=check, layouts=layouts,
-    layout_label=layout_label, zero=0, order=0, table="ddp"))
+    "commbench's)", build, replicated, gradient_calls,
+    lambda opts, world: Layout(data=world, dp="ddp", bucket_mb=opts.bucket_mb, hook=opts.hook),
+    Options, short="hook", label=lambda o: o.hook if o.hook != "default" else "", check=check,
+    layouts=lambda space: data_layouts(space, "ddp", alone=True),
+    layout_label=lambda lay: [lay.hook] if lay.hook != "default" else [], order=0, table="ddp"))

@@ -1,18 +1,10 @@
 """``expert:N``: expert parallelism over data parallelism, for the mixture-of-experts models
 (:mod:`bench.models.moe`). Every rank is a data-parallel replica on ``batch_size`` samples; each
 MoE layer's experts are sharded over groups of N consecutive ranks (member i holds experts
-i * E/N ..), and each slice is replicated on the world/N ranks holding the same members' index.
-
-Per MoE layer and step (:mod:`bench.training.dispatch`): the router's counts per expert
-exchanged (an all_to_all of E int64), the kept assignments dispatched to their experts' ranks
-and the outputs combined back (``all_to_all_single`` with per-peer split sizes: uneven, as the
-router spreads them), and both mirrored in backward. Gradients: the dense parameters averaged by
-DDP (its buckets, over the data group; the experts ignored by it), each expert slice summed over
-its replicas (group ``expert_data``) by an all_reduce started as its gradient is ready, then
-divided by the data degree. Memory: expert slices 1/N, the rest replicated. The router's load
-per step is recorded (:func:`bench.training.record.routing_fields`); advise prices the uneven
-all-to-all from routing statistics (:mod:`bench.advise.routing`). docs/training.md (Expert parallelism).
-"""
+i * E/N ..), each slice replicated on the world/N ranks of the same member index. Tokens move by
+uneven all-to-all (:mod:`bench.training.dispatch`); the dense gradients are DDP's, each expert
+slice's summed over its replicas (group ``expert_data``) as soon as it is ready, then divided by
+the data degree. Calls, memory and routing: docs/training.md (Expert parallelism)."""
 
 from __future__ import annotations
 
@@ -30,7 +22,6 @@ from bench.training.strategy import Strategy, TrainContext, Trainer, register
 
 if TYPE_CHECKING:
     import torch
-    from torch import nn
 
     from bench.advise.comm import CommContext
     from bench.advise.evaluate import Job
@@ -95,29 +86,22 @@ class ExpertTrainer(Trainer):
         self.works.append(dist.all_reduce(p.grad, group=self.replicas, async_op=True))
 
     def step(self, batch: Batch) -> float | None:
-        dev, amp, b = self.ctx.device, self.ctx.amp, self.local_share(batch)
-        self.opt.zero_grad(set_to_none=True)
-        loss = amp.loss(self.ctx.model.loss, self.model(b.inputs.to(dev)), b.targets.to(dev))
-        loss.backward()
+        from bench.training.trainer import loss_step
+
+        return loss_step(self.model, self.ctx.model, self.local_share(batch), self.ctx.device,
+                         self.opt, self.ctx.amp, self._experts_reduced)
+
+    def _experts_reduced(self) -> None:
         for w in self.works:
             w.wait()
         self.works.clear()
         for p in self.experts:
             if p.grad is not None:
                 p.grad.div_(self.ctx.world)  # the experts' rows came from every replica's loss
-        amp.unscale(self.held.parameters())
-        self.opt.step()
-        return float(loss.detach()) / amp.scale
 
     def routing(self) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
         """(routed, kept) assignments per expert of each MoE layer in the last forward."""
         return [(m.last.routed, m.last.kept) for m in self.layers if m.last is not None]
-
-    def modules(self) -> list[nn.Module]:
-        return [self.held]
-
-    def optimizers(self) -> list[torch.optim.Optimizer]:
-        return [self.opt]
 
 
 def check(opts: Options, model: ModelInfo, world: int, batch: int) -> None:

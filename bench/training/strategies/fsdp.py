@@ -1,11 +1,7 @@
-"""``zero2`` and ``zero3``: FSDP2 ``fully_shard`` on every model piece and on the root. zero3
-reshards parameters after forward (all-gathered again for backward); zero2 keeps them unsharded
-from forward to the end of backward. Both shard gradients (reduce-scatter) and optimizer state in
-dim-0 chunks of ceil(d0 / N) rows (:func:`bench.training.analytic.fsdp_held`); one unit per piece,
-each parameter padded to ceil(d0 / N) rows per rank in its calls (:func:`unit_elements`).
-zero2 also runs beside a pipeline (its calls once per step per stage, see ``layouts``).
-Communication and memory: docs/advise.md and docs/training.md (Memory model).
-"""
+"""``zero2`` and ``zero3``: FSDP2 ``fully_shard`` on every model piece and on the root; zero3
+reshards parameters after forward, zero2 keeps them unsharded to the end of backward. Both shard
+gradients and optimizer state in dim-0 chunks of ceil(d0 / N) rows, one unit per piece.
+Communication and memory: docs/advise.md and docs/training.md (Memory model)."""
 
 from __future__ import annotations
 
@@ -27,7 +23,6 @@ if TYPE_CHECKING:
 
 
 def _build(ctx: TrainContext, reshard: bool) -> Trainer:
-    # torch.distributed's FSDP costs ~1-2 s per process, paid only by the jobs that run it
     from torch.distributed.fsdp import fully_shard
 
     from bench.training.trainer import ModelTrainer, job_mesh

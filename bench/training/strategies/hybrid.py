@@ -1,10 +1,6 @@
 """``hybrid``: a 2-D mesh, data x tensor parallel (torchtitan's 2-D layout): Megatron tensor
 parallelism inside groups of ``tensor_degree`` consecutive ranks, FSDP2 (ZeRO-3) across the
-groups over the data dimension. Ranks ``g*t .. g*t+t-1`` form replica ``g``.
-
-Memory: the tensor split, then FSDP2 over the data group on the shards. Communication: the
-tensor axis's calls plus zero3's on the tensor-parallel shards, over the data group: the layout
-``dp=N/t zero3 tp=t``."""
+groups; ranks ``g*t .. g*t+t-1`` form replica ``g``. As a layout: ``dp=N/t zero3 tp=t``."""
 
 from __future__ import annotations
 
@@ -34,7 +30,6 @@ class Options:
 
 
 def build(ctx: TrainContext) -> Trainer:
-    # torch.distributed's FSDP costs ~1-2 s per process, paid only by the jobs that run it
     from torch.distributed.fsdp import fully_shard
 
     from bench.training.strategies.tensor import apply_plan

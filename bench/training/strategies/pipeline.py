@@ -1,16 +1,8 @@
-"""``pipeline``: torch.distributed.pipelining with GPipe, 1F1B or interleaved 1F1B.
-
-The model's pieces are cut into ``world * stages_per_rank`` contiguous stages balanced by
-parameter count (:mod:`bench.training.stages`); rank r holds stages r, r + world, ... The whole
-batch is one replica, cut into ``microbatches``; the update equals one step on the whole batch.
-
-Idle time per stage: during :meth:`PipelineTrainer.step` only, :func:`timed_waits` swaps the
-schedules' one wait function, ``torch.distributed.pipelining.schedules._wait_batch_p2p``, for
-one that times the original into a :class:`WaitClock` (restored on leaving, even on error; the
-same works are waited on in the same order). The schedule's own bubble (:func:`bubble_fraction`)
-replays the forward and backward order each rank runs, exactly as torch runs it. Both:
-docs/training.md (Pipeline idle per stage).
-"""
+"""``pipeline``: torch.distributed.pipelining with GPipe, 1F1B or interleaved 1F1B over
+``world * stages_per_rank`` stages balanced by parameter count (:mod:`bench.training.stages`);
+rank r holds stages r, r + world, ... The whole batch is one replica, cut into ``microbatches``.
+Idle time per stage (:func:`timed_waits`) and the schedule's bubble (:func:`bubble_fraction`):
+docs/training.md (Pipeline idle per stage)."""
 
 from __future__ import annotations
 
@@ -46,7 +38,6 @@ if TYPE_CHECKING:
     from torch.distributed.pipelining import ScheduleInterleaved1F1B
 
     from bench.models.base import Batch, ModelSpec
-    from bench.models.catalog import ModelInfo
     from bench.training.analytic import Param
 
 SINGLE_STAGE = {"gpipe": "ScheduleGPipe", "1f1b": "Schedule1F1B"}  # one stage per rank
@@ -64,14 +55,15 @@ class Options:
         if self.stages_per_rank is not None:
             return self.stages_per_rank
         return 2 if self.schedule == "interleaved" else 1
+
+
 FORWARD, BACKWARD = "F", "B"
 COST = {FORWARD: 1, BACKWARD: 2}  # backward = two forwards (1 or 3 give the same fractions)
 Action = tuple[str, int, int]  # (F or B, stage, microbatch)
 
 
 def torch_schedules() -> ModuleType:
-    """``torch.distributed.pipelining.schedules``, imported when a pipeline is built or its
-    bubble computed: the package costs ~2 s per process, which jobs without one never pay."""
+    """``torch.distributed.pipelining.schedules``, imported only where a pipeline needs it."""
     from torch.distributed.pipelining import schedules
 
     return schedules
@@ -202,19 +194,16 @@ class PipelineTrainer(Trainer):
         opts: Options = ctx.opts
         n = ctx.world * opts.per_rank
         full = ctx.build_model()
-        starts = stage_starts(piece_sizes(ctx.model), n)
-        self.stage_ids = local_stages(opts.per_rank, ctx.rank, ctx.world)
+        starts, self.stage_ids = _cut(ctx.model, opts, ctx.world, ctx.rank)
         self.mods = [nn.Sequential(*full.pieces[starts[s]:starts[s + 1]]).to(ctx.device)
                      for s in self.stage_ids]
         schedules = torch_schedules()
         stages = [PipelineStage(m, s, n, ctx.device) for m, s in zip(self.mods, self.stage_ids)]
         self.amp = ctx.amp
         loss = functools.partial(self.amp.loss, ctx.model.loss)  # fp32 loss, scaled for fp16
-        if opts.schedule == "interleaved":
-            self.schedule = schedules.ScheduleInterleaved1F1B(stages, opts.microbatches, loss_fn=loss)
-        else:
-            make = getattr(schedules, SINGLE_STAGE[opts.schedule])
-            self.schedule = make(stages[0], opts.microbatches, loss_fn=loss)
+        one = SINGLE_STAGE.get(opts.schedule)
+        make = getattr(schedules, one or "ScheduleInterleaved1F1B")
+        self.schedule = make(stages[0] if one else stages, opts.microbatches, loss_fn=loss)
         self.bubble = float(bubble_fraction(opts.schedule, ctx.world, opts.microbatches,
                                             opts.per_rank))
         self.first, self.last = 0 in self.stage_ids, n - 1 in self.stage_ids
@@ -241,22 +230,14 @@ class PipelineTrainer(Trainer):
     def modules(self) -> list[nn.Module]:
         return list(self.mods)
 
-    def optimizers(self) -> list[torch.optim.Optimizer]:
-        return [self.opt]
 
-
-def check(opts: Options, model: ModelInfo, world: int, batch: int) -> None:
-    check_pipeline(world, opts.per_rank, opts.schedule, opts.microbatches, model.num_pieces, batch)
-
-
-def _mine(model: ModelSpec, opts: Options, n: int, r: int) -> frozenset[int]:
-    """The pieces of rank ``r``'s stages."""
-    starts = stage_starts(piece_sizes(model), n * opts.per_rank)
-    return stage_pieces(starts, local_stages(opts.per_rank, r, n))
+def _cut(model: ModelSpec, opts: Options, n: int, r: int) -> tuple[tuple[int, ...], list[int]]:
+    """The stages' first pieces (:func:`stage_starts`) and rank ``r``'s stages."""
+    return stage_starts(piece_sizes(model), n * opts.per_rank), local_stages(opts.per_rank, r, n)
 
 
 def held(model: ModelSpec, opts: Options, ps: list[Param], n: int, r: int) -> Held:
-    mine = _mine(model, opts, n, r)
+    mine = stage_pieces(*_cut(model, opts, n, r))
     local = [numel(p.shape) for p in ps if p.piece in mine]
     return Held(local, local, local)
 
@@ -265,21 +246,19 @@ def acts(model: ModelSpec, opts: Options, n: int, r: int) -> Acts:
     """Rank ``r`` holds its largest stage's layers for each stage forward in flight at its peak
     (:func:`bench.training.stages.in_flight`: the first rank the most); exact with one stage per
     rank, an upper bound of :func:`bench.training.stages.peak_held` when interleaved."""
-    v = opts.per_rank
-    layers = max(stage_layers(stage_starts(piece_sizes(model), n * v), local_stages(v, r, n),
-                              model.config.layers))
-    return Acts(microbatches=opts.microbatches, layers=layers,
-                in_flight=in_flight(opts.schedule, n, opts.microbatches, v, r),
-                pieces=_mine(model, opts, n, r))
-
-
-def layout(opts: Options, world: int) -> Layout:
-    return Layout(pipeline=world, microbatches=opts.microbatches, schedule=opts.schedule,
-                  stages_per_rank=opts.per_rank)
+    starts, stages = _cut(model, opts, n, r)
+    return Acts(microbatches=opts.microbatches,
+                layers=max(stage_layers(starts, stages, model.config.layers)),
+                in_flight=in_flight(opts.schedule, n, opts.microbatches, opts.per_rank, r),
+                pieces=stage_pieces(starts, stages))
 
 
 register(Strategy(
-    "pipeline", "Pipeline parallel (GPipe, 1F1B, interleaved 1F1B) over balanced stages", PipelineTrainer,
-    held, pipeline_calls, layout, Options, short="schedule",
-    label=lambda o: f"{o.schedule},m={o.microbatches}", check=check, acts=acts, order=5,
-    table="pipeline:1f1b", needs_shape=True))
+    "pipeline", "Pipeline parallel (GPipe, 1F1B, interleaved 1F1B) over balanced stages",
+    PipelineTrainer, held, pipeline_calls,
+    lambda opts, world: Layout(pipeline=world, microbatches=opts.microbatches,
+                               schedule=opts.schedule, stages_per_rank=opts.per_rank),
+    Options, short="schedule", label=lambda o: f"{o.schedule},m={o.microbatches}",
+    check=lambda opts, model, world, batch: check_pipeline(
+        world, opts.per_rank, opts.schedule, opts.microbatches, model.num_pieces, batch),
+    acts=acts, order=5, table="pipeline:1f1b", needs_shape=True))

@@ -1,15 +1,10 @@
 """``ps:N``: a synchronous parameter server over torch.distributed point-to-point. The last N
-ranks are servers holding whole tensors (largest first to the least-loaded server,
-:func:`bench.training.analytic.greedy_owners`); the others are workers, each a data-parallel
-replica that pushes its flat gradients to every server and pulls the updated parameters back,
-every step. Ranks, step, communication and memory: docs/training.md (Parameter server); how
-advise prices the exchange (:meth:`bench.advise.timing.Timer.ps`): docs/advise.md.
-"""
+ranks are servers holding whole tensors (:func:`bench.training.analytic.greedy_owners`); every
+other rank is a worker that pushes its flat gradients to every server and pulls the updated
+parameters back, every step: docs/training.md (Parameter server), docs/advise.md (its price)."""
 
 from __future__ import annotations
 
-import functools
-import operator
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated
@@ -49,11 +44,7 @@ def _flat(tensors: list[torch.Tensor]) -> torch.Tensor:
 
 
 def _unflat(flat: torch.Tensor, like: list[torch.Tensor]) -> list[torch.Tensor]:
-    out, at = [], 0
-    for t in like:
-        out.append(flat[at:at + t.numel()].view_as(t))
-        at += t.numel()
-    return out
+    return [x.view_as(t) for x, t in zip(flat.split([t.numel() for t in like]), like)]
 
 
 def _wait(reqs: list[dist.Work | None]) -> None:
@@ -119,16 +110,12 @@ class PSTrainer(Trainer):
         size = sum(p.numel() for p in self.mine)
         grads = [torch.empty(size, device=self.ctx.device) for _ in self.workers]  # fp32 master grads
         _wait([dist.irecv(g, src) for g, src in zip(grads, self.workers)])
-        avg = functools.reduce(operator.add, grads) / len(self.workers)
+        avg = sum(grads[1:], grads[0]) / len(self.workers)
         for p, g in zip(self.mine, _unflat(avg, self.mine)):
             p.grad = g
         self.opt.step()
         params = _flat(self.mine)
         _wait([dist.isend(params, dst) for dst in self.workers])
-        return None
-
-    def modules(self) -> list[nn.Module]:
-        return [self.held]
 
     def optimizers(self) -> list[torch.optim.Optimizer]:
         return [self.opt] if self.opt is not None else []

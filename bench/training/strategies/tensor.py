@@ -1,10 +1,6 @@
 """``tensor``: Megatron-style tensor parallelism over all ranks with DTensor
-``parallelize_module`` (column-parallel then row-parallel linear pairs: q/k/v -> proj and
-fc -> proj in each GPT block). Every rank sees the whole batch: one replica per job.
-
-Memory: colwise weights and biases split on dim 0, rowwise weights on dim 1, the rest
-replicated; activations at tensor degree = world. Communication: the layout's tensor axis
-(:func:`bench.advise.comm.tensor_calls`)."""
+``parallelize_module`` (column- then row-parallel linear pairs); every rank sees the whole batch.
+Colwise weights and biases split on dim 0, rowwise weights on dim 1, the rest replicated."""
 
 from __future__ import annotations
 
@@ -21,12 +17,10 @@ if TYPE_CHECKING:
     from torch.distributed.device_mesh import DeviceMesh
 
     from bench.models.base import ModelSpec
-    from bench.models.catalog import ModelInfo
     from bench.training.analytic import Param
 
 
 def apply_plan(model: nn.Module, spec: ModelSpec, mesh: DeviceMesh) -> None:
-    # DTensor costs ~1 s per process, paid only by tensor-parallel jobs
     from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
 
     assert spec.tp_plan is not None
@@ -42,10 +36,6 @@ def build(ctx: TrainContext) -> Trainer:
     return ModelTrainer(ctx, model, ctx.optimizer(model.parameters()), 1, 0)
 
 
-def check(opts: NoOptions, model: ModelInfo, world: int, batch: int) -> None:
-    check_degree(model, world)
-
-
 def held(model: ModelSpec, opts: NoOptions, ps: list[Param], n: int, r: int) -> Held:
     plan = tp_plan_of(model)
     local = [numel(tp_local(plan, p, n)) for p in ps]
@@ -54,6 +44,7 @@ def held(model: ModelSpec, opts: NoOptions, ps: list[Param], n: int, r: int) -> 
 
 register(Strategy(
     "tensor", "Megatron tensor parallelism (DTensor colwise/rowwise pairs) across all ranks",
-    build, held, tensor_calls, lambda opts, world: Layout(tensor=world), check=check,
+    build, held, tensor_calls, lambda opts, world: Layout(tensor=world),
+    check=lambda opts, model, world, batch: check_degree(model, world),
     acts=lambda model, opts, world, rank: Acts(tensor=world), order=4, table="tensor",
     needs_shape=True))

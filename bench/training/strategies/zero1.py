@@ -12,14 +12,12 @@ from pydantic import Field
 
 from bench.advise.calls import Call, tally
 from bench.advise.layout import Layout
-from bench.advise.space import Space, data_layouts
+from bench.advise.space import data_layouts
 from bench.training.analytic import Held, greedy_owners, numel
 from bench.training.strategies.ddp import BUCKET_MB, gradient_calls
 from bench.training.strategy import Strategy, TrainContext, Trainer, register
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
-
     from bench.advise.comm import CommContext
     from bench.models.base import ModelSpec
     from bench.training.analytic import Param
@@ -31,7 +29,6 @@ class Options:
 
 
 def build(ctx: TrainContext) -> Trainer:
-    # torch.distributed.optim (it pulls FSDP and DTensor) costs ~1-2 s per process: zero1 jobs only
     import torch
     from torch.distributed.optim import ZeroRedundancyOptimizer
 
@@ -54,15 +51,8 @@ def calls(ctx: CommContext) -> list[Call]:
                                                        for p in ctx.params), "data", "step", False)]
 
 
-def layout(opts: Options, world: int) -> Layout:
-    return Layout(data=world, dp="zero1", bucket_mb=opts.bucket_mb)
-
-
-def layouts(space: Space) -> Iterator[tuple[Layout, int]]:
-    return data_layouts(space, "zero1")
-
-
 register(Strategy(
     "zero1", "ZeRO-1: optimizer state sharded across data-parallel ranks "
-    "(ZeroRedundancyOptimizer)", build, held, calls, layout, Options, layouts=layouts, zero=1,
-    order=1, table="zero1"))
+    "(ZeroRedundancyOptimizer)", build, held, calls,
+    lambda opts, world: Layout(data=world, dp="zero1", bucket_mb=opts.bucket_mb), Options,
+    layouts=lambda space: data_layouts(space, "zero1"), zero=1, order=1, table="zero1"))
