@@ -1,12 +1,7 @@
-"""Run-to-run noise, estimated from several baseline runs of the same scenario.
-
-The log of each baseline run's median per key (raw, or relative to ``native``), its variance
-pooled over the keys of one group (the same case but for algorithm / strategy) into ``sigma``
-with ``sum(runs - 1)`` degrees of freedom; a current run must then exceed the floor
-``exp(t(1 - run_alpha, dof) * sigma * sqrt(1 + 1/k)) - 1`` (k baselines), which joins the
-threshold and the block drift in :func:`bench.gate.decide.decide`. Why: docs/compare.md,
-"Several baselines".
-"""
+"""Run-to-run noise from several baseline runs: the variance of the log of each run's median,
+pooled per group of keys into ``sigma``; the floor a current run must exceed is
+``exp(t(1 - run_alpha, dof) * sigma * sqrt(1 + 1/k)) - 1`` (k baselines). docs/compare.md,
+"Several baselines"."""
 
 from __future__ import annotations
 
@@ -51,8 +46,7 @@ def run_median(case: Case, run: Mapping[Key, Case], rule: Rule) -> float | None:
 
 
 def estimate(runs: Sequence[Mapping[Key, Case]], rule: Rule) -> dict[Key, Noise]:
-    """Noise per group from ``runs`` (the baselines). Empty with fewer than two runs: one run
-    cannot show run-to-run noise, and the gate then relies on threshold and drift alone."""
+    """Noise per group from the baseline ``runs`` (empty with fewer than two)."""
     from scipy import stats  # imported on use: the CLI starts without scipy
     if len(runs) < 2:
         return {}

@@ -1,7 +1,5 @@
-"""Samples relative to the vendor collective measured beside them: each repetition block of an
-algorithm divided by the median of ``native``'s same block, so what the machine did to both
-cancels (docs/compare.md, ``--relative``).
-"""
+"""Samples relative to ``native`` measured beside them, block by block (docs/compare.md,
+``--relative``)."""
 
 from __future__ import annotations
 
@@ -15,16 +13,11 @@ REFERENCE = "native"
 _ALG = KEY.index("algorithm")
 
 
-def reference_key(key: Key) -> Key:
-    return (*key[:_ALG], REFERENCE, *key[_ALG + 1:])
-
-
 def relative(case: Case, cases: Mapping[Key, Case]) -> np.ndarray | None:
-    """``case``'s samples divided block by block by the reference's block medians; ``None`` when
-    the case is the reference itself, or no usable reference was measured beside it."""
+    """``case``'s samples divided block by block by the reference's block medians, or None."""
     if case.kind != "collective" or case.key[_ALG] == REFERENCE:
         return None
-    ref = cases.get(reference_key(case.key))
+    ref = cases.get((*case.key[:_ALG], REFERENCE, *case.key[_ALG + 1:]))
     if ref is None or not ref.ok or not ref.samples or not case.samples:
         return None
     mine, theirs = case.array(), ref.array()
