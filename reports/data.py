@@ -1,10 +1,5 @@
-"""What the reporter reads: runs from the results store, normalised into one frame.
-
-The reporter never imports MPI, CuPy or torch: it reads ``meta.json`` and ``results.jsonl``
-through :mod:`bench.store.records` only. Records of different kinds (collective, training) and of
-imported runs share one frame; columns a record lacks are filled with missing values, so every
-section can ask for any column.
-"""
+"""What the reporter reads: runs from the results store (never MPI, CuPy or torch), all records
+in one frame whose :data:`COLUMNS` every section may ask for."""
 
 from __future__ import annotations
 
@@ -42,6 +37,18 @@ class Run:
     label: str
     meta: dict[str, Any]
     records: pd.DataFrame  # this run's rows of :attr:`ReportData.frame`
+
+    @property
+    def scenario(self) -> dict[str, Any]:
+        """The scenario of its ``meta.json`` ({} when it holds none, or only a name)."""
+        sc = self.meta.get("scenario")
+        return sc if isinstance(sc, dict) else {}
+
+    def first(self, kind: str, col: str) -> Any:
+        """The first value of ``col`` among its records of ``kind`` (None when none has one)."""
+        df = self.records[self.records["kind"] == kind]
+        vals = df[col].dropna() if col in df else []
+        return vals.iloc[0] if len(vals) else None
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,5 @@
-"""The report's figures, from already aggregated frames (one point per plotted value).
-
-Colours follow the algorithm (the vendor collective is always black and thicker), line styles
-follow the run, so overlaid runs read as "same colour, different dash".
-"""
+"""The report's figures, from aggregated frames: colours follow the algorithm (the vendor's black
+and thicker), line styles the run."""
 
 from __future__ import annotations
 
@@ -43,9 +40,18 @@ def _size_axis(ax: object) -> None:
     ax.xaxis.set_minor_locator(NullLocator())  # type: ignore[attr-defined]
 
 
+def size_panel(ax: Any, title: str, ylabel: str, logy: bool) -> None:
+    """A panel against message size: its axes, title and labels."""
+    _size_axis(ax)
+    if logy:
+        _log_y(ax)
+    ax.set_title(title)
+    ax.set_xlabel("message size")
+    ax.set_ylabel(ylabel)
+
+
 def _log_y(ax: Any) -> None:
-    """Log y axis labelled with plain numbers: matplotlib's default 10^n labels go through its
-    mathtext parser, which costs more than drawing the rest of the figure."""
+    """Log y axis labelled with plain numbers (10^n labels cost more than the rest to draw)."""
     ax.set_yscale("log")
     ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0), numticks=8))
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
@@ -62,8 +68,8 @@ def _line(ax: object, x: pd.Series, y: pd.Series, alg: str, run_index: int, labe
 
 def _grid(rows: int, cols: int, col_w: float, row_h: float, legend_w: float = 1.9,
           rotated_x: bool = True) -> tuple[Figure, Any]:
-    """A figure of ``rows`` x ``cols`` axes with fixed margins and room for a legend on the right.
-    Fixed margins instead of constrained layout halve the drawing time (no text measuring)."""
+    """A figure of ``rows`` x ``cols`` axes, room for a legend on the right; fixed margins (no
+    text measuring) halve the drawing time."""
     width, height = col_w * cols + legend_w + 0.95, row_h * rows + 0.9
     fig = Figure(figsize=(width, height))
     axes = fig.subplots(rows, cols, squeeze=False)
@@ -109,7 +115,7 @@ def spread(items: Sequence[str], limit: int) -> list[str]:
 def by_world_size(points: pd.DataFrame, runs: Sequence[str], y: str, ylabel: str, title: str,
                   logy: bool = False, max_subplots: int = 6) -> Markup:
     """One subplot per world size (at most ``max_subplots``, evenly spread): ``y`` against
-    message size, a line per algorithm and run. ``points`` is from :func:`aggregate.points`."""
+    message size, a line per algorithm and run."""
     worlds = spread(points[["world_size", "ranks_per_node", "where"]].drop_duplicates()
                     .sort_values(["world_size", "ranks_per_node"])["where"].tolist(), max_subplots)
     colors = algorithm_colors(points["algorithm"].unique())
@@ -122,12 +128,7 @@ def by_world_size(points: pd.DataFrame, runs: Sequence[str], y: str, ylabel: str
                 line = line.sort_values("nbytes")
                 _line(ax, line["nbytes"], line[y], alg, runs.index(run), _label(alg, run, several),
                       colors)
-            _size_axis(ax)
-            if logy:
-                _log_y(ax)
-            ax.set_title(w)
-            ax.set_xlabel("message size")
-            ax.set_ylabel(ylabel)
+            size_panel(ax, w, ylabel, logy)
         return _finish(fig, title)
 
 
@@ -158,8 +159,7 @@ def scaling(points: pd.DataFrame, runs: Sequence[str], sizes: Sequence[int], tit
 
 
 def memory(bars: pd.DataFrame, title: str) -> Markup:
-    """Stacked horizontal bars of per-rank memory; ``bars`` has a ``label`` column and the
-    part columns of :data:`MEM_PARTS` in bytes."""
+    """Stacked horizontal bars of per-rank memory (``label`` and :data:`MEM_PARTS` columns)."""
     with style():
         fig = Figure(figsize=(9.5, 0.3 * len(bars) + 1.3))
         fig.subplots_adjust(left=0.3, right=0.97, bottom=0.6 / fig.get_figheight(),
