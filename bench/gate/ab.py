@@ -42,13 +42,10 @@ class AbInterrupted(Exception):
     """A signal ended the A/B runs; ``where``: the run it stopped ('' before any)."""
 
     def __init__(self, signum: int, where: str = "") -> None:
-        super().__init__(signal.Signals(signum).name)
+        self.name = signal.Signals(signum).name
+        super().__init__(self.name)
         self.signum = signum
         self.where = where
-
-    @property
-    def name(self) -> str:
-        return signal.Signals(self.signum).name
 
     @property
     def exit_code(self) -> int:

@@ -13,7 +13,7 @@ import numpy as np
 
 from bench.gate.decide import Rule
 from bench.gate.keys import KEY, Case, Key
-from bench.gate.reference import relative
+from bench.gate.reference import relative, round_median
 
 _FREE = tuple(KEY.index(f) for f in ("algorithm", "strategy"))
 
@@ -36,13 +36,9 @@ def group_of(key: Key) -> Key:
 
 def run_median(case: Case, run: Mapping[Key, Case], rule: Rule) -> float | None:
     """The case's median in the gated mode (relative to native with ``rule.reference``)."""
-    if not case.ok or not case.samples:
-        return None
-    values = relative(case, run) if rule.reference else None
-    if rule.reference and values is None and case.kind == "collective":
+    if rule.reference and case.kind == "collective" and relative(case, run) is None:
         return None  # native itself, or no native beside it: not gated relative, no noise
-    med = float(np.median(values if values is not None else case.array()))
-    return med if med > 0 and math.isfinite(med) else None
+    return round_median(case.key, run, rule.reference)
 
 
 def estimate(runs: Sequence[Mapping[Key, Case]], rule: Rule) -> dict[Key, Noise]:

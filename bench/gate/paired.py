@@ -15,7 +15,7 @@ from bench.gate.compare import GateResult, Row, Side, demoted, exact_changes, on
 from bench.gate.decide import Decision, Rule, decide
 from bench.gate.keys import Case, InputError, Key, cases, load_cases
 from bench.gate.matched import mismatched, own_stacks, round_speeds
-from bench.gate.reference import relative
+from bench.gate.reference import round_median, values
 from bench.store.records import iter_records
 
 ROUND = "round"  # the field `commbench ab` tags each record with
@@ -38,21 +38,6 @@ class Paired:
     @property
     def ratio(self) -> float:
         return math.exp(self.center)
-
-
-def values(key: Key, run: Mapping[Key, Case], relative_to: bool = False) -> np.ndarray | None:
-    """The key's samples in one run (relative to native with ``relative_to``), or None."""
-    case = run.get(key)
-    if case is None or not case.ok or not case.samples:
-        return None
-    rel = relative(case, run) if relative_to else None
-    return rel if rel is not None else case.array()
-
-
-def round_median(key: Key, run: Mapping[Key, Case], relative_to: bool = False) -> float | None:
-    v = values(key, run, relative_to)
-    med = float(np.median(v)) if v is not None and v.size else math.nan
-    return med if med > 0 and math.isfinite(med) else None
 
 
 def log_ratios(rounds: Sequence[Round], key: Key, relative_to: bool = False) -> np.ndarray:
