@@ -13,21 +13,15 @@ import pandas as pd
 from bench.store.records import load_results, read_meta
 from kernels.collective import canonical
 
-# Columns every section may rely on (missing ones become NaN/None).
-COLUMNS = (
-    "kind", "status", "collective", "algorithm", "transport", "world_size", "ranks_per_node",
-    "nbytes", "dtype", "op", "iters", "warmup", "repetitions", "time_us_min", "time_us_median",
-    "time_us_mean", "time_us_p5", "time_us_p95", "time_us_max", "algbw_gbps", "busbw_gbps",
-    "wrong", "bytes_sent_max", "timer", "oversubscribed", "scenario", "error",
-    "strategy", "model", "step_time_ms_median", "step_time_ms_p5", "step_time_ms_p95",
-    "samples_per_s", "scaling_efficiency", "mem_params_bytes", "mem_grads_bytes",
-    "mem_optim_bytes", "mem_peak_bytes", "comm_bytes_per_step", "loss_max_abs_diff",
-)
 NUMERIC = ("world_size", "ranks_per_node", "nbytes", "iters", "time_us_min", "time_us_median",
            "time_us_mean", "time_us_p5", "time_us_p95", "time_us_max", "algbw_gbps", "busbw_gbps",
            "step_time_ms_median", "step_time_ms_p5", "step_time_ms_p95", "samples_per_s",
            "scaling_efficiency", "mem_params_bytes", "mem_grads_bytes", "mem_optim_bytes",
            "mem_peak_bytes", "comm_bytes_per_step")
+# Columns every section may rely on (missing ones become NaN/None).
+COLUMNS = ("kind", "status", "collective", "algorithm", "transport", "dtype", "op", "warmup",
+           "repetitions", "wrong", "bytes_sent_max", "timer", "oversubscribed", "scenario", "error",
+           "strategy", "model", "loss_max_abs_diff", *NUMERIC)
 VENDOR = "native"  # the vendor collective's algorithm name: the baseline every chart compares to
 
 

@@ -129,9 +129,8 @@ class RunPlan:
                   f"({dropped} bytes)", flush=True)
         inflight.clear(self.run_dir)
         info = dict(self.old)
-        info.setdefault("resumed", []).append(
-            {"at": kinds.now(), "argv": sys.argv,
-             "world_sizes": list(sizes)})
+        info.setdefault("resumed", []).append({"at": kinds.now(), "argv": sys.argv,
+                                               "world_sizes": list(sizes)})
         return info
 
 
