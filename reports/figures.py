@@ -100,8 +100,14 @@ def _finish(fig: Figure, title: str) -> Markup:
     return to_svg(fig, title)
 
 
-def _label(alg: str, run: str, several_runs: bool) -> str:
-    return f"{alg} [{run}]" if several_runs else alg
+def _lines(sub: pd.DataFrame, x: str, panels: Sequence[tuple[Any, str]], runs: Sequence[str],
+           colors: dict[str, str]) -> None:
+    """A line per run and algorithm of ``sub``, ``y`` against ``x`` on each (axes, y) of ``panels``."""
+    for (run, alg), line in sub.groupby(["run", "algorithm"], sort=True):
+        line = line.sort_values(x)
+        for ax, y in panels:
+            _line(ax, line[x], line[y], alg, runs.index(run),
+                  f"{alg} [{run}]" if len(runs) > 1 else alg, colors)
 
 
 def spread(items: Sequence[str], limit: int) -> list[str]:
@@ -119,15 +125,10 @@ def by_world_size(points: pd.DataFrame, runs: Sequence[str], y: str, ylabel: str
     worlds = spread(points[["world_size", "ranks_per_node", "where"]].drop_duplicates()
                     .sort_values(["world_size", "ranks_per_node"])["where"].tolist(), max_subplots)
     colors = algorithm_colors(points["algorithm"].unique())
-    several = len(runs) > 1
     with style():
         fig, axes = _panels(len(worlds), 2 if len(worlds) == 4 else min(len(worlds), 3))
         for w, ax in zip(worlds, axes):
-            sub = points[points["where"] == w]
-            for (run, alg), line in sub.groupby(["run", "algorithm"], sort=True):
-                line = line.sort_values("nbytes")
-                _line(ax, line["nbytes"], line[y], alg, runs.index(run), _label(alg, run, several),
-                      colors)
+            _lines(points[points["where"] == w], "nbytes", [(ax, y)], runs, colors)
             size_panel(ax, w, ylabel, logy)
         return _finish(fig, title)
 
@@ -135,16 +136,11 @@ def by_world_size(points: pd.DataFrame, runs: Sequence[str], y: str, ylabel: str
 def scaling(points: pd.DataFrame, runs: Sequence[str], sizes: Sequence[int], title: str) -> Markup:
     """Rows: median time and busbw against world size; one column per message size."""
     colors = algorithm_colors(points["algorithm"].unique())
-    several = len(runs) > 1
     with style():
         fig, axes = _grid(2, len(sizes), 3.4, 2.7, rotated_x=False)
         for c, size in enumerate(sizes):
-            sub = points[points["nbytes"] == size]
-            for (run, alg), line in sub.groupby(["run", "algorithm"], sort=True):
-                line = line.sort_values("world_size")
-                for r, col in enumerate(("time_us_median", "busbw_gbps")):
-                    _line(axes[r][c], line["world_size"], line[col], alg, runs.index(run),
-                          _label(alg, run, several), colors)
+            _lines(points[points["nbytes"] == size], "world_size",
+                   [(axes[0][c], "time_us_median"), (axes[1][c], "busbw_gbps")], runs, colors)
             axes[0][c].set_title(f"{format_size(int(size))} per rank")
             _log_y(axes[0][c])
             axes[0][c].set_ylabel("median time (µs)")

@@ -46,23 +46,16 @@ def estimate(runs: Sequence[Mapping[Key, Case]], rule: Rule) -> dict[Key, Noise]
     from scipy import stats  # imported on use: the CLI starts without scipy
     if len(runs) < 2:
         return {}
-    keys = set().union(*(r.keys() for r in runs))
-    ss: dict[Key, float] = {}
-    dof: dict[Key, int] = {}
-    nruns: dict[Key, list[int]] = {}
-    for k in keys:
+    logs: dict[Key, list[np.ndarray]] = {}  # per group: each key's log run medians
+    for k in set().union(*(r.keys() for r in runs)):
         meds = [m for r in runs if k in r and (m := run_median(r[k], r, rule)) is not None]
-        if len(meds) < 2:
-            continue
-        logs = np.log(meds)
-        g = group_of(k)
-        ss[g] = ss.get(g, 0.0) + float(((logs - logs.mean()) ** 2).sum())
-        dof[g] = dof.get(g, 0) + len(meds) - 1
-        nruns.setdefault(g, []).append(len(meds))
+        if len(meds) >= 2:
+            logs.setdefault(group_of(k), []).append(np.log(meds))
     out = {}
-    for g, d in dof.items():
-        sigma = math.sqrt(ss[g] / d)
-        k = min(nruns[g])
+    for g, per_key in logs.items():
+        d = sum(len(x) - 1 for x in per_key)
+        sigma = math.sqrt(sum(float(((x - x.mean()) ** 2).sum()) for x in per_key) / d)
+        k = min(len(x) for x in per_key)
         t = float(stats.t.ppf(1 - rule.run_alpha, d))
         out[g] = Noise(sigma, d, k, math.expm1(t * sigma * math.sqrt(1 + 1 / k)))
     return out
