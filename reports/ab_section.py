@@ -1,6 +1,5 @@
 """``commbench ab --html``: the paired gate's verdict as a report section, with the rule ab
-applied (docs/gate.md, "How a key is decided"; :mod:`bench.gate.paired`) stated here once, and
-the table of keys shared with ``compare`` (:func:`reports.gate_section.gate_rows`)."""
+applied (docs/gate.md, "How a key is decided")."""
 
 from __future__ import annotations
 
@@ -54,8 +53,7 @@ def paired_rule(rule: Rule, rounds: int, alpha: float) -> list[str]:
 
 def ab_section(res: GateResult, rounds: int, alpha: float, sides: Sequence[Side] = (),
                diffs: Sequence[Difference] = ()) -> Section:
-    """``sides``/``diffs``: what each side was and what differed between them
-    (:mod:`bench.gate.stack`), shown above the table."""
+    """The section; ``sides`` and their ``diffs`` are shown above the table."""
     return Section("gate", "Paired regression gate (ab)", "ab_gate.html.j2", {
         **gate_rows(res), "base_label": "BASE", "cur_label": "HEAD",
         "base": res.baseline, "head": str(res.current),

@@ -1,8 +1,5 @@
-"""Aggregation before plotting: one point per (run, panel, algorithm, world, size).
-
-A results file may hold many records per key (repeated runs appended, 100,000 records); the
-figures and tables only ever see these medians, so their cost does not grow with the file.
-"""
+"""Aggregation before plotting: one point (the medians) per (run, panel, algorithm, world, size),
+so the figures' cost does not grow with the records per key."""
 
 from __future__ import annotations
 

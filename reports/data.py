@@ -1,10 +1,5 @@
-"""What the reporter reads: runs from the results store, normalised into one frame.
-
-The reporter never imports MPI, CuPy or torch: it reads ``meta.json`` and ``results.jsonl``
-through :mod:`bench.store.records` only. Records of different kinds (collective, training) and of
-imported runs share one frame; columns a record lacks are filled with missing values, so every
-section can ask for any column.
-"""
+"""What the reporter reads: runs from the results store (never MPI, CuPy or torch), all records
+in one frame whose :data:`COLUMNS` every section may ask for."""
 
 from __future__ import annotations
 
@@ -18,21 +13,15 @@ import pandas as pd
 from bench.store.records import load_results, read_meta
 from kernels.collective import canonical
 
-# Columns every section may rely on (missing ones become NaN/None).
-COLUMNS = (
-    "kind", "status", "collective", "algorithm", "transport", "world_size", "ranks_per_node",
-    "nbytes", "dtype", "op", "iters", "warmup", "repetitions", "time_us_min", "time_us_median",
-    "time_us_mean", "time_us_p5", "time_us_p95", "time_us_max", "algbw_gbps", "busbw_gbps",
-    "wrong", "bytes_sent_max", "timer", "oversubscribed", "scenario", "error",
-    "strategy", "model", "step_time_ms_median", "step_time_ms_p5", "step_time_ms_p95",
-    "samples_per_s", "scaling_efficiency", "mem_params_bytes", "mem_grads_bytes",
-    "mem_optim_bytes", "mem_peak_bytes", "comm_bytes_per_step", "loss_max_abs_diff",
-)
 NUMERIC = ("world_size", "ranks_per_node", "nbytes", "iters", "time_us_min", "time_us_median",
            "time_us_mean", "time_us_p5", "time_us_p95", "time_us_max", "algbw_gbps", "busbw_gbps",
            "step_time_ms_median", "step_time_ms_p5", "step_time_ms_p95", "samples_per_s",
            "scaling_efficiency", "mem_params_bytes", "mem_grads_bytes", "mem_optim_bytes",
            "mem_peak_bytes", "comm_bytes_per_step")
+# Columns every section may rely on (missing ones become NaN/None).
+COLUMNS = ("kind", "status", "collective", "algorithm", "transport", "dtype", "op", "warmup",
+           "repetitions", "wrong", "bytes_sent_max", "timer", "oversubscribed", "scenario", "error",
+           "strategy", "model", "loss_max_abs_diff", *NUMERIC)
 VENDOR = "native"  # the vendor collective's algorithm name: the baseline every chart compares to
 
 
@@ -42,6 +31,18 @@ class Run:
     label: str
     meta: dict[str, Any]
     records: pd.DataFrame  # this run's rows of :attr:`ReportData.frame`
+
+    @property
+    def scenario(self) -> dict[str, Any]:
+        """The scenario of its ``meta.json`` ({} when it holds none, or only a name)."""
+        sc = self.meta.get("scenario")
+        return sc if isinstance(sc, dict) else {}
+
+    def first(self, kind: str, col: str) -> Any:
+        """The first value of ``col`` among its records of ``kind`` (None when none has one)."""
+        df = self.records[self.records["kind"] == kind]
+        vals = df[col].dropna() if col in df else []
+        return vals.iloc[0] if len(vals) else None
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,5 @@
-"""The report's figures, from already aggregated frames (one point per plotted value).
-
-Colours follow the algorithm (the vendor collective is always black and thicker), line styles
-follow the run, so overlaid runs read as "same colour, different dash".
-"""
+"""The report's figures, from aggregated frames: colours follow the algorithm (the vendor's black
+and thicker), line styles the run."""
 
 from __future__ import annotations
 
@@ -43,9 +40,18 @@ def _size_axis(ax: object) -> None:
     ax.xaxis.set_minor_locator(NullLocator())  # type: ignore[attr-defined]
 
 
+def size_panel(ax: Any, title: str, ylabel: str, logy: bool) -> None:
+    """A panel against message size: its axes, title and labels."""
+    _size_axis(ax)
+    if logy:
+        _log_y(ax)
+    ax.set_title(title)
+    ax.set_xlabel("message size")
+    ax.set_ylabel(ylabel)
+
+
 def _log_y(ax: Any) -> None:
-    """Log y axis labelled with plain numbers: matplotlib's default 10^n labels go through its
-    mathtext parser, which costs more than drawing the rest of the figure."""
+    """Log y axis labelled with plain numbers (10^n labels cost more than the rest to draw)."""
     ax.set_yscale("log")
     ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0), numticks=8))
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
@@ -62,8 +68,8 @@ def _line(ax: object, x: pd.Series, y: pd.Series, alg: str, run_index: int, labe
 
 def _grid(rows: int, cols: int, col_w: float, row_h: float, legend_w: float = 1.9,
           rotated_x: bool = True) -> tuple[Figure, Any]:
-    """A figure of ``rows`` x ``cols`` axes with fixed margins and room for a legend on the right.
-    Fixed margins instead of constrained layout halve the drawing time (no text measuring)."""
+    """A figure of ``rows`` x ``cols`` axes, room for a legend on the right; fixed margins (no
+    text measuring) halve the drawing time."""
     width, height = col_w * cols + legend_w + 0.95, row_h * rows + 0.9
     fig = Figure(figsize=(width, height))
     axes = fig.subplots(rows, cols, squeeze=False)
@@ -94,8 +100,14 @@ def _finish(fig: Figure, title: str) -> Markup:
     return to_svg(fig, title)
 
 
-def _label(alg: str, run: str, several_runs: bool) -> str:
-    return f"{alg} [{run}]" if several_runs else alg
+def _lines(sub: pd.DataFrame, x: str, panels: Sequence[tuple[Any, str]], runs: Sequence[str],
+           colors: dict[str, str]) -> None:
+    """A line per run and algorithm of ``sub``, ``y`` against ``x`` on each (axes, y) of ``panels``."""
+    for (run, alg), line in sub.groupby(["run", "algorithm"], sort=True):
+        line = line.sort_values(x)
+        for ax, y in panels:
+            _line(ax, line[x], line[y], alg, runs.index(run),
+                  f"{alg} [{run}]" if len(runs) > 1 else alg, colors)
 
 
 def spread(items: Sequence[str], limit: int) -> list[str]:
@@ -109,41 +121,26 @@ def spread(items: Sequence[str], limit: int) -> list[str]:
 def by_world_size(points: pd.DataFrame, runs: Sequence[str], y: str, ylabel: str, title: str,
                   logy: bool = False, max_subplots: int = 6) -> Markup:
     """One subplot per world size (at most ``max_subplots``, evenly spread): ``y`` against
-    message size, a line per algorithm and run. ``points`` is from :func:`aggregate.points`."""
+    message size, a line per algorithm and run."""
     worlds = spread(points[["world_size", "ranks_per_node", "where"]].drop_duplicates()
                     .sort_values(["world_size", "ranks_per_node"])["where"].tolist(), max_subplots)
     colors = algorithm_colors(points["algorithm"].unique())
-    several = len(runs) > 1
     with style():
         fig, axes = _panels(len(worlds), 2 if len(worlds) == 4 else min(len(worlds), 3))
         for w, ax in zip(worlds, axes):
-            sub = points[points["where"] == w]
-            for (run, alg), line in sub.groupby(["run", "algorithm"], sort=True):
-                line = line.sort_values("nbytes")
-                _line(ax, line["nbytes"], line[y], alg, runs.index(run), _label(alg, run, several),
-                      colors)
-            _size_axis(ax)
-            if logy:
-                _log_y(ax)
-            ax.set_title(w)
-            ax.set_xlabel("message size")
-            ax.set_ylabel(ylabel)
+            _lines(points[points["where"] == w], "nbytes", [(ax, y)], runs, colors)
+            size_panel(ax, w, ylabel, logy)
         return _finish(fig, title)
 
 
 def scaling(points: pd.DataFrame, runs: Sequence[str], sizes: Sequence[int], title: str) -> Markup:
     """Rows: median time and busbw against world size; one column per message size."""
     colors = algorithm_colors(points["algorithm"].unique())
-    several = len(runs) > 1
     with style():
         fig, axes = _grid(2, len(sizes), 3.4, 2.7, rotated_x=False)
         for c, size in enumerate(sizes):
-            sub = points[points["nbytes"] == size]
-            for (run, alg), line in sub.groupby(["run", "algorithm"], sort=True):
-                line = line.sort_values("world_size")
-                for r, col in enumerate(("time_us_median", "busbw_gbps")):
-                    _line(axes[r][c], line["world_size"], line[col], alg, runs.index(run),
-                          _label(alg, run, several), colors)
+            _lines(points[points["nbytes"] == size], "world_size",
+                   [(axes[0][c], "time_us_median"), (axes[1][c], "busbw_gbps")], runs, colors)
             axes[0][c].set_title(f"{format_size(int(size))} per rank")
             _log_y(axes[0][c])
             axes[0][c].set_ylabel("median time (µs)")
@@ -158,8 +155,7 @@ def scaling(points: pd.DataFrame, runs: Sequence[str], sizes: Sequence[int], tit
 
 
 def memory(bars: pd.DataFrame, title: str) -> Markup:
-    """Stacked horizontal bars of per-rank memory; ``bars`` has a ``label`` column and the
-    part columns of :data:`MEM_PARTS` in bytes."""
+    """Stacked horizontal bars of per-rank memory (``label`` and :data:`MEM_PARTS` columns)."""
     with style():
         fig = Figure(figsize=(9.5, 0.3 * len(bars) + 1.3))
         fig.subplots_adjust(left=0.3, right=0.97, bottom=0.6 / fig.get_figheight(),

@@ -1,5 +1,4 @@
-"""The regression gate's verdict as a report section (``commbench compare --html``); its table of
-keys (:func:`gate_rows`) is ab's too (:mod:`reports.ab_section`)."""
+"""The regression gate's verdict as a report section (``commbench compare --html``)."""
 
 from __future__ import annotations
 
@@ -7,16 +6,14 @@ from typing import Any
 
 from bench.gate.compare import GateResult
 from bench.gate.keys import describe
-from bench.gate.table import ORDER
+from bench.gate.table import ORDER, RANK
 from reports.sections import Section
 
 
 def gate_rows(res: GateResult) -> dict[str, Any]:
-    """The context of ``gate_rows.html.j2``: one row per key, failing outcomes first, and the
-    counts per outcome."""
-    rank = {o: i for i, o in enumerate(ORDER)}
+    """The context of ``gate_rows.html.j2``: a row per key, failing first, and the counts."""
     rows = []
-    for r in sorted(res.rows, key=lambda r: rank.get(r.outcome, len(ORDER))):
+    for r in sorted(res.rows, key=lambda r: RANK.get(r.outcome, len(ORDER))):
         d = r.decision
         rows.append({"outcome": r.outcome, "failing": r.failing, "key": describe(r.key),
                      "base": r.base_median, "cur": r.cur_median,

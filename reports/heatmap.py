@@ -1,10 +1,5 @@
-"""The probe's node x node matrix as a heatmap (inline SVG, like every report figure).
-
-Cells hold the median over the pairs joining two nodes (:func:`bench.probe.matrix.node_matrix`);
-empty cells (NaN: no pair, e.g. the diagonal with one rank per node, or pairs without a record
-in an interrupted probe) stay white. Values are written
-in the cells up to 16 nodes; beyond, the colour bar alone reads them.
-"""
+"""The probe's node x node matrix as a heatmap: empty (NaN) cells white, values written in the
+cells up to :data:`ANNOTATE_MAX` nodes."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""Render one self-contained HTML report from one or more run directories.
-
-Everything the page needs is inline: CSS, a small table script, figures as SVG. Templates are
-autoescaped, so strings from ``meta.json`` or records (scenario names, errors) cannot inject
-markup. ``render_run`` is what ``commbench run`` calls when a run ends.
-"""
+"""One self-contained HTML report (CSS, script and figures inline; templates autoescaped) of one
+or more run directories."""
 
 from __future__ import annotations
 
@@ -54,15 +50,11 @@ def environment() -> jinja2.Environment:
     return env
 
 
-def build_sections(data: ReportData, opts: Options) -> list[Section]:
-    built = (SECTIONS.get(name).build(data, opts) for name in SECTIONS.names())
-    return [sec for sec in built if sec is not None]
-
-
 def render_html(data: ReportData, opts: Options | None = None, extra: Sequence[Section] = (),
                 title: str | None = None) -> str:
     """The page as a string; ``extra`` sections (e.g. the gate's verdict) go first."""
-    sections = [*extra, *build_sections(data, opts or Options())]
+    built = (SECTIONS.get(name).build(data, opts or Options()) for name in SECTIONS.names())
+    sections = [*extra, *(sec for sec in built if sec is not None)]
     draw_all(collect([s.ctx for s in sections]))
     failed = data.failed()
     over = data.frame["oversubscribed"].astype(bool)

@@ -1,9 +1,5 @@
-"""Matplotlib figures as inline SVG: no files beside the report, no reference to another host.
-
-Figures are built on :class:`matplotlib.figure.Figure` directly (no pyplot, so no global figure
-state); rc settings are scoped with ``rc_context``. Text stays text (``svg.fonttype: none``),
-which keeps a figure to tens of kilobytes and its labels searchable.
-"""
+"""Matplotlib figures (no pyplot: no global state) as inline SVG, text kept as text: no files
+beside the report, no reference to another host."""
 
 from __future__ import annotations
 
@@ -35,8 +31,7 @@ def style() -> contextlib.AbstractContextManager[None]:
 
 
 def to_svg(fig: Figure, alt: str) -> Markup:
-    """``fig`` as an inline ``<svg>`` element (XML prolog and namespace URLs removed: an SVG
-    inside HTML needs neither), scaled to the page width."""
+    """``fig`` as an inline ``<svg>`` (no XML prolog or namespace URLs), scaled to the page."""
     buf = io.StringIO()
     with matplotlib.rc_context(RC):
         fig.savefig(buf, format="svg", metadata=NO_METADATA)
@@ -50,8 +45,7 @@ def to_svg(fig: Figure, alt: str) -> Markup:
 
 @dataclass
 class Deferred:
-    """A figure to draw later: sections describe their figures, :func:`draw_all` draws them all
-    at once (in parallel where it can), and templates print them (Jinja calls ``__html__``)."""
+    """A figure to draw later, by :func:`draw_all`; templates print it (``__html__``)."""
 
     build: Callable[..., Markup]
     args: tuple[Any, ...]
@@ -87,9 +81,8 @@ def collect(obj: object) -> list[Deferred]:
 
 
 def draw_all(jobs: list[Deferred], workers: int | None = None) -> None:
-    """Draw every pending figure; with several cores, in forked worker processes (matplotlib is
-    single-threaded and figures are independent, so this divides the largest cost of a report
-    by the number of cores). Falls back to drawing here where fork is unavailable."""
+    """Draw every pending figure, in forked workers where there are several cores (matplotlib is
+    single-threaded), else here."""
     pending = [j for j in jobs if j.svg is None]
     n = min(len(pending), workers or len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
             else os.cpu_count() or 1)

@@ -1,14 +1,7 @@
-"""Paired A/B runs (``commbench ab``): each side's code (a worktree of its revision, or this
-checkout) run alternately by its own interpreter under its own prefix and variables
-(``[prefix] python -m bench run`` with ``PYTHONPATH`` set to the code; :mod:`bench.gate.sidespec`),
-round after round, the order alternating. A run's records are appended to its side's run
-directory tagged with ``round`` (:data:`bench.gate.paired.ROUND`). Sides whose first runs measured
-other world sizes or collectives are refused (:mod:`bench.gate.comparable`).
-
-SIGINT, SIGTERM and SIGHUP are passed on to the run in flight; whatever of it is left after
-:data:`GRACE_S` is killed (:func:`bench.launch.signals.end_job`), the sides' ``meta.json`` say
-``interrupted`` and the worktrees are removed (:class:`AbInterrupted`; exit 128 + signal).
-"""
+"""Paired A/B runs (``commbench ab``): each side's code run alternately, round after round, by
+its own interpreter under its own prefix and variables; each run's records appended to its side's
+run directory tagged with their ``round``. A signal is passed on to the run in flight (killed after
+:data:`GRACE_S`), the sides marked ``interrupted`` and the worktrees removed (exit 128 + signal)."""
 
 from __future__ import annotations
 
@@ -49,13 +42,10 @@ class AbInterrupted(Exception):
     """A signal ended the A/B runs; ``where``: the run it stopped ('' before any)."""
 
     def __init__(self, signum: int, where: str = "") -> None:
-        super().__init__(signal.Signals(signum).name)
+        self.name = signal.Signals(signum).name
+        super().__init__(self.name)
         self.signum = signum
         self.where = where
-
-    @property
-    def name(self) -> str:
-        return signal.Signals(self.signum).name
 
     @property
     def exit_code(self) -> int:
@@ -104,8 +94,7 @@ def resolve(repo: Path, rev: str) -> str:
 
 @contextmanager
 def worktrees(repo: Path, shas: Mapping[str, str]) -> Iterator[dict[str, Path]]:
-    """A detached worktree per side in a temporary directory, removed (with git's record of it)
-    whatever happens."""
+    """A detached worktree per side in a temporary directory, removed whatever happens."""
     tmp = Path(tempfile.mkdtemp(prefix="commbench-ab-"))
     made: list[Path] = []
     try:
@@ -145,19 +134,23 @@ def check_origin(side: Side) -> None:
 
 
 def quiet_flags(side: Side) -> tuple[str, ...]:
-    """``--no-report`` where the side's ``commbench run`` has it (older revisions render a report
-    after every run): ab renders its own, and a round's report costs seconds of CPU that
-    nothing reads."""
+    """``--no-report`` where the side's ``commbench run`` has it: ab renders its own report."""
     res = subprocess.run(side.command("-m", "bench", "run", "--help"), capture_output=True,
                          text=True, env=side_env(side), cwd=side.tree)
     return ("--no-report",) if res.returncode == 0 and "--no-report" in res.stdout else ()
 
 
+def check_sides(sides: Sequence[Side]) -> None:
+    """Each side imports commbench from its own code, and says what its ``commbench run`` takes."""
+    for side in sides:
+        check_origin(side)
+        side.run_flags = quiet_flags(side)
+
+
 def run_once(side: Side, scenario: Path, rnd: int, rounds_dir: Path,
              guard: SignalGuard | None = None) -> float:
-    """One full ``commbench run`` of the side's code; its records appended to the side's run
-    directory with their round. Seconds it took. A signal the guard sees is passed on to the
-    run, which is waited for (killed after :data:`GRACE_S`): :class:`AbInterrupted`."""
+    """One ``commbench run`` of the side's code, its records appended with their round; seconds
+    it took. A signal the guard sees ends it: :class:`AbInterrupted`."""
     out = rounds_dir / f"{side.name}-{rnd}"
     log = rounds_dir / f"{side.name}-{rnd}.log"
     token = uuid.uuid4().hex
@@ -201,8 +194,8 @@ def _wait(proc: subprocess.Popen[bytes], token: str, guard: SignalGuard | None) 
 
 
 def mark_interrupted(out: Path, exc: AbInterrupted) -> list[str]:
-    """Each side's run directory under ``out`` that has a ``meta.json``: ``status:
-    interrupted``, with the signal and the run it stopped; the sides marked."""
+    """Mark each side's ``meta.json`` under ``out`` interrupted (signal, run stopped); the sides
+    marked."""
     marked = []
     for name in SIDES:
         if not (out / name / META).is_file():
@@ -253,17 +246,12 @@ def append(run: Path, side: Side, rnd: int, seconds: float, rc: int) -> int:
 def run_rounds(sides: Sequence[Side], scenario: Path, rounds: int, rounds_dir: Path,
                say: Callable[[str], None], guard: SignalGuard | None = None,
                extra: int = 0, checked: bool = False) -> list[int]:
-    """``rounds`` rounds of one run per side; the order rotates by one side per round (two sides:
-    BASE, HEAD, then HEAD, BASE), so drift over the job favours no side. With two sides and
-    ``extra`` > 0, a round whose two runs' drift canaries disagree (:mod:`bench.gate.matched`;
-    for sides on stacks of their own, relative to their usual ratio so far) is set aside and
-    another run, up to ``extra`` more, until ``rounds`` rounds match. Two sides whose first runs
-    measured other world sizes or collectives: :class:`AbError`. ``checked``: the sides'
-    :func:`check_origin` and :func:`quiet_flags` are done already. The rounds set aside."""
+    """``rounds`` rounds of one run per side, the order rotating by one side per round so drift
+    favours no side; with ``extra`` > 0, a round whose canaries disagree (:mod:`bench.gate.matched`)
+    is set aside and run again, up to ``extra`` times. The rounds set aside."""
     rounds_dir.mkdir(parents=True, exist_ok=True)
-    for side in () if checked else sides:
-        check_origin(side)
-        side.run_flags = quiet_flags(side)
+    if not checked:
+        check_sides(sides)
     aside: list[int] = []
     own = len(sides) == 2 and any(getattr(sides[0], f) != getattr(sides[1], f) for f in STACK_FIELDS)
     canaries: list[dict[int, float]] = [{} for _ in sides]

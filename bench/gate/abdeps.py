@@ -1,6 +1,5 @@
-"""Whether two revisions can share this environment: the dependencies their ``pyproject.toml``
-declare (required and optional) must be the same, and this environment must satisfy the required
-ones."""
+"""Whether two revisions can share this environment: the same declared dependencies, the
+required ones satisfied here."""
 
 from __future__ import annotations
 

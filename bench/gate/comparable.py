@@ -1,8 +1,5 @@
-"""Whether two sides' runs measured the same kind of thing: a key is only compared with the same
-key, so sides whose runs measured other world sizes (a prefix or launcher that sets the ranks, a
-machine with another GPU count for ``auto``) or other collectives or strategies (a transport one
-environment lacks, a collective one revision lacks) have nothing to pair; ``commbench ab`` refuses
-them after its first round instead of reporting every key as new or gone."""
+"""Whether two sides' runs measured the same world sizes, collectives and strategies: else their
+keys cannot pair, and ``commbench ab`` refuses them after its first round."""
 
 from __future__ import annotations
 

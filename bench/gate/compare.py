@@ -1,10 +1,5 @@
 """Compare a current run against one or several baseline runs: one :class:`Row` per key, and a
-verdict. Several baselines pool their samples and tell the run-to-run noise (:mod:`noise`).
-
-Failing outcomes (exit 1): a key slower beyond noise and threshold, a deterministic field
-(``bytes_sent_max``, ``wrong``) that changed, a case that passed in the baseline and failed now.
-Reported but passing: faster keys, keys only in one run, cases that failed in both.
-"""
+verdict (exit 1 on a :data:`FAILING` outcome). Several baselines tell the run-to-run noise."""
 
 from __future__ import annotations
 
@@ -147,17 +142,9 @@ def _median(a: np.ndarray) -> float:
     return float(np.median(a)) if a.size else math.nan
 
 
-def compare_cases(base: Side, cur: Side, rule: Rule) -> list[Row]:
-    noise = estimate(base.runs, rule)
-    return ([compare_case(k, base, cur, rule, noise) for k in base.cases if k in cur.cases]
-            + one_sided(base.cases, cur.cases))
-
-
 def compare_runs(baseline: Path | Sequence[Path], current: Path,
                  rule: Rule | None = None) -> GateResult:
-    """``baseline``: one run, or several runs of the same scenario (their run-to-run noise then
-    widens what counts as slower). Raises :class:`InputError` (one line) for runs that cannot be
-    compared."""
+    """The gate's result; :class:`InputError` (one line) for runs that cannot be compared."""
     rule = rule or Rule()
     paths = [Path(baseline)] if isinstance(baseline, (str, Path)) else [Path(b) for b in baseline]
     loaded = [load_cases(p) for p in paths]
@@ -172,5 +159,6 @@ def compare_runs(baseline: Path | Sequence[Path], current: Path,
         raise InputError(f"no common keys between {', '.join(map(str, paths))} "
                          f"({len(base.cases)} keys) and {current} ({len(cur)} keys): "
                          "not runs of the same scenario?")
-    return GateResult(tuple(paths), Path(current), rule,
-                      compare_cases(base, Side.of([cur]), rule))
+    side, noise = Side.of([cur]), estimate(base.runs, rule)
+    rows = [compare_case(k, base, side, rule, noise) for k in base.cases if k in cur]
+    return GateResult(tuple(paths), Path(current), rule, rows + one_sided(base.cases, cur))

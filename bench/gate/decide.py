@@ -1,11 +1,7 @@
-"""Deciding one key: slower, faster or unchanged, beyond noise and beyond a minimum effect.
-
-Times are "lower is better". A key is *slower* only when a one-sided Mann-Whitney U test is
-significant and the bootstrap interval of median(current)/median(baseline) (fixed seed) lies
-above ``1 + max(threshold, drift, floor)``, with the medians at least ``min_abs`` apart; *faster*
-is the mirror image. *drift*: the spread of one run's repetition-block medians; *floor*: the
-run-to-run noise of :mod:`bench.gate.noise`. The rule in full: docs/compare.md.
-"""
+"""Deciding one key (lower is better): slower only when a one-sided Mann-Whitney U test is
+significant and the bootstrap interval of median(current)/median(baseline) lies above ``1 +
+max(threshold, drift, floor)``, the medians at least ``min_abs`` apart; faster is the mirror
+image. The rule in full: docs/compare.md."""
 
 from __future__ import annotations
 
@@ -46,8 +42,7 @@ class Decision:
 
 
 def drift(samples: np.ndarray, blocks: int) -> float:
-    """Relative spread of the medians of consecutive repetition blocks (0 when one block, or
-    blocks too short for their medians to mean anything)."""
+    """Relative spread of the medians of consecutive repetition blocks (0 when too few)."""
     if blocks < 2 or samples.size < MIN_BLOCK * blocks:
         return 0.0
     meds = [float(np.median(b)) for b in np.array_split(samples, blocks)]

@@ -1,7 +1,5 @@
-"""The gate's command-line flags, generated from :class:`bench.gate.decide.Rule`: each flag's
-default is the rule's, so ``compare``, ``ab`` and the sensitivity benchmarks state none of their
-own. A flag is named for its field unless its spelling says otherwise (``--relative`` sets
-``reference``); percentages are given in percent and held as fractions."""
+"""The gate's command-line flags, generated from :class:`bench.gate.decide.Rule` (each default is
+the rule's); percentages are given in percent and held as fractions."""
 
 from __future__ import annotations
 

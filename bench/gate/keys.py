@@ -1,9 +1,5 @@
-"""Cases of two runs matched by key, with their raw samples pooled per key.
-
-A key is :data:`bench.store.records.KEY_FIELDS` plus ``strategy`` and ``model`` (training records);
-fields a record lacks are ``None``. Several records with one key (a run appended twice) pool
-their samples. A link probe run (records of kind ``probe``) is refused: its pairs have no key.
-"""
+"""Cases of two runs matched by key (:data:`KEY`; a field a record lacks is None), with their raw
+samples pooled per key."""
 
 from __future__ import annotations
 
@@ -80,9 +76,7 @@ def cases(records: Iterable[Mapping[str, Any]]) -> dict[Key, Case]:
 
 
 def pooled(runs: Sequence[Mapping[Key, Case]]) -> dict[Key, Case]:
-    """Several runs' cases as one: samples and statuses concatenated per key. Blocks of
-    different runs are not one run's repetition blocks, so a pooled case has ``blocks == 1``
-    (between-run noise is :mod:`bench.gate.noise`'s job)."""
+    """Several runs' cases as one (``blocks == 1``: other runs' blocks are not repetition blocks)."""
     if len(runs) == 1:
         return dict(runs[0])
     out: dict[Key, Case] = {}
@@ -99,10 +93,8 @@ def pooled(runs: Sequence[Mapping[Key, Case]]) -> dict[Key, Case]:
 
 
 def _no_duplicates(run_dir: Path, records: Sequence[Mapping[str, Any]]) -> None:
-    """A collective case recorded twice in one run (appended into twice, or two scenarios mixed)
-    has no single answer: refuse it rather than pool it silently. Records of ``commbench ab``
-    rounds carry their ``round`` and are distinct; training scenarios may repeat a strategy on
-    purpose to alternate it with another, and those pool."""
+    """Refuse a collective case recorded twice in one run (ab's rounds are distinct); it has no
+    single answer."""
     seen: set[tuple[Key, Any]] = set()
     dups: list[Key] = []
     for rec in records:

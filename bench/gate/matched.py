@@ -1,17 +1,7 @@
-"""Rounds whose two runs saw the same machine: the drift canary of each run, compared.
-
-A round's ratio cancels what the machine did only when it did the same to both runs. Every run
-measures its drift canary (``bench/collective/canary.py``); a round is *matched* when its two
-runs' canaries did not change speed by the canary's one rule
-(:func:`bench.collective.canary.changed_speed`, on each run's median), and only matched rounds
-are decided (docs/gate.md, "Matched rounds").
-
-Sides on stacks of their own (other variables, interpreter or prefix: ``commbench ab`` between
-environments) measure their canaries through their own MPI or settings, so the canaries differ by
-the stack in every round; there each round's HEAD canary is first divided by the sides' usual
-ratio (the median over the rounds of HEAD/BASE), and a round is mismatched when its ratio departs
-from the usual one by the same rule.
-"""
+"""Rounds whose two runs saw the same machine: each run's drift canary, compared by the canary's
+one rule (:func:`bench.collective.canary.changed_speed`). Sides on stacks of their own measure
+their canaries through their own MPI, so there HEAD's is first divided by the sides' usual ratio
+(the median over the rounds). docs/gate.md, "Matched rounds"."""
 
 from __future__ import annotations
 
@@ -27,8 +17,7 @@ PROBE = "allreduce_1MiB_us"
 
 
 def speed(run_dir: Path) -> float | None:
-    """The run's canary: the median over its readings at its largest world size of each
-    reading's median 1 MiB all_reduce time (us); None without readings."""
+    """The run's canary at its largest world size: median 1 MiB all_reduce time (us), or None."""
     readings = [r for r in canary.read(run_dir) if r.get(PROBE)]
     if not readings:
         return None
@@ -38,8 +27,7 @@ def speed(run_dir: Path) -> float | None:
 
 
 def round_speeds(side_dir: Path) -> dict[int, float]:
-    """Each round's canary of an ``ab`` side directory (its ``meta.json`` names each round's run);
-    rounds without one are left out."""
+    """Each round's canary of an ``ab`` side directory (rounds without one left out)."""
     try:
         meta = read_meta(side_dir)
     except StoreError:
@@ -65,8 +53,7 @@ class Mismatch:
 
 def mismatched(base: Mapping[int, float], head: Mapping[int, float],
                own_stacks: bool = False) -> list[Mismatch]:
-    """Rounds both sides have a canary for in which the machine changed speed between them;
-    ``own_stacks``: relative to the sides' usual ratio (module doc)."""
+    """Rounds in which the machine changed speed between the two runs (module doc)."""
     common = sorted(set(base) & set(head))
     usual = statistics.median(head[r] / base[r] for r in common) if own_stacks and common else 1.0
     return [Mismatch(r, base[r], head[r]) for r in common
@@ -77,8 +64,8 @@ STACK_FIELDS = ("env", "python", "prefix")  # of a side's ``ab`` meta: what make
 
 
 def own_stacks(base_dir: Path, head_dir: Path) -> bool:
-    """The two ``ab`` side directories ran on stacks of their own (their ``meta.json`` say other
-    variables, interpreters or prefixes)."""
+    """The two ``ab`` side directories ran on stacks of their own (other variables, interpreter
+    or prefix)."""
     try:
         a, b = ((read_meta(d).get("ab") or {}) for d in (base_dir, head_dir))
     except StoreError:

@@ -1,12 +1,7 @@
-"""Run-to-run noise, estimated from several baseline runs of the same scenario.
-
-The log of each baseline run's median per key (raw, or relative to ``native``), its variance
-pooled over the keys of one group (the same case but for algorithm / strategy) into ``sigma``
-with ``sum(runs - 1)`` degrees of freedom; a current run must then exceed the floor
-``exp(t(1 - run_alpha, dof) * sigma * sqrt(1 + 1/k)) - 1`` (k baselines), which joins the
-threshold and the block drift in :func:`bench.gate.decide.decide`. Why: docs/compare.md,
-"Several baselines".
-"""
+"""Run-to-run noise from several baseline runs: the variance of the log of each run's median,
+pooled per group of keys into ``sigma``; the floor a current run must exceed is
+``exp(t(1 - run_alpha, dof) * sigma * sqrt(1 + 1/k)) - 1`` (k baselines). docs/compare.md,
+"Several baselines"."""
 
 from __future__ import annotations
 
@@ -18,7 +13,7 @@ import numpy as np
 
 from bench.gate.decide import Rule
 from bench.gate.keys import KEY, Case, Key
-from bench.gate.reference import relative
+from bench.gate.reference import relative, round_median
 
 _FREE = tuple(KEY.index(f) for f in ("algorithm", "strategy"))
 
@@ -41,38 +36,26 @@ def group_of(key: Key) -> Key:
 
 def run_median(case: Case, run: Mapping[Key, Case], rule: Rule) -> float | None:
     """The case's median in the gated mode (relative to native with ``rule.reference``)."""
-    if not case.ok or not case.samples:
-        return None
-    values = relative(case, run) if rule.reference else None
-    if rule.reference and values is None and case.kind == "collective":
+    if rule.reference and case.kind == "collective" and relative(case, run) is None:
         return None  # native itself, or no native beside it: not gated relative, no noise
-    med = float(np.median(values if values is not None else case.array()))
-    return med if med > 0 and math.isfinite(med) else None
+    return round_median(case.key, run, rule.reference)
 
 
 def estimate(runs: Sequence[Mapping[Key, Case]], rule: Rule) -> dict[Key, Noise]:
-    """Noise per group from ``runs`` (the baselines). Empty with fewer than two runs: one run
-    cannot show run-to-run noise, and the gate then relies on threshold and drift alone."""
+    """Noise per group from the baseline ``runs`` (empty with fewer than two)."""
     from scipy import stats  # imported on use: the CLI starts without scipy
     if len(runs) < 2:
         return {}
-    keys = set().union(*(r.keys() for r in runs))
-    ss: dict[Key, float] = {}
-    dof: dict[Key, int] = {}
-    nruns: dict[Key, list[int]] = {}
-    for k in keys:
+    logs: dict[Key, list[np.ndarray]] = {}  # per group: each key's log run medians
+    for k in set().union(*(r.keys() for r in runs)):
         meds = [m for r in runs if k in r and (m := run_median(r[k], r, rule)) is not None]
-        if len(meds) < 2:
-            continue
-        logs = np.log(meds)
-        g = group_of(k)
-        ss[g] = ss.get(g, 0.0) + float(((logs - logs.mean()) ** 2).sum())
-        dof[g] = dof.get(g, 0) + len(meds) - 1
-        nruns.setdefault(g, []).append(len(meds))
+        if len(meds) >= 2:
+            logs.setdefault(group_of(k), []).append(np.log(meds))
     out = {}
-    for g, d in dof.items():
-        sigma = math.sqrt(ss[g] / d)
-        k = min(nruns[g])
+    for g, per_key in logs.items():
+        d = sum(len(x) - 1 for x in per_key)
+        sigma = math.sqrt(sum(float(((x - x.mean()) ** 2).sum()) for x in per_key) / d)
+        k = min(len(x) for x in per_key)
         t = float(stats.t.ppf(1 - rule.run_alpha, d))
         out[g] = Noise(sigma, d, k, math.expm1(t * sigma * math.sqrt(1 + 1 / k)))
     return out

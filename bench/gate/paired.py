@@ -1,10 +1,6 @@
-"""Paired A/B statistics: BASE and HEAD run alternately, round after round, and each key is decided
-on the per-round log ratios ``d_r = log(median(HEAD_r) / median(BASE_r))``, so what the machine
-did during a round cancels: an exact one-sided Wilcoxon signed-rank test on the ``d_r`` (its
-bounds the Walsh averages, its estimate Hodges-Lehmann) and the within-run tests of
-:func:`bench.gate.decide.decide` on the rounds' normalised samples must agree. The rule, and why
-not a paired t test: docs/gate.md, "How a key is decided".
-"""
+"""Paired A/B statistics: each key decided on its per-round log ratios ``log(median(HEAD_r) /
+median(BASE_r))`` by an exact one-sided Wilcoxon signed-rank test, with which the within-run
+tests on the rounds' normalised samples must agree. docs/gate.md, "How a key is decided"."""
 
 from __future__ import annotations
 
@@ -19,7 +15,7 @@ from bench.gate.compare import GateResult, Row, Side, demoted, exact_changes, on
 from bench.gate.decide import Decision, Rule, decide
 from bench.gate.keys import Case, InputError, Key, cases, load_cases
 from bench.gate.matched import mismatched, own_stacks, round_speeds
-from bench.gate.reference import relative
+from bench.gate.reference import round_median, values
 from bench.store.records import iter_records
 
 ROUND = "round"  # the field `commbench ab` tags each record with
@@ -42,22 +38,6 @@ class Paired:
     @property
     def ratio(self) -> float:
         return math.exp(self.center)
-
-
-def values(key: Key, run: Mapping[Key, Case], relative_to: bool = False) -> np.ndarray | None:
-    """The key's samples in one run (relative to native beside them with ``relative_to``, where
-    there is a native), or None when it did not pass there."""
-    case = run.get(key)
-    if case is None or not case.ok or not case.samples:
-        return None
-    rel = relative(case, run) if relative_to else None
-    return rel if rel is not None else case.array()
-
-
-def round_median(key: Key, run: Mapping[Key, Case], relative_to: bool = False) -> float | None:
-    v = values(key, run, relative_to)
-    med = float(np.median(v)) if v is not None and v.size else math.nan
-    return med if med > 0 and math.isfinite(med) else None
 
 
 def log_ratios(rounds: Sequence[Round], key: Key, relative_to: bool = False) -> np.ndarray:
@@ -85,10 +65,8 @@ def min_rounds(alpha: float) -> int:
 
 
 def paired(d: np.ndarray, rule: Rule, alpha: float = PAIRED_ALPHA) -> Paired | None:
-    """Exact one-sided Wilcoxon signed-rank statistics of the key's per-round log ratios; None
-    when its rounds are too few to reach ``alpha``. The lower bound is the largest ``delta`` the
-    test would still reject "log ratio <= delta" for: the ``c``-th largest Walsh average, ``c``
-    the test's critical count."""
+    """Exact one-sided Wilcoxon signed-rank statistics of the per-round log ratios (bounds: the
+    Walsh averages at the test's critical count); None when too few rounds to reach ``alpha``."""
     n = d.size
     if n < min_rounds(alpha):
         return None
@@ -120,8 +98,7 @@ def combine(within: Decision, pr: Paired | None, rule: Rule, alpha: float) -> De
 
 def normalized(rounds: Sequence[Round], key: Key,
                relative_to: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """Both sides' samples of ``key``, each round's divided by the geometric mean of that round's
-    two medians: the within-run spread stays, the round-to-round drift goes."""
+    """Both sides' samples of ``key``, each round's divided by the geometric mean of its medians."""
     parts: tuple[list[np.ndarray], list[np.ndarray]] = ([], [])
     for base, head in rounds:
         b, h = values(key, base, relative_to), values(key, head, relative_to)
@@ -157,8 +134,7 @@ def decide_key(key: Key, rounds: Sequence[Round], base: Side, head: Side, rule: 
 
 def decide_rounds(rounds: Sequence[Round], rule: Rule, base_dir: Path = Path("BASE"),
                   head_dir: Path = Path("HEAD"), alpha: float = PAIRED_ALPHA) -> GateResult:
-    """Every key of the rounds decided (see the module docstring); ``alpha``: the paired test's
-    false-alarm rate per key (``rule.alpha`` is the within-run U test's)."""
+    """Every key of the rounds decided; ``alpha``: the paired test's false-alarm rate per key."""
     if not rounds:
         raise InputError("no rounds to compare")
     base, head = Side.of([b for b, _ in rounds]), Side.of([h for _, h in rounds])
@@ -177,8 +153,7 @@ def load_rounds(run_dir: Path) -> dict[int, dict[Key, Case]]:
 
 def compare_dirs(base_dir: Path, head_dir: Path, rule: Rule,
                  alpha: float = PAIRED_ALPHA) -> GateResult:
-    """Pair the rounds two side directories have in common whose runs saw the same machine
-    (:mod:`bench.gate.matched`) and decide every key."""
+    """Decide every key on the matched rounds two side directories have in common."""
     base, head = load_rounds(base_dir), load_rounds(head_dir)
     common = sorted(set(base) & set(head))
     if not common:

@@ -1,16 +1,10 @@
-"""What one side of ``commbench ab`` runs: a revision of this repository, environment variables,
-a Python interpreter (another virtual environment: another MPI, torch or NCCL) and a command
-prefix (a container runner, ``srun --mpi=pmix``, a module-load wrapper), in any combination.
-
-A side is written as parts ``KIND:VALUE`` joined by ``+`` (``rev:v1.2+env:NCCL_ALGO=Ring``); a
-bare word is a revision (``commbench ab main HEAD ...``, as before) and ``.`` is no part at all.
-Each kind is also a flag per side (``--head-env K=V``, ``--base-python PATH``, ...), whose parts
-join the positional's. What a side leaves out is this checkout's code (uncommitted changes
-included), this interpreter, this environment and no prefix. docs/gate.md, "Sides".
-"""
+"""What one side of ``commbench ab`` runs: a revision, environment variables, an interpreter and
+a command prefix, written as parts ``KIND:VALUE`` joined by ``+`` (``rev:v1.2+env:NCCL_ALGO=Ring``;
+a bare word is a revision, ``.`` no part). docs/gate.md, "Sides"."""
 
 from __future__ import annotations
 
+import functools
 import re
 import shlex
 from collections.abc import Callable, Iterable, Mapping
@@ -137,8 +131,5 @@ def parse(text: str) -> SideSpec:
 
 
 def combine(parts: Iterable[SideSpec]) -> SideSpec:
-    out = SideSpec()
-    for p in parts:
-        out = out.plus(p)
-    return out
+    return functools.reduce(SideSpec.plus, parts, SideSpec())
 

@@ -1,13 +1,6 @@
-"""What each side of ``commbench ab`` runs on, and what differed between the two sides.
-
-Each side's stack is its ``commbench env`` (:func:`bench.commands.env.collect`: Python, MPI
-library, driver, CuPy, NCCL, torch and the NCCL wheel it loads, transports), run the way its
-rounds run (its interpreter, under its prefix, with its variables) but from this checkout's code,
-so that every revision is read by the same probe. A side whose probe fails cannot run: ``ab``
-refuses it in one line before any round. The differences (revision, variables set, interpreter,
-prefix, every version or fact of :data:`COMPARED` that differs) lead ab's text output and HTML,
-and each side's ``meta.json`` keeps its whole stack (``ab.stack``).
-"""
+"""What each side of ``commbench ab`` runs on (its ``commbench env``, run as its rounds run but
+from this checkout's code, so every revision is read by the same probe), and what differed
+between the two sides."""
 
 from __future__ import annotations
 
@@ -51,14 +44,9 @@ class Difference:
     head: str
 
 
-def probe_command(side: Side) -> list[str]:
-    return side.command("-c", _PROBE)
-
-
 def stacks(sides: Sequence[Side], meanwhile: Callable[[], None] = lambda: None) -> None:
-    """Each side's ``commbench env``, into ``side.stack`` (the probes run at once, and
-    ``meanwhile`` while they do); :class:`AbError` naming the side when one cannot run (before
-    any error of ``meanwhile``, which a side that cannot run would cause too)."""
+    """Each side's ``commbench env`` into ``side.stack``, ``meanwhile`` run while the probes do;
+    :class:`AbError` naming a side that cannot run (before any error of ``meanwhile``)."""
     procs = started(sides)
     try:
         meanwhile()
@@ -73,7 +61,7 @@ def started(sides: Sequence[Side]) -> list[subprocess.Popen[str]]:
     for side in sides:
         probe = replace(side, tree=CODE_ROOT, path=())
         try:
-            procs.append(subprocess.Popen(probe_command(side), stdout=subprocess.PIPE,
+            procs.append(subprocess.Popen(side.command("-c", _PROBE), stdout=subprocess.PIPE,
                                           stderr=subprocess.PIPE, text=True, cwd=CODE_ROOT,
                                           env=side_env(probe)))
         except OSError as e:
@@ -113,8 +101,7 @@ def parsed(stdout: str) -> dict[str, Any]:
 
 
 def facts(stack: dict[str, Any]) -> dict[str, str]:
-    """The compared facts of a stack, flat: ``"mpi library" -> "MPICH Version: 5.0.2"``; a field
-    named like its section (``torch.torch``) or of section ``python`` is named alone."""
+    """The compared facts of a stack, flat: ``"mpi library" -> "MPICH Version: 5.0.2"``."""
     out = {}
     for section in COMPARED:
         for key, value in (stack.get(section) or {}).items():
@@ -139,8 +126,7 @@ def _variable(side: Side, name: str) -> str:
 
 
 def differences(base: Side, head: Side) -> list[Difference]:
-    """What tells the sides apart: revision, variables set, interpreter, prefix, then the facts
-    of their stacks that differ, in that order."""
+    """What tells the sides apart: revision, variables, interpreter, prefix, then stack facts."""
     out = []
     if base.sha != head.sha:
         out.append(Difference("revision", *(f"{s.rev} ({s.sha[:10]})" if s.sha else

@@ -14,6 +14,7 @@ ORDER = ("failed", "changed", "slower", "faster", "reference slower", "reference
          "noisy slower", "noisy faster", "fixed", "both failed", "untested", "only in baseline",
          "only in current", "same")
 SHOWN = frozenset(ORDER[:11])
+RANK = {o: i for i, o in enumerate(ORDER)}
 
 
 def _f(v: float, fmt: str = ".4g") -> str:
@@ -33,11 +34,10 @@ def line(r: Row) -> str:
 
 def table(res: GateResult, head: str, sides: tuple[str, str], everything: bool,
           notes: list[str]) -> str:
-    """``head``, the column header (``sides`` naming the medians), a line per row shown (failing
-    outcomes first, then by ratio), the counts, ``notes`` and the verdict."""
-    rank = {o: i for i, o in enumerate(ORDER)}
+    """``head``, the column header, a line per row shown (failing first, then by ratio), the
+    counts, ``notes`` and the verdict."""
     rows = sorted((r for r in res.rows if everything or r.outcome in SHOWN),
-                  key=lambda r: (rank.get(r.outcome, len(ORDER)), -(r.decision.ratio
+                  key=lambda r: (RANK.get(r.outcome, len(ORDER)), -(r.decision.ratio
                                  if r.decision and math.isfinite(r.decision.ratio) else 0)))
     counts = ", ".join(f"{res.count(o)} {o}" for o in ORDER if res.count(o))
     verdict = (f"FAIL: {len(res.failures)} of {len(res.rows)} keys regressed"
@@ -70,8 +70,7 @@ def by_world(res: GateResult, value: Callable[[Row], float | None]) -> list[tupl
 
 
 def blind(res: GateResult) -> list[str]:
-    """A note per world size where noise (drift or the baselines' spread) raised the effect a
-    key must show above the threshold: slowdowns below it are invisible there, not absent."""
+    """A note per world size where noise raised the effect a key must show above the threshold."""
     out = []
     needs = by_world(res, lambda r: r.decision.needed
                      if r.decision and math.isfinite(r.decision.needed) else None)
@@ -85,8 +84,7 @@ def blind(res: GateResult) -> list[str]:
 
 
 def machine_shift(res: GateResult) -> list[str]:
-    """A note per world size whose keys moved together (median raw ratio beyond 1.5x either
-    way): then the machine, not one algorithm, changed between the runs."""
+    """A note per world size whose keys moved together (median ratio beyond 1.5x either way)."""
     out = []
     ratios = by_world(res, lambda r: r.cur_median / r.base_median
                       if r.base_median > 0 and math.isfinite(r.cur_median) else None)

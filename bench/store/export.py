@@ -1,7 +1,5 @@
-"""Export a run's records: pytest-benchmark JSON (one benchmark per case, ``stats`` from the raw
-samples in seconds), CSV and Parquet (one row per record; a nested value is a JSON string in CSV,
-a list column in Parquet); a registry of writers. docs/results.md, "Export".
-"""
+"""Export a run's records as pytest-benchmark JSON, CSV or Parquet (a registry of writers).
+docs/results.md, "Export"."""
 
 from __future__ import annotations
 
@@ -57,8 +55,7 @@ def case_name(rec: Mapping[str, Any]) -> str:
 
 
 def group(rec: Mapping[str, Any]) -> str:
-    """The pytest-benchmark group: the collective (or model) and world size; a probe pair's
-    link class, and ``confirm`` for the confirmation pass's re-measurements."""
+    """The pytest-benchmark group: the collective (or model, or probe link class) and world size."""
     p = rec.get("world_size")
     if rec.get("kind") == "probe":
         phase = " confirm" if rec.get("phase") == "confirm" else ""

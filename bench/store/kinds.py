@@ -1,11 +1,5 @@
-"""One constructor per record kind, and one for ``meta.json``.
-
-Each fills ``schema_version`` and ``kind`` and takes, by name and type, the fields every reader of
-that kind relies on (the gate's key, the report's axes); a kind's further fields (timings, memory,
-flags such as ``predicted``) follow as keyword fields, in the order given. Measured, predicted and
-imported records of a kind come from the same constructor, so readers never ask where a record
-came from to find its fields.
-"""
+"""One constructor per record kind, and one for ``meta.json``: each takes by name the fields
+every reader of that kind relies on; further fields follow in the order given."""
 
 from __future__ import annotations
 
@@ -19,8 +13,7 @@ from bench.store.records import SCHEMA_VERSION
 def collective(*, status: str, collective: str, algorithm: str, transport: str, world_size: int,
                ranks_per_node: int | None, nbytes: int, count: int, dtype: str, op: str,
                **fields: Any) -> dict[str, Any]:
-    """A ``collective`` record: one case (collective, algorithm, transport, placement, size,
-    dtype, op) and its outcome."""
+    """A ``collective`` record: one case and its outcome."""
     return {"schema_version": SCHEMA_VERSION, "kind": "collective", "status": status,
             "collective": collective, "algorithm": algorithm, "transport": transport,
             "world_size": world_size, "ranks_per_node": ranks_per_node, "nbytes": nbytes,
@@ -43,16 +36,14 @@ def probe(*, src: int, dst: int, world_size: int, nbytes: int, status: str = "ok
 
 def advice(*, predicted: bool, model: str, world_size: int, status: str = "ok",
            **fields: Any) -> dict[str, Any]:
-    """An ``advice`` record: a layout of ``model`` on ``world_size`` ranks, priced
-    (``predicted``) or checked against a measured run."""
+    """An ``advice`` record: a layout of ``model`` priced or checked against a measured run."""
     return {"schema_version": SCHEMA_VERSION, "kind": "advice", "status": status,
             "predicted": predicted, "model": model, "world_size": world_size, **fields}
 
 
 def overlap(*, status: str, collective: str, algorithm: str, progress: str, world_size: int,
             nbytes: int, **fields: Any) -> dict[str, Any]:
-    """An ``overlap`` record: a collective overlapped with compute (``progress``: how it was
-    progressed), OSU's overall, compute and pure communication times and overlap %."""
+    """An ``overlap`` record: a collective overlapped with compute, progressed by ``progress``."""
     return {"schema_version": SCHEMA_VERSION, "kind": "overlap", "status": status,
             "collective": collective, "algorithm": algorithm, "progress": progress,
             "world_size": world_size, "nbytes": nbytes, **fields}
@@ -65,8 +56,7 @@ def now() -> str:
 
 def meta(*, run_id: str, source: str, scenario: Mapping[str, Any], started: str | None = None,
          **fields: Any) -> dict[str, Any]:
-    """A run's ``meta.json``: the run's id, what made it (``source``: ``commbench``,
-    ``commbench predict``, an importer's format), its scenario (at least a ``name``), when it
-    started (now unless given) and further fields (status, host, versions, ...)."""
+    """A run's ``meta.json``: what made it (``source``), its scenario (at least a ``name``), when
+    it started (now unless given) and further fields."""
     return {"schema_version": SCHEMA_VERSION, "run_id": run_id, "source": source,
             "scenario": dict(scenario), "started": started or now(), **fields}

@@ -68,8 +68,7 @@ def git_commit(repo: Path) -> str | None:
 
 
 def mpi_library() -> dict[str, Any]:
-    """The MPI library of this process. Initialises MPI when it is not yet: the self-launching
-    parent uses :func:`bench.launch.launcher.probe_library` (a child interpreter) instead."""
+    """The MPI library of this process; initialises MPI (the self-launcher asks a child instead)."""
     from mpi4py import MPI
 
     from bench.launch.launcher import info_from
@@ -93,8 +92,7 @@ def host_facts() -> dict[str, Any]:
 
 
 def environment(mpi: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Everything except what only the ranks know (hosts of the job); ``mpi`` when the caller
-    knows the library already (the self-launcher, which must not initialise MPI itself)."""
+    """What a run's ``meta.json`` says of where it ran; ``mpi`` when the caller knows it already."""
     return {
         "host": host_facts(),
         "mpi": mpi if mpi is not None else mpi_library(),

@@ -1,11 +1,5 @@
-"""Result records: versioned, self-describing, append-only JSON Lines next to ``meta.json``.
-
-The reporter and the regression gate read only this store. Each record is one line written,
-flushed and fsynced as soon as its case is measured, so a crash loses at most the case in
-flight; the loader skips a truncated last line, and :func:`heal` cuts it off before more records
-are appended (``--resume``). A bad line elsewhere is an error, unless the reader asked to skip
-bad lines (``on_bad``, or :func:`skipping_bad_lines` around code that loads runs).
-"""
+"""Result records: versioned, append-only JSON Lines next to ``meta.json``, each fsynced as its
+case ends, so a crash loses at most the case in flight (whose cut line the loader skips)."""
 
 from __future__ import annotations
 
@@ -43,9 +37,8 @@ class StoreError(ValueError):
 
 
 class ResultWriter:
-    """Appends records to ``run_dir/results.jsonl``, durable record by record; with
-    ``durable=False`` synced once at close (records recomputed in seconds, such as predictions,
-    need not pay thousands of fsyncs)."""
+    """Appends records to ``run_dir/results.jsonl``, synced record by record (``durable``) or once
+    at close."""
 
     def __init__(self, run_dir: Path, durable: bool = True) -> None:
         run_dir.mkdir(parents=True, exist_ok=True)
@@ -96,9 +89,7 @@ def read_meta(run_dir: Path) -> dict[str, Any]:
     return meta
 
 
-# Raw-sample arrays (``samples_us``, ``device_samples_us``, ``samples_ms``, and the per-iteration
-# ``last_arrived_ranks``/``last_finished_ranks``): most of a record's bytes. Readers that only
-# need the summaries cut them out before parsing.
+# Raw-sample arrays: most of a record's bytes, cut out before parsing by readers of summaries.
 _SAMPLE_FIELDS = re.compile(
     rb',"(?:[A-Za-z_]*samples_(?:us|ms)|last_[a-z]+_ranks)":\[[^\[\]]*\]')
 _SAMPLE_COLUMN = re.compile(r"^(?:[A-Za-z_]*samples_(?:us|ms)|last_[a-z]+_ranks)$")
@@ -120,10 +111,8 @@ def skipping_bad_lines(on_bad: BadLine) -> Iterator[None]:
 
 def iter_records(run_dir: Path | str, *, samples: bool = True,
                  on_bad: BadLine | None = None) -> Iterator[dict[str, Any]]:
-    """Records in file order. A last line cut short by a crash is skipped; a bad line elsewhere
-    is an error naming its line number, or, with ``on_bad`` (or inside
-    :func:`skipping_bad_lines`), skipped and reported. ``samples=False`` leaves out the
-    raw-sample arrays."""
+    """Records in file order; a bad line but the last is a :class:`StoreError`, or with ``on_bad``
+    (or inside :func:`skipping_bad_lines`) skipped and reported."""
     path = Path(run_dir) / RESULTS
     if not path.is_file():
         return
@@ -152,9 +141,8 @@ def iter_records(run_dir: Path | str, *, samples: bool = True,
 
 
 def heal(run_dir: Path) -> int:
-    """Cut off a last line of results.jsonl cut short by a crash, so appended records start on a
-    line of their own; returns the bytes dropped (a complete record missing only its newline
-    gets the newline)."""
+    """Cut off a last line of results.jsonl cut short by a crash (a complete one gets its
+    newline); the bytes dropped."""
     path = Path(run_dir) / RESULTS
     if not path.is_file():
         return 0
@@ -177,8 +165,7 @@ def heal(run_dir: Path) -> int:
 
 
 def load_results(run_dir: Path | str, *, samples: bool = True) -> pd.DataFrame:
-    """All records of a run as a DataFrame (one row per case; ``samples_us`` holds lists unless
-    ``samples=False``, which loads several times faster for readers of the summaries alone)."""
+    """All records of a run as a DataFrame (without the raw-sample arrays with ``samples=False``)."""
     import pandas as pd  # lazily: the CLI's start-up should not pay for pandas
 
     df = pd.DataFrame(list(iter_records(Path(run_dir), samples=samples)))

@@ -1,8 +1,5 @@
-"""Run directories: a fresh one (safe name, never over another run) or one to finish with
-``--resume RUN`` (same scenario, checked by the hash kept in ``meta.json``; a last line cut short
-by a crash cut off; the new jobs appended to the same ``meta.json``). Cases and their keys:
-docs/results.md, "Resume".
-"""
+"""Run directories: a fresh one, or one to finish with ``--resume RUN`` (the same scenario, by
+the hash in its ``meta.json``). docs/results.md, "Resume"."""
 
 from __future__ import annotations
 
@@ -20,7 +17,7 @@ from typing import Any
 
 from bench.launch import inflight
 from bench.store import kinds
-from bench.store.records import META, StoreError, heal, iter_records, read_meta
+from bench.store.records import KEY_FIELDS, META, StoreError, heal, iter_records, read_meta
 
 LOCK = ".commbench.lock"  # held by the self-launcher of the run
 RESUME_ENV = "COMMBENCH_RESUME"  # set for the ranks of a resumed run: skip cases with a record
@@ -43,14 +40,9 @@ def safe_name(name: str) -> str:
     return out[:80]
 
 
-def default_run_dir(name: str) -> Path:
-    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    return Path("runs") / f"{stamp}-{safe_name(name)}"
-
-
 def fresh(out: Path | None, name: str) -> Path:
     """The run directory of a new run; refuses one that already holds something."""
-    run_dir = out or default_run_dir(name)
+    run_dir = out or Path("runs") / f"{dt.datetime.now():%Y%m%d-%H%M%S}-{safe_name(name)}"
     if run_dir.exists() and not run_dir.is_dir():
         raise RunDirError(f"--out {run_dir}: exists and is not a directory")
     if run_dir.is_dir() and any(run_dir.iterdir()):
@@ -60,8 +52,7 @@ def fresh(out: Path | None, name: str) -> Path:
 
 
 def resumable(run_dir: Path, scenario: dict[str, Any], out: Path | None) -> dict[str, Any]:
-    """RUN's meta when ``--resume RUN`` may finish it with ``scenario``; else
-    :class:`RunDirError` with one line. Changes nothing."""
+    """RUN's meta when ``--resume RUN`` may finish it with ``scenario``; else :class:`RunDirError`."""
     if out is not None and out.resolve() != run_dir.resolve():
         raise RunDirError(f"--out {out} and --resume {run_dir}: a resumed run stays where it is")
     if not (run_dir / META).is_file():
@@ -115,8 +106,7 @@ class RunPlan:
         return self.old is not None
 
     def lock(self) -> int:
-        """Hold the run directory for this process (released when it exits or closes the
-        descriptor); :class:`RunDirError` when another commbench run holds it."""
+        """Hold the run directory for this process; :class:`RunDirError` when another holds it."""
         self.run_dir.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.run_dir / LOCK, os.O_CREAT | os.O_RDWR, 0o644)
         try:
@@ -139,15 +129,13 @@ class RunPlan:
                   f"({dropped} bytes)", flush=True)
         inflight.clear(self.run_dir)
         info = dict(self.old)
-        info.setdefault("resumed", []).append(
-            {"at": kinds.now(), "argv": sys.argv,
-             "world_sizes": list(sizes)})
+        info.setdefault("resumed", []).append({"at": kinds.now(), "argv": sys.argv,
+                                               "world_sizes": list(sizes)})
         return info
 
 
 def plan_run(scenario: Any, out: Path | None, resume: Path | None) -> RunPlan:
-    """Where a run goes: ``--resume RUN`` (checked), else a new, empty ``--out`` or the default
-    (:class:`RunDirError` with one line when it cannot be)."""
+    """Where a run goes: ``--resume RUN`` (checked), else a new, empty ``--out`` or the default."""
     if resume is not None:
         return RunPlan(resume, resumable(resume, scenario.model_dump(mode="json"), out))
     return RunPlan(fresh(out, scenario.name), None)
@@ -168,9 +156,7 @@ def done_collective(run_dir: Path) -> frozenset[CaseKey]:
         if r.get("kind", "collective") != "collective":
             continue
         try:
-            keys.add(collective_key(r["collective"], r["algorithm"], r["transport"],
-                                    r["world_size"], r["ranks_per_node"], r["nbytes"],
-                                    r["dtype"], r["op"]))
+            keys.add(collective_key(*(r[f] for f in KEY_FIELDS[1:])))
         except (KeyError, TypeError, ValueError):  # not a case record: it names no case
             continue
     return frozenset(keys)

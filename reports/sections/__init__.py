@@ -1,12 +1,5 @@
-"""Report sections by name: each module of this package (or of a ``COMMBENCH_PLUGINS`` package)
-registers a builder that turns the runs into a template context, with its place on the page
-(``order``, lowest first); the modules are discovered, so a new section is a new file.
-
-A builder returns None when it has nothing to show. A section registered with ``reads`` (the
-record kinds it is about) is left out, unbuilt, of a report whose runs hold records but none
-of those kinds: a probe-only run has no Bandwidth or Memory placeholder. A report with no
-records at all keeps every section's placeholder, which says there is nothing.
-"""
+"""Report sections by name: each module of this package (or of a plugin package), discovered,
+registers a builder of a template context (None: nothing to show) and its place on the page."""
 
 from __future__ import annotations
 
@@ -16,7 +9,7 @@ from typing import Any
 
 from bench.units import parse_size
 from kernels.registry import Registry
-from reports.data import ReportData
+from reports.data import ReportData, Run
 
 
 @dataclass(frozen=True)
@@ -55,8 +48,8 @@ def holds_any(data: ReportData, kinds: tuple[str, ...]) -> bool:
 
 
 def section(name: str, order: int, reads: tuple[str, ...] = ()) -> Callable[[Builder], Builder]:
-    """Register a builder at place ``order``; with ``reads``, it is only called when
-    :func:`holds_any` of them."""
+    """Register a builder at place ``order``; with ``reads`` (record kinds), it is only called
+    when :func:`holds_any` of them, so a probe-only run has no Bandwidth placeholder."""
     def deco(fn: Builder) -> Builder:
         def build(data: ReportData, opts: Options) -> Section | None:
             return fn(data, opts) if not reads or holds_any(data, reads) else None
@@ -65,3 +58,10 @@ def section(name: str, order: int, reads: tuple[str, ...] = ()) -> Callable[[Bui
         return fn
 
     return deco
+
+
+def per_run(data: ReportData, id: str, title: str, template: str,
+            ctx: Callable[[Run], dict[str, Any] | None]) -> Section | None:
+    """A section of one context per run that has something to show; None when no run has."""
+    runs = [c for c in map(ctx, data.runs) if c is not None]
+    return Section(id, title, template, {"runs": runs}) if runs else None

@@ -1,5 +1,5 @@
-"""Bring-up: the verdict per host and link first (:mod:`bench.bringup.verdict`, recomputed from
-the records with the run's threshold), then every stage's cases by group of hosts."""
+"""Bring-up: the verdict per host and link (:mod:`bench.bringup.verdict`), then every stage's
+cases."""
 
 from __future__ import annotations
 
@@ -9,14 +9,13 @@ from bench.bringup.scenario import BringupScenario
 from bench.bringup.verdict import OK, Verdict, judge
 from bench.units import format_size
 from reports.data import ReportData, Run
-from reports.sections import Options, Section, section
+from reports.sections import Options, Section, per_run, section
 
 DEFAULT_SLOW_PCT = BringupScenario.model_fields["slow_pct"].default
 
 
 def _slow_pct(run: Run) -> float:
-    sc = run.meta.get("scenario")
-    v = sc.get("slow_pct") if isinstance(sc, dict) else None
+    v = run.scenario.get("slow_pct")
     return float(v) if isinstance(v, (int, float)) and 0 < v < 100 else DEFAULT_SLOW_PCT
 
 
@@ -51,7 +50,4 @@ def _run(run: Run, opts: Options) -> dict[str, Any] | None:
 
 @section("bringup", 5, reads=("bringup",))
 def build(data: ReportData, opts: Options) -> Section | None:
-    runs = [r for r in (_run(run, opts) for run in data.runs) if r is not None]
-    if not runs:
-        return None
-    return Section("bringup", "Bring-up verdict", "bringup.html.j2", {"runs": runs})
+    return per_run(data, "bringup", "Bring-up verdict", "bringup.html.j2", lambda r: _run(r, opts))

@@ -14,8 +14,8 @@ GROUP = ("run", "collective", "transport", "dtype", "op", "world_size", "ranks_p
 
 
 def winners(df: pd.DataFrame) -> pd.DataFrame:
-    """Per group and size: the best algorithm by median time, its speed-up over native (NaN when
-    native was not measured) and over the runner-up. One vectorised pass over all groups."""
+    """Per group and size: the best algorithm by median time, its speed-up over native and over
+    the runner-up."""
     keys = [*GROUP, "nbytes"]
     pts = (df.assign(ranks_per_node=df["ranks_per_node"].fillna(0))
            .groupby([*keys, "algorithm"], sort=True)["time_us_median"].median().dropna()
@@ -36,24 +36,15 @@ def winners(df: pd.DataFrame) -> pd.DataFrame:
 def ranges(per_size: pd.DataFrame) -> list[dict[str, object]]:
     """Consecutive sizes with the same winner merged into one range."""
     out: list[dict[str, object]] = []
-    for w in per_size.to_dict("records"):
-        w = {**w, "size": int(w["nbytes"]),
-             "vs_native": w["vs_native"] if w["vs_native"] == w["vs_native"] else None,
-             "vs_runner_up": w["vs_runner_up"] if w["vs_runner_up"] == w["vs_runner_up"] else None}
-        if out and out[-1]["best"] == w["best"]:
-            out[-1]["hi"] = w["size"]
-            out[-1]["margins"].append(w["vs_native"])  # type: ignore[attr-defined]
-            out[-1]["runner"].append(w["vs_runner_up"])  # type: ignore[attr-defined]
-        else:
-            out.append({"lo": w["size"], "hi": w["size"], "best": w["best"],
-                        "margins": [w["vs_native"]], "runner": [w["vs_runner_up"]]})
-    for r in out:
-        m = [x for x in r.pop("margins") if x is not None]  # type: ignore[union-attr]
-        u = [x for x in r.pop("runner") if x is not None]  # type: ignore[union-attr]
-        r["range"] = format_size(int(r["lo"])) + ("" if r["lo"] == r["hi"]
-                                                  else f" – {format_size(int(r['hi']))}")
-        r["native_lo"], r["native_hi"] = (min(m), max(m)) if m else (None, None)
-        r["runner_lo"] = min(u) if u else None
+    streak = (per_size["best"] != per_size["best"].shift()).cumsum()
+    for _, g in per_size.groupby(streak, sort=False):
+        lo, hi = int(g["nbytes"].iloc[0]), int(g["nbytes"].iloc[-1])
+        m, u = g["vs_native"].dropna(), g["vs_runner_up"].dropna()
+        out.append({"lo": lo, "hi": hi, "best": g["best"].iloc[0],
+                    "range": format_size(lo) + ("" if lo == hi else f" – {format_size(hi)}"),
+                    "native_lo": m.min() if len(m) else None,
+                    "native_hi": m.max() if len(m) else None,
+                    "runner_lo": u.min() if len(u) else None})
     return out
 
 

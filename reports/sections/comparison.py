@@ -13,8 +13,7 @@ KEY = KEY_FIELDS[1:]  # the gate's key but for the record kind
 
 
 def ratio_table(df: pd.DataFrame, labels: list[str]) -> pd.DataFrame:
-    """One row per key: each run's median time and its ratio to the first run's, sorted by the
-    largest change first."""
+    """One row per key: each run's median time and its ratio to the first run's, largest first."""
     keyed = df.assign(ranks_per_node=df["ranks_per_node"].fillna(0))
     wide = keyed.pivot_table(index=list(KEY), columns="run", values="time_us_median",
                              aggfunc="median")

@@ -1,6 +1,5 @@
-"""Concurrent groups and overlap (``kind: concurrent``): each group's alone and together times
-and slowdown (:mod:`bench.concurrent.table`), and each overlap case with OSU's four figures and
-how it was progressed."""
+"""Concurrent groups (alone and together times, slowdown) and overlap cases
+(:mod:`bench.concurrent.table`)."""
 
 from __future__ import annotations
 
@@ -9,13 +8,7 @@ from typing import Any
 from bench.concurrent.table import group_rows, overlap_rows
 from bench.units import format_size
 from reports.data import ReportData, Run
-from reports.sections import Options, Section, section
-
-
-def _first(run: Run, kind: str, col: str) -> Any:
-    df = run.records[run.records["kind"] == kind]
-    vals = df[col].dropna() if col in df else []
-    return vals.iloc[0] if len(vals) else None
+from reports.sections import Options, Section, per_run, section
 
 
 def _run(run: Run) -> dict[str, Any] | None:
@@ -29,14 +22,10 @@ def _run(run: Run) -> dict[str, Any] | None:
     if not groups and not overlap:
         return None
     return {"label": run.label, "groups": groups, "overlap": overlap,
-            "concurrency": _first(run, "concurrent", "concurrency"),
-            "background": _first(run, "concurrent", "background")}
+            "concurrency": run.first("concurrent", "concurrency"),
+            "background": run.first("concurrent", "background")}
 
 
 @section("concurrent", 47, reads=("concurrent", "overlap"))
 def build(data: ReportData, opts: Options) -> Section | None:
-    runs = [r for r in (_run(run) for run in data.runs) if r is not None]
-    if not runs:
-        return None
-    return Section("concurrent", "Concurrent groups and overlap", "concurrent.html.j2",
-                   {"runs": runs})
+    return per_run(data, "concurrent", "Concurrent groups and overlap", "concurrent.html.j2", _run)

@@ -1,7 +1,5 @@
-"""Late ranks, hangs and floors: ranks or hosts consistently last in a case
-(:mod:`bench.collective.attribution`), what each rank was doing when a job hung or a rank died
-(:mod:`bench.launch.forensics`, from meta.json), and the cases below their floors
-(:mod:`bench.collective.floors`)."""
+"""Late ranks, hangs and floors: ranks consistently last in a case, what each rank did when a job
+hung, and the cases below their floors."""
 
 from __future__ import annotations
 

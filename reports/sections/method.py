@@ -25,17 +25,16 @@ def _range(s: pd.Series) -> str:
     return str(lo) if lo == hi else f"{lo} – {hi}"
 
 
-def _scenario(meta: dict[str, Any]) -> tuple[str, str]:
-    sc = meta.get("scenario")
+def _scenario(run: Run) -> tuple[str, str]:
+    sc = run.meta.get("scenario")
     if isinstance(sc, dict):
         return str(sc.get("name", "")), str(sc.get("description", ""))
     return (str(sc) if sc else ""), ""
 
 
-def _emulated(meta: dict[str, Any]) -> str | None:
+def _emulated(run: Run) -> str | None:
     """What an emulated run (scenario key ``emulate``, bench/emulate) emulated, or None."""
-    sc = meta.get("scenario")
-    emu = sc.get("emulate") if isinstance(sc, dict) else None
+    emu = run.scenario.get("emulate")
     if not isinstance(emu, dict):
         return None
     return (f"yes: topology {emu.get('topology')} on this host, messages between emulated nodes "
@@ -46,11 +45,11 @@ def environment(run: Run) -> list[tuple[str, str]]:
     m = run.meta
     host = m.get("host") if isinstance(m.get("host"), dict) else {}
     mpi = m.get("mpi") if isinstance(m.get("mpi"), dict) else {}
-    name, desc = _scenario(m)
+    name, desc = _scenario(run)
     mem = host.get("memory_bytes")
     items = [
         ("source", m.get("source", "commbench")), ("scenario", name), ("description", desc),
-        ("emulated", _emulated(m)),
+        ("emulated", _emulated(run)),
         ("status", m.get("status")), ("started", m.get("started")), ("finished", m.get("finished")),
         ("launcher", m.get("launcher")), ("commit", m.get("commit")),
         ("host", host.get("hostname")), ("cpu", host.get("cpu")),
@@ -83,8 +82,7 @@ def measurement(run: Run) -> dict[str, Any]:
 
 
 def collectives(data: ReportData) -> list[dict[str, str]]:
-    """The definitions (size, busbw factor, rounding) of the collectives in these runs, from the
-    registry: stated once, in the collective's own file."""
+    """The definitions (size, busbw factor, rounding) of the collectives in these runs."""
     present = set(data.frame["collective"].dropna())
     out = []
     for name in coll.names():

@@ -1,9 +1,5 @@
-"""Prediction: the cost model's curves (``commbench predict``, records marked ``predicted``)
-dashed beside measured ones, and the prediction error where both exist.
-
-Pairs match on collective, algorithm, world size, ranks per node, size and dtype (not on
-transport or run); several records of one side are reduced to their median first.
-"""
+"""Prediction: predicted curves dashed beside measured ones, and the error of each :data:`KEY`
+both have (medians of each side)."""
 
 from __future__ import annotations
 
@@ -29,8 +25,7 @@ def _flag(df: pd.DataFrame) -> pd.Series:
 
 
 def pair(df: pd.DataFrame) -> pd.DataFrame:
-    """One row per key measured and predicted: both median times and the relative error
-    (predicted - measured) / measured."""
+    """One row per key measured and predicted: both median times and the relative error."""
     df = df.assign(ranks_per_node=df["ranks_per_node"].fillna(0), _pred=_flag(df))
     med = df.groupby([*KEY, "_pred"])["time_us_median"].median().unstack("_pred")
     if True not in med.columns or False not in med.columns:
@@ -41,8 +36,7 @@ def pair(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def curves(df: pd.DataFrame, title: str, max_subplots: int) -> Markup:
-    """Median time against size, one subplot per world size: measured solid, predicted dashed,
-    a colour per algorithm."""
+    """Median time against size per world size: measured solid, predicted dashed."""
     df = df.assign(ranks_per_node=df["ranks_per_node"].fillna(0), _pred=_flag(df))
     pts = df.groupby([*KEY, "_pred"])["time_us_median"].median().reset_index()
     both = pts.groupby(["world_size", "ranks_per_node"])["_pred"].nunique()
@@ -60,11 +54,7 @@ def curves(df: pd.DataFrame, title: str, max_subplots: int) -> Markup:
                         linewidth=1.3, label=None if pred else alg)
             ax.plot([], [], "-", marker="o", markersize=3, color="#777", label="measured")
             ax.plot([], [], "--", color="#777", label="predicted (dashed)")
-            figures._size_axis(ax)
-            figures._log_y(ax)
-            ax.set_title(world_label(w, rpn))
-            ax.set_xlabel("message size")
-            ax.set_ylabel("median time (µs)")
+            figures.size_panel(ax, world_label(w, rpn), "median time (µs)", logy=True)
         return figures._finish(fig, title)
 
 

@@ -1,13 +1,9 @@
-"""Link probe: per link class, the node x node matrix as heatmaps, and the slow nodes and links
-named by host and rank (``commbench probe``, records of kind ``probe``): flagged in the
-tournament (:mod:`bench.probe.outliers`), then confirmed or cleared when re-measured alone
-(:mod:`bench.probe.verdict`)."""
+"""Link probe: the node x node matrices as heatmaps, and the slow nodes and links flagged, then
+confirmed or cleared (:mod:`bench.probe.verdict`)."""
 
 from __future__ import annotations
 
 from typing import Any
-
-import pandas as pd
 
 from bench.probe.confirm import Confirm
 from bench.probe.matrix import class_summary, missing_pairs, node_count, node_matrix, probe_records
@@ -16,21 +12,15 @@ from bench.probe.summary import CLEARED, Finding, findings
 from bench.units import format_size
 from reports.data import ReportData, Run
 from reports.heatmap import heatmap
-from reports.sections import Options, Section, section
+from reports.sections import Options, Section, per_run, section
 from reports.svg import later
 
 DEFAULT_THRESHOLD = Confirm.threshold  # a probe scenario's default
 
 
 def _threshold(run: Run) -> float:
-    sc = run.meta.get("scenario")
-    t = sc.get("threshold") if isinstance(sc, dict) else None
+    t = run.scenario.get("threshold")
     return float(t) if isinstance(t, (int, float)) and t > 0 else DEFAULT_THRESHOLD
-
-
-def _first(df: pd.DataFrame, col: str) -> Any:
-    vals = df[col].dropna() if col in df else pd.Series(dtype=object)
-    return vals.iloc[0] if len(vals) else None
 
 
 def _run(run: Run, opts: Options) -> dict[str, Any] | None:
@@ -53,12 +43,12 @@ def _run(run: Run, opts: Options) -> dict[str, Any] | None:
     threshold = _threshold(run)
     z = z_for(tests(recs))
     found = findings(every, threshold, z)
-    emulation = _first(df, "emulation")
+    emulation = run.first("probe", "emulation")
     return {
         "label": run.label, "pairs": len({(r["src"], r["dst"]) for r in recs}),
         "ranks": int(df["world_size"].max()), "nodes": nodes, "missing": missing,
-        "layout": _first(df, "layout"), "repeats": _first(df, "repeats"),
-        "window": _first(df, "window"), "timer": _first(df, "timer"),
+        "layout": run.first("probe", "layout"), "repeats": run.first("probe", "repeats"),
+        "window": run.first("probe", "window"), "timer": run.first("probe", "timer"),
         "emulation": emulation if isinstance(emulation, dict) else None,
         "oversubscribed": bool(df["oversubscribed"].any()),
         "classes": [{**r, "size": format_size(r["nbytes"])} for r in class_summary(recs)],
@@ -82,8 +72,8 @@ def _run(run: Run, opts: Options) -> dict[str, Any] | None:
 
 
 def _confirm(run: Run) -> dict[str, Any] | None:
-    sc = run.meta.get("scenario")
-    if not isinstance(sc, dict) or not sc.get("confirm_max"):
+    sc = run.scenario
+    if not sc.get("confirm_max"):
         return None
     return {k: sc.get(f"confirm_{k}") for k in ("max", "blocks", "repeats")}
 
@@ -109,7 +99,4 @@ def _retest(f: Finding, t: Any) -> dict[str, Any]:
 
 @section("probe", 80)
 def build(data: ReportData, opts: Options) -> Section | None:
-    runs = [r for r in (_run(run, opts) for run in data.runs) if r is not None]
-    if not runs:
-        return None
-    return Section("probe", "Link probe", "probe.html.j2", {"runs": runs})
+    return per_run(data, "probe", "Link probe", "probe.html.j2", lambda r: _run(r, opts))

@@ -1,7 +1,5 @@
-"""Scaling efficiency (fixed-buffer): time and busbw against world size at a few message sizes,
-``E_time(p) = T(p0)/T(p)`` and ``E_bus(p) = busbw(p)/busbw(p1)`` (p0 the smallest world size, p1
-the smallest above 1). docs/results.md, "The HTML report".
-"""
+"""Scaling efficiency: ``E_time(p) = T(p0)/T(p)`` and ``E_bus(p) = busbw(p)/busbw(p1)`` (p0 the
+smallest world size, p1 the smallest above 1). docs/results.md, "The HTML report"."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""Which strategy: ``commbench advise`` records (kind ``advice``) per model and world size, the
-ranked table, a stacked bar per layout (compute, exposed communication by collective, bubble)
-and memory per rank against the device limit. With ``--from``, predicted next to measured, and
-each pipeline case's measured idle fraction per stage beside its schedule's modelled bubble
-(records with ``bubble_check``)."""
+"""Which strategy: ``commbench advise`` records per model and world size, ranked, with a stacked
+bar per layout and memory against the device limit; with ``--from``, measured beside them."""
 
 from __future__ import annotations
 
@@ -24,37 +21,33 @@ GIB = 2**30
 def _bars(rows: list[dict[str, Any]], title: str) -> Markup:
     """Stacked horizontal bars: compute, exposed comm per collective, bubble; memory beside."""
     with style():
-        return _draw(rows, title)
-
-
-def _draw(rows: list[dict[str, Any]], title: str) -> Markup:
-    kinds = sorted({k for r in rows for k in (r["exposed_ms_by_type"] or {})})
-    fig = Figure(figsize=(9.5, 0.35 * len(rows) + 1.4))
-    ax, mem = fig.subplots(1, 2, gridspec_kw={"width_ratios": [3, 1]}, sharey=True)
-    labels = [r["layout"] for r in rows]
-    y = list(range(len(rows)))
-    left = [0.0] * len(rows)
-    parts = [("compute", "compute_ms", "#4c72b0"), *((k, k, PALETTE[(i + 1) % len(PALETTE)])
-                                                     for i, k in enumerate(kinds)),
-             ("bubble", "bubble_ms", "#bbbbbb")]
-    for name, key, color in parts:
-        vals = [float(r.get(key) if key in ("compute_ms", "bubble_ms")
-                      else (r["exposed_ms_by_type"] or {}).get(key, 0.0)) for r in rows]
-        ax.barh(y, vals, left=left, color=color, label=name)
-        left = [a + b for a, b in zip(left, vals)]
-    ax.set_yticks(y, labels)
-    ax.invert_yaxis()
-    ax.set_xlabel("predicted step time (ms)")
-    ax.legend(fontsize=7, loc="lower right")
-    ax.set_title(title, fontsize=9)
-    mem.barh(y, [r["mem_total_bytes"] / GIB for r in rows],
-             color=["#55a868" if r["fits"] else "#c44e52" for r in rows])
-    limit = rows[0].get("memory_limit_bytes")
-    if limit:
-        mem.axvline(limit / GIB, color="black", linestyle="--", linewidth=1)
-    mem.set_xlabel("memory per rank (GiB)")
-    fig.tight_layout()
-    return to_svg(fig, title)
+        kinds = sorted({k for r in rows for k in (r["exposed_ms_by_type"] or {})})
+        fig = Figure(figsize=(9.5, 0.35 * len(rows) + 1.4))
+        ax, mem = fig.subplots(1, 2, gridspec_kw={"width_ratios": [3, 1]}, sharey=True)
+        labels = [r["layout"] for r in rows]
+        y = list(range(len(rows)))
+        left = [0.0] * len(rows)
+        parts = [("compute", "compute_ms", "#4c72b0"), *((k, k, PALETTE[(i + 1) % len(PALETTE)])
+                                                         for i, k in enumerate(kinds)),
+                 ("bubble", "bubble_ms", "#bbbbbb")]
+        for name, key, color in parts:
+            vals = [float(r.get(key) if key in ("compute_ms", "bubble_ms")
+                          else (r["exposed_ms_by_type"] or {}).get(key, 0.0)) for r in rows]
+            ax.barh(y, vals, left=left, color=color, label=name)
+            left = [a + b for a, b in zip(left, vals)]
+        ax.set_yticks(y, labels)
+        ax.invert_yaxis()
+        ax.set_xlabel("predicted step time (ms)")
+        ax.legend(fontsize=7, loc="lower right")
+        ax.set_title(title, fontsize=9)
+        mem.barh(y, [r["mem_total_bytes"] / GIB for r in rows],
+                 color=["#55a868" if r["fits"] else "#c44e52" for r in rows])
+        limit = rows[0].get("memory_limit_bytes")
+        if limit:
+            mem.axvline(limit / GIB, color="black", linestyle="--", linewidth=1)
+        mem.set_xlabel("memory per rank (GiB)")
+        fig.tight_layout()
+        return to_svg(fig, title)
 
 
 @section("strategy", 50)

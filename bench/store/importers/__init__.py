@@ -1,9 +1,5 @@
-"""Importers: results other tools already produced, turned into commbench run directories with
-the harness's schema (``samples_us`` the tool's summary value, marked as such). Each module
-registers an :class:`Importer` under its tool's name (discovered); it reads logs as people paste
-them (:mod:`bench.store.importers.lines`) and returns records or raises :class:`ParseError`: one
-line, naming the line to blame where there is one. docs/results.md, "Import".
-"""
+"""Importers: other tools' results as commbench run directories (``samples_us`` the tool's
+summary value, marked as such); each module registers one (discovered). docs/results.md, "Import"."""
 
 from __future__ import annotations
 
@@ -15,8 +11,7 @@ from kernels.registry import Registry
 
 
 class ParseError(ValueError):
-    """Input that is not the tool's output, at ``line`` (1-based; 0 when no single line is to
-    blame, e.g. a missing field of a JSON document)."""
+    """Input that is not the tool's output, at ``line`` (1-based; 0 when no single line is)."""
 
     def __init__(self, line: int, message: str) -> None:
         super().__init__(" ".join(message.splitlines()))  # always one line, whatever it quotes

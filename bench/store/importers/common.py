@@ -51,8 +51,7 @@ def number(tok: str, line: int, what: str) -> float:
 
 
 def half_ulp(tok: str) -> float:
-    """Half a unit in the last printed digit of ``tok`` (``12.51`` -> 0.005, ``2e-07`` -> 5e-08):
-    how far the value may lie from what was printed."""
+    """Half a unit in the last printed digit of ``tok`` (``12.51`` -> 0.005, ``2e-07`` -> 5e-08)."""
     try:
         exp = Decimal(tok).as_tuple().exponent
     except (InvalidOperation, ValueError):
@@ -62,8 +61,8 @@ def half_ulp(tok: str) -> float:
 
 def busbw_mismatch(collective: str, world: int, nbytes: int, time_tok: str, busbw_tok: str,
                    rel: float = 1e-6) -> float | None:
-    """The busbw computed from the printed time when the printed busbw cannot be its rounding
-    (allowing for the rounding of both printed numbers); None when they agree."""
+    """The busbw computed from the printed time when the printed busbw cannot be its rounding;
+    None when they agree."""
     t, logged = float(time_tok), float(busbw_tok)
     dt_, db = half_ulp(time_tok) + t * rel, half_ulp(busbw_tok) + abs(logged) * rel
     if t - dt_ <= 0:
@@ -79,8 +78,7 @@ def record(*, source: str, collective: str, algorithm: str, transport: str, worl
            time_us: float, summary_of: str, iters: int | None = None, warmup: int | None = None,
            wrong: int | None = None, failed: bool = False, root: int | None = None,
            in_place: bool = False, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """A collective record in the harness's schema from one summary time (µs); ``collective``
-    may be any alias, the record holds the canonical name."""
+    """A collective record from one summary time (µs); ``collective`` may be any alias."""
     spec = resolve(collective)
     t = time_us / 1e6
     rpn = ranks_per_node or world_size

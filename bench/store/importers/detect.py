@@ -1,9 +1,5 @@
-"""Which collective a log is of, from the evidence peer tools leave, strongest first:
-``--collective``, the tool's own words (nccl-tests' ``# Collective test starting``, OSU's title),
-the command line in the paste, the table itself (nccl-tests: its columns, rows and counts), the
-file's name. Never a default: a log that says none of these is refused with a line naming
-``--collective``.
-"""
+"""Which collective a log is of, strongest evidence first: ``--collective``, the tool's own
+words, the command line, the table itself, the file's name; never a default."""
 
 from __future__ import annotations
 
@@ -66,8 +62,8 @@ def from_command(body: str, line: int) -> Hint | None:
 
 
 def choose(hints: Sequence[Hint], override: str | None, line: int) -> str:
-    """The collective the strongest hint names (``hints`` strongest first; the override first of
-    all); hints naming no known collective are passed over unless they are the tool's own."""
+    """The collective the strongest hint names (the override first); an unknown name is passed
+    over unless the hint is firm."""
     if override:
         hints = [Hint(override, "--collective", firm=True), *hints]
     for h in hints:
@@ -86,9 +82,8 @@ def choose(hints: Sequence[Hint], override: str | None, line: int) -> str:
 
 def from_table(*, has_redop: bool, has_root: bool, modern: bool, redops: set[str],
                roots: set[int], ratios: set[int], world: int) -> Hint | None:
-    """nccl-tests' collective from its table. ``ratios``: size / (count * word size) over rows
-    with a count (1 for whole-buffer collectives, the world size for split ones); ``modern``:
-    the header has ``#wrong`` (every test prints ``redop`` and ``root`` then)."""
+    """nccl-tests' collective from its table. ``ratios``: size / (count * word size) over rows;
+    ``modern``: the header has ``#wrong`` (every test prints ``redop`` and ``root`` then)."""
     if not modern and has_root:  # old per-test headers: broadcast (root) and reduce (redop, root)
         return Hint("reduce" if has_redop else "broadcast", "the column header")
     reduces = bool(redops) and "none" not in redops if has_redop else None

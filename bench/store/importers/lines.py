@@ -1,17 +1,13 @@
-"""Log lines as people paste them, cleaned before an importer reads them.
-
-A tool's output rarely arrives as the tool wrote it: ``srun --label`` puts ``  0: `` before each
-line and ``mpirun --tag-output`` puts ``[1,0]<stdout>:``; terminals add colour codes and ``\\r``;
-Markdown adds code fences, indentation and quote marks, and renders a line starting with ``#`` as
-a heading, eating the ``#``; people elide rows with ``...``. :func:`read` undoes all of that and
-says what each line is, keeping the line number of the file so errors can name it.
-"""
+"""Log lines as people paste them (launcher prefixes, colour codes, Markdown fences and quotes,
+eaten ``#``, elided rows), cleaned and classified, keeping the file's line numbers."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+
+from bench.store.importers import ParseError
 
 # One launcher or quoting prefix each; removed repeatedly (``[1,0]<stdout>:  0: ...``).
 _PREFIXES = (
@@ -28,10 +24,8 @@ MAX_LINE = 1000  # longer lines are no table's (and would slow the patterns down
 
 @dataclass(frozen=True, slots=True)
 class Line:
-    """One cleaned line: ``kind`` is ``blank``, ``fence`` (a Markdown code fence), ``elision``
-    (``...`` where someone cut rows), ``long`` (noise too long to be the tool's) or ``text``;
-    ``body`` is ``text`` without its leading ``#`` marks, so a header reads the same whether or
-    not Markdown ate them."""
+    """One cleaned line: ``kind`` is ``blank``, ``fence``, ``elision`` (``...``), ``long`` or
+    ``text``; ``body`` is ``text`` without its leading ``#`` marks."""
 
     n: int  # 1-based line number in the file
     text: str
@@ -105,6 +99,12 @@ class Skipped:
         self.elided += line.kind == "elision"
         if self.first is None:
             self.first = line
+
+    def no_rows(self, text: str, what: str) -> ParseError:
+        """The error of an input without a table: ``what``, and the first line not read."""
+        first = self.first
+        return ParseError(first.n if first else max(1, text.count("\n")),
+                          what + (f" (first unread line: {first.quote()})" if first else ""))
 
     def meta(self) -> dict[str, int]:
         return {"skipped_lines": self.count, "elided_marks": self.elided}

@@ -1,10 +1,5 @@
-"""nccl-tests (``all_reduce_perf`` and friends, and rccl-tests): text tables and ``-J`` JSON.
-
-A row gives an out-of-place (``native``) and an in-place (``native_inplace``) record, ``transport:
-nccl``; ``samples_us`` holds nccl-tests' mean time, marked ``samples_are_summaries``. algbw/busbw
-are recomputed (the log's kept as ``*_log_gbps``), and a row whose printed busbw is not the
-computed one rounded as printed is refused. docs/results.md, "Import".
-"""
+"""nccl-tests (and rccl-tests): text tables and ``-J`` JSON; a row gives an out-of-place
+(``native``) and an in-place (``native_inplace``) record. docs/results.md, "Import"."""
 
 from __future__ import annotations
 
@@ -131,10 +126,8 @@ def _records(row: Row, collective: str, world: int, rpn: int | None, iters: int 
 def parse_text(text: str, opts: Options) -> Imported:
     sc = scan(text)
     if not sc.tests:
-        first = sc.skipped.first
-        raise ParseError(first.n if first else max(1, text.count("\n")),
-                         "not nccl-tests output: no result rows under a '# size count type ...' "
-                         "column header" + (f" (first unread line: {first.quote()})" if first else ""))
+        raise sc.skipped.no_rows(text, "not nccl-tests output: no result rows under a '# size "
+                                       "count type ...' column header")
     records: list[dict[str, Any]] = []
     tests: list[dict[str, Any]] = []
     hosts: set[str] = set()

@@ -1,10 +1,5 @@
-"""nccl-tests' (and rccl-tests') text output, read into tests: header lines, devices, table rows.
-
-A file may hold several tests (a script running ``all_reduce_perf`` then ``all_gather_perf``):
-a new test starts at a line only a test's start prints (``# nccl-tests version``, ``# Collective
-test starting``, ``# nThread``, the column header, a command line naming a ``*_perf`` program)
-once the current one has rows. Lines that are none of the tool's are counted, not read.
-"""
+"""nccl-tests' (and rccl-tests') text output read into tests: a new test starts at a line only a
+test's start prints once the current one has rows; other lines are counted, not read."""
 
 from __future__ import annotations
 
@@ -33,9 +28,8 @@ PREFIX = {"size": "size", "bytes": "size", "count": "count", "n": "count", "type
 
 @dataclass(frozen=True)
 class Columns:
-    """A column header: the prefix columns by name, and one (time, algbw, busbw, wrong) block
-    per placement; ``modern``: its check column is ``#wrong`` (a count), not the old ``error``
-    (a maximum deviation)."""
+    """A column header: prefix columns by name, a (time, algbw, busbw, wrong) block per placement;
+    ``modern``: its check column is ``#wrong`` (a count), not the old ``error`` (a deviation)."""
 
     names: tuple[str, ...]
     at: dict[str, int]
@@ -78,16 +72,11 @@ class Test:
 
 @dataclass
 class Scan:
-    tests: list[Test]
-    skipped: Skipped
-    versions: dict[str, str]
+    """The tests read (once :func:`scan` is done, those with rows), the lines skipped, versions."""
 
-
-class _Scanner:
-    def __init__(self) -> None:
-        self.tests = [Test(1)]
-        self.skipped = Skipped()
-        self.versions: dict[str, str] = {}
+    tests: list[Test] = field(default_factory=lambda: [Test(1)])
+    skipped: Skipped = field(default_factory=Skipped)
+    versions: dict[str, str] = field(default_factory=dict)
 
     @property
     def cur(self) -> Test:
@@ -147,7 +136,8 @@ class _Scanner:
 
 
 def scan(text: str) -> Scan:
-    s = _Scanner()
+    s = Scan()
     for line in read(text):
         s.feed(line)
-    return Scan([t for t in s.tests if t.rows], s.skipped, s.versions)
+    s.tests = [t for t in s.tests if t.rows]
+    return s

@@ -1,11 +1,5 @@
-"""OSU Micro-Benchmarks collective latency tests (``osu_allreduce`` and friends, and the NCCL /
-xccl builds), text output, several tests per file.
-
-The time is OSU's Max Latency with ``-f`` (the closest to commbench's slowest rank per
-iteration), else its average, and the record says which; OSU's size is per peer for allgather and
-alltoall (``nbytes`` = size * p). OSU does not print its rank count: ``--world-size``.
-docs/results.md, "Import".
-"""
+"""OSU Micro-Benchmarks collective latency tests, text output: the time is OSU's Max Latency
+with ``-f`` (commbench's slowest rank), else its average. docs/results.md, "Import"."""
 
 from __future__ import annotations
 
@@ -137,10 +131,8 @@ def _records(test: Test, collective: str, opts: Options, world: int) -> list[dic
 def parse(text: str, opts: Options) -> Imported:
     tests, skipped = scan(text)
     if not tests:
-        first = skipped.first
-        raise ParseError(first.n if first else max(1, text.count("\n")),
-                         "not OSU output: no result rows under a '# Size  Avg Latency(us)' header"
-                         + (f" (first unread line: {first.quote()})" if first else ""))
+        raise skipped.no_rows(text, "not OSU output: no result rows under a '# Size  Avg "
+                                    "Latency(us)' header")
     if not opts.world_size:
         raise ParseError(0, "OSU output does not say how many ranks ran; pass --world-size N")
     records: list[dict[str, Any]] = []
