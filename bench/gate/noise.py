@@ -47,7 +47,7 @@ def estimate(runs: Sequence[Mapping[Key, Case]], rule: Rule) -> dict[Key, Noise]
     if len(runs) < 2:
         return {}
     logs: dict[Key, list[np.ndarray]] = {}  # per group: each key's log run medians
-    for k in set().union(*(r.keys() for r in runs)):
+    for k in dict.fromkeys(k for r in runs for k in r):  # first-seen order: sums reproducible
         meds = [m for r in runs if k in r and (m := run_median(r[k], r, rule)) is not None]
         if len(meds) >= 2:
             logs.setdefault(group_of(k), []).append(np.log(meds))
