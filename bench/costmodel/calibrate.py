@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 from scipy.optimize import least_squares
 
-from bench.costmodel.evaluate import Prepared, prepare, run, schedule_job
+from bench.costmodel.evaluate import Prepared, batches, run, schedule_job
 from bench.costmodel.model import Cluster, Placed
 from bench.costmodel.net import Net
 from bench.costmodel.profile import Link, Profile
@@ -123,12 +123,8 @@ def prepared(points: Sequence[Point]) -> list[tuple[list[int], Prepared, Placed]
     out = []
     for idx in groups.values():
         pt = points[idx[0]]
-        counts = [points[i].count for i in idx]
-        try:
-            out.append((idx, prepare(pt.comp, pt.placed, counts, pt.itemsize, pt.atoms), pt.placed))
-        except ValueError:  # sizes that empty different messages: one at a time
-            out += [([i], prepare(pt.comp, pt.placed, [points[i].count], pt.itemsize, pt.atoms),
-                     pt.placed) for i in idx]
+        out += [([idx[j] for j in sub], prep, pt.placed) for sub, prep in
+                batches(pt.comp, pt.placed, [points[i].count for i in idx], pt.itemsize, pt.atoms)]
     return out
 
 

@@ -38,7 +38,7 @@ from functools import lru_cache
 import numpy as np
 
 from bench.costmodel.model import INTRA, SPINE, Placed
-from bench.costmodel.net import Net
+from bench.costmodel.net import Net, flows
 from kernels.algorithm import Algorithm, Problem
 from kernels.closed import Estimate
 from kernels.compiled import Compiled, compile_schedules
@@ -65,9 +65,7 @@ class PStep:
     j: np.ndarray  # position among the sender's messages of the step, from 1
     nbytes: np.ndarray  # (rows, messages)
     red: np.ndarray  # the receiver reduces
-    flows: tuple[np.ndarray, ...]  # intra, rank out, rank in, node, leaf up, leaf down (per msg)
-    leaf_s: np.ndarray
-    leaf_d: np.ndarray
+    flows: tuple[np.ndarray, ...]  # per message: how many flows share each resource (net.flows)
     copy: np.ndarray | None  # (rows, p) bytes copied per rank
     hot: np.ndarray | None  # (rows, messages) bytes the sender wrote earlier in the call
 
@@ -79,29 +77,6 @@ class Prepared:
     nsteps: int
     sent: np.ndarray  # (rows,) most bytes any rank sends
     inter: np.ndarray  # (rows,) most bytes any rank sends across nodes
-
-
-def _flows(s: np.ndarray, d: np.ndarray, cls: np.ndarray, placed: Placed,
-           node: np.ndarray, leaf: np.ndarray) -> tuple[np.ndarray, ...]:
-    """How many of the step's messages share each resource of each message (1 where unused)."""
-    p = placed.world
-    ones = np.ones(s.shape, dtype=np.float64)
-    i, x, sp = cls == INTRA, cls != INTRA, cls == SPINE
-    fin, out_s, in_d, nmax, up, down = (ones.copy() for _ in range(6))
-    if i.any():
-        o, n = np.bincount(s[i], minlength=p), np.bincount(d[i], minlength=p)
-        fin[i] = np.maximum(o[s[i]], n[d[i]])
-    if x.any():
-        o, n = np.bincount(s[x], minlength=p), np.bincount(d[x], minlength=p)
-        out_s[x], in_d[x] = o[s[x]], n[d[x]]
-        nn = placed.num_nodes
-        no, ni = np.bincount(node[s[x]], minlength=nn), np.bincount(node[d[x]], minlength=nn)
-        nmax[x] = np.maximum(no[node[s[x]]], ni[node[d[x]]])
-    if sp.any():
-        nl = placed.num_leaves
-        u, w = np.bincount(leaf[s[sp]], minlength=nl), np.bincount(leaf[d[sp]], minlength=nl)
-        up[sp], down[sp] = u[leaf[s[sp]]], w[leaf[d[sp]]]
-    return fin, out_s, in_d, nmax, up, down
 
 
 def prepare(comp: Compiled, placed: Placed, counts: Sequence[int], itemsize: int,
@@ -138,8 +113,7 @@ def prepare(comp: Compiled, placed: Placed, counts: Sequence[int], itemsize: int
             m = st.src.size
             hot_bytes = _rowsum(np.arange(rows)[:, None] * m, st.hot_msg, hb, m)[:, act]
         steps.append(PStep(s, d, cls, j.astype(np.float64), b, st.reduce[act],
-                           _flows(s, d, cls, placed, node, leaf), leaf[s], leaf[d], copy,
-                           hot_bytes))
+                           flows(s, d, cls, placed, node, leaf), copy, hot_bytes))
         sent += _rowsum(base, s, b, p)
         x = cls != INTRA
         inter += _rowsum(base, s[x], b[:, x], p)
@@ -152,16 +126,10 @@ def run(prep: Prepared, net: Net) -> np.ndarray:
     p, rows = prep.world, prep.sent.shape[0]
     base = np.arange(rows)[:, None] * p
     ready = np.zeros((rows, p))
-    b0, cap = net.beta[INTRA], net.rank_cap
     for st in prep.steps:
         new = ready.copy()
         if st.s.size:
-            fin, out_s, in_d, nmax, up, down = st.flows
-            r_x = np.minimum(np.minimum(cap[st.s] / out_s, cap[st.d] / in_d), net.node_cap / nmax)
-            if (st.cls == SPINE).any():
-                r_s = np.minimum(net.up_cap[st.leaf_s] / up, net.up_cap[st.leaf_d] / down)
-                r_x = np.where(st.cls == SPINE, np.minimum(r_x, r_s), r_x)
-            rate = np.where(st.cls == INTRA, b0 / fin, r_x)
+            rate = net.rate(st.s, st.d, st.cls, st.flows)
             cost = net.o * st.j + net.alpha[st.cls] + st.nbytes / rate
             if net.hot and st.hot is not None:
                 cost = cost + net.hot * st.hot
@@ -186,10 +154,10 @@ def _rowsum(base: np.ndarray, idx: np.ndarray, weights: np.ndarray, p: int) -> n
                        minlength=rows * p).reshape(rows, p)
 
 
-def evaluate_batch(comp: Compiled, net: Net, counts: Sequence[int], itemsize: int,
-                   atoms: np.ndarray | None = None) -> list[Estimate]:
-    """Predicted times of ``comp`` for several counts: counts whose empty messages agree share
-    one prepared batch."""
+def batches(comp: Compiled, placed: Placed, counts: Sequence[int], itemsize: int,
+            atoms: np.ndarray | None = None, hot: bool = True) -> list[tuple[list[int], Prepared]]:
+    """``comp`` prepared for ``counts``: the counts whose empty messages agree in one batch
+    (index into ``counts``, prepared)."""
     if atoms is not None and len(counts) != 1:
         raise ValueError("atoms are per count: evaluate one count at a time")
     groups: dict[bytes, list[int]] = {b"": [0]} if len(counts) == 1 else {}  # one: no key needed
@@ -200,21 +168,26 @@ def evaluate_batch(comp: Compiled, net: Net, counts: Sequence[int], itemsize: in
                                  for st in comp.steps)], axis=1)
         for i, row in enumerate(np.packbits(full, axis=1)):
             groups.setdefault(row.tobytes(), []).append(i)
+    return [(idx, prepare(comp, placed, [counts[i] for i in idx], itemsize, atoms, hot))
+            for idx in groups.values()]
+
+
+def evaluate_batch(comp: Compiled, net: Net, counts: Sequence[int], itemsize: int,
+                   atoms: np.ndarray | None = None, method: str = "schedule") -> list[Estimate]:
+    """Predicted times of ``comp`` for several counts, each batch of :func:`batches` at once."""
     out: list[Estimate | None] = [None] * len(counts)
-    for idx in groups.values():
-        prep = prepare(comp, net.placed, [counts[i] for i in idx], itemsize, atoms,
-                       hot=bool(net.hot))
+    for idx, prep in batches(comp, net.placed, counts, itemsize, atoms, bool(net.hot)):
         times = run(prep, net)
         for r, i in enumerate(idx):
             out[i] = Estimate(float(times[r]), prep.nsteps, int(prep.sent[r]), int(prep.inter[r]),
-                              "schedule")
+                              method)
     return [e for e in out if e is not None]
 
 
 def evaluate(comp: Compiled, net: Net, count: int, itemsize: int,
-             atoms: np.ndarray | None = None) -> Estimate:
+             atoms: np.ndarray | None = None, method: str = "schedule") -> Estimate:
     """Predicted time of the compiled schedule with ``count`` real elements."""
-    return evaluate_batch(comp, net, [count], itemsize, atoms)[0]
+    return evaluate_batch(comp, net, [count], itemsize, atoms, method)[0]
 
 
 @lru_cache(maxsize=512)

@@ -66,28 +66,21 @@ class Net:
 
     def rates(self, src: np.ndarray, dst: np.ndarray, cls: np.ndarray) -> np.ndarray:
         """Bandwidth of each message of one step (all of them concurrent)."""
-        p, nn, nl = self.world, self.placed.num_nodes, self.placed.num_leaves
-        rate = np.full(src.shape, np.inf)
-        i = cls == INTRA
-        if i.any():
-            out, inn = np.bincount(src[i], minlength=p), np.bincount(dst[i], minlength=p)
-            rate[i] = self.beta[INTRA] / np.maximum(out[src[i]], inn[dst[i]])
-        x = ~i
-        if x.any():
-            s, d = src[x], dst[x]
-            out, inn = np.bincount(s, minlength=p), np.bincount(d, minlength=p)
-            ns, nd = self.node[s], self.node[d]
-            nout, nin = np.bincount(ns, minlength=nn), np.bincount(nd, minlength=nn)
-            r = np.minimum(np.minimum(self.rank_cap[s] / out[s], self.rank_cap[d] / inn[d]),
-                           self.node_cap / np.maximum(nout[ns], nin[nd]))
-            sp = cls[x] == SPINE
-            if sp.any():
-                ls, ld = self.leaf[s[sp]], self.leaf[d[sp]]
-                up, down = np.bincount(ls, minlength=nl), np.bincount(ld, minlength=nl)
-                r[sp] = np.minimum(r[sp], np.minimum(self.up_cap[ls] / up[ls],
-                                                     self.up_cap[ld] / down[ld]))
-            rate[x] = r
-        return rate
+        return self.rate(src, dst, cls, flows(src, dst, cls, self.placed, self.node, self.leaf))
+
+    def rate(self, s: np.ndarray, d: np.ndarray, cls: np.ndarray,
+             shared: tuple[np.ndarray, ...]) -> np.ndarray:
+        """Bandwidth of each message s -> d, given how many flows share each of its resources
+        (:func:`flows`)."""
+        fin, out_s, in_d, nmax, up, down = shared
+        cap = self.rank_cap
+        r = np.minimum(np.minimum(cap[s] / out_s, cap[d] / in_d), self.node_cap / nmax)
+        sp = cls == SPINE
+        if sp.any():
+            ls, ld = self.leaf[s], self.leaf[d]
+            r = np.where(sp, np.minimum(r, np.minimum(self.up_cap[ls] / up, self.up_cap[ld] / down)),
+                         r)
+        return np.where(cls == INTRA, self.beta[INTRA] / fin, r)
 
     def protocol(self, nbytes: np.ndarray) -> np.ndarray | float:
         """What each message's MPI protocol adds (0 without the profile's ``mpi`` switch):
@@ -111,3 +104,26 @@ class Net:
         bw = np.exp(np.interp(np.log(np.maximum(n, 1.0)), self._copy[0], self._copy[1]))
         t = 2.0 * n / bw
         return float(t) if np.ndim(t) == 0 else t
+
+
+def flows(s: np.ndarray, d: np.ndarray, cls: np.ndarray, placed: Placed,
+           node: np.ndarray, leaf: np.ndarray) -> tuple[np.ndarray, ...]:
+    """How many of the step's messages share each resource of each message (1 where unused)."""
+    p = placed.world
+    ones = np.ones(s.shape, dtype=np.float64)
+    i, x, sp = cls == INTRA, cls != INTRA, cls == SPINE
+    fin, out_s, in_d, nmax, up, down = (ones.copy() for _ in range(6))
+    if i.any():
+        o, n = np.bincount(s[i], minlength=p), np.bincount(d[i], minlength=p)
+        fin[i] = np.maximum(o[s[i]], n[d[i]])
+    if x.any():
+        o, n = np.bincount(s[x], minlength=p), np.bincount(d[x], minlength=p)
+        out_s[x], in_d[x] = o[s[x]], n[d[x]]
+        nn = placed.num_nodes
+        no, ni = np.bincount(node[s[x]], minlength=nn), np.bincount(node[d[x]], minlength=nn)
+        nmax[x] = np.maximum(no[node[s[x]]], ni[node[d[x]]])
+    if sp.any():
+        nl = placed.num_leaves
+        u, w = np.bincount(leaf[s[sp]], minlength=nl), np.bincount(leaf[d[sp]], minlength=nl)
+        up[sp], down[sp] = u[leaf[s[sp]]], w[leaf[d[sp]]]
+    return fin, out_s, in_d, nmax, up, down

@@ -51,8 +51,8 @@ class Job:
     count: int | None = None  # the count to evaluate with (default: the problem's)
 
     def run(self, problem: Problem, net: Net) -> Estimate:
-        e = evaluate(self.comp, net, self.count or problem.count, problem.itemsize, self.atoms)
-        return Estimate(e.time_s, e.steps, e.bytes_sent_max, e.bytes_inter_max, self.method)
+        return evaluate(self.comp, net, self.count or problem.count, problem.itemsize, self.atoms,
+                        self.method)
 
 
 @dataclass(frozen=True)
@@ -116,9 +116,9 @@ def estimate_sizes(alg: Algorithm, problems: Sequence[Problem], net: Net,
         job = plans[idx[0]]
         assert isinstance(job, Job)
         got = evaluate_batch(job.comp, net, [_count(plans[i], problems[i]) for i in idx],
-                             problems[idx[0]].itemsize)
+                             problems[idx[0]].itemsize, method=job.method)
         for i, e in zip(idx, got):
-            out[i] = Estimate(e.time_s, e.steps, e.bytes_sent_max, e.bytes_inter_max, job.method)
+            out[i] = e
     return out
 
 
