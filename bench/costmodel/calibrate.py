@@ -1,10 +1,7 @@
-"""Fitting a profile to measured runs: α, β per link class, γ, o and the hot-send cost h by
-robust least squares (``scipy.optimize.least_squares``, soft-L1 loss on the relative errors of
-the median times, parameters in log space within plausible :data:`BOUNDS`, a weak pull toward
-the start). Each measured record of an algorithm with a schedule is a point, its schedule
-compiled once and evaluated by the cost model (:mod:`bench.costmodel.evaluate`) for trial
-parameters; what is fitted, what is not and why: docs/predict.md (Calibration).
-"""
+"""Fitting a profile to measured runs: α, β per link class, γ, o and the hot-send cost h by robust
+least squares, each point's schedule compiled once and priced by the evaluator
+(:mod:`bench.costmodel.evaluate`) for trial parameters; what is fitted, what is not and why:
+docs/predict.md (Calibration)."""
 
 from __future__ import annotations
 

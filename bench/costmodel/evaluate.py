@@ -1,33 +1,11 @@
 """The cost model's one evaluator: the time of a schedule compiled to arrays
-(:mod:`kernels.compiled`), vectorised over the ranks of each step and over message sizes.
+(:mod:`kernels.compiled`), vectorised over the ranks of each step and over message sizes; the
+model it prices (event-driven, no barrier per step; o, α, β, γ, hot sends, the MPI switch, local
+copies) is docs/predict.md, "The cost model". Only this evaluator prices hot sends and the MPI
+switch (closed forms decline such a profile).
 
-Event-driven, never a barrier per step: every rank has a ready time (0 at the start). In each
-step a message from s to d completes at ``max(ready[s], ready[d]) + o*j + α + bytes/bw + h*hot``
-(the receiver must have posted its receive, the sender must have its data; j its position among
-its sender's messages of the step; bandwidth shared as :mod:`bench.costmodel.net` says, among
-the messages of the same step). A rank's step ends when all its messages of the step completed
-(it waits for what it receives and for its sends to land, as the executor's waitall does; never
-for ranks it does not exchange with), plus γ x the bytes it reduces and the time of its local
-copies. Idle ranks keep their ready time. The collective's time is the latest rank's end: what
-the harness measures (max over ranks).
-
-MPI protocol: with the profile's ``mpi`` switch a message above the eager limit pays the
-rendezvous handshake, one at or below it the eager copy per byte (:meth:`Net.protocol`), so
-mid-size messages are not pure α-β; off in the shipped profiles.
-
-Hot sends: ``hot`` is the bytes of a message its sender wrote earlier in the same call
-(received, reduced into or copied to in an earlier step); on a shared-memory host those bytes
-sit dirty in the sender's cache and cost more to move than clean ones. h
-(``hot_send_s_per_byte``) is 0 in the shipped profiles; ``commbench calibrate`` fits it where
-the runs can tell it from γ. Only this evaluator prices it (closed forms decline a profile
-with h > 0).
-
-:func:`prepare` does what does not depend on the profile (message sizes for each count, link
-classes, posting positions, how many flows share each resource) once; :func:`run` prices a
-prepared schedule for one profile, so a fit re-evaluates the same points cheaply.
-:func:`schedule_job` compiles an algorithm once per symbolic shape (its ``shape``, declared
-beside its ``build``), else from its real schedule.
-"""
+:func:`prepare` does once what no profile changes, so a fit re-prices the same points cheaply
+with :func:`run`; :func:`schedule_job` compiles an algorithm once per symbolic shape."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""Topologies read from the launch instead of typed (``--topology`` of ``predict`` and
-``advise``; docs/predict.md, Topology and profiles): ``slurm`` (the allocation of the job it runs
-in), ``run:DIR`` (the nodes a measured run used), ``here`` (this host, one rank per core), each
-with options after ``:`` as for a spec. Without ``nics=``, such a topology takes the NIC count
-:func:`nics_here` sees on this host; :func:`network_facts` is what ``commbench env`` prints.
-"""
+"""Topologies read from the launch instead of typed (``slurm``, ``run:DIR``, ``here``;
+docs/predict.md, "Topology and profiles"); without ``nics=`` they take the NIC count
+:func:`nics_here` sees; :func:`network_facts` is what ``commbench env`` prints."""
 
 from __future__ import annotations
 

@@ -1,18 +1,8 @@
-"""The topology model: ranks on nodes, nodes under leaf switches, leaves under spines.
-
-A :class:`Cluster` is built from a spec string::
-
-    64x8                      64 nodes of 8 ranks, one switch joins every node
-    8,8,4                     three nodes of 8, 8 and 4 ranks (uneven nodes)
-    64x8:leaf=16:oversub=2    leaf switches of 16 nodes, 2:1 oversubscribed uplinks to the spines
-    64x8:nics=8:cyclic        8 NICs per node, ranks placed round-robin over the nodes
-
-Options after ``:`` are ``leaf=N`` (nodes per leaf switch), ``oversub=R`` (a leaf's down/up
-bandwidth ratio, >= 1), ``nics=K`` (NICs per node, shared by its ranks; default: the profile's)
-and ``block`` / ``cyclic`` (placement). A world size of p ranks takes the cluster's first p ranks
+"""The topology model: ranks on nodes, nodes under leaf switches, leaves under spines, from a spec
+string (``64x8``, ``8,8,4``, ``64x8:leaf=16:oversub=2``, ``64x8:nics=8:cyclic``; docs/predict.md,
+"Topology and profiles"). A world size of p ranks takes the cluster's first p ranks
 (:meth:`Cluster.place`); more ranks than the cluster has add nodes like its largest one, under
-leaves of the same size (:attr:`Placed.scaled_out` says so).
-"""
+leaves of the same size (:attr:`Placed.scaled_out` says so)."""
 
 from __future__ import annotations
 

@@ -1,22 +1,8 @@
-"""What a message costs on a placed job: its link class and the resources it shares.
-
-Resources, per direction (links are full duplex, so sending and receiving never share):
-
-- ``intra``: each rank's port into the node's fabric (NVLink/NVSwitch, PCIe, shared memory),
-  capacity β_intra; a rank's concurrent intra-node messages share it;
-- NICs: a node has K NICs of β_inter (``nics_per_node``); a rank may use K/min(l, K) of them
-  (l ranks on the node: one NIC each when l >= K, several when fewer ranks than NICs) and the
-  node's concurrent inter-node flows share all K (``rank_cap``, ``node_cap``);
-- a leaf's uplink to the spines: (nodes under the leaf) x K x β_spine / oversubscription,
-  shared by the flows that leave (or enter) the leaf.
-
-A message's bandwidth is the least, over the resources it crosses, of capacity / concurrent
-flows on it (the flows of the same step); its cost is ``o * j + α + bytes / bandwidth``, j its
-position among its sender's messages of the step (a sender posts them one after another).
-Cross-leaf (``spine``) messages cross NICs too, so they need the ``inter`` class as well.
-With the profile's ``mpi`` switch, a message also pays its protocol's cost (:meth:`Net.protocol`).
-A profile with a ``fabric`` refuses a topology that contradicts it (TopologyError, one line).
-"""
+"""What a message costs on a placed job: its link class and the bandwidth it gets among the
+messages of its step, the least over the resources it crosses (a rank's port, its share of the
+node's NICs, the node's NICs, a leaf's uplink) of capacity / flows on it; docs/predict.md, "The
+cost model". Cross-leaf (``spine``) messages cross NICs too, so they need the ``inter`` class as
+well. A profile with a ``fabric`` refuses a topology that contradicts it (TopologyError)."""
 
 from __future__ import annotations
 

@@ -1,17 +1,7 @@
 """Predictions as records: the cost model's time for every (collective, algorithm, world size,
 size, dtype), written like a measured run so ``report``, ``export`` and ``compare`` read it.
-
-Per case: the algorithm's closed form when it declares one and it applies
-(:mod:`kernels.closed`; a generated schedule goes to the evaluator), else its schedule evaluated
-by :mod:`bench.costmodel.evaluate` when p <= ``max_schedule_ranks``, else the case is skipped
-with the closed form's reason. Closed forms price no hot sends: with a profile that does, every
-case goes to the evaluator. ``native`` (the vendor collective) has no schedule: it is the
-profile's measured curve (``native``: measured time / the best modelled schedule's, per size,
-from ``commbench calibrate``) times the best modelled schedule here; without a curve, on a
-profile with a ``fabric``, the vendor model's choice (:mod:`bench.costmodel.vendor`: NCCL's
-algorithms x protocols on the fabric); else skipped. Its record's ``vendor_choice`` says which:
-``{"from": "nccl model", "algorithm": ..., "protocol": ...}`` or ``{"from": "measured curve"}``.
-"""
+Which method prices each case (closed form, evaluator, vendor curve or model) and the
+``vendor_choice`` field: docs/predict.md, "Per case, predict"."""
 
 from __future__ import annotations
 

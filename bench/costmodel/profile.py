@@ -1,29 +1,8 @@
-"""Profiles: what the links, the reduction and the device cost, as YAML files.
-
-A profile gives, per link class (``intra``: between ranks of a node; ``inter``: between nodes
-under one leaf switch; ``spine``: between leaves), the latency α (``alpha_s``, seconds) and the
-bandwidth β (``beta_bytes_per_s``, per direction, full duplex); γ (``gamma_s_per_byte``, seconds
-per reduced byte), the per-message software overhead o (``overhead_s``), the extra cost of
-sending bytes the sender wrote earlier in the same call (``hot_send_s_per_byte``, default 0:
-:mod:`bench.costmodel.evaluate`), NICs per node, the
-device's memory and throughput (for strategy advice; ``memory_bandwidth_bytes_per_s`` also
-prices local copies) and where the figures come from (``source``). ``commbench calibrate`` adds
-``fitted`` (runs, residuals) and ``native`` (measured vendor curves). Presets ship as
-``bench/costmodel/profiles/NAME.yaml``; wherever a profile is accepted, a NAME or a path works.
-
-``fabric`` describes a GPU node and its network (switch or PCIe tree, NICs with rail affinity,
-rail or fat-tree network, NVLS / CollNet): :mod:`bench.costmodel.fabric`; the vendor model
-(:mod:`bench.costmodel.vendor`) prices the vendor call on it. ``mpi`` is an MPI's point-to-point
-protocol switch, off unless stated: ``{eager_limit_bytes: E, rendezvous_s: R,
-eager_s_per_byte: C}``: a message above E bytes pays R more (the rendezvous handshake), one of
-at most E bytes C per byte more (the copy through the eager buffers); the evaluator prices it
-per message (closed forms decline such a profile).
-
-``slow`` injects faults for emulation only (:mod:`bench.emulate`; the cost model ignores it):
-``[{node: 2, factor: 4}, {link: [0, 5], factor: 3}]`` makes every message to or from node 2
-(nodes numbered by first rank) take 4 times its modelled link time, and messages between ranks
-0 and 5 three times theirs.
-"""
+"""Profiles: what the links, the reduction and the device cost, as YAML files. Keys and units:
+docs/predict.md ("Topology and profiles", "Calibration"); ``fabric``:
+:mod:`bench.costmodel.fabric`; ``slow`` injects faults for emulation only (:mod:`bench.emulate`;
+the cost model ignores it). Presets ship as ``bench/costmodel/profiles/NAME.yaml``; wherever a
+profile is accepted, a NAME or a path works."""
 
 from __future__ import annotations
 
