@@ -1,17 +1,9 @@
-"""``flight-recorder``: PyTorch's flight recorder dumps (``TORCH_FR_BUFFER_SIZE``, formerly
-``TORCH_NCCL_TRACE_BUFFER_SIZE``; written on a timeout or by
-``torch._C._distributed_c10d._dump_fr_trace()`` as a pickle, ``_dump_fr_trace_json()`` as JSON),
-one file per rank. A dump holds ``entries`` (``profiling_name`` such as ``nccl:all_reduce``,
-``input_sizes``, ``output_sizes``, ``input_dtypes``, ``process_group`` as (name, description))
-and ``pg_config`` (each group's ``ranks``). The rank is the dump's ``rank`` where it has one,
-else the digits ending the file's name, as torch's own ``fr_trace`` reads them
-(``nccl_trace_rank_3``). A group whose ``pg_config`` lists no ranks (gloo's dumps) is the ranks
-whose dumps hold its entries. The dump holds what its ring buffer kept: import the dumps of one
-step (dumped right after it), or every dump covers the same calls.
+"""``flight-recorder``: PyTorch's flight recorder dumps (pickle or JSON), one file per rank; the
+fields read, the rank, and groups without ranks: docs/replay.md, "Trace formats". The dump holds
+what its ring buffer kept: import the dumps of one step (dumped right after it).
 
 Pickles are read with no class allowed: a dump is plain data, and anything else is refused
-rather than run.
-"""
+rather than run."""
 
 from __future__ import annotations
 

@@ -1,15 +1,8 @@
 """``torch-profiler``: Kineto JSON traces of ``torch.profiler`` (``export_chrome_trace``), one
-file per rank, recorded with ``record_shapes=True``.
-
-Two kinds of events name a call. ``record_param_comms`` (what ProcessGroupNCCL records: its
-``Collective name``, ``In msg nelems``, ``Out msg nelems``, ``dtype``, ``Process Group Ranks``,
-and for a send or receive the peer as ``Rank``), used alone where a trace has any; else the
-``c10d::`` and ``_c10d_functional::`` operator events every backend leaves (gloo on CPU leaves
-only these): the operator and its arguments' shapes, the element type of a tensor list taken
-from the backend's own ``gloo:``/``nccl:`` event of the same shape. Those events name no group:
-:mod:`bench.replay.merge` infers it from ``distributedInfo.pg_config``. A call that runs inside
-another (``c10d::allreduce_`` under ``_c10d_functional::all_reduce``) is that one call.
-"""
+file per rank, recorded with ``record_shapes=True``. ``record_param_comms`` events are used
+alone where a trace has any, else the ``c10d::`` and ``_c10d_functional::`` operator events
+(which fields of each: docs/replay.md, "Trace formats"). Operator events name no group:
+:mod:`bench.replay.merge` infers it. A call inside another is that one call."""
 
 from __future__ import annotations
 
