@@ -79,7 +79,7 @@ def read(paths: Sequence[Path]) -> Read:
         p2p = op in ("send", "recv")
         by_rank[rank_of[proc]].append(RankCall(
             rank_of[proc], op, count * ITEMSIZE[dtype], dtype, where, None if p2p else group,
-            c["comm"], group[root] if p2p else None, group[root] if op == "broadcast" else None))
+            group[root] if p2p else None, group[root] if op == "broadcast" else None))
     return Read(by_rank, len(procs), sorted(set(members.values())), notes)
 
 
