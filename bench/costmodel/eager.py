@@ -105,9 +105,8 @@ CLASS_PREFERENCE = ("inter", "spine", "intra")  # the network's protocol first: 
 
 
 def from_probe(records: Sequence[dict[str, Any]]) -> tuple[str, SwitchFit] | None:
-    """The switch of a probe's pairs (``link_class``, ``nbytes``, ``latency_us_median`` each; one
-    point per pair and size) on the first class of :data:`CLASS_PREFERENCE` it crossed; None
-    without probe records."""
+    """The switch of a probe's pairs on the first class of :data:`CLASS_PREFERENCE` it crossed;
+    None without probe records."""
     for cls in CLASS_PREFERENCE:
         mine = [r for r in records if r.get("link_class") == cls]
         if mine:

@@ -59,9 +59,8 @@ class Prepared:
 
 def prepare(comp: Compiled, placed: Placed, counts: Sequence[int], itemsize: int,
             atoms: np.ndarray | None = None, hot: bool = True) -> Prepared:
-    """Everything of ``comp`` at these counts that no profile changes. Messages that are empty
-    for every count are dropped; the counts must agree on which messages are empty. ``hot``:
-    also the hot bytes of each message (only a profile with hot sends needs them)."""
+    """Everything of ``comp`` at these counts that no profile changes (``hot``: with each
+    message's hot bytes). Empty messages are dropped: the counts must agree on which they are."""
     p, rows = comp.world, len(counts)
     n = np.asarray(counts, dtype=np.int64)[:, None]
     node = np.asarray(placed.node_of, dtype=np.int64)
@@ -134,8 +133,7 @@ def _rowsum(base: np.ndarray, idx: np.ndarray, weights: np.ndarray, p: int) -> n
 
 def batches(comp: Compiled, placed: Placed, counts: Sequence[int], itemsize: int,
             atoms: np.ndarray | None = None, hot: bool = True) -> list[tuple[list[int], Prepared]]:
-    """``comp`` prepared for ``counts``: the counts whose empty messages agree in one batch
-    (index into ``counts``, prepared)."""
+    """``comp`` prepared for ``counts``, a batch per pattern of empty messages: (indices, prepared)."""
     if atoms is not None and len(counts) != 1:
         raise ValueError("atoms are per count: evaluate one count at a time")
     groups: dict[bytes, list[int]] = {b"": [0]} if len(counts) == 1 else {}  # one: no key needed
@@ -171,17 +169,15 @@ def evaluate(comp: Compiled, net: Net, count: int, itemsize: int,
 @lru_cache(maxsize=512)
 def compiled(alg: Algorithm, problem: Problem, k: int, hot: bool = True) -> Compiled:
     """``alg``'s schedules for ``problem``, compiled with k atoms per workspace region (cached:
-    symbolic shapes recur for every size); ``hot``: with the hot bytes of each message (only a
-    profile with hot sends reads them)."""
+    symbolic shapes recur for every size); ``hot``: with each message's hot bytes."""
     return compile_schedules(alg.schedules(problem), k, hot)
 
 
 def schedule_job(alg: Algorithm, problem: Problem, hot: bool = True
                  ) -> tuple[Compiled, np.ndarray | None, int]:
-    """``alg``'s compiled schedule for ``problem``, its atoms (None: ``split(count, K)``) and
-    the count to evaluate it with: built symbolically once per shape when the algorithm
-    declares one, else from the real schedule (one atom per workspace element). ``hot``: the
-    evaluation prices hot sends (False: the compiled schedule records none)."""
+    """``alg``'s compiled schedule for ``problem`` (symbolic once per shape where it declares
+    one), its atoms (None: ``split(count, K)``) and the count to evaluate it with; ``hot``: the
+    evaluation prices hot sends."""
     sym = alg.shape
     if sym is None:
         return compiled(alg, problem, problem.space, hot), None, problem.space

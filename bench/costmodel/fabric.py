@@ -185,10 +185,3 @@ def _contradictions(f: Fabric, where: str, pcie_keys: set[str]) -> None:
     for bad, why in checks:
         if bad:
             raise FabricError(f"{where}: fabric: {why}")
-
-
-def check_topology(f: Fabric, nics_override: int | None, spec: str) -> str | None:
-    """Why a topology contradicts this fabric (one line), or None."""
-    if nics_override is not None and nics_override < f.rails:
-        return f"topology {spec!r}: nics={nics_override} is fewer than the fabric's {f.rails} rails"
-    return None

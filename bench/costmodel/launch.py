@@ -42,10 +42,9 @@ def slurm_node_sizes(env: Mapping[str, str]) -> tuple[int, ...]:
 
 
 def run_node_sizes(run_dir: Path) -> tuple[int, ...]:
-    """Ranks per node of a measured run: from the probe's per-rank nodes (``src_node``/``dst_node``
-    with ``src``/``dst``: virtual and emulated nodes included), else its per-rank host names
-    (``src_host``/``dst_host``), else the ``nodes`` and ``ranks_per_node`` of the records at its
-    largest world size."""
+    """Ranks per node of a measured run: from the probe's per-rank nodes (virtual and emulated
+    included), else its per-rank hosts, else the records' ``nodes`` and ``ranks_per_node`` at
+    its largest world size."""
     path = run_dir / "results.jsonl"
     if not path.is_file():
         raise TopologyError(f"topology 'run:{run_dir}': no results.jsonl there")

@@ -7,6 +7,7 @@ leaves of the same size (:attr:`Placed.scaled_out` says so)."""
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -14,6 +15,8 @@ from kernels.closed import CLASS_NAMES, INTER, INTRA, SPINE
 from kernels.topology import Topology
 
 PLACEMENTS = ("block", "cyclic")
+OPTIONS = {"leaf": ("nodes_per_leaf", int), "oversub": ("oversubscription", float),
+           "nics": ("nics_per_node", int)}  # spec option -> Cluster field, its type
 __all__ = ["CLASS_NAMES", "INTER", "INTRA", "SPINE", "Cluster", "Placed", "TopologyError",
            "parse_topology"]
 
@@ -53,8 +56,7 @@ class Cluster:
         return len(self.node_sizes)
 
     def place(self, world: int) -> Placed:
-        """The first ``world`` ranks of this cluster (adding nodes like its largest one when it
-        holds fewer), as a :class:`Placed` job."""
+        """The first ``world`` ranks (adding nodes like its largest when it holds fewer), placed."""
         if world < 1:
             raise TopologyError(f"world size must be >= 1, got {world}")
         sizes = list(self.node_sizes)
@@ -106,10 +108,8 @@ class Placed:
 
     @cached_property
     def node_sizes(self) -> tuple[int, ...]:
-        out = [0] * (max(self.node_of) + 1)
-        for n in self.node_of:
-            out[n] += 1
-        return tuple(out)
+        counts = Counter(self.node_of)
+        return tuple(counts[n] for n in range(max(self.node_of) + 1))
 
     @property
     def num_nodes(self) -> int:
@@ -126,9 +126,7 @@ class Placed:
     @cached_property
     def order(self) -> tuple[int, ...]:
         """Ranks node by node, in rank order within a node (``kernels.phases.node_order``)."""
-        import numpy as np
-
-        return tuple(int(r) for r in np.argsort(np.asarray(self.node_of), kind="stable"))
+        return tuple(sorted(range(self.world), key=self.node_of.__getitem__))  # a stable sort
 
     @cached_property
     def contiguous(self) -> bool:
@@ -179,12 +177,9 @@ def parse_topology(spec: str) -> Cluster:
         try:
             if key in PLACEMENTS and not val:
                 kw["placement"] = key
-            elif key == "leaf":
-                kw["nodes_per_leaf"] = int(val)
-            elif key == "oversub":
-                kw["oversubscription"] = float(val)
-            elif key == "nics":
-                kw["nics_per_node"] = int(val)
+            elif key in OPTIONS:
+                field, kind = OPTIONS[key]
+                kw[field] = kind(val)
             else:
                 raise TopologyError(f"{where}: unknown option {opt!r} (leaf=, oversub=, nics=, "
                                     "block, cyclic)")

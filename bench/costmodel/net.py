@@ -10,7 +10,6 @@ from typing import Any
 
 import numpy as np
 
-from bench.costmodel.fabric import check_topology
 from bench.costmodel.model import CLASS_NAMES, INTER, INTRA, SPINE, Placed, TopologyError
 from bench.costmodel.profile import Profile
 
@@ -18,10 +17,10 @@ from bench.costmodel.profile import Profile
 class Net:
     def __init__(self, placed: Placed, profile: Profile) -> None:
         self.placed, self.profile = placed, profile
-        if profile.fabric is not None:
-            why = check_topology(profile.fabric, placed.nics_per_node, placed.cluster.spec)
-            if why:
-                raise TopologyError(why)
+        nics, fab = placed.nics_per_node, profile.fabric
+        if fab is not None and nics is not None and nics < fab.rails:
+            raise TopologyError(f"topology {placed.cluster.spec!r}: nics={nics} is fewer than the "
+                                f"fabric's {fab.rails} rails")
         self.mpi = profile.mpi
         self.nics = placed.nics_per_node or profile.nics_per_node
         used = placed.classes_used()
@@ -56,16 +55,15 @@ class Net:
 
     def rate(self, s: np.ndarray, d: np.ndarray, cls: np.ndarray,
              shared: tuple[np.ndarray, ...]) -> np.ndarray:
-        """Bandwidth of each message s -> d, given how many flows share each of its resources
-        (:func:`flows`)."""
+        """Bandwidth of each message s -> d, given how many flows share each resource (:func:`flows`)."""
         fin, out_s, in_d, nmax, up, down = shared
         cap = self.rank_cap
         r = np.minimum(np.minimum(cap[s] / out_s, cap[d] / in_d), self.node_cap / nmax)
         sp = cls == SPINE
         if sp.any():
             ls, ld = self.leaf[s], self.leaf[d]
-            r = np.where(sp, np.minimum(r, np.minimum(self.up_cap[ls] / up, self.up_cap[ld] / down)),
-                         r)
+            uplinks = np.minimum(self.up_cap[ls] / up, self.up_cap[ld] / down)
+            r = np.where(sp, np.minimum(r, uplinks), r)
         return np.where(cls == INTRA, self.beta[INTRA] / fin, r)
 
     def protocol(self, nbytes: np.ndarray) -> np.ndarray | float:
@@ -81,9 +79,8 @@ class Net:
         return self._copy is not None
 
     def copy_time(self, nbytes: Any) -> Any:
-        """A local copy reads and writes every byte once, at the bandwidth of the profile's copy
-        curve at that size (log-log between its points, flat beyond; :mod:`bench.costmodel.copybw`),
-        else at the device's memory bandwidth; free without either. Arrays work elementwise."""
+        """A local copy reads and writes every byte once, at the profile's copy curve at that size
+        (log-log, flat beyond), else its memory bandwidth; free without either. Elementwise."""
         if self._copy is None:
             return 0.0 * nbytes
         n = np.asarray(nbytes, dtype=np.float64)

@@ -21,17 +21,15 @@ PRESETS = Path(__file__).parent / "profiles"
 LINK_CLASSES = ("intra", "inter", "spine")
 _TOP = {"name", "source", "overhead_s", "gamma_s_per_byte", "hot_send_s_per_byte", "nics_per_node",
         "links", "device", "native", "fitted", "slow", "fabric", "mpi"}
-_MPI = {"eager_limit_bytes", "rendezvous_s", "eager_s_per_byte"}
-_DEVICE = {"name", "memory_bytes", "memory_bandwidth_bytes_per_s", "flops_per_s",
-           "copy_bandwidth_curve", "overlaps_communication", "flops_16bit_per_s",
-           "gemm_efficiency", "gemm_latency_s", "attention", "compute_source", "gemm_points",
-           "vocab_parallel", "sequence_parallel", "memory_efficiency", "elementwise",
-           "fused_qkv", "autograd_accumulation", "fp32_loss", "dropout", "deallocates_outputs",
-           "context_parallel"}
+MPI_KEYS = {"eager_limit_bytes": "eager_limit", "rendezvous_s": "rendezvous",
+            "eager_s_per_byte": "eager_per_byte"}  # YAML key -> Mpi field
 _DEVICE_TEXT = {"name", "attention", "compute_source", "elementwise"}
 _DEVICE_FLAGS = {"overlaps_communication", "vocab_parallel", "sequence_parallel", "fused_qkv",
                  "autograd_accumulation", "fp32_loss", "dropout", "deallocates_outputs",
                  "context_parallel"}
+_DEVICE = _DEVICE_TEXT | _DEVICE_FLAGS | {
+    "memory_bytes", "memory_bandwidth_bytes_per_s", "flops_per_s", "flops_16bit_per_s",
+    "gemm_efficiency", "gemm_latency_s", "memory_efficiency", "copy_bandwidth_curve", "gemm_points"}
 
 
 class ProfileError(ValueError):
@@ -54,8 +52,7 @@ class Mpi:
     eager_per_byte: float = 0.0
 
     def as_yaml(self) -> dict[str, float]:
-        return {"eager_limit_bytes": self.eager_limit, "rendezvous_s": self.rendezvous,
-                "eager_s_per_byte": self.eager_per_byte}
+        return {k: getattr(self, a) for k, a in MPI_KEYS.items()}
 
 
 @dataclass(frozen=True)
@@ -115,19 +112,10 @@ class Profile:
                                "nics_per_node": self.nics_per_node,
                                "links": {k: {"alpha_s": v.alpha, "beta_bytes_per_s": v.beta}
                                          for k, v in self.links.items()}}
-        if self.device:
-            out["device"] = dict(self.device)
-        if self.native:
-            out["native"] = self.native
-        if self.fitted:
-            out["fitted"] = self.fitted
-        if self.slow:
-            out["slow"] = [x.as_yaml() for x in self.slow]
-        if self.fabric_yaml:
-            out["fabric"] = self.fabric_yaml
-        if self.mpi:
-            out["mpi"] = self.mpi.as_yaml()
-        return out
+        optional = {"device": dict(self.device), "native": self.native, "fitted": self.fitted,
+                    "slow": [x.as_yaml() for x in self.slow], "fabric": self.fabric_yaml,
+                    "mpi": self.mpi.as_yaml() if self.mpi else None}
+        return out | {k: v for k, v in optional.items() if v}
 
 
 def _num(where: str, key: str, value: Any, *, positive: bool = False) -> float:
@@ -245,12 +233,10 @@ def from_mapping(raw: Any, where: str) -> Profile:
 def _mpi(where: str, raw: Any) -> Mpi | None:
     if raw is None:
         return None
-    if not isinstance(raw, dict) or "eager_limit_bytes" not in raw or set(raw) - _MPI:
+    if not isinstance(raw, dict) or "eager_limit_bytes" not in raw or set(raw) - set(MPI_KEYS):
         raise ProfileError(f"{where}: mpi: expected eager_limit_bytes and optionally "
                            "rendezvous_s, eager_s_per_byte")
-    return Mpi(_num(where, "mpi.eager_limit_bytes", raw["eager_limit_bytes"]),
-               _num(where, "mpi.rendezvous_s", raw.get("rendezvous_s", 0.0)),
-               _num(where, "mpi.eager_s_per_byte", raw.get("eager_s_per_byte", 0.0)))
+    return Mpi(**{a: _num(where, f"mpi.{k}", raw.get(k, 0.0)) for k, a in MPI_KEYS.items()})
 
 
 def presets() -> list[str]:
