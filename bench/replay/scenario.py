@@ -144,6 +144,5 @@ class ReplayScenario(Frozen):
         return [self.world_size]
 
     def cases(self) -> list[tuple[Case, int]]:
-        """The distinct calls as the harness measures them, first seen first, with how many of
-        each the step makes."""
+        """The distinct calls as the harness measures them, first seen first, with their counts."""
         return list(Counter(c.case() for c in self.calls).items())
