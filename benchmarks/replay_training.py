@@ -19,12 +19,14 @@ import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from bench.argtypes import OneLineParser, out_dir, world_list
+from bench.replay.scenario import ReplayScenario
 from benchmarks import results
 
 STRATEGIES = {"ddp": "ddp", "zero2": "zero2", "tensor": "tensor", "pipeline": "pipeline:gpipe"}
@@ -39,6 +41,37 @@ def trim(doc: dict[str, Any]) -> dict[str, Any]:
             "traceEvents": keep}
 
 
+def counted(sc: ReplayScenario) -> list[dict[str, dict[str, int]]]:
+    """Per rank, what training counts (:mod:`bench.training.comm`): ``{"bytes": {op: B},
+    "calls": {op: n}}``, a send counted as ``send`` on its sender and ``recv`` on the other."""
+    out: list[dict[str, dict[str, int]]] = [{"bytes": {}, "calls": {}}
+                                            for _ in range(sc.world_size)]
+    for c in sc.calls:
+        for r in c.group:
+            op = c.op if c.op != "send" else ("send" if r == c.root else "recv")
+            out[r]["bytes"][op] = out[r]["bytes"].get(op, 0) + c.nbytes
+            out[r]["calls"][op] = out[r]["calls"].get(op, 0) + 1
+    return out
+
+
+def differences(sc: ReplayScenario, rec: Mapping[str, Any]) -> list[str]:
+    """Whether a replay makes the communication a training record counted: one line per
+    disagreement in each rank's bytes by operation (``comm_by_type_by_rank``) or rank 0's calls
+    by operation (``comm_calls_by_type``); empty when they are equal."""
+    got = counted(sc)
+    out = []
+    want_bytes = rec.get("comm_by_type_by_rank") or []
+    if len(want_bytes) != sc.world_size:
+        return [f"the record counts {len(want_bytes)} ranks, the replay has {sc.world_size}"]
+    for r, (mine, theirs) in enumerate(zip(got, want_bytes)):
+        if mine["bytes"] != dict(theirs):
+            out.append(f"rank {r}: replay bytes {mine['bytes']} != counted {dict(theirs)}")
+    calls = dict(rec.get("comm_calls_by_type") or {})
+    if got[0]["calls"] != calls:
+        out.append(f"rank 0: replay calls {got[0]['calls']} != counted {calls}")
+    return out
+
+
 def commbench(*args: str, env: dict[str, str] | None = None) -> str:
     got = subprocess.run([sys.executable, "-m", "bench", *args], capture_output=True, text=True,
                          env=env, check=False)
@@ -48,7 +81,6 @@ def commbench(*args: str, env: dict[str, str] | None = None) -> str:
 
 
 def main() -> int:
-    from bench.replay.agree import differences
     from bench.scenario_base import load_scenario
 
     ap = OneLineParser(description=__doc__.splitlines()[0])
@@ -81,8 +113,8 @@ def main() -> int:
         sc = load_scenario(out)
         diff = differences(sc, rec)
         bad += bool(diff)
-        per = [sum(v for k, v in c["bytes"].items() if k != "recv") for c in sc.counted()]
-        print(f"{name:>9} {w:>2} {sum(sc.counted()[0]['calls'].values()):>9} "
+        per = [sum(v for k, v in c["bytes"].items() if k != "recv") for c in counted(sc)]
+        print(f"{name:>9} {w:>2} {sum(counted(sc)[0]['calls'].values()):>9} "
               f"{per!s:>40}  {'yes' if not diff else 'NO: ' + '; '.join(diff)}")
         if args.fixtures is not None:
             _fixture(args.fixtures, name, w, traces, rec)

@@ -1,10 +1,7 @@
-"""Fitting a profile to measured runs: α, β per link class, γ, o and the hot-send cost h by
-robust least squares (``scipy.optimize.least_squares``, soft-L1 loss on the relative errors of
-the median times, parameters in log space within plausible :data:`BOUNDS`, a weak pull toward
-the start). Each measured record of an algorithm with a schedule is a point, its schedule
-compiled once and evaluated by the cost model (:mod:`bench.costmodel.evaluate`) for trial
-parameters; what is fitted, what is not and why: docs/predict.md (Calibration).
-"""
+"""Fitting a profile to measured runs: α, β per link class, γ, o and the hot-send cost h by robust
+least squares, each point's schedule compiled once and priced by the evaluator
+(:mod:`bench.costmodel.evaluate`) for trial parameters; what is fitted, what is not and why:
+docs/predict.md (Calibration)."""
 
 from __future__ import annotations
 
@@ -17,7 +14,7 @@ from typing import Any
 import numpy as np
 from scipy.optimize import least_squares
 
-from bench.costmodel.evaluate import Prepared, prepare, run, schedule_job
+from bench.costmodel.evaluate import Prepared, batches, run, schedule_job
 from bench.costmodel.model import Cluster, Placed
 from bench.costmodel.net import Net
 from bench.costmodel.profile import Link, Profile
@@ -37,22 +34,13 @@ class CalibrationError(ValueError):
     """Runs that cannot be fitted (too few points, nothing modelable); one line."""
 
 
-@dataclass(frozen=True)
-class Bounds:
-    """Physically plausible ranges of the fitted parameters (lower, upper), in s, B/s, s/B."""
-
-    alpha: tuple[float, float] = (1e-9, 1.0)  # 1 ns .. 1 s per message
-    beta: tuple[float, float] = (1e5, 1e12)  # 100 kB/s .. 1 TB/s per direction
-    gamma: tuple[float, float] = (1e-15, 1e-6)  # reduction at 1 PB/s .. 1 MB/s
-    hot: tuple[float, float] = (1e-15, 1e-6)  # hot sends: + 1 PB/s .. 1 MB/s per byte
-    overhead: tuple[float, float] = (1e-9, 0.1)
-
-    def of(self, name: str) -> tuple[float, float]:
-        lo, hi = getattr(self, name.split(".")[-1])
-        return float(lo), float(hi)
-
-
-BOUNDS = Bounds()
+BOUNDS = {  # physically plausible ranges (lower, upper) of the fitted parameters
+    "alpha": (1e-9, 1.0),  # s: 1 ns .. 1 s per message
+    "beta": (1e5, 1e12),  # B/s: 100 kB/s .. 1 TB/s per direction
+    "gamma": (1e-15, 1e-6),  # s/B: reduction at 1 PB/s .. 1 MB/s
+    "hot": (1e-15, 1e-6),  # s/B: hot sends, + 1 PB/s .. 1 MB/s per byte
+    "overhead": (1e-9, 0.1),  # s
+}
 UNITS = {"alpha": "s", "beta": "B/s", "gamma": "s/B", "overhead": "s", "hot": "s/B"}
 
 
@@ -123,12 +111,8 @@ def prepared(points: Sequence[Point]) -> list[tuple[list[int], Prepared, Placed]
     out = []
     for idx in groups.values():
         pt = points[idx[0]]
-        counts = [points[i].count for i in idx]
-        try:
-            out.append((idx, prepare(pt.comp, pt.placed, counts, pt.itemsize, pt.atoms), pt.placed))
-        except ValueError:  # sizes that empty different messages: one at a time
-            out += [([i], prepare(pt.comp, pt.placed, [points[i].count], pt.itemsize, pt.atoms),
-                     pt.placed) for i in idx]
+        out += [([idx[j] for j in sub], prep, pt.placed) for sub, prep in
+                batches(pt.comp, pt.placed, [points[i].count for i in idx], pt.itemsize, pt.atoms)]
     return out
 
 
@@ -193,10 +177,9 @@ def with_values(profile: Profile, names: Sequence[str], values: Sequence[float])
 
 
 def fit(points: Sequence[Point], base: Profile | None = None,
-        held: Sequence[str] = (), bounds: Bounds = BOUNDS) -> Fit:
-    """Least-squares fit of the parameters the points can see, starting from ``base`` (its
-    values also fill what the points cannot see). ``held`` names parameters kept at ``base``'s
-    values."""
+        held: Sequence[str] = (), bounds: dict[str, tuple[float, float]] = BOUNDS) -> Fit:
+    """Least-squares fit of the parameters the points can see, from ``base`` (which also fills
+    what they cannot see); ``held``: parameters kept at ``base``'s values."""
     if not points:
         raise CalibrationError("no measured points to fit")
     start = base or DEFAULT
@@ -220,8 +203,7 @@ def fit(points: Sequence[Point], base: Profile | None = None,
     if len(points) < len(names) + 1:
         raise CalibrationError(f"{len(points)} measured points for {len(names)} parameters "
                                f"({', '.join(names)}): need at least {len(names) + 1}")
-    lo = np.log([bounds.of(n)[0] for n in names])
-    hi = np.log([bounds.of(n)[1] for n in names])
+    lo, hi = np.log([bounds[n.split(".")[-1]] for n in names]).T
     with np.errstate(divide="ignore"):
         x0 = np.clip(np.log([value_of(start, n) for n in names]), lo + 1e-6, hi - 1e-6)
     batches = prepared(points)

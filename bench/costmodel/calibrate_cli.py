@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -30,7 +31,7 @@ from bench.costmodel.calibrate import (
 )
 from bench.costmodel.net import Net
 from bench.costmodel.predict import estimate_case
-from bench.costmodel.profile import Profile, ProfileError, load_profile, save_profile
+from bench.costmodel.profile import MPI_KEYS, Profile, ProfileError, load_profile, save_profile
 from bench.probe.fit import ProbeFit, fit_probe
 from bench.probe.fit import residuals as probe_residuals
 from bench.probe.matrix import probe_records
@@ -60,7 +61,8 @@ def _load(runs: Sequence[Path]) -> Loaded:
         if df.empty:
             continue
         for rec in df.to_dict("records"):
-            if _flag(rec.get("predicted")):
+            flag = rec.get("predicted")  # missing: None or NaN, as a table gives it back
+            if flag is not None and flag == flag and bool(flag):
                 predicted[str(run)] = predicted.get(str(run), 0) + 1
             elif rec.get("kind") == "probe":
                 if rec.get("status") == "ok":
@@ -72,32 +74,18 @@ def _load(runs: Sequence[Path]) -> Loaded:
     return Loaded(recs, probe, predicted)
 
 
-def _flag(v: Any) -> bool:
-    """A record's boolean field as a table gives it back (missing: None or NaN)."""
-    return v is not None and v == v and bool(v)
-
-
 def _points(recs: Sequence[dict[str, Any]]) -> tuple[list[Point], dict[str, int]]:
     """The fitting points of ``recs``, and per reason how many records are not one."""
-    points: list[Point] = []
-    why: dict[str, int] = {}
-    for r in recs:
-        got = point(r)
-        if isinstance(got, Point):
-            points.append(got)
-        else:
-            why[got] = why.get(got, 0) + 1
-    return points, why
+    got = [point(r) for r in recs]
+    return [g for g in got if isinstance(g, Point)], Counter(g for g in got if isinstance(g, str))
 
 
 def native_curves(recs: Sequence[dict[str, Any]], profile: Profile) -> dict[str, Any]:
     """Per collective and vendor call, at each measured world size (on the run's largest nodes
-    at that size): measured time over the fastest modelled schedule of that collective, per size:
-    ``points`` of the median time (what ``predict`` compares with measured medians) and
-    ``mean_points`` of the mean (what ``advise`` prices a step's calls at: a step sums them, and
-    sums add means; on a shared CPU host a call's time is heavy-tailed). The entry's own points
-    are its largest world size's; ``by_world_size`` holds every one (``predict``/``advise`` take
-    the nearest to the group they price)."""
+    at that size): measured time over the fastest modelled schedule, per size, of the median
+    (``points``) and of the mean (``mean_points``: what ``advise`` sums a step's calls at; on a
+    shared CPU host a call's time is heavy-tailed). The entry's own points are its largest world
+    size's; ``by_world_size`` holds every one."""
     out: dict[str, Any] = {}
     vendor = [r for r in recs if str(r["algorithm"]).startswith("native") and r["world_size"] >= 2]
     for c, name in sorted({(str(r["collective"]), str(r["algorithm"])) for r in vendor}):
@@ -175,8 +163,8 @@ def calibrate_command(args: argparse.Namespace, say: Callable[[str], None]) -> i
         except CalibrationError as e:
             return fail(f"{runs}: {e}")
     prof = _finish(args, result, points, got.recs, base, probe, got.probe, copy)
-    if switch:
-        prof = replace(prof, fitted=_with_switch(prof.fitted or {}, switch["mpi"]))
+    if switch is not None:
+        prof = replace(prof, fitted=_with_switch(prof.fitted or {}, switch))
     save_profile(prof, args.output, header=f"# fitted by commbench calibrate from {runs}\n")
     for line in notes:
         say(line)
@@ -190,8 +178,8 @@ def calibrate_command(args: argparse.Namespace, say: Callable[[str], None]) -> i
     if start is not None and start.overhead > 0 and "overhead" in result.fixed and points:
         say(f"calibrate: o {start.overhead:.3g} s of {start.name} not kept: "
             f"{result.fixed['overhead']}")
-    if "mpi" in switch:
-        say(f"calibrate: {_said(switch['mpi'])}")
+    if switch is not None:
+        say(f"calibrate: {_said(switch)}")
     for k, b in result.at_bound.items():
         say(f"calibrate: {k} is at its {b}: the runs do not pin it within the plausible range")
     if points:
@@ -208,29 +196,28 @@ def calibrate_command(args: argparse.Namespace, say: Callable[[str], None]) -> i
 
 
 def _switch(args: argparse.Namespace, probe_recs: Sequence[dict[str, Any]],
-            start: Profile | None) -> tuple[Profile | None, dict[str, Any]]:
-    """``start`` with the MPI switch of the probe's ping-pong latencies (and the α, β of its
-    class from the same fit), or without any switch when none is significant or
-    ``--no-mpi-switch``; and what the profile's ``fitted`` says about it."""
+            start: Profile | None) -> tuple[Profile | None, dict[str, Any] | None]:
+    """``start`` with the MPI switch the probe's ping-pong shows (and its class's α, β from the
+    same fit), or without one; and what the profile's ``fitted`` says about it (None: nothing)."""
     if getattr(args, "no_mpi_switch", False):
         why = "--no-mpi-switch: alpha-beta only"
-        return (replace(start, mpi=None) if start else None), {"mpi": {"why": why}}
+        return (replace(start, mpi=None) if start else None), {"why": why}
     got = eager.from_probe(probe_records(probe_recs))
     if got is None or start is None:
-        return start, {}
+        return start, None
     cls, sw = got
     runs = sorted({str(r["_run"]) for r in probe_recs})
     how = {"link_class": cls, "runs": runs, "measured": "probe ping-pong one-way latency "
            "(half a round trip), median per pair and size", **sw.how}
     if sw.mpi is None and not sw.tested and start.mpi is not None:  # the probe cannot tell
-        return start, {"mpi": {**how, "why": f"{how['why']}; the base's switch kept"}}
+        return start, {**how, "why": f"{how['why']}; the base's switch kept"}
     if sw.mpi is None:
-        return replace(start, mpi=None), {"mpi": how}
-    alpha, beta = _g(sw.alpha), _g(sw.beta)
+        return replace(start, mpi=None), how
+    alpha, beta = (float(f"{x:.6g}") for x in (sw.alpha, sw.beta))
     how["link"] = {"alpha_s": alpha, "beta_bytes_per_s": beta,
                    "how": f"{cls} alpha, beta from the same fit (they replace the probe's)"}
     return (replace(with_values(start, [f"{cls}.alpha", f"{cls}.beta"], [alpha, beta]),
-                    mpi=sw.mpi), {"mpi": how})
+                    mpi=sw.mpi), how)
 
 
 def _with_switch(fitted: dict[str, Any], how: dict[str, Any]) -> dict[str, Any]:
@@ -238,7 +225,7 @@ def _with_switch(fitted: dict[str, Any], how: dict[str, Any]) -> dict[str, Any]:
     if "why" in how:
         return {**fitted, "not_fitted": {**fitted.get("not_fitted", {}), "mpi": how["why"]},
                 "mpi": how}
-    keys = [f"mpi.{k}" for k in ("eager_limit_bytes", "rendezvous_s", "eager_s_per_byte")]
+    keys = [f"mpi.{k}" for k in MPI_KEYS]
     return {**fitted, "parameters": [*fitted.get("parameters", []), *keys], "mpi": how}
 
 
@@ -249,10 +236,6 @@ def _said(how: dict[str, Any]) -> str:
     return (f"MPI switch from {how['points']} ping-pong points ({how['link_class']}): eager limit "
             f"{how['best_limit_bytes']} B, rendezvous {how['rendezvous_s']:.3g} s, eager copy "
             f"{how['eager_s_per_byte']:.3g} s/B (p = {how['p_bonferroni']:.2g})")
-
-
-def _g(x: float) -> float:
-    return float(f"{x:.6g}")
 
 
 def _missing(got: Loaded, why: dict[str, int]) -> str:

@@ -24,8 +24,7 @@ class CopyBandwidth:
     curve: tuple[tuple[int, float], ...] = ()  # (bytes, B/s) by size, when several were read
 
     def device(self) -> dict[str, Any]:
-        """The profile's device keys it sets: the memory bandwidth and, read at two sizes or
-        more, the copy-bandwidth curve."""
+        """The profile's device keys it sets (the curve only when read at two sizes or more)."""
         out: dict[str, Any] = {"memory_bandwidth_bytes_per_s": self.bytes_per_s}
         if self.curve:
             out["copy_bandwidth_curve"] = [[n, bw] for n, bw in self.curve]

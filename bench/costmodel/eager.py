@@ -1,20 +1,8 @@
 """An MPI's eager/rendezvous switch fitted from ping-pong latencies: a change point in the
-latency-vs-size curve, for ``commbench calibrate`` (rule and limits: docs/predict.md, "The MPI
-protocol switch").
-
-The model is the evaluator's own (:meth:`bench.costmodel.net.Net.protocol`): one message of n
-bytes takes ``α + n/β + C·n`` at or below the eager limit E and ``α + n/β + R`` above it, so the
-fit is linear in (α, 1/β, C, R) for each candidate E. Every gap between two consecutive measured
-sizes is a candidate (E is the last size of the eager side, so a threshold that is itself a
-measured size is recovered exactly); each side needs :data:`MIN_SIDE` sizes. The points are
-first reduced to one per size, their median (a stalled pair or run moves nothing: on a shared
-host a ping-pong's samples are often time slices). For each E, bounded linear least squares (all
-four ≥ 0) on relative residuals ((model − t) / t: the sizes span six decades); the E of least
-squares wins. The step is kept only when it is significant:
-an F test of the switch (2 more parameters) against one α-β line, its p-value multiplied by the
-number of candidates (Bonferroni: the break was chosen, which the plain F test ignores), below
-:data:`LEVEL`, and R > 0 (a rendezvous step, not only a change of slope). Otherwise no switch.
-"""
+latency-vs-size curve, for ``commbench calibrate``. The model is the evaluator's own
+(:meth:`bench.costmodel.net.Net.protocol`); the rule (one point per size, bounded linear least
+squares per candidate break, an F test with Bonferroni) and its limits: docs/predict.md, "The
+MPI protocol switch"."""
 
 from __future__ import annotations
 
@@ -117,9 +105,8 @@ CLASS_PREFERENCE = ("inter", "spine", "intra")  # the network's protocol first: 
 
 
 def from_probe(records: Sequence[dict[str, Any]]) -> tuple[str, SwitchFit] | None:
-    """The switch of a probe's pairs (``link_class``, ``nbytes``, ``latency_us_median`` each; one
-    point per pair and size) on the first class of :data:`CLASS_PREFERENCE` it crossed; None
-    without probe records."""
+    """The switch of a probe's pairs on the first class of :data:`CLASS_PREFERENCE` it crossed;
+    None without probe records."""
     for cls in CLASS_PREFERENCE:
         mine = [r for r in records if r.get("link_class") == cls]
         if mine:

@@ -1,33 +1,11 @@
 """The cost model's one evaluator: the time of a schedule compiled to arrays
-(:mod:`kernels.compiled`), vectorised over the ranks of each step and over message sizes.
+(:mod:`kernels.compiled`), vectorised over the ranks of each step and over message sizes; the
+model it prices (event-driven, no barrier per step; o, α, β, γ, hot sends, the MPI switch, local
+copies) is docs/predict.md, "The cost model". Only this evaluator prices hot sends and the MPI
+switch (closed forms decline such a profile).
 
-Event-driven, never a barrier per step: every rank has a ready time (0 at the start). In each
-step a message from s to d completes at ``max(ready[s], ready[d]) + o*j + α + bytes/bw + h*hot``
-(the receiver must have posted its receive, the sender must have its data; j its position among
-its sender's messages of the step; bandwidth shared as :mod:`bench.costmodel.net` says, among
-the messages of the same step). A rank's step ends when all its messages of the step completed
-(it waits for what it receives and for its sends to land, as the executor's waitall does; never
-for ranks it does not exchange with), plus γ x the bytes it reduces and the time of its local
-copies. Idle ranks keep their ready time. The collective's time is the latest rank's end: what
-the harness measures (max over ranks).
-
-MPI protocol: with the profile's ``mpi`` switch a message above the eager limit pays the
-rendezvous handshake, one at or below it the eager copy per byte (:meth:`Net.protocol`), so
-mid-size messages are not pure α-β; off in the shipped profiles.
-
-Hot sends: ``hot`` is the bytes of a message its sender wrote earlier in the same call
-(received, reduced into or copied to in an earlier step); on a shared-memory host those bytes
-sit dirty in the sender's cache and cost more to move than clean ones. h
-(``hot_send_s_per_byte``) is 0 in the shipped profiles; ``commbench calibrate`` fits it where
-the runs can tell it from γ. Only this evaluator prices it (closed forms decline a profile
-with h > 0).
-
-:func:`prepare` does what does not depend on the profile (message sizes for each count, link
-classes, posting positions, how many flows share each resource) once; :func:`run` prices a
-prepared schedule for one profile, so a fit re-evaluates the same points cheaply.
-:func:`schedule_job` compiles an algorithm once per symbolic shape (its ``shape``, declared
-beside its ``build``), else from its real schedule.
-"""
+:func:`prepare` does once what no profile changes, so a fit re-prices the same points cheaply
+with :func:`run`; :func:`schedule_job` compiles an algorithm once per symbolic shape."""
 
 from __future__ import annotations
 
@@ -38,7 +16,7 @@ from functools import lru_cache
 import numpy as np
 
 from bench.costmodel.model import INTRA, SPINE, Placed
-from bench.costmodel.net import Net
+from bench.costmodel.net import Net, flows
 from kernels.algorithm import Algorithm, Problem
 from kernels.closed import Estimate
 from kernels.compiled import Compiled, compile_schedules
@@ -65,9 +43,7 @@ class PStep:
     j: np.ndarray  # position among the sender's messages of the step, from 1
     nbytes: np.ndarray  # (rows, messages)
     red: np.ndarray  # the receiver reduces
-    flows: tuple[np.ndarray, ...]  # intra, rank out, rank in, node, leaf up, leaf down (per msg)
-    leaf_s: np.ndarray
-    leaf_d: np.ndarray
+    flows: tuple[np.ndarray, ...]  # per message: how many flows share each resource (net.flows)
     copy: np.ndarray | None  # (rows, p) bytes copied per rank
     hot: np.ndarray | None  # (rows, messages) bytes the sender wrote earlier in the call
 
@@ -81,34 +57,10 @@ class Prepared:
     inter: np.ndarray  # (rows,) most bytes any rank sends across nodes
 
 
-def _flows(s: np.ndarray, d: np.ndarray, cls: np.ndarray, placed: Placed,
-           node: np.ndarray, leaf: np.ndarray) -> tuple[np.ndarray, ...]:
-    """How many of the step's messages share each resource of each message (1 where unused)."""
-    p = placed.world
-    ones = np.ones(s.shape, dtype=np.float64)
-    i, x, sp = cls == INTRA, cls != INTRA, cls == SPINE
-    fin, out_s, in_d, nmax, up, down = (ones.copy() for _ in range(6))
-    if i.any():
-        o, n = np.bincount(s[i], minlength=p), np.bincount(d[i], minlength=p)
-        fin[i] = np.maximum(o[s[i]], n[d[i]])
-    if x.any():
-        o, n = np.bincount(s[x], minlength=p), np.bincount(d[x], minlength=p)
-        out_s[x], in_d[x] = o[s[x]], n[d[x]]
-        nn = placed.num_nodes
-        no, ni = np.bincount(node[s[x]], minlength=nn), np.bincount(node[d[x]], minlength=nn)
-        nmax[x] = np.maximum(no[node[s[x]]], ni[node[d[x]]])
-    if sp.any():
-        nl = placed.num_leaves
-        u, w = np.bincount(leaf[s[sp]], minlength=nl), np.bincount(leaf[d[sp]], minlength=nl)
-        up[sp], down[sp] = u[leaf[s[sp]]], w[leaf[d[sp]]]
-    return fin, out_s, in_d, nmax, up, down
-
-
 def prepare(comp: Compiled, placed: Placed, counts: Sequence[int], itemsize: int,
             atoms: np.ndarray | None = None, hot: bool = True) -> Prepared:
-    """Everything of ``comp`` at these counts that no profile changes. Messages that are empty
-    for every count are dropped; the counts must agree on which messages are empty. ``hot``:
-    also the hot bytes of each message (only a profile with hot sends needs them)."""
+    """Everything of ``comp`` at these counts that no profile changes (``hot``: with each
+    message's hot bytes). Empty messages are dropped: the counts must agree on which they are."""
     p, rows = comp.world, len(counts)
     n = np.asarray(counts, dtype=np.int64)[:, None]
     node = np.asarray(placed.node_of, dtype=np.int64)
@@ -138,8 +90,7 @@ def prepare(comp: Compiled, placed: Placed, counts: Sequence[int], itemsize: int
             m = st.src.size
             hot_bytes = _rowsum(np.arange(rows)[:, None] * m, st.hot_msg, hb, m)[:, act]
         steps.append(PStep(s, d, cls, j.astype(np.float64), b, st.reduce[act],
-                           _flows(s, d, cls, placed, node, leaf), leaf[s], leaf[d], copy,
-                           hot_bytes))
+                           flows(s, d, cls, placed, node, leaf), copy, hot_bytes))
         sent += _rowsum(base, s, b, p)
         x = cls != INTRA
         inter += _rowsum(base, s[x], b[:, x], p)
@@ -152,16 +103,10 @@ def run(prep: Prepared, net: Net) -> np.ndarray:
     p, rows = prep.world, prep.sent.shape[0]
     base = np.arange(rows)[:, None] * p
     ready = np.zeros((rows, p))
-    b0, cap = net.beta[INTRA], net.rank_cap
     for st in prep.steps:
         new = ready.copy()
         if st.s.size:
-            fin, out_s, in_d, nmax, up, down = st.flows
-            r_x = np.minimum(np.minimum(cap[st.s] / out_s, cap[st.d] / in_d), net.node_cap / nmax)
-            if (st.cls == SPINE).any():
-                r_s = np.minimum(net.up_cap[st.leaf_s] / up, net.up_cap[st.leaf_d] / down)
-                r_x = np.where(st.cls == SPINE, np.minimum(r_x, r_s), r_x)
-            rate = np.where(st.cls == INTRA, b0 / fin, r_x)
+            rate = net.rate(st.s, st.d, st.cls, st.flows)
             cost = net.o * st.j + net.alpha[st.cls] + st.nbytes / rate
             if net.hot and st.hot is not None:
                 cost = cost + net.hot * st.hot
@@ -186,10 +131,9 @@ def _rowsum(base: np.ndarray, idx: np.ndarray, weights: np.ndarray, p: int) -> n
                        minlength=rows * p).reshape(rows, p)
 
 
-def evaluate_batch(comp: Compiled, net: Net, counts: Sequence[int], itemsize: int,
-                   atoms: np.ndarray | None = None) -> list[Estimate]:
-    """Predicted times of ``comp`` for several counts: counts whose empty messages agree share
-    one prepared batch."""
+def batches(comp: Compiled, placed: Placed, counts: Sequence[int], itemsize: int,
+            atoms: np.ndarray | None = None, hot: bool = True) -> list[tuple[list[int], Prepared]]:
+    """``comp`` prepared for ``counts``, a batch per pattern of empty messages: (indices, prepared)."""
     if atoms is not None and len(counts) != 1:
         raise ValueError("atoms are per count: evaluate one count at a time")
     groups: dict[bytes, list[int]] = {b"": [0]} if len(counts) == 1 else {}  # one: no key needed
@@ -200,37 +144,40 @@ def evaluate_batch(comp: Compiled, net: Net, counts: Sequence[int], itemsize: in
                                  for st in comp.steps)], axis=1)
         for i, row in enumerate(np.packbits(full, axis=1)):
             groups.setdefault(row.tobytes(), []).append(i)
+    return [(idx, prepare(comp, placed, [counts[i] for i in idx], itemsize, atoms, hot))
+            for idx in groups.values()]
+
+
+def evaluate_batch(comp: Compiled, net: Net, counts: Sequence[int], itemsize: int,
+                   atoms: np.ndarray | None = None, method: str = "schedule") -> list[Estimate]:
+    """Predicted times of ``comp`` for several counts, each batch of :func:`batches` at once."""
     out: list[Estimate | None] = [None] * len(counts)
-    for idx in groups.values():
-        prep = prepare(comp, net.placed, [counts[i] for i in idx], itemsize, atoms,
-                       hot=bool(net.hot))
+    for idx, prep in batches(comp, net.placed, counts, itemsize, atoms, bool(net.hot)):
         times = run(prep, net)
         for r, i in enumerate(idx):
             out[i] = Estimate(float(times[r]), prep.nsteps, int(prep.sent[r]), int(prep.inter[r]),
-                              "schedule")
+                              method)
     return [e for e in out if e is not None]
 
 
 def evaluate(comp: Compiled, net: Net, count: int, itemsize: int,
-             atoms: np.ndarray | None = None) -> Estimate:
+             atoms: np.ndarray | None = None, method: str = "schedule") -> Estimate:
     """Predicted time of the compiled schedule with ``count`` real elements."""
-    return evaluate_batch(comp, net, [count], itemsize, atoms)[0]
+    return evaluate_batch(comp, net, [count], itemsize, atoms, method)[0]
 
 
 @lru_cache(maxsize=512)
 def compiled(alg: Algorithm, problem: Problem, k: int, hot: bool = True) -> Compiled:
     """``alg``'s schedules for ``problem``, compiled with k atoms per workspace region (cached:
-    symbolic shapes recur for every size); ``hot``: with the hot bytes of each message (only a
-    profile with hot sends reads them)."""
+    symbolic shapes recur for every size); ``hot``: with each message's hot bytes."""
     return compile_schedules(alg.schedules(problem), k, hot)
 
 
 def schedule_job(alg: Algorithm, problem: Problem, hot: bool = True
                  ) -> tuple[Compiled, np.ndarray | None, int]:
-    """``alg``'s compiled schedule for ``problem``, its atoms (None: ``split(count, K)``) and
-    the count to evaluate it with: built symbolically once per shape when the algorithm
-    declares one, else from the real schedule (one atom per workspace element). ``hot``: the
-    evaluation prices hot sends (False: the compiled schedule records none)."""
+    """``alg``'s compiled schedule for ``problem`` (symbolic once per shape where it declares
+    one), its atoms (None: ``split(count, K)``) and the count to evaluate it with; ``hot``: the
+    evaluation prices hot sends."""
     sym = alg.shape
     if sym is None:
         return compiled(alg, problem, problem.space, hot), None, problem.space

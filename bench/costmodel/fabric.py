@@ -1,28 +1,8 @@
-"""The fabric of a GPU node and its network, as a profile's ``fabric:`` block.
-
-A node's devices sit on a switch (``switch: nvswitch``: each device its own full port into a
-non-blocking switch) or on a PCIe tree (``switch: pcie``: ``devices_per_switch`` devices under
-each PCIe switch, its uplink ``switch_uplink_bytes_per_s`` to the host, ``sockets`` CPU sockets
-joined by ``socket_link_bytes_per_s``). NICs have rail affinity: with as many NICs as devices,
-device i uses NIC i; with fewer, k devices share one NIC; with more, each device owns several
-(p5en: 16 x 200G EFA for 8 GPUs). The network is rail-optimised (``kind: rail``: NIC i of every
-node on leaf switch i, ``rails`` planes) or a fat tree (``kind: fat_tree``); leaf size and
-oversubscription are the topology's (``64x8:leaf=16:oversub=2``). In-switch reduction (NVLS,
-``nvls``) and in-network reduction (SHARP / CollNet, ``collnet``) are optional, each with the
-bandwidth it achieves per device port (NVLS) or per NIC (CollNet), per direction.
-
-Achievable efficiencies (``ring_efficiency``, ``nics.efficiency``) scale nominal port and NIC
-bandwidth to what a vendor ring moves; ``channels`` is how many channels the vendor library
-runs (each a ring or tree over every rank). The vendor model (:mod:`bench.costmodel.vendor`)
-prices on this; the schedule evaluator (:mod:`bench.costmodel.net`) keeps its α/β per link class.
-
-A fabric that contradicts itself (more rails than NICs, NVLS on a PCIe tree, devices that do not
-split evenly over NICs or PCIe switches) is a :class:`~bench.costmodel.profile.ProfileError` of
-one line; a topology that contradicts it (``nics=`` fewer than the rails) is a
-:class:`~bench.costmodel.model.TopologyError` (:func:`check_topology`). More ranks per node than
-devices is no contradiction for the schedule evaluator (a flat ``1x4096`` is a valid what-if);
-the vendor model declines it.
-"""
+"""The fabric of a GPU node and its network, as a profile's ``fabric:`` block (keys, rail affinity
+and what contradicts what: docs/predict.md, "Topology and profiles"). The vendor model
+(:mod:`bench.costmodel.vendor`) prices on it; the schedule evaluator keeps its α/β per link
+class. More ranks per node than devices is no contradiction for the evaluator (a flat ``1x4096``
+is a valid what-if); the vendor model declines it."""
 
 from __future__ import annotations
 
@@ -205,10 +185,3 @@ def _contradictions(f: Fabric, where: str, pcie_keys: set[str]) -> None:
     for bad, why in checks:
         if bad:
             raise FabricError(f"{where}: fabric: {why}")
-
-
-def check_topology(f: Fabric, nics_override: int | None, spec: str) -> str | None:
-    """Why a topology contradicts this fabric (one line), or None."""
-    if nics_override is not None and nics_override < f.rails:
-        return f"topology {spec!r}: nics={nics_override} is fewer than the fabric's {f.rails} rails"
-    return None

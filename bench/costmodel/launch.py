@@ -1,9 +1,6 @@
-"""Topologies read from the launch instead of typed (``--topology`` of ``predict`` and
-``advise``; docs/predict.md, Topology and profiles): ``slurm`` (the allocation of the job it runs
-in), ``run:DIR`` (the nodes a measured run used), ``here`` (this host, one rank per core), each
-with options after ``:`` as for a spec. Without ``nics=``, such a topology takes the NIC count
-:func:`nics_here` sees on this host; :func:`network_facts` is what ``commbench env`` prints.
-"""
+"""Topologies read from the launch instead of typed (``slurm``, ``run:DIR``, ``here``;
+docs/predict.md, "Topology and profiles"); without ``nics=`` they take the NIC count
+:func:`nics_here` sees; :func:`network_facts` is what ``commbench env`` prints."""
 
 from __future__ import annotations
 
@@ -45,10 +42,9 @@ def slurm_node_sizes(env: Mapping[str, str]) -> tuple[int, ...]:
 
 
 def run_node_sizes(run_dir: Path) -> tuple[int, ...]:
-    """Ranks per node of a measured run: from the probe's per-rank nodes (``src_node``/``dst_node``
-    with ``src``/``dst``: virtual and emulated nodes included), else its per-rank host names
-    (``src_host``/``dst_host``), else the ``nodes`` and ``ranks_per_node`` of the records at its
-    largest world size."""
+    """Ranks per node of a measured run: from the probe's per-rank nodes (virtual and emulated
+    included), else its per-rank hosts, else the records' ``nodes`` and ``ranks_per_node`` at
+    its largest world size."""
     path = run_dir / "results.jsonl"
     if not path.is_file():
         raise TopologyError(f"topology 'run:{run_dir}': no results.jsonl there")

@@ -1,22 +1,13 @@
-"""The topology model: ranks on nodes, nodes under leaf switches, leaves under spines.
-
-A :class:`Cluster` is built from a spec string::
-
-    64x8                      64 nodes of 8 ranks, one switch joins every node
-    8,8,4                     three nodes of 8, 8 and 4 ranks (uneven nodes)
-    64x8:leaf=16:oversub=2    leaf switches of 16 nodes, 2:1 oversubscribed uplinks to the spines
-    64x8:nics=8:cyclic        8 NICs per node, ranks placed round-robin over the nodes
-
-Options after ``:`` are ``leaf=N`` (nodes per leaf switch), ``oversub=R`` (a leaf's down/up
-bandwidth ratio, >= 1), ``nics=K`` (NICs per node, shared by its ranks; default: the profile's)
-and ``block`` / ``cyclic`` (placement). A world size of p ranks takes the cluster's first p ranks
+"""The topology model: ranks on nodes, nodes under leaf switches, leaves under spines, from a spec
+string (``64x8``, ``8,8,4``, ``64x8:leaf=16:oversub=2``, ``64x8:nics=8:cyclic``; docs/predict.md,
+"Topology and profiles"). A world size of p ranks takes the cluster's first p ranks
 (:meth:`Cluster.place`); more ranks than the cluster has add nodes like its largest one, under
-leaves of the same size (:attr:`Placed.scaled_out` says so).
-"""
+leaves of the same size (:attr:`Placed.scaled_out` says so)."""
 
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -24,6 +15,8 @@ from kernels.closed import CLASS_NAMES, INTER, INTRA, SPINE
 from kernels.topology import Topology
 
 PLACEMENTS = ("block", "cyclic")
+OPTIONS = {"leaf": ("nodes_per_leaf", int), "oversub": ("oversubscription", float),
+           "nics": ("nics_per_node", int)}  # spec option -> Cluster field, its type
 __all__ = ["CLASS_NAMES", "INTER", "INTRA", "SPINE", "Cluster", "Placed", "TopologyError",
            "parse_topology"]
 
@@ -63,8 +56,7 @@ class Cluster:
         return len(self.node_sizes)
 
     def place(self, world: int) -> Placed:
-        """The first ``world`` ranks of this cluster (adding nodes like its largest one when it
-        holds fewer), as a :class:`Placed` job."""
+        """The first ``world`` ranks (adding nodes like its largest when it holds fewer), placed."""
         if world < 1:
             raise TopologyError(f"world size must be >= 1, got {world}")
         sizes = list(self.node_sizes)
@@ -116,10 +108,8 @@ class Placed:
 
     @cached_property
     def node_sizes(self) -> tuple[int, ...]:
-        out = [0] * (max(self.node_of) + 1)
-        for n in self.node_of:
-            out[n] += 1
-        return tuple(out)
+        counts = Counter(self.node_of)
+        return tuple(counts[n] for n in range(max(self.node_of) + 1))
 
     @property
     def num_nodes(self) -> int:
@@ -136,9 +126,7 @@ class Placed:
     @cached_property
     def order(self) -> tuple[int, ...]:
         """Ranks node by node, in rank order within a node (``kernels.phases.node_order``)."""
-        import numpy as np
-
-        return tuple(int(r) for r in np.argsort(np.asarray(self.node_of), kind="stable"))
+        return tuple(sorted(range(self.world), key=self.node_of.__getitem__))  # a stable sort
 
     @cached_property
     def contiguous(self) -> bool:
@@ -189,12 +177,9 @@ def parse_topology(spec: str) -> Cluster:
         try:
             if key in PLACEMENTS and not val:
                 kw["placement"] = key
-            elif key == "leaf":
-                kw["nodes_per_leaf"] = int(val)
-            elif key == "oversub":
-                kw["oversubscription"] = float(val)
-            elif key == "nics":
-                kw["nics_per_node"] = int(val)
+            elif key in OPTIONS:
+                field, kind = OPTIONS[key]
+                kw[field] = kind(val)
             else:
                 raise TopologyError(f"{where}: unknown option {opt!r} (leaf=, oversub=, nics=, "
                                     "block, cyclic)")

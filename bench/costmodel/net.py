@@ -1,22 +1,8 @@
-"""What a message costs on a placed job: its link class and the resources it shares.
-
-Resources, per direction (links are full duplex, so sending and receiving never share):
-
-- ``intra``: each rank's port into the node's fabric (NVLink/NVSwitch, PCIe, shared memory),
-  capacity β_intra; a rank's concurrent intra-node messages share it;
-- NICs: a node has K NICs of β_inter (``nics_per_node``); a rank may use K/min(l, K) of them
-  (l ranks on the node: one NIC each when l >= K, several when fewer ranks than NICs) and the
-  node's concurrent inter-node flows share all K (``rank_cap``, ``node_cap``);
-- a leaf's uplink to the spines: (nodes under the leaf) x K x β_spine / oversubscription,
-  shared by the flows that leave (or enter) the leaf.
-
-A message's bandwidth is the least, over the resources it crosses, of capacity / concurrent
-flows on it (the flows of the same step); its cost is ``o * j + α + bytes / bandwidth``, j its
-position among its sender's messages of the step (a sender posts them one after another).
-Cross-leaf (``spine``) messages cross NICs too, so they need the ``inter`` class as well.
-With the profile's ``mpi`` switch, a message also pays its protocol's cost (:meth:`Net.protocol`).
-A profile with a ``fabric`` refuses a topology that contradicts it (TopologyError, one line).
-"""
+"""What a message costs on a placed job: its link class and the bandwidth it gets among the
+messages of its step, the least over the resources it crosses (a rank's port, its share of the
+node's NICs, the node's NICs, a leaf's uplink) of capacity / flows on it; docs/predict.md, "The
+cost model". Cross-leaf (``spine``) messages cross NICs too, so they need the ``inter`` class as
+well. A profile with a ``fabric`` refuses a topology that contradicts it (TopologyError)."""
 
 from __future__ import annotations
 
@@ -24,7 +10,6 @@ from typing import Any
 
 import numpy as np
 
-from bench.costmodel.fabric import check_topology
 from bench.costmodel.model import CLASS_NAMES, INTER, INTRA, SPINE, Placed, TopologyError
 from bench.costmodel.profile import Profile
 
@@ -32,10 +17,10 @@ from bench.costmodel.profile import Profile
 class Net:
     def __init__(self, placed: Placed, profile: Profile) -> None:
         self.placed, self.profile = placed, profile
-        if profile.fabric is not None:
-            why = check_topology(profile.fabric, placed.nics_per_node, placed.cluster.spec)
-            if why:
-                raise TopologyError(why)
+        nics, fab = placed.nics_per_node, profile.fabric
+        if fab is not None and nics is not None and nics < fab.rails:
+            raise TopologyError(f"topology {placed.cluster.spec!r}: nics={nics} is fewer than the "
+                                f"fabric's {fab.rails} rails")
         self.mpi = profile.mpi
         self.nics = placed.nics_per_node or profile.nics_per_node
         used = placed.classes_used()
@@ -66,28 +51,20 @@ class Net:
 
     def rates(self, src: np.ndarray, dst: np.ndarray, cls: np.ndarray) -> np.ndarray:
         """Bandwidth of each message of one step (all of them concurrent)."""
-        p, nn, nl = self.world, self.placed.num_nodes, self.placed.num_leaves
-        rate = np.full(src.shape, np.inf)
-        i = cls == INTRA
-        if i.any():
-            out, inn = np.bincount(src[i], minlength=p), np.bincount(dst[i], minlength=p)
-            rate[i] = self.beta[INTRA] / np.maximum(out[src[i]], inn[dst[i]])
-        x = ~i
-        if x.any():
-            s, d = src[x], dst[x]
-            out, inn = np.bincount(s, minlength=p), np.bincount(d, minlength=p)
-            ns, nd = self.node[s], self.node[d]
-            nout, nin = np.bincount(ns, minlength=nn), np.bincount(nd, minlength=nn)
-            r = np.minimum(np.minimum(self.rank_cap[s] / out[s], self.rank_cap[d] / inn[d]),
-                           self.node_cap / np.maximum(nout[ns], nin[nd]))
-            sp = cls[x] == SPINE
-            if sp.any():
-                ls, ld = self.leaf[s[sp]], self.leaf[d[sp]]
-                up, down = np.bincount(ls, minlength=nl), np.bincount(ld, minlength=nl)
-                r[sp] = np.minimum(r[sp], np.minimum(self.up_cap[ls] / up[ls],
-                                                     self.up_cap[ld] / down[ld]))
-            rate[x] = r
-        return rate
+        return self.rate(src, dst, cls, flows(src, dst, cls, self.placed, self.node, self.leaf))
+
+    def rate(self, s: np.ndarray, d: np.ndarray, cls: np.ndarray,
+             shared: tuple[np.ndarray, ...]) -> np.ndarray:
+        """Bandwidth of each message s -> d, given how many flows share each resource (:func:`flows`)."""
+        fin, out_s, in_d, nmax, up, down = shared
+        cap = self.rank_cap
+        r = np.minimum(np.minimum(cap[s] / out_s, cap[d] / in_d), self.node_cap / nmax)
+        sp = cls == SPINE
+        if sp.any():
+            ls, ld = self.leaf[s], self.leaf[d]
+            uplinks = np.minimum(self.up_cap[ls] / up, self.up_cap[ld] / down)
+            r = np.where(sp, np.minimum(r, uplinks), r)
+        return np.where(cls == INTRA, self.beta[INTRA] / fin, r)
 
     def protocol(self, nbytes: np.ndarray) -> np.ndarray | float:
         """What each message's MPI protocol adds (0 without the profile's ``mpi`` switch):
@@ -102,12 +79,34 @@ class Net:
         return self._copy is not None
 
     def copy_time(self, nbytes: Any) -> Any:
-        """A local copy reads and writes every byte once, at the bandwidth of the profile's copy
-        curve at that size (log-log between its points, flat beyond; :mod:`bench.costmodel.copybw`),
-        else at the device's memory bandwidth; free without either. Arrays work elementwise."""
+        """A local copy reads and writes every byte once, at the profile's copy curve at that size
+        (log-log, flat beyond), else its memory bandwidth; free without either. Elementwise."""
         if self._copy is None:
             return 0.0 * nbytes
         n = np.asarray(nbytes, dtype=np.float64)
         bw = np.exp(np.interp(np.log(np.maximum(n, 1.0)), self._copy[0], self._copy[1]))
         t = 2.0 * n / bw
         return float(t) if np.ndim(t) == 0 else t
+
+
+def flows(s: np.ndarray, d: np.ndarray, cls: np.ndarray, placed: Placed,
+           node: np.ndarray, leaf: np.ndarray) -> tuple[np.ndarray, ...]:
+    """How many of the step's messages share each resource of each message (1 where unused)."""
+    p = placed.world
+    ones = np.ones(s.shape, dtype=np.float64)
+    i, x, sp = cls == INTRA, cls != INTRA, cls == SPINE
+    fin, out_s, in_d, nmax, up, down = (ones.copy() for _ in range(6))
+    if i.any():
+        o, n = np.bincount(s[i], minlength=p), np.bincount(d[i], minlength=p)
+        fin[i] = np.maximum(o[s[i]], n[d[i]])
+    if x.any():
+        o, n = np.bincount(s[x], minlength=p), np.bincount(d[x], minlength=p)
+        out_s[x], in_d[x] = o[s[x]], n[d[x]]
+        nn = placed.num_nodes
+        no, ni = np.bincount(node[s[x]], minlength=nn), np.bincount(node[d[x]], minlength=nn)
+        nmax[x] = np.maximum(no[node[s[x]]], ni[node[d[x]]])
+    if sp.any():
+        nl = placed.num_leaves
+        u, w = np.bincount(leaf[s[sp]], minlength=nl), np.bincount(leaf[d[sp]], minlength=nl)
+        up[sp], down[sp] = u[leaf[s[sp]]], w[leaf[d[sp]]]
+    return fin, out_s, in_d, nmax, up, down

@@ -1,20 +1,11 @@
 """Predictions as records: the cost model's time for every (collective, algorithm, world size,
 size, dtype), written like a measured run so ``report``, ``export`` and ``compare`` read it.
-
-Per case: the algorithm's closed form when it declares one and it applies
-(:mod:`kernels.closed`; a generated schedule goes to the evaluator), else its schedule evaluated
-by :mod:`bench.costmodel.evaluate` when p <= ``max_schedule_ranks``, else the case is skipped
-with the closed form's reason. Closed forms price no hot sends: with a profile that does, every
-case goes to the evaluator. ``native`` (the vendor collective) has no schedule: it is the
-profile's measured curve (``native``: measured time / the best modelled schedule's, per size,
-from ``commbench calibrate``) times the best modelled schedule here; without a curve, on a
-profile with a ``fabric``, the vendor model's choice (:mod:`bench.costmodel.vendor`: NCCL's
-algorithms x protocols on the fabric); else skipped. Its record's ``vendor_choice`` says which:
-``{"from": "nccl model", "algorithm": ..., "protocol": ...}`` or ``{"from": "measured curve"}``.
-"""
+Which method prices each case (closed form, evaluator, vendor curve or model) and the
+``vendor_choice`` field: docs/predict.md, "Per case, predict"."""
 
 from __future__ import annotations
 
+import bisect
 import math
 import time
 from collections.abc import Iterator, Sequence
@@ -42,8 +33,7 @@ MAX_SCHEDULE_RANKS = 256
 
 @dataclass(frozen=True)
 class Job:
-    """A compiled schedule to evaluate: the predictor evaluates the sizes that share one in a
-    single batch."""
+    """A compiled schedule to evaluate (the sizes that share one in a single batch)."""
 
     comp: Compiled
     atoms: np.ndarray | None = None
@@ -51,8 +41,8 @@ class Job:
     count: int | None = None  # the count to evaluate with (default: the problem's)
 
     def run(self, problem: Problem, net: Net) -> Estimate:
-        e = evaluate(self.comp, net, self.count or problem.count, problem.itemsize, self.atoms)
-        return Estimate(e.time_s, e.steps, e.bytes_sent_max, e.bytes_inter_max, self.method)
+        return evaluate(self.comp, net, self.count or problem.count, problem.itemsize, self.atoms,
+                        self.method)
 
 
 @dataclass(frozen=True)
@@ -70,8 +60,7 @@ class Prediction:
 
 def plan_case(alg: Algorithm, problem: Problem, net: Net,
               max_schedule_ranks: int = MAX_SCHEDULE_RANKS) -> Estimate | Job | str:
-    """The closed form (or the schedule it generates), else the algorithm's schedule compiled
-    (small p), else why neither."""
+    """The closed form (or the schedule it generates), else the schedule compiled, else why not."""
     why = "no closed form"
     if alg.closed is not None and net.hot:
         why = "closed forms price no hot sends (the profile's hot_send_s_per_byte)"
@@ -101,39 +90,30 @@ def estimate_case(alg: Algorithm, problem: Problem, net: Net,
 
 def estimate_sizes(alg: Algorithm, problems: Sequence[Problem], net: Net,
                    max_schedule_ranks: int = MAX_SCHEDULE_RANKS) -> list[Estimate | str]:
-    """:func:`estimate_case` for several sizes: generated and compiled schedules shared by
-    several sizes are evaluated in one batch."""
+    """:func:`estimate_case` for several sizes, the schedules they share evaluated in one batch."""
     plans = [plan_case(alg, pr, net, max_schedule_ranks) for pr in problems]
     out: list[Estimate | str] = [g if not isinstance(g, Job) else "" for g in plans]
-    batches: dict[tuple[int, int], list[int]] = {}
+    batches: dict[tuple[int, int], list[tuple[int, Job]]] = {}
     for i, g in enumerate(plans):
         if isinstance(g, Job):
             if g.atoms is None:
-                batches.setdefault((id(g.comp), problems[i].itemsize), []).append(i)
+                batches.setdefault((id(g.comp), problems[i].itemsize), []).append((i, g))
             else:
                 out[i] = g.run(problems[i], net)
-    for idx in batches.values():
-        job = plans[idx[0]]
-        assert isinstance(job, Job)
-        got = evaluate_batch(job.comp, net, [_count(plans[i], problems[i]) for i in idx],
-                             problems[idx[0]].itemsize)
-        for i, e in zip(idx, got):
-            out[i] = Estimate(e.time_s, e.steps, e.bytes_sent_max, e.bytes_inter_max, job.method)
+    for jobs in batches.values():
+        i0, job = jobs[0]
+        got = evaluate_batch(job.comp, net, [g.count or problems[i].count for i, g in jobs],
+                             problems[i0].itemsize, method=job.method)
+        for (i, _), e in zip(jobs, got):
+            out[i] = e
     return out
-
-
-def _count(job: Estimate | Job | str, problem: Problem) -> int:
-    assert isinstance(job, Job)
-    return job.count or problem.count
 
 
 def native_ratio(profile: Profile, collective: str, name: str, nbytes: int,
                  world: int | None = None, statistic: str = "median") -> float | None:
-    """Measured vendor time over the best modelled schedule's at this size (log-interpolated
-    in size, held flat outside the measured range), or None without a curve. With ``world``,
-    the curve measured at the world size nearest to it (in ratio) where the profile has several.
-    ``statistic``: ``median`` (a call's typical time) or ``mean`` (its expected time, for sums of
-    calls; the median curve where the profile has no mean one)."""
+    """Measured vendor time over the best modelled schedule's at this size (log-interpolated,
+    flat outside the measured range; the curve of the world size nearest ``world``), or None.
+    ``statistic``: ``median`` (a call's typical time) or ``mean`` (for sums of calls)."""
     curve = (profile.native.get(collective) or {}).get(name)
     by_world = (curve or {}).get("by_world_size") or {}
     if world is not None and by_world:
@@ -149,10 +129,9 @@ def native_ratio(profile: Profile, collective: str, name: str, nbytes: int,
         return pts[0][1]
     if x >= xs[-1]:
         return pts[-1][1]
-    for (x0, (_, y0)), (x1, (_, y1)) in zip(zip(xs, pts), zip(xs[1:], pts[1:])):
-        if x0 <= x <= x1:
-            return y0 + (y1 - y0) * (x - x0) / (x1 - x0) if x1 > x0 else y0
-    return pts[-1][1]
+    i = bisect.bisect_left(xs, x)  # xs[i - 1] < x <= xs[i]
+    (x0, (_, y0)), (x1, (_, y1)) = (xs[i - 1], pts[i - 1]), (xs[i], pts[i])
+    return y0 + (y1 - y0) * (x - x0) / (x1 - x0)
 
 
 def predict(profile: Profile, placed: Placed, collective: str, sizes: Sequence[int],
@@ -188,9 +167,7 @@ def predict(profile: Profile, placed: Placed, collective: str, sizes: Sequence[i
 def _native(profile: Profile, placed: Placed, name: str, nbytes: int,
             got: dict[str, Estimate | str],
             problem: Problem) -> tuple[Estimate | str, dict[str, str] | None]:
-    """The vendor call: its measured curve (ratio to the best schedule) times the best of
-    ``got``, every schedule of the collective modelled here; else the vendor model on the
-    profile's fabric; and what priced it."""
+    """The vendor call from its measured curve, else the vendor model; and what priced it."""
     collective = problem.spec.name
     ratio = native_ratio(profile, collective, name, nbytes, problem.world)
     if ratio is None and profile.fabric is not None:
@@ -202,18 +179,14 @@ def _native(profile: Profile, placed: Placed, name: str, nbytes: int,
     if ratio is None:
         return ("vendor call: the profile has no measured curve for it and no fabric to model "
                 "it on (calibrate on runs that measured it)"), None
-    best = _best(got)
-    if best is None:
+    ok = [e for e in got.values() if isinstance(e, Estimate)]
+    if not ok:
         return ("vendor call: no schedule of the collective could be modelled here to scale its "
                 "curve"), None
+    best = min(ok, key=lambda e: e.time_s)
     return (Estimate(best.time_s * ratio, None, None, None,
                      f"{name} curve ({ratio:.3g} x the best modelled schedule)"),
             {"from": "measured curve"})
-
-
-def _best(got: dict[str, Estimate | str]) -> Estimate | None:
-    ok = [e for e in got.values() if isinstance(e, Estimate)]
-    return min(ok, key=lambda e: e.time_s) if ok else None
 
 
 def record(pred: Prediction, placed: Placed, profile: Profile, transport: str,

@@ -1,29 +1,8 @@
-"""Profiles: what the links, the reduction and the device cost, as YAML files.
-
-A profile gives, per link class (``intra``: between ranks of a node; ``inter``: between nodes
-under one leaf switch; ``spine``: between leaves), the latency α (``alpha_s``, seconds) and the
-bandwidth β (``beta_bytes_per_s``, per direction, full duplex); γ (``gamma_s_per_byte``, seconds
-per reduced byte), the per-message software overhead o (``overhead_s``), the extra cost of
-sending bytes the sender wrote earlier in the same call (``hot_send_s_per_byte``, default 0:
-:mod:`bench.costmodel.evaluate`), NICs per node, the
-device's memory and throughput (for strategy advice; ``memory_bandwidth_bytes_per_s`` also
-prices local copies) and where the figures come from (``source``). ``commbench calibrate`` adds
-``fitted`` (runs, residuals) and ``native`` (measured vendor curves). Presets ship as
-``bench/costmodel/profiles/NAME.yaml``; wherever a profile is accepted, a NAME or a path works.
-
-``fabric`` describes a GPU node and its network (switch or PCIe tree, NICs with rail affinity,
-rail or fat-tree network, NVLS / CollNet): :mod:`bench.costmodel.fabric`; the vendor model
-(:mod:`bench.costmodel.vendor`) prices the vendor call on it. ``mpi`` is an MPI's point-to-point
-protocol switch, off unless stated: ``{eager_limit_bytes: E, rendezvous_s: R,
-eager_s_per_byte: C}``: a message above E bytes pays R more (the rendezvous handshake), one of
-at most E bytes C per byte more (the copy through the eager buffers); the evaluator prices it
-per message (closed forms decline such a profile).
-
-``slow`` injects faults for emulation only (:mod:`bench.emulate`; the cost model ignores it):
-``[{node: 2, factor: 4}, {link: [0, 5], factor: 3}]`` makes every message to or from node 2
-(nodes numbered by first rank) take 4 times its modelled link time, and messages between ranks
-0 and 5 three times theirs.
-"""
+"""Profiles: what the links, the reduction and the device cost, as YAML files. Keys and units:
+docs/predict.md ("Topology and profiles", "Calibration"); ``fabric``:
+:mod:`bench.costmodel.fabric`; ``slow`` injects faults for emulation only (:mod:`bench.emulate`;
+the cost model ignores it). Presets ship as ``bench/costmodel/profiles/NAME.yaml``; wherever a
+profile is accepted, a NAME or a path works."""
 
 from __future__ import annotations
 
@@ -42,17 +21,15 @@ PRESETS = Path(__file__).parent / "profiles"
 LINK_CLASSES = ("intra", "inter", "spine")
 _TOP = {"name", "source", "overhead_s", "gamma_s_per_byte", "hot_send_s_per_byte", "nics_per_node",
         "links", "device", "native", "fitted", "slow", "fabric", "mpi"}
-_MPI = {"eager_limit_bytes", "rendezvous_s", "eager_s_per_byte"}
-_DEVICE = {"name", "memory_bytes", "memory_bandwidth_bytes_per_s", "flops_per_s",
-           "copy_bandwidth_curve", "overlaps_communication", "flops_16bit_per_s",
-           "gemm_efficiency", "gemm_latency_s", "attention", "compute_source", "gemm_points",
-           "vocab_parallel", "sequence_parallel", "memory_efficiency", "elementwise",
-           "fused_qkv", "autograd_accumulation", "fp32_loss", "dropout", "deallocates_outputs",
-           "context_parallel"}
+MPI_KEYS = {"eager_limit_bytes": "eager_limit", "rendezvous_s": "rendezvous",
+            "eager_s_per_byte": "eager_per_byte"}  # YAML key -> Mpi field
 _DEVICE_TEXT = {"name", "attention", "compute_source", "elementwise"}
 _DEVICE_FLAGS = {"overlaps_communication", "vocab_parallel", "sequence_parallel", "fused_qkv",
                  "autograd_accumulation", "fp32_loss", "dropout", "deallocates_outputs",
                  "context_parallel"}
+_DEVICE = _DEVICE_TEXT | _DEVICE_FLAGS | {
+    "memory_bytes", "memory_bandwidth_bytes_per_s", "flops_per_s", "flops_16bit_per_s",
+    "gemm_efficiency", "gemm_latency_s", "memory_efficiency", "copy_bandwidth_curve", "gemm_points"}
 
 
 class ProfileError(ValueError):
@@ -75,8 +52,7 @@ class Mpi:
     eager_per_byte: float = 0.0
 
     def as_yaml(self) -> dict[str, float]:
-        return {"eager_limit_bytes": self.eager_limit, "rendezvous_s": self.rendezvous,
-                "eager_s_per_byte": self.eager_per_byte}
+        return {k: getattr(self, a) for k, a in MPI_KEYS.items()}
 
 
 @dataclass(frozen=True)
@@ -136,19 +112,10 @@ class Profile:
                                "nics_per_node": self.nics_per_node,
                                "links": {k: {"alpha_s": v.alpha, "beta_bytes_per_s": v.beta}
                                          for k, v in self.links.items()}}
-        if self.device:
-            out["device"] = dict(self.device)
-        if self.native:
-            out["native"] = self.native
-        if self.fitted:
-            out["fitted"] = self.fitted
-        if self.slow:
-            out["slow"] = [x.as_yaml() for x in self.slow]
-        if self.fabric_yaml:
-            out["fabric"] = self.fabric_yaml
-        if self.mpi:
-            out["mpi"] = self.mpi.as_yaml()
-        return out
+        optional = {"device": dict(self.device), "native": self.native, "fitted": self.fitted,
+                    "slow": [x.as_yaml() for x in self.slow], "fabric": self.fabric_yaml,
+                    "mpi": self.mpi.as_yaml() if self.mpi else None}
+        return out | {k: v for k, v in optional.items() if v}
 
 
 def _num(where: str, key: str, value: Any, *, positive: bool = False) -> float:
@@ -266,12 +233,10 @@ def from_mapping(raw: Any, where: str) -> Profile:
 def _mpi(where: str, raw: Any) -> Mpi | None:
     if raw is None:
         return None
-    if not isinstance(raw, dict) or "eager_limit_bytes" not in raw or set(raw) - _MPI:
+    if not isinstance(raw, dict) or "eager_limit_bytes" not in raw or set(raw) - set(MPI_KEYS):
         raise ProfileError(f"{where}: mpi: expected eager_limit_bytes and optionally "
                            "rendezvous_s, eager_s_per_byte")
-    return Mpi(_num(where, "mpi.eager_limit_bytes", raw["eager_limit_bytes"]),
-               _num(where, "mpi.rendezvous_s", raw.get("rendezvous_s", 0.0)),
-               _num(where, "mpi.eager_s_per_byte", raw.get("eager_s_per_byte", 0.0)))
+    return Mpi(**{a: _num(where, f"mpi.{k}", raw.get(k, 0.0)) for k, a in MPI_KEYS.items()})
 
 
 def presets() -> list[str]:

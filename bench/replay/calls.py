@@ -5,7 +5,11 @@ message (a receive counted apart, as ``recv``)."""
 
 from __future__ import annotations
 
+import ast
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all", "send", "recv")
 P2P = ("send", "recv")
@@ -28,6 +32,33 @@ class TraceError(ValueError):
         super().__init__(" ".join(f"{where}: {message}".split()))
 
 
+def document(path: Path, parse: Callable[[bytes], Any], errors: tuple[type[Exception], ...],
+             what: str, key: str, kind: str) -> dict[str, Any]:
+    """``path`` parsed into a mapping holding a list at ``key``; a TraceError naming the file
+    when it cannot be read, is cut short (``errors``) or is no ``kind``."""
+    try:
+        raw = path.read_bytes()
+    except OSError as e:
+        raise TraceError(str(path), e.strerror or str(e)) from None
+    try:
+        doc = parse(raw)
+    except errors as e:
+        raise TraceError(str(path), f"not a complete {what} ({str(e)[:80]}): truncated?") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get(key), list):
+        raise TraceError(str(path), f"no {key}: not a {kind}")
+    return doc
+
+
+def ranks_of(value: Any, where: str) -> tuple[int, ...]:
+    """A trace's list of ranks (a list, or its text ``[0, 1]``)."""
+    try:
+        got = ast.literal_eval(value) if isinstance(value, str) else value
+        return tuple(int(x) for x in got)
+    except (ValueError, SyntaxError, TypeError):
+        raise TraceError(where, f"Process Group Ranks {str(value)[:40]!r} is not a list of "
+                                "ranks") from None
+
+
 def dtype_name(name: str, where: str) -> str:
     """commbench's name of a trace's element type (``Float``, ``c10::Half``, ``float``)."""
     key = str(name).strip().lower()
@@ -47,7 +78,6 @@ class RankCall:
     dtype: str
     where: str  # "file: event N (name)": what an error names
     group: tuple[int, ...] | None = None  # global ranks of its process group (None: unknown)
-    group_name: str | None = None  # the trace's name for the group, where it gives one
     peer: int | None = None  # send / recv: the global rank at the other end
     root: int | None = None  # broadcast: the global root
     start_us: float | None = None  # on the rank's own clock

@@ -1,13 +1,7 @@
-"""Each rank's calls, as its trace shows them, matched into the step's calls on groups.
-
-A collective is one call of every member of its group: the k-th call of each member on that
-group must be the same (operation, bytes, element type, root), and every member must have as
-many; a send of rank a to b is matched with b's receive from a, in order. A trace that does not
-name a call's group (``c10d::`` events of a gloo profile) has it inferred from the process groups
-the trace lists: the largest group whose members all issue that same call next. Anything that
+"""Each rank's calls, as its trace shows them, matched into the step's calls on groups (the rule,
+and group inference for events that name none: docs/replay.md, "Trace formats"). Anything that
 does not match is a :class:`TraceError` naming the event: a truncated trace, or ranks of
-different steps.
-"""
+different steps."""
 
 from __future__ import annotations
 

@@ -1,8 +1,6 @@
-"""``commbench predict --replay SCENARIO``: a replay priced by the cost model on a profile and a
-topology, at the traced world size or a multiple of it (groups rescaled, :mod:`.scale`). Each
-call is priced on its own group's ranks as the topology places them (a tensor group inside a
-node, a data-parallel group across nodes); records are written like a measured replay's
-(``predicted``), and the step's communication (:mod:`.step`) sums them."""
+"""``commbench predict --replay SCENARIO``: a replay priced by the cost model at the traced world
+size or a multiple of it (:mod:`.scale`), each call on its own group's ranks as the topology
+places them; records are written like a measured replay's (``predicted``)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
-"""A replay inside its MPI job: each group's ranks split off, and every distinct call of the step
-on that group is measured by the harness (:func:`bench.collective.harness.measure`: warm-up,
-timed blocks, the exact check) while the other ranks wait; rank 0 writes one record per call and
-algorithm, with how many such calls the step makes (``replay_calls``) and their time
-(``replay_step_us``). Calls are measured one distinct call at a time, not in the trace's
-sequence: the step's communication is their sum (:mod:`bench.replay.step`).
-"""
+"""A replay inside its MPI job: each group's ranks split off and every distinct call of the step on
+that group is measured by the harness while the other ranks wait; rank 0 writes one record per
+call and algorithm (docs/replay.md, "What commbench run measures")."""
 
 from __future__ import annotations
 

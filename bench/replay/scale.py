@@ -1,14 +1,6 @@
-"""A replay's calls at another world size, its groups rescaled by the job's layout.
-
-The ranks are read as a grid whose outermost dimension is data parallel: a group that spans it
-(ranks ``g0, g0+d, ..., g0+(k-1)d`` with ``k*d`` the traced world: the world itself, or the
-data-parallel groups across tensor or pipeline groups) grows with the job, ``f`` times as many
-ranks at the same stride; any other group (tensor, pipeline pairs) keeps its size and is
-repeated ``f`` times, ``W`` ranks apart. Each call keeps its size S (a ZeRO all_gather gathers
-the same parameters over more ranks), rounded down to whole blocks of the new group where the
-collective divides. A job whose traced world is one tensor-parallel group grows that group:
-trace a layout with the dimension that grows.
-"""
+"""A replay's calls at another world size, its groups rescaled by the job's layout: a group that
+spans the outermost (data-parallel) dimension grows with the job at the same stride, any other
+is repeated every traced-world ranks; docs/replay.md, "commbench predict --replay"."""
 
 from __future__ import annotations
 

@@ -4,8 +4,9 @@ its meaning stated here once."""
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
@@ -143,25 +144,5 @@ class ReplayScenario(Frozen):
         return [self.world_size]
 
     def cases(self) -> list[tuple[Case, int]]:
-        """The distinct calls as the harness measures them, first seen first, with how many of
-        each the step makes."""
-        n: dict[Case, int] = {}
-        for c in self.calls:
-            k = c.case()
-            n[k] = n.get(k, 0) + 1
-        return list(n.items())
-
-    def counted(self) -> list[dict[str, dict[str, int]]]:
-        """Per rank, what training counts (:mod:`bench.training.comm`): ``{"bytes": {op: B},
-        "calls": {op: n}}``, a send counted as ``send`` on its sender and ``recv`` on the other."""
-        out: list[dict[str, dict[str, int]]] = [{"bytes": {}, "calls": {}}
-                                                for _ in range(self.world_size)]
-        for c in self.calls:
-            for r in c.group:
-                op = c.op if c.op != "send" else ("send" if r == c.root else "recv")
-                out[r]["bytes"][op] = out[r]["bytes"].get(op, 0) + c.nbytes
-                out[r]["calls"][op] = out[r]["calls"].get(op, 0) + 1
-        return out
-
-    def as_dict(self) -> dict[str, Any]:
-        return self.model_dump(mode="json")
+        """The distinct calls as the harness measures them, first seen first, with their counts."""
+        return list(Counter(c.case() for c in self.calls).items())

@@ -1,9 +1,6 @@
-"""The step's communication from a replay's records (measured or predicted): per transport and
-algorithm, each rank's time is the sum of ``replay_step_us`` over the records of the groups it
-is in; the step's communication is the most of any rank (the critical rank), and its time per
-group and per collective are that rank's, so they sum to it exactly. Calls are summed as if run
-one after another: overlap with compute or between groups is not modelled.
-"""
+"""The step's communication from a replay's records (measured or predicted): each rank's time sums
+``replay_step_us`` over its groups' records; the step's is the critical rank's, per group and
+per collective (docs/replay.md, "What commbench run measures")."""
 
 from __future__ import annotations
 

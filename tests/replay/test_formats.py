@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from bench.cli import main
-from bench.replay.agree import differences
 from bench.replay.formats.torch_profiler import RULES
 from bench.scenario_base import load_scenario
 from bench.training.comm import RULES as TRAINING_RULES
+from benchmarks.replay_training import differences
 
 DATA = Path(__file__).parents[1] / "data" / "replay"
 CASES = [("ddp", 2), ("zero2", 2), ("tensor", 2), ("pipeline", 2), ("pipeline", 4)]

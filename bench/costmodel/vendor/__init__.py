@@ -1,8 +1,7 @@
-"""A model of the vendor library's choice (NCCL): its algorithms x protocols priced in the form
-of NCCL's own tuning model on the profile's fabric (:mod:`bench.costmodel.fabric`), the fastest
-taken per size. One file per algorithm (``ring``, ``tree``, ``nvls``, ``nvlstree``, ``collnet``,
-``pat``, ``p2p``), each declaring ``ALGORITHM``; :func:`algorithms` discovers them.
-"""
+"""A model of the vendor library's choice (NCCL): its algorithms x protocols priced in the form of
+NCCL's own tuning model on the profile's fabric, the fastest taken per size (docs/predict.md,
+"The vendor model"). One file per algorithm, each declaring ``ALGORITHM``; :func:`algorithms`
+discovers them."""
 
 from __future__ import annotations
 

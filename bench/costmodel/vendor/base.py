@@ -1,13 +1,7 @@
-"""What every vendor algorithm file declares, and the job it prices.
-
-A vendor algorithm (one file each in this package) states, in the form of NCCL's own tuning
-model (``src/graph/tuning.cc``): which collectives it runs, which protocols, when the fabric
-has it (NVLS needs in-switch reduction, CollNet in-network reduction, PAT one rank per node),
-its large-message bus bandwidth on the fabric (nccl-tests' busbw, protocol Simple) and its
-latency per protocol: a base latency plus hardware latencies per hop (NVLink, PCIe, network).
-The choice (:mod:`bench.costmodel.vendor.choose`) prices every (algorithm, protocol) as
-``latency + bytes / algbw`` and takes the fastest, as NCCL does.
-"""
+"""What every vendor algorithm file declares, in the form of NCCL's own tuning model
+(``src/graph/tuning.cc``): its collectives and protocols, when the fabric has it, its
+large-message bus bandwidth (nccl-tests' busbw, protocol Simple) and its latency per protocol;
+and the job it prices."""
 
 from __future__ import annotations
 

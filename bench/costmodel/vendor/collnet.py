@@ -1,12 +1,8 @@
 """NCCL CollNet (Direct): the network switches reduce (SHARP). Inside a node each device
-reduce-scatters to its 1/l shard and all-gathers it back over its port (2 S (l-1)/l per
-direction); each shard crosses its device's NICs once each way at the fabric's CollNet
-bandwidth, reduced in the switch. NCCL derates it by 0.85 on Hopper and later
-(src/graph/tuning.cc); this model applies that factor always.
-
-Bandwidth: 0.85 x min(2(p-1)/p x ring_intra / (2(l-1)/l), shard bound of :mod:`.nvls`).
-Latency (NCCL's form): 2 intra hops + 0.4 us per local rank + one network hop of 31 us.
-"""
+reduce-scatters to its 1/l shard and all-gathers it back over its port; each shard crosses its
+device's NICs once each way at the fabric's CollNet bandwidth. NCCL derates it by 0.85 on Hopper
+and later (src/graph/tuning.cc); this model applies that factor always. Latency (NCCL's form):
+2 intra hops + 0.4 us per local rank + one network hop of 31 us."""
 
 from __future__ import annotations
 

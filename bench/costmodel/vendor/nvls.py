@@ -1,15 +1,8 @@
-"""NCCL NVLS: reduction inside the NVSwitch (NVLink SHARP, multimem loads and stores).
-
-All_reduce: each device reads its 1/l shard reduced by the switch (its port sends S, receives
-S/l) and stores it multicast (sends S/l, receives S): S(1 + 1/l) per direction, so busbw =
-2(p-1)/p x B / (1 + 1/l) with B the fabric's achievable NVLS bandwidth per port; on one node
-that is B x 2(l-1)/(l+1). Reduce_scatter and all_gather move S per direction: (p-1)/p x B.
-Across nodes NVLS needs in-network reduction (CollNet / SHARP) for the shards: busbw is also
-bounded by 2(p-1)/p x l x the NIC bandwidth the shards get.
-
-Latency (NCCL's form): one NVLink hop of 25 us (Simple only), plus one network hop of 18 us
-across nodes.
-"""
+"""NCCL NVLS: reduction inside the NVSwitch (NVLink SHARP, multimem loads and stores). For
+all_reduce each port moves S(1 + 1/l) per direction (the reduced shard in, the multicast store
+out); reduce_scatter and all_gather move S. Across nodes NVLS needs in-network reduction
+(CollNet / SHARP) for the shards. Latency (NCCL's form): one NVLink hop of 25 us (Simple only),
+plus one network hop of 18 us across nodes."""
 
 from __future__ import annotations
 

@@ -1,14 +1,7 @@
 """NCCL NVLSTree (all_reduce across nodes): NVLS reduce-scatter inside each node, a tree across
-nodes for each device's shard over that device's own NICs (its rail), NVLS all-gather; the
-parts run pipelined, so the slower bounds the time.
-
-Bandwidth: inside, the NVLS traffic S(1 + 1/l) per port (:mod:`.nvls`); across, each device
-sends and receives its S/l shard once with two nodes (one exchange), 2 S/l in a tree of more:
-busbw min(2(p-1)/p x B_nvls / (1 + 1/l), (2 or 1) x (p-1)/p x node NICs), the tree part
-derated as Tree (:data:`tree.EFFICIENCY`) beyond two nodes.
-
-Latency (NCCL's form): one NVLink hop (25 us) + 2 log2(N) network hops of 20.9 us.
-"""
+nodes for each device's shard over that device's own NICs (its rail), NVLS all-gather; the parts
+run pipelined, so the slower bounds the time (the tree part derated as Tree beyond two nodes).
+Latency (NCCL's form): one NVLink hop (25 us) + 2 log2(N) network hops of 20.9 us."""
 
 from __future__ import annotations
 

@@ -1,12 +1,8 @@
 """Point-to-point collectives (alltoall, alltoallv, sendrecv): NCCL runs them as grouped sends and
-receives, outside its tuning table. Alltoall: a rank sends S(l-1)/p to its node's ranks over its port and
-S(p-l)/p off the node, the node's l ranks sharing its NICs: busbw = (p-1)/p x S / the slower of
-the two. Sendrecv (one peer, rank r to r+1): its port inside a node, the NICs of one rank across.
-Alltoallv: its S is the busiest rank's bytes, priced as alltoall's (exact for the balanced
-matrices, uniform and distance; a skewed one at its busiest rank as if its blocks were even).
-Latency: one hop (NCCL's Simple ring hop, 3.4 us NVLink, 5.7 us PCIe, 14 us network) plus the
-network proxy's overhead (1 us) per remote peer.
-"""
+receives, outside its tuning table. Alltoallv's S is the busiest rank's bytes, priced as
+alltoall's (exact for the balanced matrices; a skewed one at its busiest rank as if its blocks
+were even). Latency: one hop (NCCL's Simple ring hop, 3.4 us NVLink, 5.7 us PCIe, 14 us
+network) plus the network proxy's overhead (1 us) per remote peer."""
 
 from __future__ import annotations
 

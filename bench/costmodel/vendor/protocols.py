@@ -1,14 +1,6 @@
 """NCCL's three protocols, as bandwidth efficiency and per-channel caps (the form of NCCL's
-``src/graph/tuning.cc``; its figures for Hopper, stated there as model constants):
-
-- ``Simple``: large chunks and a fence per step: full bandwidth, the highest latency;
-- ``LL128``: 128-byte lines with 8 bytes of flags: 120/128 of the bandwidth (NCCL models 0.92),
-  at most 36.7 GB/s per channel; on NVLink (NVSwitch) nodes only;
-- ``LL``: 8-byte lines of 4 data bytes and 4 flag bytes: half the bandwidth, at most 141 GB/s
-  on one node and 45 GB/s across nodes; the lowest latency.
-
-NVLS, NVLSTree and CollNet run Simple only (their files say so).
-"""
+``src/graph/tuning.cc``, its figures for Hopper; docs/predict.md, "The vendor model"). LL128
+runs on NVLink (NVSwitch) nodes only; NVLS, NVLSTree and CollNet run Simple only."""
 
 from __future__ import annotations
 

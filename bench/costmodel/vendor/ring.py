@@ -1,17 +1,10 @@
 """NCCL Ring: k channels, each a ring over every rank that enters and leaves each node through a
-different device and that device's NIC (rail-aligned), so all of a node's NICs carry the ring.
-
-Bandwidth: a rank's busiest link share. Inside a node every channel's hop crosses the device's
-port (NVSwitch) or the PCIe tree (:meth:`Fabric.ring_intra`); across nodes the k channels'
-crossings spread over the node's NICs, which together carry 2(p-1)/p x S per direction for
-all_reduce: busbw = min(ring_intra, node NIC bandwidth). Broadcast and reduce run it as a
-pipelined chain (the same bound at busbw factor 1).
-
-Latency (NCCL's form): a base per protocol plus one hop latency per step, the network's for the
-steps that cross nodes (Tree's network hop with one rank per node, where nothing hides it);
-with several nodes an intra step costs at least the network proxy's overhead (1 us, 3 us with
-Simple). Figures from NCCL's tuning table (src/graph/tuning.cc).
-"""
+different device and that device's NIC (rail-aligned), so all of a node's NICs carry the ring;
+broadcast and reduce run it as a pipelined chain. Latency (NCCL's form): a base per protocol
+plus one hop latency per step, the network's for the steps that cross nodes (Tree's network hop
+with one rank per node, where nothing hides it); with several nodes an intra step costs at least
+the network proxy's overhead (1 us, 3 us with Simple). Figures from NCCL's tuning table
+(src/graph/tuning.cc)."""
 
 from __future__ import annotations
 

@@ -1,14 +1,7 @@
 """NCCL Tree (all_reduce): a chain inside each node and a double binary tree across nodes (two
-complementary trees, half the data each; every node an inner node of at most one).
-
-Bandwidth: inside a node the chain moves S up (reduce) and S down (broadcast) through each
-device's port: busbw (p-1)/p x ring_intra. Across nodes a node sends and receives 2S over its
-NICs (S with two nodes, each the root of one tree): busbw (p-1)/p x node NICs (x2 with two
-nodes). Both x 0.92 x 0.85: NCCL's own derating of Tree (src/graph/tuning.cc: 0.92 for the
-tree's pipeline, 0.85 for a balanced tree pattern).
-
-Latency: base + 2 x ((l-1) intra hops + log2(N) network hops).
-"""
+complementary trees, half the data each), derated by 0.92 x 0.85 as NCCL does
+(src/graph/tuning.cc: 0.92 for the tree's pipeline, 0.85 for a balanced tree pattern). Latency:
+base + 2 x ((l-1) intra hops + log2(N) network hops)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,7 @@
 """Trace formats ``commbench import`` turns into a replay scenario, one module each registering a
-:class:`TraceFormat` (discovered). A format reads the files of one job (a file per rank, or one
-holding every rank) into each rank's calls, in order (:class:`~bench.replay.calls.RankCall`),
-and the process groups it names; anything it cannot read is a
-:class:`~bench.replay.calls.TraceError` naming the file and the event.
-"""
+:class:`TraceFormat` (discovered): the files of one job read into each rank's calls, in order,
+and the process groups they name; anything unreadable is a
+:class:`~bench.replay.calls.TraceError` naming the file and the event."""
 
 from __future__ import annotations
 

@@ -1,17 +1,9 @@
-"""``flight-recorder``: PyTorch's flight recorder dumps (``TORCH_FR_BUFFER_SIZE``, formerly
-``TORCH_NCCL_TRACE_BUFFER_SIZE``; written on a timeout or by
-``torch._C._distributed_c10d._dump_fr_trace()`` as a pickle, ``_dump_fr_trace_json()`` as JSON),
-one file per rank. A dump holds ``entries`` (``profiling_name`` such as ``nccl:all_reduce``,
-``input_sizes``, ``output_sizes``, ``input_dtypes``, ``process_group`` as (name, description))
-and ``pg_config`` (each group's ``ranks``). The rank is the dump's ``rank`` where it has one,
-else the digits ending the file's name, as torch's own ``fr_trace`` reads them
-(``nccl_trace_rank_3``). A group whose ``pg_config`` lists no ranks (gloo's dumps) is the ranks
-whose dumps hold its entries. The dump holds what its ring buffer kept: import the dumps of one
-step (dumped right after it), or every dump covers the same calls.
+"""``flight-recorder``: PyTorch's flight recorder dumps (pickle or JSON), one file per rank; the
+fields read, the rank, and groups without ranks: docs/replay.md, "Trace formats". The dump holds
+what its ring buffer kept: import the dumps of one step (dumped right after it).
 
 Pickles are read with no class allowed: a dump is plain data, and anything else is refused
-rather than run.
-"""
+rather than run."""
 
 from __future__ import annotations
 
@@ -24,9 +16,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.replay.calls import ITEMSIZE, RankCall, TraceError, dtype_name
+from bench.replay.calls import ITEMSIZE, RankCall, TraceError, document, dtype_name, ranks_of
 from bench.replay.formats import Read, trace_format
-from bench.replay.formats.torch_profiler import _ranks
 
 # profiling name (after "nccl:" / "gloo:") -> (op, sizes S is read from)
 NAMES = {"all_reduce": ("all_reduce", "input"), "allreduce_coalesced": ("all_reduce", "input"),
@@ -49,21 +40,8 @@ class _PlainData(pickle.Unpickler):
         raise pickle.UnpicklingError(f"a dump holds plain data, not {module}.{name}")
 
 
-def _load(path: Path) -> dict[str, Any]:
-    try:
-        raw = path.read_bytes()
-    except OSError as e:
-        raise TraceError(str(path), e.strerror or str(e)) from None
-    try:
-        doc = (json.loads(raw) if raw.lstrip()[:1] == b"{" else
-               _PlainData(io.BytesIO(raw)).load())
-    except (ValueError, EOFError, pickle.UnpicklingError, RecursionError, IndexError,
-            TypeError) as e:
-        raise TraceError(str(path), f"not a complete flight-recorder dump ({str(e)[:80]}): "
-                                    "truncated?") from None
-    if not isinstance(doc, dict) or not isinstance(doc.get("entries"), list):
-        raise TraceError(str(path), "no entries: not a flight-recorder dump")
-    return doc
+def _parse(raw: bytes) -> Any:
+    return json.loads(raw) if raw.lstrip()[:1] == b"{" else _PlainData(io.BytesIO(raw)).load()
 
 
 def _rank_of(doc: dict[str, Any], path: Path) -> int:
@@ -114,12 +92,14 @@ def read(paths: Sequence[Path]) -> Read:
     raw: dict[int, list[dict[str, Any]]] = {}
     pg_ranks: dict[str, tuple[int, ...]] = {}
     for p in paths:
-        doc = _load(p)
+        doc = document(p, _parse, (ValueError, EOFError, pickle.UnpicklingError, RecursionError,
+                                   IndexError, TypeError), "flight-recorder dump", "entries",
+                       "flight-recorder dump")
         rank = _rank_of(doc, p)
         if rank in raw:
             raise TraceError(str(p), f"a second dump of rank {rank}")
         for name, cfg in (doc.get("pg_config") or {}).items():
-            if isinstance(cfg, dict) and (got := _ranks(cfg.get("ranks", "[]"), f"{p}: pg_config")):
+            if isinstance(cfg, dict) and (got := ranks_of(cfg.get("ranks", "[]"), f"{p}: pg_config")):
                 pg_ranks[str(name)] = got
         raw[rank] = [x for i, e in enumerate(doc["entries"])
                      if (x := _entry(e, rank, f"{p}: entry {i} "
@@ -140,7 +120,7 @@ def read(paths: Sequence[Path]) -> Read:
                     raise TraceError(e["where"], f"peer {e['peer']} of a {len(group)}-rank group")
                 peer = group[e["peer"]]
             calls.append(RankCall(r, e["op"], e["nbytes"], e["dtype"], e["where"],
-                                  None if peer is not None else group, e["pg"], peer,
+                                  None if peer is not None else group, peer,
                                   group[0] if e["op"] == "broadcast" else None,
                                   e["start"], e["end"]))
         by_rank[r] = calls

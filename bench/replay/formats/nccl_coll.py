@@ -1,17 +1,9 @@
-"""``nccl-coll``: NCCL's ``NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=COLL`` lines (with ``INIT`` too, to
-name ranks and groups), from one file holding every process's lines or a file per process
-(``NCCL_DEBUG_FILE=nccl.%h.%p``). The call line, as NCCL's ``src/enqueue.cc`` prints it::
+"""``nccl-coll``: NCCL's ``NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,COLL`` lines, one file holding
+every process's lines or a file per process. The call lines are NCCL's ``src/enqueue.cc``; what
+each field means and how ranks and groups are found: docs/replay.md, "Trace formats"::
 
     host:pid:tid [dev] NCCL INFO AllReduce: opCount 0 sendbuff 0x.. recvbuff 0x.. count 1024
-    datatype 7 op 0 root 0 comm 0x.. [nranks=8] stream 0x..
-
-``count`` is per rank for AllGather and ReduceScatter (S = count x nranks) and AlltoAll; a
-Send's or Recv's ``root`` is its peer. ``datatype`` is ``ncclDataType_t`` (nccl.h). The
-``Init COMPLETE`` line (``comm 0x.. rank R nranks N ... commId 0x..``) says each process's rank
-in each communicator and which communicators are one: a process's global rank is its rank in
-its largest communicator. Without INIT lines, every communicator must span every process, which
-are ranked in order of appearance (a note says so).
-"""
+    datatype 7 op 0 root 0 comm 0x.. [nranks=8] stream 0x.."""
 
 from __future__ import annotations
 
@@ -87,7 +79,7 @@ def read(paths: Sequence[Path]) -> Read:
         p2p = op in ("send", "recv")
         by_rank[rank_of[proc]].append(RankCall(
             rank_of[proc], op, count * ITEMSIZE[dtype], dtype, where, None if p2p else group,
-            c["comm"], group[root] if p2p else None, group[root] if op == "broadcast" else None))
+            group[root] if p2p else None, group[root] if op == "broadcast" else None))
     return Read(by_rank, len(procs), sorted(set(members.values())), notes)
 
 

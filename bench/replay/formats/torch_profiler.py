@@ -1,26 +1,18 @@
 """``torch-profiler``: Kineto JSON traces of ``torch.profiler`` (``export_chrome_trace``), one
-file per rank, recorded with ``record_shapes=True``.
-
-Two kinds of events name a call. ``record_param_comms`` (what ProcessGroupNCCL records: its
-``Collective name``, ``In msg nelems``, ``Out msg nelems``, ``dtype``, ``Process Group Ranks``,
-and for a send or receive the peer as ``Rank``), used alone where a trace has any; else the
-``c10d::`` and ``_c10d_functional::`` operator events every backend leaves (gloo on CPU leaves
-only these): the operator and its arguments' shapes, the element type of a tensor list taken
-from the backend's own ``gloo:``/``nccl:`` event of the same shape. Those events name no group:
-:mod:`bench.replay.merge` infers it from ``distributedInfo.pg_config``. A call that runs inside
-another (``c10d::allreduce_`` under ``_c10d_functional::all_reduce``) is that one call.
-"""
+file per rank, recorded with ``record_shapes=True``. ``record_param_comms`` events are used
+alone where a trace has any, else the ``c10d::`` and ``_c10d_functional::`` operator events
+(which fields of each: docs/replay.md, "Trace formats"). Operator events name no group:
+:mod:`bench.replay.merge` infers it. A call inside another is that one call."""
 
 from __future__ import annotations
 
-import ast
 import json
 import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.replay.calls import ITEMSIZE, RankCall, TraceError, dtype_name
+from bench.replay.calls import ITEMSIZE, RankCall, TraceError, document, dtype_name, ranks_of
 from bench.replay.formats import Read, trace_format
 
 # operator (no namespace or overload) -> (op, argument holding the payload, argument holding a
@@ -58,18 +50,6 @@ PARAM_COMMS = {"allreduce": ("all_reduce", "in"), "allreduce_coalesced": ("all_r
 PARAM_COMMS_EVENT = "record_param_comms"
 SKIPPED = ("barrier", "wait", "init", "")  # no payload to replay
 EPS_US = 0.002  # Kineto's timestamps are µs with ns digits: containment within rounding
-
-
-def _load(path: Path) -> dict[str, Any]:
-    try:
-        doc = json.loads(path.read_bytes())
-    except OSError as e:
-        raise TraceError(str(path), e.strerror or str(e)) from None
-    except (ValueError, RecursionError) as e:
-        raise TraceError(str(path), f"not a complete JSON trace ({str(e)[:80]}): truncated?") from None
-    if not isinstance(doc, dict) or not isinstance(doc.get("traceEvents"), list):
-        raise TraceError(str(path), "no traceEvents: not a torch profiler trace")
-    return doc
 
 
 def _numel(dims: Any) -> int:
@@ -129,15 +109,6 @@ def _event(e: Any, where: str) -> dict[str, Any]:
         raise TraceError(where, "no start time (ts) or duration (dur)") from None
 
 
-def _ranks(value: Any, where: str) -> tuple[int, ...]:
-    try:
-        got = ast.literal_eval(value) if isinstance(value, str) else value
-        return tuple(int(x) for x in got)
-    except (ValueError, SyntaxError, TypeError):
-        raise TraceError(where, f"Process Group Ranks {str(value)[:40]!r} is not a list of "
-                                "ranks") from None
-
-
 def _param_comms(e: dict[str, Any], rank: int, world: int, where: str) -> RankCall | None:
     a = e["args"]
     name = str(a.get("Collective name", ""))
@@ -151,7 +122,7 @@ def _param_comms(e: dict[str, Any], rank: int, world: int, where: str) -> RankCa
         dtype = dtype_name(a["dtype"], where)
     except (KeyError, TypeError, ValueError):
         raise TraceError(where, f"{name}: no message size or dtype") from None
-    group = (_ranks(a["Process Group Ranks"], where) if "Process Group Ranks" in a
+    group = (ranks_of(a["Process Group Ranks"], where) if "Process Group Ranks" in a
              else tuple(range(world)))
     if not group:  # the default group lists no ranks in some versions
         group = tuple(range(world))
@@ -162,8 +133,8 @@ def _param_comms(e: dict[str, Any], rank: int, world: int, where: str) -> RankCa
         except (KeyError, TypeError, ValueError, IndexError):
             raise TraceError(where, f"{name}: no peer rank in its group") from None
     return RankCall(rank, op, nelems * ITEMSIZE[dtype], dtype, where,
-                    None if op in ("send", "recv") else group, a.get("Process Group Name"),
-                    peer, group[0] if op == "broadcast" else None, e["ts"], e["ts"] + e["dur"])
+                    None if op in ("send", "recv") else group, peer,
+                    group[0] if op == "broadcast" else None, e["ts"], e["ts"] + e["dur"])
 
 
 def _operator(e: dict[str, Any], rank: int, types: _Types, where: str) -> RankCall:
@@ -195,7 +166,8 @@ def _operator(e: dict[str, Any], rank: int, types: _Types, where: str) -> RankCa
 
 
 def _one(path: Path) -> tuple[int, int, list[tuple[int, ...]], list[RankCall]]:
-    doc = _load(path)
+    doc = document(path, json.loads, (ValueError, RecursionError), "JSON trace", "traceEvents",
+                   "torch profiler trace")
     info = doc.get("distributedInfo")
     if not isinstance(info, dict) or "rank" not in info or "world_size" not in info:
         raise TraceError(str(path), "no distributedInfo (rank, world_size): not a trace of a "
