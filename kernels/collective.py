@@ -22,7 +22,7 @@ Nothing outside ``kernels/collectives/`` names a collective: code asks this regi
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -80,6 +80,22 @@ class NcclHandle:
     nccl: Any
     stream: int
     dtype: Any
+
+
+def nccl_p2p(h: NcclHandle, sends: Sequence[tuple[int, int, int]],
+             recvs: Sequence[tuple[int, int, int]]) -> Callable[[], None]:
+    """Raw-byte sends and receives ``(peer, pointer, bytes)`` in one NCCL group on the stream
+    (the collectives NCCL lacks)."""
+
+    def run() -> None:
+        h.nccl.groupStart()
+        for q, ptr, nbytes in sends:
+            h.comm.send(ptr, nbytes, h.nccl.NCCL_INT8, q, h.stream)
+        for q, ptr, nbytes in recvs:
+            h.comm.recv(ptr, nbytes, h.nccl.NCCL_INT8, q, h.stream)
+        h.nccl.groupEnd()
+
+    return run
 
 
 # Binds a vendor call to its buffers once (imports, views, constants resolved here) and returns

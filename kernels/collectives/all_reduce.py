@@ -38,7 +38,6 @@ def _nccl(a: VendorArgs) -> Callable[[], None]:
                    h.stream)
 
 
-
 def _mpi_inplace(a: VendorArgs) -> Callable[[], None]:
     from mpi4py import MPI
 

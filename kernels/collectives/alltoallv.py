@@ -32,6 +32,7 @@ from kernels.collective import (
     Layout,
     Result,
     VendorArgs,
+    nccl_p2p,
     register,
     resolve,
 )
@@ -162,21 +163,11 @@ def _torch(text: str, a: VendorArgs) -> Callable[[], None]:
 
 def _nccl(text: str, a: VendorArgs) -> Callable[[], None]:
     """NCCL has no alltoallv: grouped send/recv per peer, zero counts skipped."""
-    h, item = a.handle, a.send.itemsize
+    item = a.send.itemsize
     sc, sd, rc, rd = _peers(text, a)
     s, r = a.send.data.ptr, a.recv.data.ptr
-    sends = [(q, s + sd[q] * item, sc[q] * item) for q in range(a.world) if sc[q]]
-    recvs = [(q, r + rd[q] * item, rc[q] * item) for q in range(a.world) if rc[q]]
-
-    def run() -> None:
-        h.nccl.groupStart()
-        for q, ptr, nbytes in sends:
-            h.comm.send(ptr, nbytes, h.nccl.NCCL_INT8, q, h.stream)
-        for q, ptr, nbytes in recvs:
-            h.comm.recv(ptr, nbytes, h.nccl.NCCL_INT8, q, h.stream)
-        h.nccl.groupEnd()
-
-    return run
+    return nccl_p2p(a.handle, [(q, s + sd[q] * item, sc[q] * item) for q in range(a.world) if sc[q]],
+                    [(q, r + rd[q] * item, rc[q] * item) for q in range(a.world) if rc[q]])
 
 
 def _bound(text: str) -> dict[str, object]:

@@ -11,7 +11,7 @@ from functools import partial
 
 import numpy as np
 
-from kernels.collective import Collective, Result, VendorArgs, register
+from kernels.collective import Collective, Result, VendorArgs, nccl_p2p, register
 
 
 def _result(n: int, p: int, rank: int, root: int, start: int, stop: int) -> Result:
@@ -41,17 +41,9 @@ def _torch(a: VendorArgs) -> Callable[[], None]:
 
 
 def _nccl(a: VendorArgs) -> Callable[[], None]:
-    h = a.handle
     nxt, prv = (a.rank + 1) % a.world, (a.rank - 1) % a.world
     nbytes = a.send.size * a.send.itemsize
-
-    def run() -> None:
-        h.nccl.groupStart()
-        h.comm.send(a.send.data.ptr, nbytes, h.nccl.NCCL_INT8, nxt, h.stream)
-        h.comm.recv(a.recv.data.ptr, nbytes, h.nccl.NCCL_INT8, prv, h.stream)
-        h.nccl.groupEnd()
-
-    return run
+    return nccl_p2p(a.handle, [(nxt, a.send.data.ptr, nbytes)], [(prv, a.recv.data.ptr, nbytes)])
 
 
 register(Collective(
