@@ -9,6 +9,7 @@ needs around its clock. It never reads a clock itself and never names a collecti
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import numpy as np
@@ -78,6 +79,17 @@ def views(buf: Any, layout: Layout) -> tuple[Any, Any]:
     send = buf[layout.inp.start:layout.inp.stop] if layout.inp is not None else None
     recv = buf[layout.out.start:layout.out.stop] if layout.out is not None else None
     return send, recv
+
+
+class Bound:
+    """A vendor call bound to its buffers: a :class:`Plan` whose ``run`` is that call; ``keep``
+    holds what the call points into (buffer specs made once)."""
+
+    def __init__(self, run: Callable[[], None], keep: Any = None) -> None:
+        self.run, self._keep = run, keep
+
+    def close(self) -> None:
+        pass
 
 
 def vendor_call(spec: Collective, family: str) -> Any:

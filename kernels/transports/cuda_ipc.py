@@ -30,7 +30,16 @@ from kernels.collective import Collective, Layout
 from kernels.ops import ReduceOp
 from kernels.schedule import Schedule
 from kernels.transports.base import Plan
-from kernels.transports.gpu import DeviceTransport, GpuContext, agree, open_device, reducer
+from kernels.transports.gpu import (
+    DeviceTransport,
+    GpuContext,
+    Local,
+    agree,
+    finish,
+    local_work,
+    open_device,
+    reducer,
+)
 from kernels.transports.gpu_plan import (
     logical_dtype,
     match_pulls,
@@ -95,29 +104,24 @@ class IpcPlan:
         steps = plan_steps(schedule, buf.itemsize, keep_idle=True)
         matched = match_pulls(tr.rank, steps, tr.comm.allgather(send_lists(steps)))
         dev = {False: buf.data.ptr, True: scratch.data.ptr if scratch is not None else 0}
-        self._steps: list[tuple[list[tuple[int, int, int]], list[tuple[Any, Any]],
-                                list[tuple[Any, Any]]]] = []
+        self._steps: list[tuple[list[tuple[int, int, int]], Local]] = []
         for st, pulls in zip(steps, matched):
             copies = []
             for x in pulls:
                 src = peers[x.peer]
                 assert src is not None, "a schedule never receives from its own rank"
                 copies.append((dev[x.into_scratch] + x.dst_offset, src + x.src_offset, x.nbytes))
-            self._steps.append((copies, [(buf[a:b], scratch[a:b]) for a, b in st.reduces],
-                                [(buf[d:d + n], buf[s:s + n]) for s, d, n in st.copies]))
+            self._steps.append((copies, local_work(st, buf, scratch)))
 
     def run(self) -> None:
         stream, copy, kind, reduce = self._stream, self._copy, self._kind, self._reduce
         barrier, sptr = self._comm.Barrier, stream.ptr
         with stream:
             barrier()  # every peer's input is in place
-            for pulls, reds, local in self._steps:
+            for pulls, local in self._steps:
                 for dst, src, n in pulls:
                     copy(dst, src, n, kind, sptr)
-                for dst, src in reds:
-                    reduce(dst, src)
-                for dst, src in local:
-                    dst[...] = src
+                finish(reduce, local)
                 stream.synchronize()
                 barrier()  # nobody overwrites what a peer may still be reading
 

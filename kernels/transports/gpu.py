@@ -23,6 +23,7 @@ from mpi4py import MPI
 from kernels.transports.base import Plan, TransportUnavailable
 from kernels.transports.gpu_plan import (
     CUPY_UFUNCS,
+    StepPlan,
     bf16_bits_to_f32,
     bf16_kernel_body,
     device_for,
@@ -106,6 +107,23 @@ def reducer(cp: Any, dtype: str, op: str) -> Reduce:
         return lambda dst, src: kernel(src, dst)
     ufunc = getattr(cp, CUPY_UFUNCS[op])
     return lambda dst, src: ufunc(dst, src, out=dst)
+
+
+Local = tuple[list[tuple[Any, Any]], list[tuple[Any, Any]]]  # a step's reductions, copies
+
+
+def local_work(st: StepPlan, buf: Any, scratch: Any) -> Local:
+    """A step's reductions (buf view, scratch view) and local copies (destination, source)."""
+    return ([(buf[a:b], scratch[a:b]) for a, b in st.reduces],
+            [(buf[d:d + n], buf[s:s + n]) for s, d, n in st.copies])
+
+
+def finish(reduce: Reduce, local: Local) -> None:
+    """Queue a step's reductions, then its local copies, on the current stream."""
+    for dst, src in local[0]:
+        reduce(dst, src)
+    for dst, src in local[1]:
+        dst[...] = src
 
 
 def to_storage(host: np.ndarray, dtype: str) -> np.ndarray:

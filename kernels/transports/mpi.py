@@ -10,7 +10,7 @@ from mpi4py import MPI
 from kernels.collective import Collective, Layout, VendorArgs
 from kernels.ops import ReduceOp
 from kernels.schedule import Schedule
-from kernels.transports.base import Plan, vendor_call, views
+from kernels.transports.base import Bound, Plan, vendor_call, views
 
 TAG = 7
 MPI_OPS = {"sum": MPI.SUM, "prod": MPI.PROD, "max": MPI.MAX, "min": MPI.MIN}
@@ -95,22 +95,6 @@ def buffer_spec(view: np.ndarray | None, mpitype: MPI.Datatype) -> list[Any] | N
     return [MPI.buffer(view), mpitype]
 
 
-class VendorPlan:
-    """A collective's MPI call (``MPI_Allreduce``, ``MPI_Allgather``, ...) bound to its views."""
-
-    def __init__(self, comm: MPI.Comm, spec: Collective, buf: np.ndarray, layout: Layout,
-                 op: ReduceOp | None, root: int) -> None:
-        send, recv = views(buf, layout)
-        self._views = (send, recv)  # the buffer specs point into them
-        t = MPI.Datatype.fromcode(buf.dtype.char)  # what mpi4py infers from the array itself
-        self.run = vendor_call(spec, "mpi")(VendorArgs(
-            comm, buffer_spec(send, t), buffer_spec(recv, t), MPI_OPS[op.name] if op else None,
-            root, comm.rank, comm.size, layout.count))
-
-    def close(self) -> None:
-        pass
-
-
 class MpiTransport:
     """Host (numpy) buffers over an mpi4py communicator of its own (a Dup of the one given);
     buffers page-aligned with transparent huge pages ``off``/``on``/``auto`` (see
@@ -142,7 +126,12 @@ class MpiTransport:
 
     def vendor(self, spec: Collective, buf: np.ndarray, layout: Layout, op: ReduceOp | None,
                root: int) -> Plan:
-        return VendorPlan(self.comm, spec, buf, layout, op, root)
+        send, recv = views(buf, layout)
+        t = MPI.Datatype.fromcode(buf.dtype.char)  # what mpi4py infers from the array itself
+        comm = self.comm
+        return Bound(vendor_call(spec, "mpi")(VendorArgs(
+            comm, buffer_spec(send, t), buffer_spec(recv, t), MPI_OPS[op.name] if op else None,
+            root, comm.rank, comm.size, layout.count)), keep=(send, recv))
 
     def barrier(self) -> None:
         self.comm.Barrier()

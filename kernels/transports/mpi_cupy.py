@@ -23,7 +23,15 @@ from kernels.collective import Collective, Layout, VendorArgs
 from kernels.ops import ReduceOp
 from kernels.schedule import Schedule
 from kernels.transports.base import Plan, vendor_call, views
-from kernels.transports.gpu import DeviceTransport, GpuContext, open_device, reducer
+from kernels.transports.gpu import (
+    DeviceTransport,
+    GpuContext,
+    Local,
+    finish,
+    local_work,
+    open_device,
+    reducer,
+)
 from kernels.transports.gpu_plan import (
     CudaAwareness,
     bf16_reduce_into,
@@ -57,30 +65,26 @@ class AwarePlan:
         self._reduce = reducer(ctx.cp, logical_dtype(buf.dtype.name), op.name)
         b8 = buf.view(ctx.cp.uint8)
         s8 = scratch.view(ctx.cp.uint8) if scratch is not None else None
-        self._steps: list[tuple[list[MPI.Prequest], list[tuple[Any, Any]], list[tuple[Any, Any]]]] = []
+        self._steps: list[tuple[list[MPI.Prequest], Local]] = []
         for st in plan_steps(schedule, buf.itemsize):
             reqs = [comm.Recv_init([(s8 if x.into_scratch else b8)[x.offset:x.offset + x.nbytes],
                                     MPI.BYTE], x.peer, TAG) for x in st.recvs]
             reqs += [comm.Send_init([b8[x.offset:x.offset + x.nbytes], MPI.BYTE], x.peer, TAG)
                      for x in st.sends]
-            self._steps.append((reqs, [(buf[a:b], scratch[a:b]) for a, b in st.reduces],
-                                [(buf[d:d + n], buf[s:s + n]) for s, d, n in st.copies]))
+            self._steps.append((reqs, local_work(st, buf, scratch)))
 
     def run(self) -> None:
         reduce, stream = self._reduce, self._stream
         with stream:
-            for reqs, reds, copies in self._steps:
+            for reqs, local in self._steps:
                 stream.synchronize()  # the previous step's reductions are in buf before MPI reads
                 if reqs:
                     MPI.Prequest.Startall(reqs)
                     MPI.Request.Waitall(reqs)
-                for dst, src in reds:
-                    reduce(dst, src)
-                for dst, src in copies:
-                    dst[...] = src
+                finish(reduce, local)
 
     def close(self) -> None:
-        for reqs, _, _ in self._steps:
+        for reqs, _ in self._steps:
             for r in reqs:
                 r.Free()
         self._steps = []
@@ -101,8 +105,7 @@ class StagedPlan:
         dev = {False: buf.data.ptr, True: scratch.data.ptr if scratch is not None else 0}
         host = {False: hb, True: hs}
         self._steps: list[tuple[list[tuple[int, int, int]], list[MPI.Prequest],
-                                list[tuple[int, int, int]], list[tuple[Any, Any]],
-                                list[tuple[Any, Any]]]] = []
+                                list[tuple[int, int, int]], Local]] = []
         for st in plan_steps(schedule, buf.itemsize):
             d2h = [(hb.ctypes.data + x.offset, dev[False] + x.offset, x.nbytes) for x in st.sends]
             reqs = [comm.Recv_init([host[x.into_scratch][x.offset:x.offset + x.nbytes], MPI.BYTE],
@@ -111,15 +114,13 @@ class StagedPlan:
                      for x in st.sends]
             h2d = [(dev[x.into_scratch] + x.offset, host[x.into_scratch].ctypes.data + x.offset,
                     x.nbytes) for x in st.recvs]
-            reds = [(buf[a:b], scratch[a:b]) for a, b in st.reduces]
-            local = [(buf[d:d + n], buf[s:s + n]) for s, d, n in st.copies]
-            self._steps.append((d2h, reqs, h2d, reds, local))
+            self._steps.append((d2h, reqs, h2d, local_work(st, buf, scratch)))
 
     def run(self) -> None:
         stream, copy, reduce = self._stream, self._copy, self._reduce
         sptr = stream.ptr
         with stream:
-            for d2h, reqs, h2d, reds, local in self._steps:
+            for d2h, reqs, h2d, local in self._steps:
                 for dst, src, n in d2h:
                     copy(dst, src, n, self._d2h, sptr)
                 # Sends are on the host, and the last step's host->device copies no longer read
@@ -129,13 +130,10 @@ class StagedPlan:
                 MPI.Request.Waitall(reqs)
                 for dst, src, n in h2d:
                     copy(dst, src, n, self._h2d, sptr)
-                for dst, src in reds:
-                    reduce(dst, src)
-                for dst, src in local:
-                    dst[...] = src
+                finish(reduce, local)
 
     def close(self) -> None:
-        for _, reqs, _, _, _ in self._steps:
+        for _, reqs, _, _ in self._steps:
             for r in reqs:
                 r.Free()
         self._steps = []

@@ -23,7 +23,7 @@ import torch.distributed as dist
 from kernels.collective import Collective, Layout, VendorArgs
 from kernels.ops import ReduceOp
 from kernels.schedule import Schedule
-from kernels.transports.base import Plan, TransportUnavailable, vendor_call, views
+from kernels.transports.base import Bound, Plan, TransportUnavailable, vendor_call, views
 from kernels.transports.rendezvous import rendezvous
 
 # In-place reductions by op name: fn(dst, src, out=dst).
@@ -78,21 +78,6 @@ class TorchPlan:
         self._steps = []
 
 
-class VendorPlan:
-    """A collective's torch.distributed call (``all_reduce``, ``all_gather_into_tensor``, ...)
-    bound to its views."""
-
-    def __init__(self, group: dist.ProcessGroup | None, spec: Collective, buf: torch.Tensor,
-                 layout: Layout, op: ReduceOp | None, root: int) -> None:
-        send, recv = views(buf, layout)
-        self.run = vendor_call(spec, "torch")(VendorArgs(
-            group, send, recv, VENDOR_OPS[op.name] if op else None, root,
-            dist.get_rank(group), dist.get_world_size(group), layout.count))
-
-    def close(self) -> None:
-        pass
-
-
 class TorchP2PTransport:
     """Tensors on ``device`` moved by torch.distributed point-to-point calls in ``group``."""
 
@@ -122,7 +107,10 @@ class TorchP2PTransport:
 
     def vendor(self, spec: Collective, buf: torch.Tensor, layout: Layout, op: ReduceOp | None,
                root: int) -> Plan:
-        return VendorPlan(self.group, spec, buf, layout, op, root)
+        send, recv = views(buf, layout)
+        return Bound(vendor_call(spec, "torch")(VendorArgs(
+            self.group, send, recv, VENDOR_OPS[op.name] if op else None, root, self.rank,
+            self.size, layout.count)))
 
     def barrier(self) -> None:
         if self.device.type == "cuda":
