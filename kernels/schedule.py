@@ -83,15 +83,9 @@ class Step:
     def nonempty(self) -> Step:
         """The same step without zero-length transfers (itself when it has none, as every step
         a :class:`StepBuilder` builds)."""
-        for op in (*self.sends, *self.recvs):
-            if op.range.stop == op.range.start:
-                break
-        else:
-            for c in self.copies:
-                if c.dst.stop == c.dst.start:
-                    break
-            else:
-                return self
+        if all(op.range.size for op in (*self.sends, *self.recvs)) and all(
+                c.dst.size for c in self.copies):
+            return self
         return Step(
             tuple(s for s in self.sends if s.range.size),
             tuple(r for r in self.recvs if r.range.size),
@@ -170,10 +164,6 @@ class StepBuilder:
             raise ScheduleError(f"copy of {src.size} elements into {dst.size}")
         if src.size and (self.only is None or self.only == rank):
             self._slot(step, rank)[2].append(Copy(src, dst))
-
-    @property
-    def num_steps(self) -> int:
-        return len(self._steps)
 
     def build(self, rank: int) -> Schedule:
         if self.only is not None and rank != self.only:

@@ -10,7 +10,7 @@ from kernels.algorithm import Problem, algorithm
 from kernels.chunks import split
 from kernels.closed import Ctx, Estimate, estimate
 from kernels.compiled import POW2_BLOCKS, Compiled, CStep, messages
-from kernels.phases import halve, span
+from kernels.phases import Fold, halve, node_order, span
 from kernels.schedule import Range, StepBuilder
 
 
@@ -29,7 +29,7 @@ def _closed(x: Ctx) -> Estimate | str:
 def _generate(pr: Problem) -> Compiled:
     """The build on p' atoms (block v is atom v), generated: every virtual rank's interval of
     blocks halved, then doubled, by numpy over all of them at once."""
-    order = np.asarray([r for node in pr.topology.nodes() for r in node], np.int64)
+    order = np.asarray(node_order(pr.topology), np.int64)
     p = order.size
     pp = 1 << (p.bit_length() - 1)
     rem, v = p - pp, np.arange(pp)
@@ -67,18 +67,16 @@ def halving_doubling(problem: Problem, b: StepBuilder) -> None:
     the range still held, then log2(p') doubling steps. Steps: 2*log2(p') (+2 if p is not a power
     of two). Bytes sent per rank: 2(p'-1)/p' * n, plus n for the ranks that fold in or send back.
     """
-    order = [r for node in problem.topology.nodes() for r in node]
-    p = len(order)
-    if p == 1:
+    f = Fold(node_order(problem.topology))
+    order, pp, rem = f.order, f.pp, f.rem
+    if problem.world == 1:
         return
-    pp = 1 << (p.bit_length() - 1)
-    rem = p - pp
     whole = Range(0, problem.count)
     if rem:
         st = b.step()
         for i in range(rem):
             b.move(order[2 * i], order[2 * i + 1], whole, reduce=True, step=st)
-    real = [order[2 * v + 1] if v < rem else order[v + rem] for v in range(pp)]
+    real = [f.keeper(v) for v in range(pp)]
     blocks = split(problem.count, pp)
 
     held = halve(b, real, blocks)  # block interval each virtual rank holds reduced

@@ -6,7 +6,7 @@ import numpy as np
 
 from kernels import rings
 from kernels.algorithm import Problem, algorithm
-from kernels.chunks import split, subsplit
+from kernels.chunks import split
 from kernels.closed import Ctx, Estimate, estimate
 from kernels.compiled import Compiled, Shape
 from kernels.schedule import StepBuilder
@@ -72,7 +72,8 @@ def hierarchical(problem: Problem, b: StepBuilder) -> None:
     inter_ag = rings.open_steps(b, n_nodes - 1)
     for i in range(l):
         members = [node[i] for node in nodes]
-        sub = subsplit(local_chunks[(i + 1) % l], n_nodes)
+        mine = local_chunks[(i + 1) % l]
+        sub = split(mine.size, n_nodes, mine.start)
         rings.reduce_scatter(b, members, sub, inter_rs)
         rings.all_gather(b, members, sub, inter_ag)
 

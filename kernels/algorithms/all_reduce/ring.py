@@ -41,7 +41,7 @@ def ring(problem: Problem, b: StepBuilder) -> None:
     chunk n/p rounded to whole elements). Ranks are ordered node by node, so the ring crosses
     between nodes only once per node.
     """
-    members = [r for node in problem.topology.nodes() for r in node]
+    members = node_order(problem.topology)
     p = len(members)
     chunks = split(problem.count, p)
     rings.reduce_scatter(b, members, chunks, rings.open_steps(b, p - 1))

@@ -10,12 +10,8 @@ from kernels.algorithms.broadcast.binomial import rooted_order
 from kernels.chunks import split
 from kernels.closed import INTER, Ctx, Estimate, estimate
 from kernels.compiled import Compiled, Shape, messages
-from kernels.schedule import Range, StepBuilder
-
-
-def _span(chunks: list[Range], lo: int, hi: int) -> Range:
-    """Chunks lo..hi-1 as one element range."""
-    return Range(chunks[lo].start, chunks[hi - 1].stop)
+from kernels.phases import span
+from kernels.schedule import StepBuilder
 
 
 def _sent(problem: Problem, rank: int) -> int:
@@ -23,7 +19,7 @@ def _sent(problem: Problem, rank: int) -> int:
     v = rooted_order(problem).index(rank)
     chunks = split(n, p)
     top = min(v + (v & -v), p) if v else p  # the scatter leaves chunks v..top-1 at v
-    return _span(chunks, v, top).size - chunks[v].size + n - chunks[(v + 1) % p].size
+    return span(chunks, v, top).size - chunks[v].size + n - chunks[(v + 1) % p].size
 
 
 def _closed(x: Ctx) -> Estimate | str:
@@ -41,7 +37,7 @@ def _closed(x: Ctx) -> Estimate | str:
     low = np.where(v == 0, p, v & -v)
     ready, sc_inter = np.zeros(p), np.zeros(p)
     for d in bits:  # arrival at v: the hops of its bits; then v sends at every d < lowbit(v)
-        c, crosses = x.tree_step(d, d * b)
+        c, crosses = x.by_distance(d, d * b, tree=True)
         ready += np.where(v & d, c, 0.0) + np.where(d < low, c, 0.0)
         sc_inter += np.where((d < low) & crosses, d * b, 0.0)
     costs = [c for c in (x.intra(b) if l > 1 else None, x.cross(INTER, b) if x.N > 1 else None)
@@ -92,7 +88,7 @@ def scatter_allgather(problem: Problem, b: StepBuilder) -> None:
     while d:
         st = b.step()
         for v in range(0, p - d, 2 * d):
-            b.move(order[v], order[v + d], _span(chunks, v + d, min(v + 2 * d, p)), reduce=False,
+            b.move(order[v], order[v + d], span(chunks, v + d, min(v + 2 * d, p)), reduce=False,
                    step=st)
         d //= 2
     # rings.all_gather starts with member i owning chunk (i+1) % p: give it its own chunk.

@@ -31,7 +31,7 @@ def _closed(x: Ctx) -> Estimate | str:
         return why
     b = x.b
     t, inter = x.halving(b, reduce=True, down=True)
-    t += sum(x.tree_step(1 << i, (1 << i) * b)[0] for i in range(x.p.bit_length() - 1))
+    t += sum(x.by_distance(1 << i, (1 << i) * b, tree=True)[0] for i in range(x.p.bit_length() - 1))
     half = x.p // 2
     last = half * b if half >= x.l and x.p > 1 else 0.0
     sent = (x.p - 1) * b + (half * b if x.p > 1 else 0)
