@@ -1,21 +1,11 @@
-"""What a collective is: a small declarative record, one file each in ``kernels/collectives/``.
+"""What a collective is: a small declarative record, one file each in ``kernels/collectives/``
+(what a declaration states: docs/collectives.md, "What a collective is").
 
-A collective states, as functions of the buffer's element count ``n`` (the size a scenario names,
-rounded as the collective needs), the world size ``p``, the rank and the root:
-
-- how many elements each rank contributes and receives, and where they lie in the rank's
-  workspace (:class:`Layout`): in place as NCCL lays it out (what the schedules run on) and with
-  separate send and receive buffers (what ``native`` runs: nccl-tests' and OSU's headline);
-- what every output element must be (:class:`Result`): the reduction over all ranks of one input
-  element, or one rank's input element, by index. The symbolic verifier, the numeric check and
-  the byte counter all read this one definition;
-- the busbw factor and which buffer the reported size is (nccl-tests' ``doc/PERFORMANCE.md``);
-- the vendor call per transport family (``mpi``, ``torch``, ``nccl``): a function of the
-  transport's handle and the buffer views, so no transport names a collective.
-- the library's own name of that call (``vendor_names``: ``Allreduce``, NCCL's ``AllReduce``), so
-  a vendor setting that names a call (``MPIR_CVAR_ALLREDUCE_...``) and a vendor log line
-  (``AllReduce: 4096 Bytes -> ...``) are matched to the collective without naming it.
-
+Everything is a function of the element count ``n``, the world size ``p``, the rank and the root:
+the layouts (:class:`Layout`), the result every output element must hold (:class:`Result`, read
+by the verifier, the numeric check and the byte counter), the busbw factor, the vendor call per
+transport family and the library's own name of that call (``vendor_names``: ``Allreduce``,
+NCCL's ``AllReduce``), by which vendor settings and log lines are matched to the collective.
 Nothing outside ``kernels/collectives/`` names a collective: code asks this registry.
 """
 

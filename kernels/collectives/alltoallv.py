@@ -1,18 +1,10 @@
 """alltoallv: rank s sends C[s][d] elements to each rank d; d receives, in source order, the
 concatenation of what every rank sends it (MPI_Alltoallv with packed displacements).
 
-The count matrix C is named in the collective's argument, ``alltoallv(zipf,s=1.2,seed=3)``
-(:mod:`kernels.counts`; plain ``alltoallv`` is ``uniform``), and made for the size n so that the
-busiest rank's max(elements sent, elements received) is exactly n: the reported size is that
-rank's bytes, nccl-tests' ``alltoallv_perf`` measure (``AlltoAllvGetBw`` in
-https://github.com/NVIDIA/nccl-tests/blob/master/src/alltoallv.cu), and busbw = algbw (p-1)/p
-as theirs. A rank's own block C[r][r] is copied locally and counts in its totals, as there.
-
-Workspace of every rank: input [0, S_in) (S_in the largest row sum; rank r uses its row's
-[0, row_r)), output [S_in, S_in + S_out) (S_out the largest column sum; rank r uses
-[S_in, S_in + col_r)), and for the schedules a staging area of 2 T elements (T the matrix's
-off-diagonal total) that two-hop algorithms relay through. ``native`` gets the separate layout
-without the staging area.
+The count matrix C is the collective's argument, ``alltoallv(zipf,s=1.2,seed=3)``
+(:mod:`kernels.counts`; plain ``alltoallv`` is ``uniform``). Size, busbw (nccl-tests'
+``AlltoAllvGetBw``, https://github.com/NVIDIA/nccl-tests/blob/master/src/alltoallv.cu) and the
+workspace with its staging area: docs/collectives.md, "alltoallv and its count matrices".
 """
 
 from __future__ import annotations

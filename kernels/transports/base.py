@@ -1,10 +1,9 @@
 """The transport interface: the only code that touches the wire.
 
 A transport allocates buffers, compiles a schedule into a :class:`Plan` (buffer views and
-requests made once, so running it does no planning or allocation), binds any collective's vendor
-call (declared in ``kernels/collectives/``, looked up by the transport's ``family``) behind the
-same :class:`Plan` interface, and offers the barrier and device synchronisation the harness
-needs around its clock. It never reads a clock itself and never names a collective.
+requests made once), binds a collective's vendor call (looked up by its ``family``) behind the
+same interface, and offers the barrier and device synchronisation the harness needs around its
+clock. It never reads a clock itself and never names a collective.
 """
 
 from __future__ import annotations

@@ -1,22 +1,14 @@
-"""CUDA-IPC transport: ``transport: cuda-ipc``, ranks of one node pulling chunks from each other's
-device buffers, the mechanism NCCL uses inside a node.
+"""CUDA-IPC transport: ``transport: cuda-ipc``, ranks of one node pulling from each other's
+device buffers, the mechanism NCCL uses inside a node (docs/gpu.md).
 
-At compile time every rank exports an IPC handle of its ``buf`` (``ipcGetMemHandle``), the handles
-are all-gathered over MPI once, and each rank opens its peers' (``ipcOpenMemHandle``, lazy peer
-access). Every rank's send list is all-gathered too, so each receive is paired with its send (posting
-order per pair) and becomes a device-to-device ``memcpyAsync`` from the sender's ``buf`` at the
-sender's offsets into this rank's ``buf`` (copy) or ``scratch`` (reduce); then the reductions.
-
-Synchronisation per step: stream synchronised, then an MPI barrier of all ranks. The IR lets a
-step write only elements its rank does not send, so reads of step i (by peers) never race writes
-of step i; the barrier orders step i+1's writes after everyone's step i reads. One more barrier
-opens each run, because the caller may have just uploaded new input. Sends are no-ops (the
-receiver pulls). Several ranks may share one GPU, which is what makes it useful on one GPU.
-
-Buffers are plain ``cudaMalloc`` allocations (``cupy.cuda.Memory``), not CuPy-pool blocks, so an
-IPC handle maps exactly the buffer's base. ``native`` is MPI: ``MPI_Allreduce`` on the device
-buffer when the MPI library is CUDA-aware, else on a pinned host copy (as in ``mpi-cupy``).
-There is no CUDA-graph variant: host barriers sit between steps.
+At compile time every rank's IPC handle of ``buf`` and its send list are all-gathered over MPI,
+so each receive becomes a ``memcpyAsync`` from the sender's ``buf`` at the sender's offsets (into
+``buf`` or, to reduce, ``scratch``). Per step: pulls, reductions, a stream sync, an MPI barrier.
+The IR lets a step write only elements its rank does not send, so peers' reads of step i never
+race its writes, and the barrier orders step i+1's writes after them; one more barrier opens each
+run, as the caller may have just uploaded input. Buffers are plain ``cudaMalloc`` allocations,
+not pool blocks, so a handle maps exactly the buffer's base. ``native`` is MPI, as in
+``mpi-cupy``; no CUDA-graph variant (host barriers sit between steps).
 """
 
 from __future__ import annotations

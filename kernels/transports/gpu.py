@@ -1,11 +1,9 @@
 """Device helpers shared by the CuPy transports (``nccl``, ``nccl-graph``, ``mpi-cupy``,
 ``cuda-ipc``): availability checks with skip reasons, device selection, the stream, CUDA-event
-timing, device memory accounting, reductions, and the buffer handling common to all three.
+timing, device memory accounting, reductions and buffer handling.
 
-CuPy is imported inside functions only, so this module (and every transport module) imports on
-machines without CuPy. The CuPy transports were written from CuPy's, NCCL's and MPI's documented
-APIs and have not yet run on a GPU (docs/gpu.md); their pure logic (step and pull plans, staging,
-bfloat16) lives in :mod:`gpu_plan` and is tested on CPU.
+CuPy is imported inside functions only, so every transport module imports without it; the pure
+logic (step and pull plans, staging, bfloat16) lives in :mod:`gpu_plan`, tested on CPU.
 """
 
 from __future__ import annotations

@@ -1,13 +1,10 @@
-"""MPI transport on CuPy buffers: ``transport: mpi-cupy``.
+"""MPI transport on CuPy buffers: ``transport: mpi-cupy`` (docs/gpu.md).
 
-When the MPI library is CUDA-aware (:func:`~kernels.transports.gpu_plan.cuda_awareness`), device
-buffers go to MPI directly through ``__cuda_array_interface__``; otherwise every message is staged
-through pinned host mirrors of ``buf`` and ``scratch`` (device->host before the step's MPI calls,
-host->device after). Either way the stream is synchronised before MPI touches a buffer, persistent
-requests are made once at compile time, and reductions run as CuPy kernels on the stream. Several
-ranks may share one GPU. ``native`` is the collective's declared MPI call (on the device buffers
-when CUDA-aware, else on the staged copy; bfloat16 reductions always staged, reduced by a
-user-defined MPI op).
+Device buffers go to MPI directly when the library is CUDA-aware
+(:func:`~kernels.transports.gpu_plan.cuda_awareness`), else every message is staged through
+pinned host mirrors of ``buf`` and ``scratch``. Either way the stream is synchronised before MPI
+touches a buffer. ``native`` is the collective's MPI call; bfloat16 reductions are always
+staged, reduced by a user-defined MPI op.
 """
 
 from __future__ import annotations

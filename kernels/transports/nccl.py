@@ -1,15 +1,10 @@
-"""NCCL transport: commbench schedules on CuPy buffers through ``cupy.cuda.nccl``.
+"""NCCL transport: commbench schedules on CuPy buffers through ``cupy.cuda.nccl`` (docs/gpu.md).
 
-Each step's receives and sends are posted inside one ``groupStart()/groupEnd()`` on the
-transport's stream, as raw bytes (``NCCL_INT8``; the element type only matters to reductions),
-then the step's reductions and local copies run as CuPy element-wise kernels in place on the same
-stream, so a whole schedule is queued without one host synchronisation. The baseline ``native``
-is the collective's declared NCCL call (``ncclAllReduce``, ``ncclAllGather``, ... or grouped
-send/recv) on separate send and receive buffers. ``nccl-graph`` is the same transport with every
-plan captured once as a CUDA graph (see :class:`~kernels.transports.gpu.GraphPlan`).
-
-The communicator is bootstrapped with ``get_unique_id()`` on rank 0, broadcast over MPI. One rank
-per GPU: NCCL refuses two ranks on one device, so that case is a skip with the reason.
+Each step's receives and sends go in one ``groupStart()/groupEnd()`` on the transport's stream,
+as raw bytes (``NCCL_INT8``), then its reductions and copies as CuPy kernels on the same stream,
+so a schedule is queued without a host synchronisation. ``nccl-graph`` captures every plan once as
+a CUDA graph (:class:`~kernels.transports.gpu.GraphPlan`). NCCL refuses two ranks on one device,
+so that case is a skip with the reason.
 """
 
 from __future__ import annotations

@@ -1,13 +1,9 @@
-"""torch.distributed transport: commbench schedules over ``batch_isend_irecv``.
+"""torch.distributed transport: commbench schedules over ``batch_isend_irecv`` on torch tensors
+(CPU with gloo, CUDA with NCCL), for the collective sweeps (``transport: torch``) and the DDP
+comm hook (made from the training job's process group).
 
-The same :class:`~kernels.schedule.Schedule` the MPI transport runs, on torch tensors (CPU with
-gloo, CUDA with NCCL). It serves two callers: the collective sweeps (``transport: torch``, made
-from the MPI communicator of the job) and the DDP comm hook that runs gradient buckets through a
-commbench algorithm (made from the training job's process group).
-
-Messages between one pair of ranks in one step are told apart by tag = their posting index, which
-is the IR's matching rule ("matched in posting order per pair"), so the backend need not keep
-order among same-tag messages.
+Messages between one pair of ranks in one step are told apart by tag = their posting index (the
+IR's matching rule), so the backend need not keep order among same-tag messages.
 """
 
 from __future__ import annotations
