@@ -7,7 +7,7 @@ import numpy as np
 from kernels.algorithm import Problem, algorithm
 from kernels.closed import Ctx, Estimate
 from kernels.compiled import Compiled, Shape
-from kernels.phases import move_runs, node_order, pat_dims, pat_offsets, pat_step
+from kernels.phases import node_order, pat_dims, pat_step, replay
 from kernels.schedule import StepBuilder
 
 
@@ -41,10 +41,4 @@ def pat(problem: Problem, b: StepBuilder) -> None:
     staging buffer (bounded memory at large sizes); a schedule's workspace holds every block,
     so each distance is one step here.
     """
-    order, blocks = node_order(problem.topology), problem.blocks()
-    p = len(order)
-    for d in reversed(pat_dims(p)):
-        st = b.step()
-        for i, r in enumerate(order):
-            held = [blocks[order[(i + s) % p]] for s in pat_offsets(p, d)]
-            move_runs(b, r, order[(i - (1 << d)) % p], held, reduce=False, step=st)
+    replay(b, _generate(problem), problem.blocks())

@@ -7,11 +7,11 @@ from functools import lru_cache
 import numpy as np
 
 from kernels.algorithm import Problem, algorithm
-from kernels.algorithms.all_reduce.tree import CHUNK_BYTES, MAX_CHUNKS, pipeline, replay
+from kernels.algorithms.all_reduce.tree import CHUNK_BYTES, MAX_CHUNKS, pipeline
 from kernels.chunks import split
 from kernels.closed import Ctx, Estimate
 from kernels.compiled import Compiled, Shape, messages
-from kernels.phases import node_order
+from kernels.phases import node_order, replay
 from kernels.schedule import StepBuilder
 
 

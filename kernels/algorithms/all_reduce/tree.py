@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from functools import lru_cache
 
 import numpy as np
@@ -11,8 +10,8 @@ from kernels.algorithm import Problem, algorithm
 from kernels.chunks import split
 from kernels.closed import Ctx, Estimate
 from kernels.compiled import Compiled, messages, pipelined
-from kernels.phases import node_order
-from kernels.schedule import Range, StepBuilder
+from kernels.phases import node_order, replay
+from kernels.schedule import StepBuilder
 
 # Pipelining trades steps for overlap: k chunks take about k + 2*depth steps instead of
 # 2*depth*k chunk-times. Each step costs a few microseconds of Python and MPI overhead, so chunks
@@ -65,15 +64,6 @@ def pipeline(parent: np.ndarray, k: int) -> list[tuple[np.ndarray, ...]]:
         while final[root] < k and got[root, final[root]] == nch[root]:
             final[root] += 1
     return steps
-
-
-def replay(b: StepBuilder, compiled: Compiled, chunks: Sequence[Range]) -> None:
-    """The builder moves of a generated schedule whose atom c is ``chunks[c]``."""
-    for cs in compiled.steps:
-        st = b.step()
-        for s, d, c, r in zip(cs.src.tolist(), cs.dst.tolist(), cs.lo.tolist(),
-                              cs.reduce.tolist()):
-            b.move(s, d, chunks[c], reduce=r, step=st)
 
 
 @lru_cache(maxsize=32)

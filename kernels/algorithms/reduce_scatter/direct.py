@@ -7,7 +7,7 @@ import numpy as np
 from kernels.algorithm import Problem, algorithm
 from kernels.closed import Ctx, Estimate, estimate
 from kernels.compiled import Compiled, Shape, messages
-from kernels.phases import node_order
+from kernels.phases import node_order, replay
 from kernels.schedule import StepBuilder
 
 
@@ -39,10 +39,4 @@ def direct(problem: Problem, b: StepBuilder) -> None:
     element once), so the p-1 contributions arrive over p-1 steps, each from a different rank
     and never twice. Elements sent per rank: (p-1) * n/p, each element exactly once.
     """
-    order, blocks = node_order(problem.topology), problem.blocks()
-    p = len(order)
-    for s in range(1, p):
-        st = b.step()
-        for i, r in enumerate(order):
-            dst = order[(i + s) % p]
-            b.move(r, dst, blocks[dst], reduce=True, step=st)
+    replay(b, _generate(problem), problem.blocks())
