@@ -100,18 +100,19 @@ class Collective:
     name: str
     order: int  # listing order (nccl-tests': all_reduce, all_gather, reduce_scatter, ...)
     summary: str
-    aliases: tuple[str, ...]
     reduces: bool  # takes an op; else it runs once per size with op "none"
-    rooted: bool
-    divides: bool  # n is rounded down to a multiple of p (per-rank blocks of n/p), as nccl-tests
-    busbw: Callable[[int], float]  # factor on algbw, of p
-    busbw_formula: str  # the same factor as text, for tables and reports ("2(p-1)/p")
     size_is: str  # which buffer the reported size is (for the docs and the method section)
-    in_count: Callable[[int, int], int]  # (n, p) -> input elements per rank (that has input)
-    out_count: Callable[[int, int], int]  # (n, p) -> output elements per rank (that has output)
-    inplace_at: Callable[[int, int, int], tuple[int, int]] | None  # (n, p, rank) -> (inp, out)
-    # starts in a workspace of max(in, out) elements; None: the schedules use separate buffers
     result: Callable[[int, int, int, int, int, int], Result]  # (n, p, rank, root, start, stop)
+    aliases: tuple[str, ...] = ()
+    rooted: bool = False
+    divides: bool = False  # n is rounded down to a multiple of p (blocks of n/p), as nccl-tests
+    busbw: Callable[[int], float] = lambda p: 1.0  # factor on algbw, of p
+    busbw_formula: str = "1"  # the same factor as text, for tables and reports ("2(p-1)/p")
+    in_count: Callable[[int, int], int] = lambda n, p: n  # (n, p) -> input elements per rank
+    out_count: Callable[[int, int], int] = lambda n, p: n  # (n, p) -> output elements per rank
+    # (n, p, rank) -> (inp, out) starts in a workspace of max(in, out) elements; None: the
+    # schedules use separate buffers
+    inplace_at: Callable[[int, int, int], tuple[int, int]] | None = lambda n, p, r: (0, 0)
     has_input: Callable[[int, int], bool] = lambda rank, root: True
     has_output: Callable[[int, int], bool] = lambda rank, root: True
     vendor: Mapping[str, VendorCall] = field(default_factory=dict)  # transport family -> call

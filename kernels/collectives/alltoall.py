@@ -40,10 +40,9 @@ def _nccl(a: VendorArgs) -> Callable[[], None]:
 
 register(Collective(
     name="alltoall", order=5, summary="block j of rank r goes to block r of rank j",
-    aliases=("all_to_all",), reduces=False, rooted=False, divides=True,
+    aliases=("all_to_all",), reduces=False, divides=True,
     busbw=lambda p: (p - 1) / p, busbw_formula="(p-1)/p",
     size_is="the buffer per rank (p blocks of n/p elements)",
-    in_count=lambda n, p: n, out_count=lambda n, p: n, inplace_at=None,
-    result=_result, vendor={"mpi": _mpi, "torch": _torch, "nccl": _nccl},
+    inplace_at=None, result=_result, vendor={"mpi": _mpi, "torch": _torch, "nccl": _nccl},
     vendor_names={"mpi": "Alltoall"},
 ))

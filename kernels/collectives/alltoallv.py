@@ -187,10 +187,9 @@ def _bound_to(text: str) -> Collective:
 
 register(Collective(
     name=NAME, order=7, summary="rank s sends C[s][d] elements to rank d (a count matrix)",
-    aliases=("all_to_allv",), reduces=False, rooted=False, divides=False,
+    aliases=("all_to_allv",), reduces=False,
     busbw=lambda p: (p - 1) / p, busbw_formula="(p-1)/p",
     size_is="the busiest rank's max(elements sent, received); the count matrix is scaled to it",
-    in_count=lambda n, p: n, out_count=lambda n, p: n,
     inplace_at=lambda n, p, rank: (0, n),  # not None: the schedules' workspace has the staging
     result=functools.partial(_result, DEFAULT), bind=_bind,
     vendor_names={"mpi": "Alltoallv"},

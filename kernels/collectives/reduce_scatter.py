@@ -39,11 +39,10 @@ def _nccl(a: VendorArgs) -> Callable[[], None]:
 
 register(Collective(
     name="reduce_scatter", order=2, summary="rank r gets block r of the reduction of all ranks' buffers",
-    aliases=("reducescatter",), reduces=True, rooted=False, divides=True,
+    aliases=("reducescatter",), reduces=True, divides=True,
     busbw=lambda p: (p - 1) / p, busbw_formula="(p-1)/p",
     size_is="the input buffer (p blocks of n/p elements)",
-    in_count=lambda n, p: n, out_count=lambda n, p: n // p,
-    inplace_at=lambda n, p, r: (0, r * (n // p)),
+    out_count=lambda n, p: n // p, inplace_at=lambda n, p, r: (0, r * (n // p)),
     result=_result, vendor={"mpi": _mpi, "torch": _torch, "nccl": _nccl},
     # NCCL's in place (recvbuff = sendbuff + rank * recvcount; MPI's is block 0) is _nccl on the
     # in-place views

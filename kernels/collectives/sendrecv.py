@@ -48,10 +48,8 @@ def _nccl(a: VendorArgs) -> Callable[[], None]:
 
 register(Collective(
     name="sendrecv", order=6, summary="each rank sends its buffer to rank r+1, receives rank r-1's",
-    aliases=("send_recv", "p2p"), reduces=False, rooted=False, divides=False,
-    busbw=lambda p: 1.0, busbw_formula="1",
+    aliases=("send_recv", "p2p"), reduces=False,
     size_is="the buffer (n elements sent and received per rank)",
-    in_count=lambda n, p: n, out_count=lambda n, p: n, inplace_at=None,
-    result=_result, vendor={"mpi": _mpi, "torch": _torch, "nccl": _nccl},
+    inplace_at=None, result=_result, vendor={"mpi": _mpi, "torch": _torch, "nccl": _nccl},
     vendor_names={"mpi": "Sendrecv"},
 ))
