@@ -5,6 +5,7 @@ from __future__ import annotations
 from kernels import rings
 from kernels.algorithm import Problem, algorithm
 from kernels.closed import Ctx, Estimate
+from kernels.phases import replay
 from kernels.schedule import StepBuilder
 
 
@@ -27,4 +28,4 @@ def ring_channels(problem: Problem, b: StepBuilder) -> None:
     c mod l), all channels in the same steps. Elements sent per rank: (p-1) * n/p, the optimum,
     in k messages a step; between nodes, (p-1) n/(kp) per channel it leaves its node in.
     """
-    rings.channel_blocks(problem, b, rings.all_gather)
+    replay(b, rings.channel_compiled(problem, True), rings.pieces(problem))

@@ -9,7 +9,7 @@ from kernels.algorithm import Problem, algorithm
 from kernels.chunks import split
 from kernels.closed import Ctx, Estimate, estimate
 from kernels.compiled import Compiled, Shape
-from kernels.phases import node_order
+from kernels.phases import node_order, replay
 from kernels.schedule import StepBuilder
 
 
@@ -41,8 +41,4 @@ def ring(problem: Problem, b: StepBuilder) -> None:
     chunk n/p rounded to whole elements). Ranks are ordered node by node, so the ring crosses
     between nodes only once per node.
     """
-    members = node_order(problem.topology)
-    p = len(members)
-    chunks = split(problem.count, p)
-    rings.reduce_scatter(b, members, chunks, rings.open_steps(b, p - 1))
-    rings.all_gather(b, members, chunks, rings.open_steps(b, p - 1))
+    replay(b, _generate(problem), split(problem.count, problem.world))

@@ -10,7 +10,7 @@ from kernels.algorithms.broadcast.binomial import rooted_order
 from kernels.chunks import split
 from kernels.closed import INTER, Ctx, Estimate, estimate
 from kernels.compiled import Compiled, Shape, messages
-from kernels.phases import span
+from kernels.phases import replay, span
 from kernels.schedule import StepBuilder
 
 
@@ -81,16 +81,4 @@ def scatter_allgather(problem: Problem, b: StepBuilder) -> None:
     at most elsewhere, against n * log2 p for the binomial tree. Virtual ranks are node by node
     from the root; the ring follows them.
     """
-    order = rooted_order(problem)
-    p = len(order)
-    chunks = split(problem.count, p)
-    d = (1 << (p - 1).bit_length()) // 2  # the largest power of two below p
-    while d:
-        st = b.step()
-        for v in range(0, p - d, 2 * d):
-            b.move(order[v], order[v + d], span(chunks, v + d, min(v + 2 * d, p)), reduce=False,
-                   step=st)
-        d //= 2
-    # rings.all_gather starts with member i owning chunk (i+1) % p: give it its own chunk.
-    owned = [chunks[(i - 1) % p] for i in range(p)]
-    rings.all_gather(b, order, owned, rings.open_steps(b, p - 1))
+    replay(b, _generate(problem), split(problem.count, problem.world))
