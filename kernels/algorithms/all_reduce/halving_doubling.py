@@ -10,8 +10,8 @@ from kernels.algorithm import Problem, algorithm
 from kernels.chunks import split
 from kernels.closed import Ctx, Estimate, estimate
 from kernels.compiled import POW2_BLOCKS, Compiled, CStep, messages
-from kernels.phases import Fold, halve, node_order, span
-from kernels.schedule import Range, StepBuilder
+from kernels.phases import node_order, replay
+from kernels.schedule import StepBuilder
 
 
 def _closed(x: Ctx) -> Estimate | str:
@@ -67,27 +67,4 @@ def halving_doubling(problem: Problem, b: StepBuilder) -> None:
     the range still held, then log2(p') doubling steps. Steps: 2*log2(p') (+2 if p is not a power
     of two). Bytes sent per rank: 2(p'-1)/p' * n, plus n for the ranks that fold in or send back.
     """
-    f = Fold(node_order(problem.topology))
-    order, pp, rem = f.order, f.pp, f.rem
-    if problem.world == 1:
-        return
-    whole = Range(0, problem.count)
-    if rem:
-        st = b.step()
-        for i in range(rem):
-            b.move(order[2 * i], order[2 * i + 1], whole, reduce=True, step=st)
-    real = [f.keeper(v) for v in range(pp)]
-    blocks = split(problem.count, pp)
-
-    held = halve(b, real, blocks)  # block interval each virtual rank holds reduced
-    d = 1
-    while d < pp:
-        st = b.step()
-        for v in range(pp):
-            b.move(real[v], real[v ^ d], span(blocks, *held[v]), reduce=False, step=st)
-        held = [(min(held[v][0], held[v ^ d][0]), max(held[v][1], held[v ^ d][1])) for v in range(pp)]
-        d *= 2
-    if rem:
-        st = b.step()
-        for i in range(rem):
-            b.move(order[2 * i + 1], order[2 * i], whole, reduce=False, step=st)
+    replay(b, _generate(problem), split(problem.count, 1 << (problem.world.bit_length() - 1)))
