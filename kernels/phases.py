@@ -1,12 +1,7 @@
-"""Pieces shared by the all_gather and reduce_scatter algorithms (not algorithms of their own).
-
-- :func:`node_order` and :func:`move_runs`: ranks node by node, and one message per maximal run
-  of adjacent blocks (block positions are absolute, so a set of blocks may be non-contiguous);
-- :class:`Fold`: p ranks seen as p' = 2^floor(log2 p) virtual ranks for recursive doubling and
-  halving (the first p - p' pairs of the node order act as one virtual rank each);
-- :func:`holders`, :func:`held`, :func:`node_hops`: in the hierarchical algorithms, which
-  rank of a node holds which rank's block (that of local index j: local index j mod l on a node
-  of l ranks), and one hop of the ring between nodes.
+"""Pieces shared by several algorithms (not algorithms of their own): ranks in node order, one
+message per run of adjacent blocks, the power-of-two :class:`Fold` of recursive doubling and
+halving, which rank of a node holds which block in the hierarchical algorithms (that of local
+index j: local index j mod l on a node of l ranks), PAT's steps, and :func:`replay`.
 """
 
 from __future__ import annotations
@@ -105,26 +100,6 @@ def replay(b: StepBuilder, compiled: Compiled, atoms: Sequence[Range]) -> None:
         for s, d, lo, hi, r in zip(cs.src.tolist(), cs.dst.tolist(), cs.lo.tolist(),
                                    cs.hi.tolist(), cs.reduce.tolist()):
             b.move(s, d, span(atoms, lo, hi), reduce=r, step=st)
-
-
-def halve(b: StepBuilder, real: Sequence[int], blocks: Sequence[Range]) -> list[tuple[int, int]]:
-    """Recursive halving over ``len(real)`` (a power of two) virtual ranks: log2 steps; at distance
-    d = p/2, p/4, ..., virtual rank v sends the half of its block interval it gives up to v xor d,
-    which reduces it in. Returns each virtual rank's final block interval (v ends with block v).
-    Shared by all_reduce ``halving_doubling`` and reduce ``rabenseifner``."""
-    pp = len(real)
-    held = [(0, pp) for _ in range(pp)]
-    d = pp // 2
-    while d:
-        st = b.step()
-        for v in range(pp):
-            lo, hi = held[v]
-            mid = (lo + hi) // 2
-            keep, give = ((lo, mid), (mid, hi)) if v & d == 0 else ((mid, hi), (lo, mid))
-            b.move(real[v], real[v ^ d], span(blocks, *give), reduce=True, step=st)
-            held[v] = keep
-        d //= 2
-    return held
 
 
 def pat_dims(p: int) -> list[int]:
