@@ -26,7 +26,6 @@ from kernels.collective import (
     VendorArgs,
     nccl_p2p,
     register,
-    resolve,
 )
 from kernels.schedule import Range
 
@@ -88,11 +87,6 @@ def plan_for(text: str, n: int, p: int) -> Plan:
 def plan(problem: Problem) -> Plan:
     """The :class:`Plan` of an alltoallv problem (its collective's bound matrix)."""
     return plan_for(problem.spec.args or DEFAULT, problem.count, problem.world)
-
-
-def matrix(collective: str, n: int, p: int) -> np.ndarray:
-    """The count matrix of ``alltoallv(...)`` for n at p ranks (elements; read-only)."""
-    return plan_for(resolve(collective).args or DEFAULT, n, p).c
 
 
 def equal_blocks(problem: Problem) -> str | None:
