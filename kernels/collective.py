@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from kernels.registry import Registry, UnknownName, discover, plugins
+from kernels.registry import Registry, UnknownName
 from kernels.schedule import Range
 
 
@@ -157,7 +157,10 @@ class Collective:
                       Range(b, b + cout) if has_out else None, n)
 
 
-COLLECTIVES: Registry[Collective] = Registry("collective")
+# Discovery imports every module under both packages (adding a file is the whole change), then
+# under each package named in ``COMMBENCH_PLUGINS`` (your own algorithms, outside this tree).
+COLLECTIVES: Registry[Collective] = Registry("collective", ("kernels.collectives",
+                                                           "kernels.algorithms"))
 
 
 def register(c: Collective) -> Collective:
@@ -166,19 +169,9 @@ def register(c: Collective) -> Collective:
 
 
 @functools.cache
-def load() -> None:
-    """Import every module under ``kernels/collectives`` and ``kernels/algorithms`` (discovery:
-    adding a file is the whole change), then under each package named in ``COMMBENCH_PLUGINS``
-    (your own algorithms, outside this tree). Runs once per process."""
-    for pkg in ("kernels.collectives", "kernels.algorithms", *plugins()):
-        discover(pkg)
-
-
-@functools.cache
 def resolve(name: str) -> Collective:
     """The collective called ``name`` or one of its aliases (``allreduce`` -> ``all_reduce``);
     ``name(args)``: that collective bound to ``args`` (:attr:`Collective.bind`)."""
-    load()
     head, paren, rest = name.strip().partition("(")
     key = head.strip().lower().replace("-", "_")
     for c in (COLLECTIVES.get(n) for n in COLLECTIVES.names()):
@@ -208,5 +201,4 @@ def canonical(name: Any) -> Any:
 
 def names() -> list[str]:
     """Every collective's name, in listing order."""
-    load()
     return sorted(COLLECTIVES.names(), key=lambda n: COLLECTIVES.get(n).order)
