@@ -18,12 +18,10 @@ from typing import Any
 
 from mpi4py import MPI
 
-from kernels.collective import Collective, Layout
 from kernels.ops import ReduceOp
 from kernels.schedule import Schedule
 from kernels.transports.base import Plan
 from kernels.transports.gpu import (
-    DeviceTransport,
     GpuContext,
     Local,
     agree,
@@ -39,7 +37,7 @@ from kernels.transports.gpu_plan import (
     send_lists,
     storage_dtype,
 )
-from kernels.transports.mpi_cupy import MpiVendorPlan, PinnedMirrors, detect_awareness
+from kernels.transports.mpi_cupy import MpiCupyTransport
 
 
 class PeerMaps:
@@ -124,15 +122,14 @@ class IpcPlan:
         self._steps = []
 
 
-class CudaIpcTransport(DeviceTransport):
+class CudaIpcTransport(MpiCupyTransport):
+    """``mpi-cupy`` with schedules run as IPC pulls (its ``native`` stays the MPI call)."""
+
     name = "cuda-ipc"
-    family = "mpi"  # its vendor baseline is the MPI library's collective on the device buffers
 
     def __init__(self, comm: MPI.Comm, ctx: GpuContext) -> None:
         super().__init__(comm, ctx)
         self.peers = PeerMaps(self.comm, self.cp.cuda.runtime)
-        self.awareness = detect_awareness()
-        self.mirrors = PinnedMirrors()
 
     def allocate(self, count: int, dtype: str) -> Any:
         """A zeroed buffer in its own cudaMalloc (the IPC handle maps the whole allocation)."""
@@ -150,11 +147,6 @@ class CudaIpcTransport(DeviceTransport):
 
     def compile(self, schedule: Schedule, buf: Any, scratch: Any, op: ReduceOp) -> Plan:
         return IpcPlan(self, schedule, buf, scratch, op)
-
-    def vendor(self, spec: Collective, buf: Any, layout: Layout, op: ReduceOp | None,
-               root: int) -> Plan:
-        return MpiVendorPlan(self.comm, self.ctx, spec, buf, layout, op, root,
-                             self.awareness.aware, self.mirrors)
 
     def close(self) -> None:
         self.synchronize()
