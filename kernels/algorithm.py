@@ -26,8 +26,6 @@ VENDOR = "native"
 VENDOR_INPLACE = "native_inplace"
 
 
-
-
 BuildFn = Callable[[Problem, StepBuilder], None]
 SentFn = Callable[[Problem, int], int]  # (problem, rank) -> elements that rank sends
 

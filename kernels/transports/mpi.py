@@ -34,7 +34,10 @@ class MpiPlan:
                  scratch: np.ndarray | None, op: ReduceOp) -> None:
         self._ufunc = op.ufunc
         Pairs = list[tuple[np.ndarray, np.ndarray]]
-        self._steps: list[tuple[list[MPI.Prequest], Pairs, Pairs]] = []
+        # per step kept: its requests (the receives, then the sends, each in schedule order),
+        # reductions (destination, scratch) and copies (destination, source); public for
+        # wrappers that run the steps themselves (``bench.emulate``)
+        self.steps: list[tuple[list[MPI.Prequest], Pairs, Pairs]] = []
         # per step kept: (its index in the schedule, peers received from, peers sent to)
         self.trace: list[tuple[int, tuple[int, ...], tuple[int, ...]]] = []
         self.nsteps = len(schedule.steps)
@@ -54,21 +57,13 @@ class MpiPlan:
                 reqs.append(comm.Send_init(_bytes(buf[s.range.start : s.range.stop]), s.peer, TAG))
             copies = [(buf[c.dst.start:c.dst.stop], buf[c.src.start:c.src.stop]) for c in st.copies]
             if reqs or copies:
-                self._steps.append((reqs, reds, copies))
+                self.steps.append((reqs, reds, copies))
                 self.trace.append((i, tuple(rv.peer for rv in st.recvs),
                                    tuple(x.peer for x in st.sends)))
 
-    @property
-    def steps(self) -> list[tuple[list[MPI.Prequest], list[tuple[np.ndarray, np.ndarray]],
-                                  list[tuple[np.ndarray, np.ndarray]]]]:
-        """Per step kept: its requests (the receives, then the sends, each in schedule order),
-        reductions (destination, scratch) and copies (destination, source), for wrappers that
-        run the steps themselves (``bench.emulate``)."""
-        return self._steps
-
     def run(self) -> None:
         ufunc, copyto = self._ufunc, np.copyto
-        for i, (reqs, reds, copies) in enumerate(self._steps):
+        for i, (reqs, reds, copies) in enumerate(self.steps):
             self.at = i
             if reqs:
                 MPI.Prequest.Startall(reqs)
@@ -80,10 +75,10 @@ class MpiPlan:
         self.at = -1
 
     def close(self) -> None:
-        for reqs, _, _ in self._steps:
+        for reqs, _, _ in self.steps:
             for r in reqs:
                 r.Free()
-        self._steps = []
+        self.steps = []
 
 
 def buffer_spec(view: np.ndarray | None, mpitype: MPI.Datatype) -> list[Any] | None:
