@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernels.algorithm import Problem, algorithm
+from kernels.algorithm import Problem, algorithm, all_but_own
 from kernels.closed import INTER, SPINE, Ctx, Estimate, estimate
-from kernels.compiled import Compiled, Shape, messages
+from kernels.compiled import BLOCKS, Compiled, messages
 from kernels.phases import node_order, replay
 from kernels.schedule import StepBuilder
 
@@ -49,8 +49,8 @@ def _generate(pr: Problem) -> Compiled:
                                            np.zeros(src.size, bool), s),))
 
 
-@algorithm("direct", "all_gather", shape=Shape(count=lambda pr: pr.world, generate=_generate),
-           closed=_closed, sent=lambda pr, r: (pr.world - 1) * pr.block)
+@algorithm("direct", "all_gather", shape=BLOCKS.generated(_generate), closed=_closed,
+           sent=all_but_own)
 def direct(problem: Problem, b: StepBuilder) -> None:
     """One step: member i sends its block to members i+1, i+2, ..., i+p-1 (mod p), in that order.
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kernels.algorithm import Problem, algorithm
 from kernels.closed import Ctx, Estimate, estimate
-from kernels.compiled import Compiled, Shape
+from kernels.compiled import BLOCKS, Compiled
 from kernels.phases import calls, held, holders, node_hops, replay
 from kernels.schedule import StepBuilder
 
@@ -42,7 +42,7 @@ def _generate(pr: Problem) -> Compiled:
 
 
 @algorithm("hierarchical", "all_gather", sent=_sent, closed=_closed,
-           shape=Shape(count=lambda pr: pr.world, generate=_generate))
+           shape=BLOCKS.generated(_generate))
 def hierarchical(problem: Problem, b: StepBuilder) -> None:
     """Nodes pass blocks around a ring of nodes, then each rank shares its blocks in its node.
 

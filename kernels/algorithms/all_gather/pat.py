@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernels.algorithm import Problem, algorithm
+from kernels.algorithm import Problem, algorithm, all_but_own
 from kernels.closed import Ctx, Estimate
-from kernels.compiled import Compiled, Shape
+from kernels.compiled import BLOCKS, Compiled
 from kernels.phases import node_order, pat_dims, pat_step, replay
 from kernels.schedule import StepBuilder
 
@@ -24,9 +24,8 @@ def _generate(pr: Problem) -> Compiled:
     return Compiled(p, pr.count, tuple(pat_step(order, d, True) for d in reversed(pat_dims(p))))
 
 
-@algorithm("pat", "all_gather", closed=_closed,
-           shape=Shape(count=lambda pr: pr.world, generate=_generate),
-           sent=lambda pr, r: (pr.world - 1) * pr.block)
+@algorithm("pat", "all_gather", closed=_closed, shape=BLOCKS.generated(_generate),
+           sent=all_but_own)
 def pat(problem: Problem, b: StepBuilder) -> None:
     """Each rank's block goes out along a binomial tree rooted at it, the p trees aggregated
     into one message set per step; the farthest distance first.

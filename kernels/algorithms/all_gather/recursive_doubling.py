@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kernels.algorithm import Problem, algorithm
 from kernels.closed import Ctx, Estimate, estimate
-from kernels.compiled import Compiled, Shape
+from kernels.compiled import BLOCKS, Compiled
 from kernels.phases import Fold, calls, node_order, replay
 from kernels.schedule import StepBuilder
 
@@ -48,7 +48,7 @@ def _generate(pr: Problem) -> Compiled:
 
 
 @algorithm("recursive_doubling", "all_gather", sent=_sent, closed=_closed,
-           shape=Shape(count=lambda pr: pr.world, generate=_generate))
+           shape=BLOCKS.generated(_generate))
 def recursive_doubling(problem: Problem, b: StepBuilder) -> None:
     """log2(p') steps that double what each rank holds; a non-power of two folds extra ranks in.
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 
 from kernels.algorithm import Problem, algorithm
@@ -56,7 +54,7 @@ def _generate(pr: Problem) -> Compiled:
     return Compiled(p, pr.count, tuple(steps))
 
 
-@algorithm("halving_doubling", shape=dataclasses.replace(POW2_BLOCKS, generate=_generate),
+@algorithm("halving_doubling", shape=POW2_BLOCKS.generated(_generate),
            closed=_closed)
 def halving_doubling(problem: Problem, b: StepBuilder) -> None:
     """Recursive halving reduce-scatter then recursive doubling all-gather, for any p.

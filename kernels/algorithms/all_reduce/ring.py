@@ -8,7 +8,7 @@ from kernels import rings
 from kernels.algorithm import Problem, algorithm
 from kernels.chunks import split
 from kernels.closed import Ctx, Estimate, estimate
-from kernels.compiled import Compiled, Shape
+from kernels.compiled import BLOCKS, Compiled
 from kernels.phases import node_order, replay
 from kernels.schedule import StepBuilder
 
@@ -33,7 +33,7 @@ def _generate(pr: Problem) -> Compiled:
                                          *rings.ring_steps(ring, atom, True)))
 
 
-@algorithm("ring", shape=Shape(count=lambda pr: pr.world, generate=_generate), closed=_closed)
+@algorithm("ring", shape=BLOCKS.generated(_generate), closed=_closed)
 def ring(problem: Problem, b: StepBuilder) -> None:
     """Reduce-scatter ring then all-gather ring over p chunks: 2(p-1) steps.
 

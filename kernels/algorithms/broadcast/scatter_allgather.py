@@ -9,7 +9,7 @@ from kernels.algorithm import Problem, algorithm
 from kernels.algorithms.broadcast.binomial import rooted_order
 from kernels.chunks import split
 from kernels.closed import INTER, Ctx, Estimate, estimate
-from kernels.compiled import Compiled, Shape, messages
+from kernels.compiled import BLOCKS, Compiled, messages
 from kernels.phases import replay, span
 from kernels.schedule import StepBuilder
 
@@ -67,7 +67,7 @@ def _generate(pr: Problem) -> Compiled:
 
 
 @algorithm("scatter_allgather", "broadcast", sent=_sent, closed=_closed,
-           shape=Shape(count=lambda pr: pr.world, generate=_generate))
+           shape=BLOCKS.generated(_generate))
 def scatter_allgather(problem: Problem, b: StepBuilder) -> None:
     """Van de Geijn: binomial scatter of p chunks, then a ring all_gather of them.
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from kernels.algorithm import Problem, algorithm
+from kernels.algorithm import Problem, algorithm, all_but_own
 from kernels.closed import Ctx, Estimate, estimate
-from kernels.compiled import Compiled, Shape
+from kernels.compiled import BLOCKS, Compiled
 from kernels.phases import calls, holders, node_hops, replay
 from kernels.schedule import StepBuilder
 
@@ -34,9 +34,8 @@ def _generate(pr: Problem) -> Compiled:
     return Compiled(pr.world, pr.count, tuple(steps))
 
 
-@algorithm("hierarchical", "reduce_scatter", closed=_closed,
-           shape=Shape(count=lambda pr: pr.world, generate=_generate),
-           sent=lambda pr, r: (pr.world - 1) * pr.block)
+@algorithm("hierarchical", "reduce_scatter", closed=_closed, sent=all_but_own,
+           shape=BLOCKS.generated(_generate))
 def hierarchical(problem: Problem, b: StepBuilder) -> None:
     """Each node reduces every block onto one of its ranks, then nodes reduce around a ring.
 

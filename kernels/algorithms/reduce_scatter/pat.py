@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernels.algorithm import Problem, algorithm
+from kernels.algorithm import Problem, algorithm, all_but_own
 from kernels.closed import Ctx, Estimate
-from kernels.compiled import Compiled, Shape
+from kernels.compiled import BLOCKS, Compiled
 from kernels.phases import node_order, pat_dims, pat_step, replay
 from kernels.schedule import StepBuilder
 
@@ -24,9 +24,8 @@ def _generate(pr: Problem) -> Compiled:
     return Compiled(p, pr.count, tuple(pat_step(order, d, False) for d in pat_dims(p)))
 
 
-@algorithm("pat", "reduce_scatter", closed=_closed,
-           shape=Shape(count=lambda pr: pr.world, generate=_generate),
-           sent=lambda pr, r: (pr.world - 1) * pr.block)
+@algorithm("pat", "reduce_scatter", closed=_closed, shape=BLOCKS.generated(_generate),
+           sent=all_but_own)
 def pat(problem: Problem, b: StepBuilder) -> None:
     """all_gather ``pat`` run backwards: the p binomial trees reduce each block into its
     rank, aggregated into one message set per step; the nearest distance first.

@@ -5,7 +5,7 @@ from __future__ import annotations
 from kernels.algorithm import Problem, algorithm
 from kernels.algorithms.all_gather.recursive_doubling import recursive
 from kernels.closed import Ctx, Estimate
-from kernels.compiled import Compiled, Shape
+from kernels.compiled import BLOCKS, Compiled
 from kernels.phases import Fold, calls, node_order, replay
 from kernels.schedule import StepBuilder
 
@@ -37,7 +37,7 @@ def _generate(pr: Problem) -> Compiled:
 
 
 @algorithm("recursive_halving", "reduce_scatter", sent=_sent, closed=_closed,
-           shape=Shape(count=lambda pr: pr.world, generate=_generate))
+           shape=BLOCKS.generated(_generate))
 def recursive_halving(problem: Problem, b: StepBuilder) -> None:
     """log2(p') steps that halve what each rank reduces; a non-power of two folds extra ranks in.
 

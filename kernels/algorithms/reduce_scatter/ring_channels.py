@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kernels import rings
-from kernels.algorithm import Problem, algorithm
+from kernels.algorithm import Problem, algorithm, all_but_own
 from kernels.closed import Ctx, Estimate
 from kernels.phases import replay
 from kernels.schedule import StepBuilder
@@ -17,7 +17,7 @@ def _closed(x: Ctx) -> Estimate | str:
 
 
 @algorithm("ring_channels", "reduce_scatter", shape=rings.CHANNEL_SCATTER, closed=_closed,
-           sent=lambda pr, r: (pr.world - 1) * pr.block)
+           sent=all_but_own)
 def ring_channels(problem: Problem, b: StepBuilder) -> None:
     """k rings at once, each reducing piece c of every block and leaving every node from a
     different rank (its rail): p-1 steps.
