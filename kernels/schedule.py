@@ -220,17 +220,11 @@ def _check_local(rank: int, i: int, st: Step, world: int, space: int) -> None:
                 raise ScheduleError(f"step {i} rank {rank}: an element is written twice")
     if len(st.sends) * (len(st.recvs) + len(st.copies)) > 4 and not _sends_meet_writes(st):
         return  # many ranges, none met: one sorted sweep instead of every pair
+    writes = [("receiving", r.range) for r in st.recvs] + [("copying", c.dst) for c in st.copies]
     for s in st.sends:
-        for r in st.recvs:
-            if s.range.overlaps(r.range):
-                raise ScheduleError(
-                    f"step {i} rank {rank}: sends {s.range} while receiving into {r.range}"
-                )
-        for c in st.copies:
-            if s.range.overlaps(c.dst):
-                raise ScheduleError(
-                    f"step {i} rank {rank}: sends {s.range} while copying into {c.dst}"
-                )
+        for how, w in writes:
+            if s.range.overlaps(w):
+                raise ScheduleError(f"step {i} rank {rank}: sends {s.range} while {how} into {w}")
 
 
 def _sends_meet_writes(st: Step) -> bool:
