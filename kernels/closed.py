@@ -1,16 +1,12 @@
 """Closed forms: an algorithm's cost-model time without building its schedules, for the large p
-where building p schedules is too slow. An algorithm file may declare one beside its ``build``
-(``@algorithm(..., closed=form)``); ``commbench predict`` uses it, the tests hold it equal to
-the evaluator on the real schedules (``bench.costmodel.evaluate``), and nothing trusts it
-unchecked.
+where building p schedules is too slow; declared beside the algorithm's ``build``
+(``@algorithm(..., closed=form)``) and held equal to the evaluator by the tests.
 
 A form takes a :class:`Ctx` (the problem and the priced job) and returns an :class:`Estimate`,
 a :class:`~kernels.compiled.Compiled` schedule it generated with numpy (evaluated exactly by the
-evaluator), or a string saying why it does not apply (uneven chunks, uneven nodes, a spine
-level it does not model, ...). The priced job is read through the :class:`Fabric` protocol, which
-the cost model's ``Net`` satisfies: kernels import nothing from ``bench``, and a form is plain
-arithmetic on the link α/β of the classes below. Forms price no hot sends: a profile with them
-is priced by the evaluator alone.
+evaluator), or a string saying why it does not apply. The priced job is read through the
+:class:`Fabric` protocol, which the cost model's ``Net`` satisfies, so kernels import nothing
+from ``bench``. Forms price no hot sends: a profile with them is priced by the evaluator alone.
 
 Notation: p ranks, N nodes of l ranks, L nodes per leaf; c = the block or chunk in elements,
 B its bytes; C(...) a message's cost ``o j + α + bytes x flows / capacity``.

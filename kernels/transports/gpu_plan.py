@@ -1,9 +1,6 @@
-"""The pure half of the GPU transports: everything they decide without touching a device.
-
-Nothing here imports CuPy, so all of it is tested on CPU-only machines: the byte-level step plans
-that the NCCL, MPI-with-CuPy and CUDA-IPC executors are compiled from, bfloat16 bit conversion
-(numpy has no bfloat16; device buffers hold its bits as uint16), the GPU-sharing rule NCCL
-imposes, and the detection of a CUDA-aware MPI library.
+"""The pure half of the GPU transports, without CuPy and so tested on CPU: the byte-level step
+plans their executors are compiled from, bfloat16 bits (numpy has no bfloat16; device buffers
+hold its bits as uint16), the GPU-sharing rule NCCL imposes, and CUDA-aware MPI detection.
 """
 
 from __future__ import annotations
