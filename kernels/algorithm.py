@@ -26,8 +26,6 @@ VENDOR = "native"
 VENDOR_INPLACE = "native_inplace"
 
 
-
-
 BuildFn = Callable[[Problem, StepBuilder], None]
 SentFn = Callable[[Problem, int], int]  # (problem, rank) -> elements that rank sends
 
@@ -69,6 +67,11 @@ class Algorithm:
 
 
 ALGORITHMS: Registry[Algorithm] = Registry("algorithm")  # keyed "collective/name"
+
+
+def all_but_own(problem: Problem, rank: int) -> int:
+    """``sent`` of the algorithms that send every other rank's block once: (p-1) n/p."""
+    return (problem.world - 1) * problem.block
 
 
 def algorithm(name: str, collective: str = "all_reduce", sent: SentFn | None = None,

@@ -15,7 +15,3 @@ def split(count: int, parts: int, start: int = 0) -> list[Range]:
         out.append(Range(pos, pos + n))
         pos += n
     return out
-
-
-def subsplit(rng: Range, parts: int) -> list[Range]:
-    return split(rng.size, parts, rng.start)

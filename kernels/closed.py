@@ -1,16 +1,12 @@
 """Closed forms: an algorithm's cost-model time without building its schedules, for the large p
-where building p schedules is too slow. An algorithm file may declare one beside its ``build``
-(``@algorithm(..., closed=form)``); ``commbench predict`` uses it, the tests hold it equal to
-the evaluator on the real schedules (``bench.costmodel.evaluate``), and nothing trusts it
-unchecked.
+where building p schedules is too slow; declared beside the algorithm's ``build``
+(``@algorithm(..., closed=form)``) and held equal to the evaluator by the tests.
 
 A form takes a :class:`Ctx` (the problem and the priced job) and returns an :class:`Estimate`,
 a :class:`~kernels.compiled.Compiled` schedule it generated with numpy (evaluated exactly by the
-evaluator), or a string saying why it does not apply (uneven chunks, uneven nodes, a spine
-level it does not model, ...). The priced job is read through the :class:`Fabric` protocol, which
-the cost model's ``Net`` satisfies: kernels import nothing from ``bench``, and a form is plain
-arithmetic on the link α/β of the classes below. Forms price no hot sends: a profile with them
-is priced by the evaluator alone.
+evaluator), or a string saying why it does not apply. The priced job is read through the
+:class:`Fabric` protocol, which the cost model's ``Net`` satisfies, so kernels import nothing
+from ``bench``. Forms price no hot sends: a profile with them is priced by the evaluator alone.
 
 Notation: p ranks, N nodes of l ranks, L nodes per leaf; c = the block or chunk in elements,
 B its bytes; C(...) a message's cost ``o j + α + bytes x flows / capacity``.
@@ -172,16 +168,20 @@ class Ctx:
             rate = min(rate, net.up_cap[0] / leaf_flows)
         return net.o * j + net.alpha[cls] + nbytes / rate
 
-    def by_distance(self, d: int, nbytes: float, reduce: bool = False) -> tuple[float, bool]:
+    def by_distance(self, d: int, nbytes: float, reduce: bool = False,
+                    tree: bool = False) -> tuple[float, bool]:
         """Cost of the step where every rank exchanges ``nbytes`` with the rank ``d`` places
         away in node order (d a power of two, l and L powers of two or one node/leaf), and
-        whether it crosses nodes. All l ranks of a node cross together; all l*L of a leaf."""
+        whether it crosses nodes. All l ranks of a node cross together; all l*L of a leaf.
+        ``tree``: a binomial step, one sender per node and leaf once they cross, each flow
+        alone on its resources."""
+        node, leaf = (1, 1) if tree else (self.l, self.l * self.L)
         if d < self.l:
             c, x = self.intra(nbytes), False
         elif self.leaves > 1 and d >= self.l * self.L:
-            c, x = self.cross(SPINE, nbytes, 1, self.l, self.l * self.L), True
+            c, x = self.cross(SPINE, nbytes, 1, node, leaf), True
         else:
-            c, x = self.cross(INTER, nbytes, 1, self.l), True
+            c, x = self.cross(INTER, nbytes, 1, node), True
         return c + (self.gamma * nbytes if reduce else 0.0), x
 
     def halving(self, block_bytes: float, reduce: bool, down: bool) -> tuple[float, float]:
@@ -194,15 +194,6 @@ class Ctx:
             t += c
             inter += d * block_bytes if crosses else 0.0
         return t, inter
-
-    def tree_step(self, d: int, nbytes: float) -> tuple[float, bool]:
-        """One binomial step at distance d: one message per sender, senders on different nodes
-        (and leaves) once they cross, so every flow is alone on its resources."""
-        if d < self.l:
-            return self.intra(nbytes), False
-        if self.leaves > 1 and d >= self.l * self.L:
-            return self.cross(SPINE, nbytes), True
-        return self.cross(INTER, nbytes), True
 
     def shift_costs(self, offsets: np.ndarray,
                     nbytes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -269,7 +260,6 @@ class Ctx:
         if max(self.net.placed.node_sizes) > 1:
             costs.append(self.intra(nbytes))
         return max(costs, default=0.0)
-
 
     def channel_hops(self, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """One step of k rail-aligned rings (:func:`kernels.rings.channel_ring`) as (src, dst,

@@ -1,34 +1,24 @@
-"""What a collective is: a small declarative record, one file each in ``kernels/collectives/``.
+"""What a collective is: a small declarative record, one file each in ``kernels/collectives/``
+(what a declaration states: docs/collectives.md, "What a collective is").
 
-A collective states, as functions of the buffer's element count ``n`` (the size a scenario names,
-rounded as the collective needs), the world size ``p``, the rank and the root:
-
-- how many elements each rank contributes and receives, and where they lie in the rank's
-  workspace (:class:`Layout`): in place as NCCL lays it out (what the schedules run on) and with
-  separate send and receive buffers (what ``native`` runs: nccl-tests' and OSU's headline);
-- what every output element must be (:class:`Result`): the reduction over all ranks of one input
-  element, or one rank's input element, by index. The symbolic verifier, the numeric check and
-  the byte counter all read this one definition;
-- the busbw factor and which buffer the reported size is (nccl-tests' ``doc/PERFORMANCE.md``);
-- the vendor call per transport family (``mpi``, ``torch``, ``nccl``): a function of the
-  transport's handle and the buffer views, so no transport names a collective.
-- the library's own name of that call (``vendor_names``: ``Allreduce``, NCCL's ``AllReduce``), so
-  a vendor setting that names a call (``MPIR_CVAR_ALLREDUCE_...``) and a vendor log line
-  (``AllReduce: 4096 Bytes -> ...``) are matched to the collective without naming it.
-
+Everything is a function of the element count ``n``, the world size ``p``, the rank and the root:
+the layouts (:class:`Layout`), the result every output element must hold (:class:`Result`, read
+by the verifier, the numeric check and the byte counter), the busbw factor, the vendor call per
+transport family and the library's own name of that call (``vendor_names``: ``Allreduce``,
+NCCL's ``AllReduce``), by which vendor settings and log lines are matched to the collective.
 Nothing outside ``kernels/collectives/`` names a collective: code asks this registry.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from kernels.registry import Registry, UnknownName, discover, plugins
+from kernels.registry import Registry, UnknownName
 from kernels.schedule import Range
 
 
@@ -82,6 +72,22 @@ class NcclHandle:
     dtype: Any
 
 
+def nccl_p2p(h: NcclHandle, sends: Sequence[tuple[int, int, int]],
+             recvs: Sequence[tuple[int, int, int]]) -> Callable[[], None]:
+    """Raw-byte sends and receives ``(peer, pointer, bytes)`` in one NCCL group on the stream
+    (the collectives NCCL lacks)."""
+
+    def run() -> None:
+        h.nccl.groupStart()
+        for q, ptr, nbytes in sends:
+            h.comm.send(ptr, nbytes, h.nccl.NCCL_INT8, q, h.stream)
+        for q, ptr, nbytes in recvs:
+            h.comm.recv(ptr, nbytes, h.nccl.NCCL_INT8, q, h.stream)
+        h.nccl.groupEnd()
+
+    return run
+
+
 # Binds a vendor call to its buffers once (imports, views, constants resolved here) and returns
 # the zero-argument function the timed loop calls.
 VendorCall = Callable[[VendorArgs], Callable[[], None]]
@@ -94,18 +100,19 @@ class Collective:
     name: str
     order: int  # listing order (nccl-tests': all_reduce, all_gather, reduce_scatter, ...)
     summary: str
-    aliases: tuple[str, ...]
     reduces: bool  # takes an op; else it runs once per size with op "none"
-    rooted: bool
-    divides: bool  # n is rounded down to a multiple of p (per-rank blocks of n/p), as nccl-tests
-    busbw: Callable[[int], float]  # factor on algbw, of p
-    busbw_formula: str  # the same factor as text, for tables and reports ("2(p-1)/p")
     size_is: str  # which buffer the reported size is (for the docs and the method section)
-    in_count: Callable[[int, int], int]  # (n, p) -> input elements per rank (that has input)
-    out_count: Callable[[int, int], int]  # (n, p) -> output elements per rank (that has output)
-    inplace_at: Callable[[int, int, int], tuple[int, int]] | None  # (n, p, rank) -> (inp, out)
-    # starts in a workspace of max(in, out) elements; None: the schedules use separate buffers
     result: Callable[[int, int, int, int, int, int], Result]  # (n, p, rank, root, start, stop)
+    aliases: tuple[str, ...] = ()
+    rooted: bool = False
+    divides: bool = False  # n is rounded down to a multiple of p (blocks of n/p), as nccl-tests
+    busbw: Callable[[int], float] = lambda p: 1.0  # factor on algbw, of p
+    busbw_formula: str = "1"  # the same factor as text, for tables and reports ("2(p-1)/p")
+    in_count: Callable[[int, int], int] = lambda n, p: n  # (n, p) -> input elements per rank
+    out_count: Callable[[int, int], int] = lambda n, p: n  # (n, p) -> output elements per rank
+    # (n, p, rank) -> (inp, out) starts in a workspace of max(in, out) elements; None: the
+    # schedules use separate buffers
+    inplace_at: Callable[[int, int, int], tuple[int, int]] | None = lambda n, p, r: (0, 0)
     has_input: Callable[[int, int], bool] = lambda rank, root: True
     has_output: Callable[[int, int], bool] = lambda rank, root: True
     vendor: Mapping[str, VendorCall] = field(default_factory=dict)  # transport family -> call
@@ -150,7 +157,10 @@ class Collective:
                       Range(b, b + cout) if has_out else None, n)
 
 
-COLLECTIVES: Registry[Collective] = Registry("collective")
+# Discovery imports every module under both packages (adding a file is the whole change), then
+# under each package named in ``COMMBENCH_PLUGINS`` (your own algorithms, outside this tree).
+COLLECTIVES: Registry[Collective] = Registry("collective", ("kernels.collectives",
+                                                           "kernels.algorithms"))
 
 
 def register(c: Collective) -> Collective:
@@ -159,19 +169,9 @@ def register(c: Collective) -> Collective:
 
 
 @functools.cache
-def load() -> None:
-    """Import every module under ``kernels/collectives`` and ``kernels/algorithms`` (discovery:
-    adding a file is the whole change), then under each package named in ``COMMBENCH_PLUGINS``
-    (your own algorithms, outside this tree). Runs once per process."""
-    for pkg in ("kernels.collectives", "kernels.algorithms", *plugins()):
-        discover(pkg)
-
-
-@functools.cache
 def resolve(name: str) -> Collective:
     """The collective called ``name`` or one of its aliases (``allreduce`` -> ``all_reduce``);
     ``name(args)``: that collective bound to ``args`` (:attr:`Collective.bind`)."""
-    load()
     head, paren, rest = name.strip().partition("(")
     key = head.strip().lower().replace("-", "_")
     for c in (COLLECTIVES.get(n) for n in COLLECTIVES.names()):
@@ -201,5 +201,4 @@ def canonical(name: Any) -> Any:
 
 def names() -> list[str]:
     """Every collective's name, in listing order."""
-    load()
     return sorted(COLLECTIVES.names(), key=lambda n: COLLECTIVES.get(n).order)

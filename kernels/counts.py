@@ -1,31 +1,10 @@
 """Count matrices of an uneven all-to-all: ``C[src][dst]`` elements that rank src sends rank dst.
 
-A matrix is named by a :class:`CountSpec` (``zipf,s=1.2,seed=3``) and made for a size ``n`` and
-a world ``p`` by :func:`matrix`, deterministically (numpy's PCG64 from ``seed``). Every matrix is
-scaled so that its busiest line is exactly ``n``: the largest of every rank's elements sent (row
-sum, its own block included) and received (column sum) is ``n``. That is nccl-tests'
-``alltoallv_perf`` measure (``AlltoAllvGetBw``: the busiest rank's max(send, receive) bytes), so
-the size a case reports is the bytes the busiest rank moves.
-
-Kinds (one generator each, registered below; adding one is adding a function here):
-
-- ``uniform``: ``n/p`` to every peer, the remainder spread circulantly (rows and columns ``n``);
-- ``distance,spread=1``: nccl-tests' generated pattern (``NCCL_TESTS_ALLTOALLV_SPREAD``): peer at
-  distance ``d = (dst - src) mod p`` gets ``(1-spread)/p + spread * d / (p(p-1)/2)`` of the row;
-- ``zipf,s=1``: peers ranked in a random order (same for every source: globally hot experts),
-  the k-th gets weight ``1/k^s``; the hottest receiver receives ``n``;
-- ``hot,fraction=0.5,peer=-1``: ``fraction`` of every row to one peer (``-1``: drawn from the
-  seed), the rest uniform;
-- ``zero_rows,rows=1``: ``rows`` ranks (drawn from the seed, at most p-1) send nothing, the rest
-  uniform;
-- ``trace,path=FILE``: a routing trace (JSON ``{"experts": E, "tokens": [[expert, ...] per
-  rank]}``, top-k choices flattened) turned into counts by :func:`counts_from_routing`;
-- ``explicit,rows=0 4/2 0``: the matrix given, rows separated by ``/``.
-
-Weights are turned into integers by :func:`scale`: floors of ``n * w / M`` (M the weights'
-busiest line), then the busiest line topped up to ``n`` by largest remainders. Each top-up adds
-one to an element with a fractional part, whose other line's floor sum was below ``n`` by more
-than that part, so no line exceeds ``n``.
+A matrix is named by a :class:`CountSpec` (``zipf,s=1.2,seed=3``; the kinds and their parameters:
+docs/collectives.md, "alltoallv and its count matrices") and made for a size ``n`` and a world
+``p`` by :func:`matrix`, deterministically, scaled so that its busiest line (row or column sum)
+is exactly ``n``: nccl-tests' ``alltoallv_perf`` measure (``AlltoAllvGetBw``). Each kind is one
+generator registered below with :func:`kind`.
 """
 
 from __future__ import annotations
@@ -125,8 +104,10 @@ def busiest(c: np.ndarray) -> int:
 
 
 def scale(w: np.ndarray, n: int) -> np.ndarray:
-    """Non-negative weights to integer counts whose busiest line is exactly n (module
-    docstring)."""
+    """Non-negative weights to integer counts whose busiest line is exactly n: floors of
+    n w / M (M the weights' busiest line), the busiest line topped up to n by largest
+    remainders; each top-up lands where the other line's floors sum below n by more than its
+    fraction, so no line exceeds n."""
     w = np.asarray(w)
     if np.any(w < 0):
         raise ValueError("count matrix weights must be >= 0")

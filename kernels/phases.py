@@ -1,12 +1,7 @@
-"""Pieces shared by the all_gather and reduce_scatter algorithms (not algorithms of their own).
-
-- :func:`node_order` and :func:`move_runs`: ranks node by node, and one message per maximal run
-  of adjacent blocks (block positions are absolute, so a set of blocks may be non-contiguous);
-- :class:`Fold`: p ranks seen as p' = 2^floor(log2 p) virtual ranks for recursive doubling and
-  halving (the first p - p' pairs of the node order act as one virtual rank each);
-- :func:`holders`, :func:`held`, :func:`node_to_node`: in the hierarchical algorithms, which
-  rank of a node holds which rank's block (that of local index j: local index j mod l on a node
-  of l ranks), and one hop of the ring between nodes.
+"""Pieces shared by several algorithms (not algorithms of their own): ranks in node order, one
+message per run of adjacent blocks, the power-of-two :class:`Fold` of recursive doubling and
+halving, which rank of a node holds which block in the hierarchical algorithms (that of local
+index j: local index j mod l on a node of l ranks), PAT's steps, and :func:`replay`.
 """
 
 from __future__ import annotations
@@ -16,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kernels.compiled import CStep, runs
+from kernels.compiled import Compiled, CStep, runs
 from kernels.schedule import Range, StepBuilder
 from kernels.topology import Topology
 
@@ -85,18 +80,6 @@ def holders(topology: Topology) -> list[list[list[int]]]:
              for i in range(len(node))] for node in nodes]
 
 
-def node_to_node(b: StepBuilder, nodes: Sequence[Sequence[int]], k: int, owner: int,
-                 blocks: Sequence[Range], *, reduce: bool, step: int) -> None:
-    """Node k passes node k+1 (mod N) the blocks of node ``owner``'s ranks, each from its holder
-    on node k to its holder on node k+1 (one message per pair of holders and run of blocks)."""
-    here, there = nodes[k], nodes[(k + 1) % len(nodes)]
-    pairs: dict[tuple[int, int], list[Range]] = {}
-    for j, r in enumerate(nodes[owner]):
-        pairs.setdefault((here[j % len(here)], there[j % len(there)]), []).append(blocks[r])
-    for (src, dst), ranges in pairs.items():
-        move_runs(b, src, dst, ranges, reduce=reduce, step=step)
-
-
 def held(topology: Topology, rank: int) -> int:
     """How many blocks ``rank`` holds: the sum over nodes m of ceil((l_m - i) / l_k)."""
     sizes = [len(n) for n in topology.nodes()]
@@ -109,24 +92,14 @@ def span(blocks: Sequence[Range], lo: int, hi: int) -> Range:
     return Range(blocks[lo].start, blocks[hi - 1].stop)
 
 
-def halve(b: StepBuilder, real: Sequence[int], blocks: Sequence[Range]) -> list[tuple[int, int]]:
-    """Recursive halving over ``len(real)`` (a power of two) virtual ranks: log2 steps; at distance
-    d = p/2, p/4, ..., virtual rank v sends the half of its block interval it gives up to v xor d,
-    which reduces it in. Returns each virtual rank's final block interval (v ends with block v).
-    Shared by all_reduce ``halving_doubling`` and reduce ``rabenseifner``."""
-    pp = len(real)
-    held = [(0, pp) for _ in range(pp)]
-    d = pp // 2
-    while d:
+def replay(b: StepBuilder, compiled: Compiled, atoms: Sequence[Range]) -> None:
+    """A generated schedule as builder moves, one step per step, atom i being ``atoms[i]``:
+    for algorithms whose build is their generator (proven by the verifier like any build)."""
+    for cs in compiled.steps:
         st = b.step()
-        for v in range(pp):
-            lo, hi = held[v]
-            mid = (lo + hi) // 2
-            keep, give = ((lo, mid), (mid, hi)) if v & d == 0 else ((mid, hi), (lo, mid))
-            b.move(real[v], real[v ^ d], span(blocks, *give), reduce=True, step=st)
-            held[v] = keep
-        d //= 2
-    return held
+        for s, d, lo, hi, r in zip(cs.src.tolist(), cs.dst.tolist(), cs.lo.tolist(),
+                                   cs.hi.tolist(), cs.reduce.tolist()):
+            b.move(s, d, span(atoms, lo, hi), reduce=r, step=st)
 
 
 def pat_dims(p: int) -> list[int]:
@@ -167,9 +140,10 @@ def calls(moves: Sequence[tuple[int, int, Sequence[int]]], reduce: bool) -> CSte
 
 
 def node_hops(nodes: Sequence[Sequence[int]], shift: int, reduce: bool) -> CStep:
-    """:func:`node_to_node` for every node k at once (owner node k - ``shift``) on the symbolic
-    build, generated: the j-th rank of the owner's goes from local index j mod l_k of node k to
-    j mod l_(k+1) of node k+1, a pair's blocks posted where its first block is."""
+    """Every node k passes node k+1 (mod N) the blocks of node k - ``shift``'s ranks, each from
+    its holder on k to its holder on k+1 (the j-th rank of the owner's: local index j mod l_k to
+    j mod l_(k+1)), on the symbolic build, generated; a pair's blocks posted where its first
+    block is."""
     n = len(nodes)
     size = np.asarray([len(node) for node in nodes], np.int64)
     start, flat = np.cumsum(size) - size, np.asarray([r for node in nodes for r in node], np.int64)

@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kernels import collective as coll
-from kernels.chunks import split
 from kernels.collective import Collective, Layout
 from kernels.schedule import Range
 from kernels.topology import Topology
@@ -62,8 +61,3 @@ class Problem:
         """The p rank blocks of ``block`` elements from ``start``."""
         c = self.block
         return [Range(start + j * c, start + (j + 1) * c) for j in range(self.world)]
-
-    def chunks(self, parts: int, rng: Range | None = None) -> list[Range]:
-        """``rng`` (default: the whole buffer ``[0, count)``) in ``parts`` near-equal pieces."""
-        rng = rng or Range(0, self.count)
-        return split(rng.size, parts, rng.start)

@@ -74,12 +74,6 @@ class Registry(Generic[T]):
         self._items[name] = item
         return item
 
-    def register(self, name: str) -> Callable[[T], T]:
-        def deco(item: T) -> T:
-            return self.add(name, item)
-
-        return deco
-
     def get(self, name: str) -> T:
         try:
             return self._load()[name]

@@ -1,5 +1,5 @@
-"""Ring phases shared by ``ring``, ``ring_channels`` and ``hierarchical`` (not an algorithm of
-its own), and the channels of the rail-aligned rings."""
+"""Ring phases (the ``ring`` algorithms', and building blocks for plugins) and the channels of
+the rail-aligned rings, generated with numpy."""
 
 from __future__ import annotations
 
@@ -14,11 +14,7 @@ from kernels.schedule import Range, StepBuilder
 from kernels.topology import Topology
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from kernels.problem import Problem
-
-    Phase = Callable[[StepBuilder, Sequence[int], Sequence[Range], Sequence[int]], None]
 
 
 def reduce_scatter(
@@ -68,22 +64,11 @@ def channel_ring(nodes: Sequence[Sequence[int]], c: int) -> list[int]:
     return [node[(c + 1 + i) % len(node)] for node in nodes for i in range(len(node))]
 
 
-def sub_blocks(blocks: Sequence[Range], k: int) -> list[list[Range]]:
-    """``[c][j]``: piece c of block j, each block cut into k near-equal pieces (channel c's)."""
-    pieces = [split(blk.size, k, blk.start) for blk in blocks]
-    return [[pieces[j][c] for j in range(len(blocks))] for c in range(k)]
-
-
-def channel_blocks(problem: Problem, b: StepBuilder, phase: Phase) -> None:
-    """k rings at once over the p blocks (``phase``: :func:`all_gather` or
-    :func:`reduce_scatter`), channel c carrying piece c of every block around
-    :func:`channel_ring` ``c``; member i's own piece is the one ``phase`` starts (all_gather) or
-    ends (reduce_scatter) it owning: chunk (i+1) % p of its ring order."""
-    nodes, p = problem.topology.nodes(), problem.world
-    steps = open_steps(b, p - 1)
-    for c, pieces in enumerate(sub_blocks(problem.blocks(), channels_of(problem.topology))):
-        members = channel_ring(nodes, c)
-        phase(b, members, [pieces[members[(i - 1) % p]] for i in range(p)], steps)
+def pieces(problem: Problem) -> list[Range]:
+    """The atoms of :data:`CHANNEL_GATHER` / :data:`CHANNEL_SCATTER` on the real buffer: piece c
+    of block j (each block cut into k near-equal pieces, one per channel) is atom j k + c."""
+    k = channels_of(problem.topology)
+    return [r for blk in problem.blocks() for r in split(blk.size, k, blk.start)]
 
 
 def channels_of(topology: Topology) -> int:
@@ -119,9 +104,11 @@ def _rings(problem: Problem) -> np.ndarray:
 
 
 def channel_compiled(problem: Problem, gather: bool) -> Compiled:
-    """:func:`channel_blocks`'s symbolic build (``problem.count`` = k p atoms, atom j k + c
-    being piece c of block j), generated: chunk x of ring c is piece c of block
-    ``ring[c][x - 1]``."""
+    """k rings at once over the p blocks (all_gather if ``gather``, else reduce_scatter),
+    ring c carrying piece c of every block around :func:`channel_ring` ``c`` (``problem.count``
+    = k p atoms, atom j k + c being piece c of block j; :func:`pieces`), generated: chunk x of
+    ring c is piece c of block ``ring[c][x - 1]``, so member i's own piece is the one
+    all_gather starts and reduce_scatter ends it owning."""
     ring = _rings(problem)
     k, p = ring.shape
     atom = ring[:, (np.arange(p) - 1) % p] * k + np.arange(k)[:, None]

@@ -83,15 +83,9 @@ class Step:
     def nonempty(self) -> Step:
         """The same step without zero-length transfers (itself when it has none, as every step
         a :class:`StepBuilder` builds)."""
-        for op in (*self.sends, *self.recvs):
-            if op.range.stop == op.range.start:
-                break
-        else:
-            for c in self.copies:
-                if c.dst.stop == c.dst.start:
-                    break
-            else:
-                return self
+        if all(op.range.size for op in (*self.sends, *self.recvs)) and all(
+                c.dst.size for c in self.copies):
+            return self
         return Step(
             tuple(s for s in self.sends if s.range.size),
             tuple(r for r in self.recvs if r.range.size),
@@ -171,10 +165,6 @@ class StepBuilder:
         if src.size and (self.only is None or self.only == rank):
             self._slot(step, rank)[2].append(Copy(src, dst))
 
-    @property
-    def num_steps(self) -> int:
-        return len(self._steps)
-
     def build(self, rank: int) -> Schedule:
         if self.only is not None and rank != self.only:
             raise ValueError(f"builder kept only rank {self.only}")
@@ -230,17 +220,11 @@ def _check_local(rank: int, i: int, st: Step, world: int, space: int) -> None:
                 raise ScheduleError(f"step {i} rank {rank}: an element is written twice")
     if len(st.sends) * (len(st.recvs) + len(st.copies)) > 4 and not _sends_meet_writes(st):
         return  # many ranges, none met: one sorted sweep instead of every pair
+    writes = [("receiving", r.range) for r in st.recvs] + [("copying", c.dst) for c in st.copies]
     for s in st.sends:
-        for r in st.recvs:
-            if s.range.overlaps(r.range):
-                raise ScheduleError(
-                    f"step {i} rank {rank}: sends {s.range} while receiving into {r.range}"
-                )
-        for c in st.copies:
-            if s.range.overlaps(c.dst):
-                raise ScheduleError(
-                    f"step {i} rank {rank}: sends {s.range} while copying into {c.dst}"
-                )
+        for how, w in writes:
+            if s.range.overlaps(w):
+                raise ScheduleError(f"step {i} rank {rank}: sends {s.range} while {how} into {w}")
 
 
 def _sends_meet_writes(st: Step) -> bool:

@@ -59,14 +59,6 @@ def verify(problem: Problem, schedules: Sequence[Schedule]) -> None:
     _check_end(problem, mask, index, big)
 
 
-def verify_allreduce(schedules: Sequence[Schedule]) -> None:
-    """The all_reduce case of :func:`verify`, for schedules built on a flat problem."""
-    from kernels.topology import Topology
-
-    p = schedules[0].world
-    verify(Problem(Topology.flat(p), schedules[0].space, 1, "all_reduce"), schedules)
-
-
 def _zeros(n: int, big: bool) -> np.ndarray:
     if not big:
         return np.zeros(n, dtype=np.uint64)

@@ -1,5 +1,5 @@
 """Algorithms, one file each, in a folder per collective (``all_reduce/ring.py``, ...).
 
-Nothing lists them: :func:`kernels.collective.load` imports every module below this package, and
-each registers itself with ``@algorithm(name, collective)``.
+Nothing lists them: discovery (``kernels.collective.COLLECTIVES``) imports every module below
+this package, and each registers itself with ``@algorithm(name, collective)``.
 """

@@ -36,27 +36,20 @@ def _nccl(a: VendorArgs) -> Callable[[], None]:
                    h.stream)
 
 
-
 def _mpi_inplace(a: VendorArgs) -> Callable[[], None]:
     from mpi4py import MPI  # MPI's in-place all_gather reads block r of recv: this layout
 
     return partial(a.handle.Allgather, MPI.IN_PLACE, a.recv)
 
 
-def _nccl_inplace(a: VendorArgs) -> Callable[[], None]:
-    h = a.handle  # NCCL's in place: sendbuff = recvbuff + rank * sendcount
-    return partial(h.comm.allGather, a.send.data.ptr, a.recv.data.ptr, a.send.size, h.dtype,
-                   h.stream)
-
-
 register(Collective(
     name="all_gather", order=1, summary="every rank gets every rank's block, in rank order",
-    aliases=("allgather",), reduces=False, rooted=False, divides=True,
+    aliases=("allgather",), reduces=False, divides=True,
     busbw=lambda p: (p - 1) / p, busbw_formula="(p-1)/p",
     size_is="the output buffer (p blocks of n/p elements)",
-    in_count=lambda n, p: n // p, out_count=lambda n, p: n,
-    inplace_at=lambda n, p, r: (r * (n // p), 0),
+    in_count=lambda n, p: n // p, inplace_at=lambda n, p, r: (r * (n // p), 0),
     result=_result, vendor={"mpi": _mpi, "torch": _torch, "nccl": _nccl},
-    vendor_inplace={"mpi": _mpi_inplace, "nccl": _nccl_inplace},
+    # NCCL's in place (sendbuff = recvbuff + rank * sendcount) is _nccl on the in-place views
+    vendor_inplace={"mpi": _mpi_inplace, "nccl": _nccl},
     vendor_names={"mpi": "Allgather", "nccl": "AllGather"},
 ))

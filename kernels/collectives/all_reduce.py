@@ -38,7 +38,6 @@ def _nccl(a: VendorArgs) -> Callable[[], None]:
                    h.stream)
 
 
-
 def _mpi_inplace(a: VendorArgs) -> Callable[[], None]:
     from mpi4py import MPI
 
@@ -59,10 +58,9 @@ def _nccl_inplace(a: VendorArgs) -> Callable[[], None]:
 
 register(Collective(
     name="all_reduce", order=0, summary="every rank gets the reduction of all ranks' buffers",
-    aliases=("allreduce",), reduces=True, rooted=False, divides=False,
+    aliases=("allreduce",), reduces=True,
     busbw=lambda p: 2 * (p - 1) / p, busbw_formula="2(p-1)/p",
     size_is="the buffer (n elements per rank, in and out)",
-    in_count=lambda n, p: n, out_count=lambda n, p: n, inplace_at=lambda n, p, r: (0, 0),
     result=_result, vendor={"mpi": _mpi, "torch": _torch, "nccl": _nccl},
     vendor_inplace={"mpi": _mpi_inplace, "torch": _torch_inplace, "nccl": _nccl_inplace},
     vendor_names={"mpi": "Allreduce", "nccl": "AllReduce"},

@@ -12,7 +12,7 @@ from functools import partial
 
 import numpy as np
 
-from kernels.collective import Collective, Result, VendorArgs, register
+from kernels.collective import Collective, Result, VendorArgs, nccl_p2p, register
 
 
 def _result(n: int, p: int, rank: int, root: int, start: int, stop: int) -> Result:
@@ -32,26 +32,17 @@ def _torch(a: VendorArgs) -> Callable[[], None]:
 
 
 def _nccl(a: VendorArgs) -> Callable[[], None]:
-    h, c = a.handle, a.send.size // a.world  # NCCL has no alltoall: grouped send/recv per peer
-    nbytes = a.send.itemsize * c
+    nbytes = a.send.itemsize * (a.send.size // a.world)  # NCCL has no alltoall: send/recv per peer
     s, r = a.send.data.ptr, a.recv.data.ptr
-
-    def run() -> None:
-        h.nccl.groupStart()
-        for q in range(a.world):
-            h.comm.send(s + q * nbytes, nbytes, h.nccl.NCCL_INT8, q, h.stream)
-            h.comm.recv(r + q * nbytes, nbytes, h.nccl.NCCL_INT8, q, h.stream)
-        h.nccl.groupEnd()
-
-    return run
+    return nccl_p2p(a.handle, [(q, s + q * nbytes, nbytes) for q in range(a.world)],
+                    [(q, r + q * nbytes, nbytes) for q in range(a.world)])
 
 
 register(Collective(
     name="alltoall", order=5, summary="block j of rank r goes to block r of rank j",
-    aliases=("all_to_all",), reduces=False, rooted=False, divides=True,
+    aliases=("all_to_all",), reduces=False, divides=True,
     busbw=lambda p: (p - 1) / p, busbw_formula="(p-1)/p",
     size_is="the buffer per rank (p blocks of n/p elements)",
-    in_count=lambda n, p: n, out_count=lambda n, p: n, inplace_at=None,
-    result=_result, vendor={"mpi": _mpi, "torch": _torch, "nccl": _nccl},
+    inplace_at=None, result=_result, vendor={"mpi": _mpi, "torch": _torch, "nccl": _nccl},
     vendor_names={"mpi": "Alltoall"},
 ))

@@ -1,18 +1,10 @@
 """alltoallv: rank s sends C[s][d] elements to each rank d; d receives, in source order, the
 concatenation of what every rank sends it (MPI_Alltoallv with packed displacements).
 
-The count matrix C is named in the collective's argument, ``alltoallv(zipf,s=1.2,seed=3)``
-(:mod:`kernels.counts`; plain ``alltoallv`` is ``uniform``), and made for the size n so that the
-busiest rank's max(elements sent, elements received) is exactly n: the reported size is that
-rank's bytes, nccl-tests' ``alltoallv_perf`` measure (``AlltoAllvGetBw`` in
-https://github.com/NVIDIA/nccl-tests/blob/master/src/alltoallv.cu), and busbw = algbw (p-1)/p
-as theirs. A rank's own block C[r][r] is copied locally and counts in its totals, as there.
-
-Workspace of every rank: input [0, S_in) (S_in the largest row sum; rank r uses its row's
-[0, row_r)), output [S_in, S_in + S_out) (S_out the largest column sum; rank r uses
-[S_in, S_in + col_r)), and for the schedules a staging area of 2 T elements (T the matrix's
-off-diagonal total) that two-hop algorithms relay through. ``native`` gets the separate layout
-without the staging area.
+The count matrix C is the collective's argument, ``alltoallv(zipf,s=1.2,seed=3)``
+(:mod:`kernels.counts`; plain ``alltoallv`` is ``uniform``). Size, busbw (nccl-tests'
+``AlltoAllvGetBw``, https://github.com/NVIDIA/nccl-tests/blob/master/src/alltoallv.cu) and the
+workspace with its staging area: docs/collectives.md, "alltoallv and its count matrices".
 """
 
 from __future__ import annotations
@@ -32,8 +24,8 @@ from kernels.collective import (
     Layout,
     Result,
     VendorArgs,
+    nccl_p2p,
     register,
-    resolve,
 )
 from kernels.schedule import Range
 
@@ -97,11 +89,6 @@ def plan(problem: Problem) -> Plan:
     return plan_for(problem.spec.args or DEFAULT, problem.count, problem.world)
 
 
-def matrix(collective: str, n: int, p: int) -> np.ndarray:
-    """The count matrix of ``alltoallv(...)`` for n at p ranks (elements; read-only)."""
-    return plan_for(resolve(collective).args or DEFAULT, n, p).c
-
-
 def equal_blocks(problem: Problem) -> str | None:
     """Why the matrix is not alltoall's (n/p elements between every pair), or None: a closed
     form of alltoall then prices the same schedule."""
@@ -162,21 +149,11 @@ def _torch(text: str, a: VendorArgs) -> Callable[[], None]:
 
 def _nccl(text: str, a: VendorArgs) -> Callable[[], None]:
     """NCCL has no alltoallv: grouped send/recv per peer, zero counts skipped."""
-    h, item = a.handle, a.send.itemsize
+    item = a.send.itemsize
     sc, sd, rc, rd = _peers(text, a)
     s, r = a.send.data.ptr, a.recv.data.ptr
-    sends = [(q, s + sd[q] * item, sc[q] * item) for q in range(a.world) if sc[q]]
-    recvs = [(q, r + rd[q] * item, rc[q] * item) for q in range(a.world) if rc[q]]
-
-    def run() -> None:
-        h.nccl.groupStart()
-        for q, ptr, nbytes in sends:
-            h.comm.send(ptr, nbytes, h.nccl.NCCL_INT8, q, h.stream)
-        for q, ptr, nbytes in recvs:
-            h.comm.recv(ptr, nbytes, h.nccl.NCCL_INT8, q, h.stream)
-        h.nccl.groupEnd()
-
-    return run
+    return nccl_p2p(a.handle, [(q, s + sd[q] * item, sc[q] * item) for q in range(a.world) if sc[q]],
+                    [(q, r + rd[q] * item, rc[q] * item) for q in range(a.world) if rc[q]])
 
 
 def _bound(text: str) -> dict[str, object]:
@@ -204,10 +181,9 @@ def _bound_to(text: str) -> Collective:
 
 register(Collective(
     name=NAME, order=7, summary="rank s sends C[s][d] elements to rank d (a count matrix)",
-    aliases=("all_to_allv",), reduces=False, rooted=False, divides=False,
+    aliases=("all_to_allv",), reduces=False,
     busbw=lambda p: (p - 1) / p, busbw_formula="(p-1)/p",
     size_is="the busiest rank's max(elements sent, received); the count matrix is scaled to it",
-    in_count=lambda n, p: n, out_count=lambda n, p: n,
     inplace_at=lambda n, p, rank: (0, n),  # not None: the schedules' workspace has the staging
     result=functools.partial(_result, DEFAULT), bind=_bind,
     vendor_names={"mpi": "Alltoallv"},

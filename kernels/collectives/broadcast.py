@@ -36,10 +36,8 @@ def _nccl(a: VendorArgs) -> Callable[[], None]:
 
 register(Collective(
     name="broadcast", order=3, summary="every rank gets the root's buffer",
-    aliases=("bcast",), reduces=False, rooted=True, divides=False,
-    busbw=lambda p: 1.0, busbw_formula="1",
+    aliases=("bcast",), reduces=False, rooted=True,
     size_is="the buffer (n elements)",
-    in_count=lambda n, p: n, out_count=lambda n, p: n, inplace_at=lambda n, p, r: (0, 0),
     result=_result, has_input=lambda rank, root: rank == root,
     vendor={"mpi": _mpi, "torch": _torch, "nccl": _nccl}, vendor_separate=False,
     vendor_names={"mpi": "Bcast", "nccl": "Broadcast"},

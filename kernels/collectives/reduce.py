@@ -42,7 +42,6 @@ def _nccl(a: VendorArgs) -> Callable[[], None]:
                    h.stream)
 
 
-
 def _mpi_inplace(a: VendorArgs) -> Callable[[], None]:
     from mpi4py import MPI
 
@@ -65,10 +64,8 @@ def _nccl_inplace(a: VendorArgs) -> Callable[[], None]:
 
 register(Collective(
     name="reduce", order=4, summary="the root gets the reduction of all ranks' buffers",
-    aliases=(), reduces=True, rooted=True, divides=False,
-    busbw=lambda p: 1.0, busbw_formula="1",
+    reduces=True, rooted=True,
     size_is="the buffer (n elements)",
-    in_count=lambda n, p: n, out_count=lambda n, p: n, inplace_at=lambda n, p, r: (0, 0),
     result=_result, has_output=lambda rank, root: rank == root,
     vendor={"mpi": _mpi, "torch": _torch, "nccl": _nccl},
     vendor_inplace={"mpi": _mpi_inplace, "torch": _torch_inplace, "nccl": _nccl_inplace},

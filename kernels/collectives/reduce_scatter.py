@@ -37,21 +37,15 @@ def _nccl(a: VendorArgs) -> Callable[[], None]:
                    a.op, h.stream)
 
 
-
-def _nccl_inplace(a: VendorArgs) -> Callable[[], None]:
-    h = a.handle  # NCCL's in place: recvbuff = sendbuff + rank * recvcount (MPI's is block 0)
-    return partial(h.comm.reduceScatter, a.send.data.ptr, a.recv.data.ptr, a.recv.size, h.dtype,
-                   a.op, h.stream)
-
-
 register(Collective(
     name="reduce_scatter", order=2, summary="rank r gets block r of the reduction of all ranks' buffers",
-    aliases=("reducescatter",), reduces=True, rooted=False, divides=True,
+    aliases=("reducescatter",), reduces=True, divides=True,
     busbw=lambda p: (p - 1) / p, busbw_formula="(p-1)/p",
     size_is="the input buffer (p blocks of n/p elements)",
-    in_count=lambda n, p: n, out_count=lambda n, p: n // p,
-    inplace_at=lambda n, p, r: (0, r * (n // p)),
+    out_count=lambda n, p: n // p, inplace_at=lambda n, p, r: (0, r * (n // p)),
     result=_result, vendor={"mpi": _mpi, "torch": _torch, "nccl": _nccl},
-    vendor_inplace={"nccl": _nccl_inplace},
+    # NCCL's in place (recvbuff = sendbuff + rank * recvcount; MPI's is block 0) is _nccl on the
+    # in-place views
+    vendor_inplace={"nccl": _nccl},
     vendor_names={"mpi": "Reduce_scatter_block", "nccl": "ReduceScatter"},
 ))

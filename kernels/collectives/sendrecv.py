@@ -11,7 +11,7 @@ from functools import partial
 
 import numpy as np
 
-from kernels.collective import Collective, Result, VendorArgs, register
+from kernels.collective import Collective, Result, VendorArgs, nccl_p2p, register
 
 
 def _result(n: int, p: int, rank: int, root: int, start: int, stop: int) -> Result:
@@ -41,25 +41,15 @@ def _torch(a: VendorArgs) -> Callable[[], None]:
 
 
 def _nccl(a: VendorArgs) -> Callable[[], None]:
-    h = a.handle
     nxt, prv = (a.rank + 1) % a.world, (a.rank - 1) % a.world
     nbytes = a.send.size * a.send.itemsize
-
-    def run() -> None:
-        h.nccl.groupStart()
-        h.comm.send(a.send.data.ptr, nbytes, h.nccl.NCCL_INT8, nxt, h.stream)
-        h.comm.recv(a.recv.data.ptr, nbytes, h.nccl.NCCL_INT8, prv, h.stream)
-        h.nccl.groupEnd()
-
-    return run
+    return nccl_p2p(a.handle, [(nxt, a.send.data.ptr, nbytes)], [(prv, a.recv.data.ptr, nbytes)])
 
 
 register(Collective(
     name="sendrecv", order=6, summary="each rank sends its buffer to rank r+1, receives rank r-1's",
-    aliases=("send_recv", "p2p"), reduces=False, rooted=False, divides=False,
-    busbw=lambda p: 1.0, busbw_formula="1",
+    aliases=("send_recv", "p2p"), reduces=False,
     size_is="the buffer (n elements sent and received per rank)",
-    in_count=lambda n, p: n, out_count=lambda n, p: n, inplace_at=None,
-    result=_result, vendor={"mpi": _mpi, "torch": _torch, "nccl": _nccl},
+    inplace_at=None, result=_result, vendor={"mpi": _mpi, "torch": _torch, "nccl": _nccl},
     vendor_names={"mpi": "Sendrecv"},
 ))

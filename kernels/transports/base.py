@@ -1,14 +1,14 @@
 """The transport interface: the only code that touches the wire.
 
 A transport allocates buffers, compiles a schedule into a :class:`Plan` (buffer views and
-requests made once, so running it does no planning or allocation), binds any collective's vendor
-call (declared in ``kernels/collectives/``, looked up by the transport's ``family``) behind the
-same :class:`Plan` interface, and offers the barrier and device synchronisation the harness
-needs around its clock. It never reads a clock itself and never names a collective.
+requests made once), binds a collective's vendor call (looked up by its ``family``) behind the
+same interface, and offers the barrier and device synchronisation the harness needs around its
+clock. It never reads a clock itself and never names a collective.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import numpy as np
@@ -78,6 +78,17 @@ def views(buf: Any, layout: Layout) -> tuple[Any, Any]:
     send = buf[layout.inp.start:layout.inp.stop] if layout.inp is not None else None
     recv = buf[layout.out.start:layout.out.stop] if layout.out is not None else None
     return send, recv
+
+
+class Bound:
+    """A vendor call bound to its buffers: a :class:`Plan` whose ``run`` is that call; ``keep``
+    holds what the call points into (buffer specs made once)."""
+
+    def __init__(self, run: Callable[[], None], keep: Any = None) -> None:
+        self.run, self._keep = run, keep
+
+    def close(self) -> None:
+        pass
 
 
 def vendor_call(spec: Collective, family: str) -> Any:

@@ -1,22 +1,14 @@
-"""CUDA-IPC transport: ``transport: cuda-ipc``, ranks of one node pulling chunks from each other's
-device buffers, the mechanism NCCL uses inside a node.
+"""CUDA-IPC transport: ``transport: cuda-ipc``, ranks of one node pulling from each other's
+device buffers, the mechanism NCCL uses inside a node (docs/gpu.md).
 
-At compile time every rank exports an IPC handle of its ``buf`` (``ipcGetMemHandle``), the handles
-are all-gathered over MPI once, and each rank opens its peers' (``ipcOpenMemHandle``, lazy peer
-access). Every rank's send list is all-gathered too, so each receive is paired with its send (posting
-order per pair) and becomes a device-to-device ``memcpyAsync`` from the sender's ``buf`` at the
-sender's offsets into this rank's ``buf`` (copy) or ``scratch`` (reduce); then the reductions.
-
-Synchronisation per step: stream synchronised, then an MPI barrier of all ranks. The IR lets a
-step write only elements its rank does not send, so reads of step i (by peers) never race writes
-of step i; the barrier orders step i+1's writes after everyone's step i reads. One more barrier
-opens each run, because the caller may have just uploaded new input. Sends are no-ops (the
-receiver pulls). Several ranks may share one GPU, which is what makes it useful on one GPU.
-
-Buffers are plain ``cudaMalloc`` allocations (``cupy.cuda.Memory``), not CuPy-pool blocks, so an
-IPC handle maps exactly the buffer's base. ``native`` is MPI: ``MPI_Allreduce`` on the device
-buffer when the MPI library is CUDA-aware, else on a pinned host copy (as in ``mpi-cupy``).
-There is no CUDA-graph variant: host barriers sit between steps.
+At compile time every rank's IPC handle of ``buf`` and its send list are all-gathered over MPI,
+so each receive becomes a ``memcpyAsync`` from the sender's ``buf`` at the sender's offsets (into
+``buf`` or, to reduce, ``scratch``). Per step: pulls, reductions, a stream sync, an MPI barrier.
+The IR lets a step write only elements its rank does not send, so peers' reads of step i never
+race its writes, and the barrier orders step i+1's writes after them; one more barrier opens each
+run, as the caller may have just uploaded input. Buffers are plain ``cudaMalloc`` allocations,
+not pool blocks, so a handle maps exactly the buffer's base. ``native`` is MPI, as in
+``mpi-cupy``; no CUDA-graph variant (host barriers sit between steps).
 """
 
 from __future__ import annotations
@@ -26,11 +18,18 @@ from typing import Any
 
 from mpi4py import MPI
 
-from kernels.collective import Collective, Layout
 from kernels.ops import ReduceOp
 from kernels.schedule import Schedule
 from kernels.transports.base import Plan
-from kernels.transports.gpu import DeviceTransport, GpuContext, agree, open_device, reducer
+from kernels.transports.gpu import (
+    GpuContext,
+    Local,
+    agree,
+    finish,
+    local_work,
+    open_device,
+    reducer,
+)
 from kernels.transports.gpu_plan import (
     logical_dtype,
     match_pulls,
@@ -38,7 +37,7 @@ from kernels.transports.gpu_plan import (
     send_lists,
     storage_dtype,
 )
-from kernels.transports.mpi_cupy import MpiVendorPlan, PinnedMirrors, detect_awareness
+from kernels.transports.mpi_cupy import MpiCupyTransport
 
 
 class PeerMaps:
@@ -95,29 +94,24 @@ class IpcPlan:
         steps = plan_steps(schedule, buf.itemsize, keep_idle=True)
         matched = match_pulls(tr.rank, steps, tr.comm.allgather(send_lists(steps)))
         dev = {False: buf.data.ptr, True: scratch.data.ptr if scratch is not None else 0}
-        self._steps: list[tuple[list[tuple[int, int, int]], list[tuple[Any, Any]],
-                                list[tuple[Any, Any]]]] = []
+        self._steps: list[tuple[list[tuple[int, int, int]], Local]] = []
         for st, pulls in zip(steps, matched):
             copies = []
             for x in pulls:
                 src = peers[x.peer]
                 assert src is not None, "a schedule never receives from its own rank"
                 copies.append((dev[x.into_scratch] + x.dst_offset, src + x.src_offset, x.nbytes))
-            self._steps.append((copies, [(buf[a:b], scratch[a:b]) for a, b in st.reduces],
-                                [(buf[d:d + n], buf[s:s + n]) for s, d, n in st.copies]))
+            self._steps.append((copies, local_work(st, buf, scratch)))
 
     def run(self) -> None:
         stream, copy, kind, reduce = self._stream, self._copy, self._kind, self._reduce
         barrier, sptr = self._comm.Barrier, stream.ptr
         with stream:
             barrier()  # every peer's input is in place
-            for pulls, reds, local in self._steps:
+            for pulls, local in self._steps:
                 for dst, src, n in pulls:
                     copy(dst, src, n, kind, sptr)
-                for dst, src in reds:
-                    reduce(dst, src)
-                for dst, src in local:
-                    dst[...] = src
+                finish(reduce, local)
                 stream.synchronize()
                 barrier()  # nobody overwrites what a peer may still be reading
 
@@ -128,15 +122,14 @@ class IpcPlan:
         self._steps = []
 
 
-class CudaIpcTransport(DeviceTransport):
+class CudaIpcTransport(MpiCupyTransport):
+    """``mpi-cupy`` with schedules run as IPC pulls (its ``native`` stays the MPI call)."""
+
     name = "cuda-ipc"
-    family = "mpi"  # its vendor baseline is the MPI library's collective on the device buffers
 
     def __init__(self, comm: MPI.Comm, ctx: GpuContext) -> None:
         super().__init__(comm, ctx)
         self.peers = PeerMaps(self.comm, self.cp.cuda.runtime)
-        self.awareness = detect_awareness()
-        self.mirrors = PinnedMirrors()
 
     def allocate(self, count: int, dtype: str) -> Any:
         """A zeroed buffer in its own cudaMalloc (the IPC handle maps the whole allocation)."""
@@ -154,11 +147,6 @@ class CudaIpcTransport(DeviceTransport):
 
     def compile(self, schedule: Schedule, buf: Any, scratch: Any, op: ReduceOp) -> Plan:
         return IpcPlan(self, schedule, buf, scratch, op)
-
-    def vendor(self, spec: Collective, buf: Any, layout: Layout, op: ReduceOp | None,
-               root: int) -> Plan:
-        return MpiVendorPlan(self.comm, self.ctx, spec, buf, layout, op, root,
-                             self.awareness.aware, self.mirrors)
 
     def close(self) -> None:
         self.synchronize()

@@ -1,11 +1,9 @@
 """Device helpers shared by the CuPy transports (``nccl``, ``nccl-graph``, ``mpi-cupy``,
 ``cuda-ipc``): availability checks with skip reasons, device selection, the stream, CUDA-event
-timing, device memory accounting, reductions, and the buffer handling common to all three.
+timing, device memory accounting, reductions and buffer handling.
 
-CuPy is imported inside functions only, so this module (and every transport module) imports on
-machines without CuPy. The CuPy transports were written from CuPy's, NCCL's and MPI's documented
-APIs and have not yet run on a GPU (docs/gpu.md); their pure logic (step and pull plans, staging,
-bfloat16) lives in :mod:`gpu_plan` and is tested on CPU.
+CuPy is imported inside functions only, so every transport module imports without it; the pure
+logic (step and pull plans, staging, bfloat16) lives in :mod:`gpu_plan`, tested on CPU.
 """
 
 from __future__ import annotations
@@ -23,6 +21,7 @@ from mpi4py import MPI
 from kernels.transports.base import Plan, TransportUnavailable
 from kernels.transports.gpu_plan import (
     CUPY_UFUNCS,
+    StepPlan,
     bf16_bits_to_f32,
     bf16_kernel_body,
     device_for,
@@ -106,6 +105,23 @@ def reducer(cp: Any, dtype: str, op: str) -> Reduce:
         return lambda dst, src: kernel(src, dst)
     ufunc = getattr(cp, CUPY_UFUNCS[op])
     return lambda dst, src: ufunc(dst, src, out=dst)
+
+
+Local = tuple[list[tuple[Any, Any]], list[tuple[Any, Any]]]  # a step's reductions, copies
+
+
+def local_work(st: StepPlan, buf: Any, scratch: Any) -> Local:
+    """A step's reductions (buf view, scratch view) and local copies (destination, source)."""
+    return ([(buf[a:b], scratch[a:b]) for a, b in st.reduces],
+            [(buf[d:d + n], buf[s:s + n]) for s, d, n in st.copies])
+
+
+def finish(reduce: Reduce, local: Local) -> None:
+    """Queue a step's reductions, then its local copies, on the current stream."""
+    for dst, src in local[0]:
+        reduce(dst, src)
+    for dst, src in local[1]:
+        dst[...] = src
 
 
 def to_storage(host: np.ndarray, dtype: str) -> np.ndarray:

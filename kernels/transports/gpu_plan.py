@@ -1,14 +1,12 @@
-"""The pure half of the GPU transports: everything they decide without touching a device.
-
-Nothing here imports CuPy, so all of it is tested on CPU-only machines: the byte-level step plans
-that the NCCL, MPI-with-CuPy and CUDA-IPC executors are compiled from, bfloat16 bit conversion
-(numpy has no bfloat16; device buffers hold its bits as uint16), the GPU-sharing rule NCCL
-imposes, and the detection of a CUDA-aware MPI library.
+"""The pure half of the GPU transports, without CuPy and so tested on CPU: the byte-level step
+plans their executors are compiled from, bfloat16 bits (numpy has no bfloat16; device buffers
+hold its bits as uint16), the GPU-sharing rule NCCL imposes, and CUDA-aware MPI detection.
 """
 
 from __future__ import annotations
 
 import ctypes
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -132,13 +130,11 @@ def device_for(local_rank: int, device_count: int) -> int:
 
 def shared_gpu_reason(bus_ids: Sequence[str], host: str) -> str | None:
     """Why NCCL cannot run with these ranks of one host (their GPUs' PCI bus ids), or None."""
-    seen: dict[str, int] = {}
-    for bid in bus_ids:
-        seen[bid] = seen.get(bid, 0) + 1
-    shared = {b: n for b, n in seen.items() if n > 1}
+    seen = Counter(bus_ids)
+    shared = [(b, n) for b, n in seen.items() if n > 1]
     if not shared:
         return None
-    bid, n = next(iter(shared.items()))
+    bid, n = shared[0]
     return (f"{len(bus_ids)} ranks on {host} but {len(seen)} GPU(s) ({n} ranks share GPU {bid}); "
             f"NCCL needs one GPU per rank: use fewer ranks, or mpi-cupy / cuda-ipc to share a GPU")
 

@@ -10,7 +10,7 @@ from mpi4py import MPI
 from kernels.collective import Collective, Layout, VendorArgs
 from kernels.ops import ReduceOp
 from kernels.schedule import Schedule
-from kernels.transports.base import Plan, vendor_call, views
+from kernels.transports.base import Bound, Plan, vendor_call, views
 
 TAG = 7
 MPI_OPS = {"sum": MPI.SUM, "prod": MPI.PROD, "max": MPI.MAX, "min": MPI.MIN}
@@ -34,7 +34,10 @@ class MpiPlan:
                  scratch: np.ndarray | None, op: ReduceOp) -> None:
         self._ufunc = op.ufunc
         Pairs = list[tuple[np.ndarray, np.ndarray]]
-        self._steps: list[tuple[list[MPI.Prequest], Pairs, Pairs]] = []
+        # per step kept: its requests (the receives, then the sends, each in schedule order),
+        # reductions (destination, scratch) and copies (destination, source); public for
+        # wrappers that run the steps themselves (``bench.emulate``)
+        self.steps: list[tuple[list[MPI.Prequest], Pairs, Pairs]] = []
         # per step kept: (its index in the schedule, peers received from, peers sent to)
         self.trace: list[tuple[int, tuple[int, ...], tuple[int, ...]]] = []
         self.nsteps = len(schedule.steps)
@@ -54,21 +57,13 @@ class MpiPlan:
                 reqs.append(comm.Send_init(_bytes(buf[s.range.start : s.range.stop]), s.peer, TAG))
             copies = [(buf[c.dst.start:c.dst.stop], buf[c.src.start:c.src.stop]) for c in st.copies]
             if reqs or copies:
-                self._steps.append((reqs, reds, copies))
+                self.steps.append((reqs, reds, copies))
                 self.trace.append((i, tuple(rv.peer for rv in st.recvs),
                                    tuple(x.peer for x in st.sends)))
 
-    @property
-    def steps(self) -> list[tuple[list[MPI.Prequest], list[tuple[np.ndarray, np.ndarray]],
-                                  list[tuple[np.ndarray, np.ndarray]]]]:
-        """Per step kept: its requests (the receives, then the sends, each in schedule order),
-        reductions (destination, scratch) and copies (destination, source), for wrappers that
-        run the steps themselves (``bench.emulate``)."""
-        return self._steps
-
     def run(self) -> None:
         ufunc, copyto = self._ufunc, np.copyto
-        for i, (reqs, reds, copies) in enumerate(self._steps):
+        for i, (reqs, reds, copies) in enumerate(self.steps):
             self.at = i
             if reqs:
                 MPI.Prequest.Startall(reqs)
@@ -80,10 +75,10 @@ class MpiPlan:
         self.at = -1
 
     def close(self) -> None:
-        for reqs, _, _ in self._steps:
+        for reqs, _, _ in self.steps:
             for r in reqs:
                 r.Free()
-        self._steps = []
+        self.steps = []
 
 
 def buffer_spec(view: np.ndarray | None, mpitype: MPI.Datatype) -> list[Any] | None:
@@ -93,22 +88,6 @@ def buffer_spec(view: np.ndarray | None, mpitype: MPI.Datatype) -> list[Any] | N
     if view is None:
         return None
     return [MPI.buffer(view), mpitype]
-
-
-class VendorPlan:
-    """A collective's MPI call (``MPI_Allreduce``, ``MPI_Allgather``, ...) bound to its views."""
-
-    def __init__(self, comm: MPI.Comm, spec: Collective, buf: np.ndarray, layout: Layout,
-                 op: ReduceOp | None, root: int) -> None:
-        send, recv = views(buf, layout)
-        self._views = (send, recv)  # the buffer specs point into them
-        t = MPI.Datatype.fromcode(buf.dtype.char)  # what mpi4py infers from the array itself
-        self.run = vendor_call(spec, "mpi")(VendorArgs(
-            comm, buffer_spec(send, t), buffer_spec(recv, t), MPI_OPS[op.name] if op else None,
-            root, comm.rank, comm.size, layout.count))
-
-    def close(self) -> None:
-        pass
 
 
 class MpiTransport:
@@ -142,7 +121,12 @@ class MpiTransport:
 
     def vendor(self, spec: Collective, buf: np.ndarray, layout: Layout, op: ReduceOp | None,
                root: int) -> Plan:
-        return VendorPlan(self.comm, spec, buf, layout, op, root)
+        send, recv = views(buf, layout)
+        t = MPI.Datatype.fromcode(buf.dtype.char)  # what mpi4py infers from the array itself
+        comm = self.comm
+        return Bound(vendor_call(spec, "mpi")(VendorArgs(
+            comm, buffer_spec(send, t), buffer_spec(recv, t), MPI_OPS[op.name] if op else None,
+            root, comm.rank, comm.size, layout.count)), keep=(send, recv))
 
     def barrier(self) -> None:
         self.comm.Barrier()

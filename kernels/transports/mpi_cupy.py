@@ -1,13 +1,10 @@
-"""MPI transport on CuPy buffers: ``transport: mpi-cupy``.
+"""MPI transport on CuPy buffers: ``transport: mpi-cupy`` (docs/gpu.md).
 
-When the MPI library is CUDA-aware (:func:`~kernels.transports.gpu_plan.cuda_awareness`), device
-buffers go to MPI directly through ``__cuda_array_interface__``; otherwise every message is staged
-through pinned host mirrors of ``buf`` and ``scratch`` (device->host before the step's MPI calls,
-host->device after). Either way the stream is synchronised before MPI touches a buffer, persistent
-requests are made once at compile time, and reductions run as CuPy kernels on the stream. Several
-ranks may share one GPU. ``native`` is the collective's declared MPI call (on the device buffers
-when CUDA-aware, else on the staged copy; bfloat16 reductions always staged, reduced by a
-user-defined MPI op).
+Device buffers go to MPI directly when the library is CUDA-aware
+(:func:`~kernels.transports.gpu_plan.cuda_awareness`), else every message is staged through
+pinned host mirrors of ``buf`` and ``scratch``. Either way the stream is synchronised before MPI
+touches a buffer. ``native`` is the collective's MPI call; bfloat16 reductions are always
+staged, reduced by a user-defined MPI op.
 """
 
 from __future__ import annotations
@@ -23,7 +20,15 @@ from kernels.collective import Collective, Layout, VendorArgs
 from kernels.ops import ReduceOp
 from kernels.schedule import Schedule
 from kernels.transports.base import Plan, vendor_call, views
-from kernels.transports.gpu import DeviceTransport, GpuContext, open_device, reducer
+from kernels.transports.gpu import (
+    DeviceTransport,
+    GpuContext,
+    Local,
+    finish,
+    local_work,
+    open_device,
+    reducer,
+)
 from kernels.transports.gpu_plan import (
     CudaAwareness,
     bf16_reduce_into,
@@ -48,94 +53,61 @@ def bf16_mpi_op(op: str) -> MPI.Op:
     return MPI.Op.Create(fn, commute=True)
 
 
-class AwarePlan:
-    """Persistent requests on device buffers (CUDA-aware MPI)."""
+class MpiCupyPlan:
+    """Persistent requests per step on the device buffers (CUDA-aware MPI: no ``mirror``), or
+    on pinned host mirrors: then the send ranges go device->host before the step's requests and
+    the received ranges host->device after. Reductions and copies run on the device."""
 
     def __init__(self, comm: MPI.Comm, ctx: GpuContext, schedule: Schedule, buf: Any,
-                 scratch: Any, op: ReduceOp) -> None:
-        self._stream = ctx.stream
-        self._reduce = reducer(ctx.cp, logical_dtype(buf.dtype.name), op.name)
-        b8 = buf.view(ctx.cp.uint8)
-        s8 = scratch.view(ctx.cp.uint8) if scratch is not None else None
-        self._steps: list[tuple[list[MPI.Prequest], list[tuple[Any, Any]], list[tuple[Any, Any]]]] = []
-        for st in plan_steps(schedule, buf.itemsize):
-            reqs = [comm.Recv_init([(s8 if x.into_scratch else b8)[x.offset:x.offset + x.nbytes],
-                                    MPI.BYTE], x.peer, TAG) for x in st.recvs]
-            reqs += [comm.Send_init([b8[x.offset:x.offset + x.nbytes], MPI.BYTE], x.peer, TAG)
-                     for x in st.sends]
-            self._steps.append((reqs, [(buf[a:b], scratch[a:b]) for a, b in st.reduces],
-                                [(buf[d:d + n], buf[s:s + n]) for s, d, n in st.copies]))
-
-    def run(self) -> None:
-        reduce, stream = self._reduce, self._stream
-        with stream:
-            for reqs, reds, copies in self._steps:
-                stream.synchronize()  # the previous step's reductions are in buf before MPI reads
-                if reqs:
-                    MPI.Prequest.Startall(reqs)
-                    MPI.Request.Waitall(reqs)
-                for dst, src in reds:
-                    reduce(dst, src)
-                for dst, src in copies:
-                    dst[...] = src
-
-    def close(self) -> None:
-        for reqs, _, _ in self._steps:
-            for r in reqs:
-                r.Free()
-        self._steps = []
-
-
-class StagedPlan:
-    """Per step: copy the send ranges device->host into the pinned mirror, synchronise, run the
-    persistent host requests, copy received ranges host->device, reduce on the device."""
-
-    def __init__(self, comm: MPI.Comm, ctx: GpuContext, schedule: Schedule, buf: Any,
-                 scratch: Any, op: ReduceOp, mirror: Callable[[Any], np.ndarray]) -> None:
+                 scratch: Any, op: ReduceOp, mirror: Callable[[Any], np.ndarray] | None) -> None:
         rt = ctx.cp.cuda.runtime
         self._stream, self._copy = ctx.stream, rt.memcpyAsync
         self._d2h, self._h2d = rt.memcpyDeviceToHost, rt.memcpyHostToDevice
         self._reduce = reducer(ctx.cp, logical_dtype(buf.dtype.name), op.name)
-        hb = mirror(buf).view(np.uint8)
-        hs = mirror(scratch).view(np.uint8) if scratch is not None else hb
+        if mirror is None:
+            hb = buf.view(ctx.cp.uint8)
+            hs = scratch.view(ctx.cp.uint8) if scratch is not None else hb
+        else:
+            hb = mirror(buf).view(np.uint8)
+            hs = mirror(scratch).view(np.uint8) if scratch is not None else hb
         dev = {False: buf.data.ptr, True: scratch.data.ptr if scratch is not None else 0}
         host = {False: hb, True: hs}
         self._steps: list[tuple[list[tuple[int, int, int]], list[MPI.Prequest],
-                                list[tuple[int, int, int]], list[tuple[Any, Any]],
-                                list[tuple[Any, Any]]]] = []
+                                list[tuple[int, int, int]], Local]] = []
         for st in plan_steps(schedule, buf.itemsize):
-            d2h = [(hb.ctypes.data + x.offset, dev[False] + x.offset, x.nbytes) for x in st.sends]
             reqs = [comm.Recv_init([host[x.into_scratch][x.offset:x.offset + x.nbytes], MPI.BYTE],
                                    x.peer, TAG) for x in st.recvs]
             reqs += [comm.Send_init([hb[x.offset:x.offset + x.nbytes], MPI.BYTE], x.peer, TAG)
                      for x in st.sends]
-            h2d = [(dev[x.into_scratch] + x.offset, host[x.into_scratch].ctypes.data + x.offset,
-                    x.nbytes) for x in st.recvs]
-            reds = [(buf[a:b], scratch[a:b]) for a, b in st.reduces]
-            local = [(buf[d:d + n], buf[s:s + n]) for s, d, n in st.copies]
-            self._steps.append((d2h, reqs, h2d, reds, local))
+            d2h: list[tuple[int, int, int]] = []
+            h2d: list[tuple[int, int, int]] = []
+            if mirror is not None:
+                d2h = [(hb.ctypes.data + x.offset, dev[False] + x.offset, x.nbytes)
+                       for x in st.sends]
+                h2d = [(dev[x.into_scratch] + x.offset,
+                        host[x.into_scratch].ctypes.data + x.offset, x.nbytes) for x in st.recvs]
+            self._steps.append((d2h, reqs, h2d, local_work(st, buf, scratch)))
 
     def run(self) -> None:
         stream, copy, reduce = self._stream, self._copy, self._reduce
         sptr = stream.ptr
         with stream:
-            for d2h, reqs, h2d, reds, local in self._steps:
+            for d2h, reqs, h2d, local in self._steps:
                 for dst, src, n in d2h:
                     copy(dst, src, n, self._d2h, sptr)
-                # Sends are on the host, and the last step's host->device copies no longer read
-                # the mirror that this step's receives overwrite.
+                # MPI reads buf (or its mirror) once the last step's reductions and this step's
+                # device->host copies are done, and the last step's host->device copies no
+                # longer read the mirror that this step's receives overwrite.
                 stream.synchronize()
-                MPI.Prequest.Startall(reqs)
-                MPI.Request.Waitall(reqs)
+                if reqs:
+                    MPI.Prequest.Startall(reqs)
+                    MPI.Request.Waitall(reqs)
                 for dst, src, n in h2d:
                     copy(dst, src, n, self._h2d, sptr)
-                for dst, src in reds:
-                    reduce(dst, src)
-                for dst, src in local:
-                    dst[...] = src
+                finish(reduce, local)
 
     def close(self) -> None:
-        for _, reqs, _, _, _ in self._steps:
+        for _, reqs, _, _ in self._steps:
             for r in reqs:
                 r.Free()
         self._steps = []
@@ -208,9 +180,8 @@ class MpiCupyTransport(DeviceTransport):
         self.mirrors = PinnedMirrors()
 
     def compile(self, schedule: Schedule, buf: Any, scratch: Any, op: ReduceOp) -> Plan:
-        if self.awareness.aware:
-            return AwarePlan(self.comm, self.ctx, schedule, buf, scratch, op)
-        return StagedPlan(self.comm, self.ctx, schedule, buf, scratch, op, self.mirrors)
+        return MpiCupyPlan(self.comm, self.ctx, schedule, buf, scratch, op,
+                           None if self.awareness.aware else self.mirrors)
 
     def vendor(self, spec: Collective, buf: Any, layout: Layout, op: ReduceOp | None,
                root: int) -> Plan:

@@ -1,15 +1,10 @@
-"""NCCL transport: commbench schedules on CuPy buffers through ``cupy.cuda.nccl``.
+"""NCCL transport: commbench schedules on CuPy buffers through ``cupy.cuda.nccl`` (docs/gpu.md).
 
-Each step's receives and sends are posted inside one ``groupStart()/groupEnd()`` on the
-transport's stream, as raw bytes (``NCCL_INT8``; the element type only matters to reductions),
-then the step's reductions and local copies run as CuPy element-wise kernels in place on the same
-stream, so a whole schedule is queued without one host synchronisation. The baseline ``native``
-is the collective's declared NCCL call (``ncclAllReduce``, ``ncclAllGather``, ... or grouped
-send/recv) on separate send and receive buffers. ``nccl-graph`` is the same transport with every
-plan captured once as a CUDA graph (see :class:`~kernels.transports.gpu.GraphPlan`).
-
-The communicator is bootstrapped with ``get_unique_id()`` on rank 0, broadcast over MPI. One rank
-per GPU: NCCL refuses two ranks on one device, so that case is a skip with the reason.
+Each step's receives and sends go in one ``groupStart()/groupEnd()`` on the transport's stream,
+as raw bytes (``NCCL_INT8``), then its reductions and copies as CuPy kernels on the same stream,
+so a schedule is queued without a host synchronisation. ``nccl-graph`` captures every plan once as
+a CUDA graph (:class:`~kernels.transports.gpu.GraphPlan`). NCCL refuses two ranks on one device,
+so that case is a skip with the reason.
 """
 
 from __future__ import annotations
@@ -21,13 +16,15 @@ from mpi4py import MPI
 from kernels.collective import Collective, Layout, NcclHandle, VendorArgs
 from kernels.ops import ReduceOp
 from kernels.schedule import Schedule
-from kernels.transports.base import Plan, vendor_call, views
+from kernels.transports.base import Bound, Plan, vendor_call, views
 from kernels.transports.gpu import (
     DeviceTransport,
     GpuContext,
     GraphPlan,
     agree,
     device_used,
+    finish,
+    local_work,
     open_device,
     reducer,
 )
@@ -59,15 +56,13 @@ class NcclPlan:
             recvs = [((sbase if x.into_scratch else base) + x.offset, x.nbytes, x.peer)
                      for x in st.recvs]
             sends = [(base + x.offset, x.nbytes, x.peer) for x in st.sends]
-            reds = [(buf[a:b], scratch[a:b]) for a, b in st.reduces]
-            copies = [(buf[d:d + n], buf[s:s + n]) for s, d, n in st.copies]
-            self._steps.append((recvs, sends, reds, copies))
+            self._steps.append((recvs, sends, local_work(st, buf, scratch)))
 
     def run(self) -> None:
         nccl, comm, reduce = self._nccl, self._comm, self._reduce
         byte, sptr = nccl.NCCL_INT8, self._stream.ptr
         with self._stream:
-            for recvs, sends, reds, copies in self._steps:
+            for recvs, sends, local in self._steps:
                 if recvs or sends:
                     nccl.groupStart()
                     for ptr, n, peer in recvs:
@@ -75,30 +70,10 @@ class NcclPlan:
                     for ptr, n, peer in sends:
                         comm.send(ptr, n, byte, peer, sptr)
                     nccl.groupEnd()
-                for dst, src in reds:
-                    reduce(dst, src)
-                for dst, src in copies:
-                    dst[...] = src
+                finish(reduce, local)
 
     def close(self) -> None:
         self._steps = []
-
-
-class NcclVendorPlan:
-    """A collective's NCCL call on the transport's stream, bound to its views: the baseline."""
-
-    def __init__(self, comm: Any, ctx: GpuContext, spec: Collective, buf: Any, layout: Layout,
-                 op: ReduceOp | None, root: int, rank: int, world: int) -> None:
-        nccl = _nccl()
-        handle = NcclHandle(comm, nccl, ctx.stream.ptr,
-                            getattr(nccl, NCCL_DTYPES[logical_dtype(buf.dtype.name)]))
-        send, recv = views(buf, layout)
-        self.run = vendor_call(spec, "nccl")(VendorArgs(
-            handle, send, recv, getattr(nccl, NCCL_OPS[op.name]) if op else None, root, rank,
-            world, layout.count))
-
-    def close(self) -> None:
-        pass
 
 
 class NcclTransport(DeviceTransport):
@@ -126,8 +101,13 @@ class NcclTransport(DeviceTransport):
 
     def vendor(self, spec: Collective, buf: Any, layout: Layout, op: ReduceOp | None,
                root: int) -> Plan:
-        return self._wrap(NcclVendorPlan(self.nccl_comm, self.ctx, spec, buf, layout, op, root,
-                                         self.rank, self.size))
+        nccl = _nccl()
+        handle = NcclHandle(self.nccl_comm, nccl, self.ctx.stream.ptr,
+                            getattr(nccl, NCCL_DTYPES[logical_dtype(buf.dtype.name)]))
+        send, recv = views(buf, layout)
+        return self._wrap(Bound(vendor_call(spec, "nccl")(VendorArgs(
+            handle, send, recv, getattr(nccl, NCCL_OPS[op.name]) if op else None, root, self.rank,
+            self.size, layout.count))))
 
     def close(self) -> None:
         self.synchronize()

@@ -1,13 +1,9 @@
-"""torch.distributed transport: commbench schedules over ``batch_isend_irecv``.
+"""torch.distributed transport: commbench schedules over ``batch_isend_irecv`` on torch tensors
+(CPU with gloo, CUDA with NCCL), for the collective sweeps (``transport: torch``) and the DDP
+comm hook (made from the training job's process group).
 
-The same :class:`~kernels.schedule.Schedule` the MPI transport runs, on torch tensors (CPU with
-gloo, CUDA with NCCL). It serves two callers: the collective sweeps (``transport: torch``, made
-from the MPI communicator of the job) and the DDP comm hook that runs gradient buckets through a
-commbench algorithm (made from the training job's process group).
-
-Messages between one pair of ranks in one step are told apart by tag = their posting index, which
-is the IR's matching rule ("matched in posting order per pair"), so the backend need not keep
-order among same-tag messages.
+Messages between one pair of ranks in one step are told apart by tag = their posting index (the
+IR's matching rule), so the backend need not keep order among same-tag messages.
 """
 
 from __future__ import annotations
@@ -23,7 +19,7 @@ import torch.distributed as dist
 from kernels.collective import Collective, Layout, VendorArgs
 from kernels.ops import ReduceOp
 from kernels.schedule import Schedule
-from kernels.transports.base import Plan, TransportUnavailable, vendor_call, views
+from kernels.transports.base import Bound, Plan, TransportUnavailable, vendor_call, views
 from kernels.transports.rendezvous import rendezvous
 
 # In-place reductions by op name: fn(dst, src, out=dst).
@@ -78,21 +74,6 @@ class TorchPlan:
         self._steps = []
 
 
-class VendorPlan:
-    """A collective's torch.distributed call (``all_reduce``, ``all_gather_into_tensor``, ...)
-    bound to its views."""
-
-    def __init__(self, group: dist.ProcessGroup | None, spec: Collective, buf: torch.Tensor,
-                 layout: Layout, op: ReduceOp | None, root: int) -> None:
-        send, recv = views(buf, layout)
-        self.run = vendor_call(spec, "torch")(VendorArgs(
-            group, send, recv, VENDOR_OPS[op.name] if op else None, root,
-            dist.get_rank(group), dist.get_world_size(group), layout.count))
-
-    def close(self) -> None:
-        pass
-
-
 class TorchP2PTransport:
     """Tensors on ``device`` moved by torch.distributed point-to-point calls in ``group``."""
 
@@ -122,7 +103,10 @@ class TorchP2PTransport:
 
     def vendor(self, spec: Collective, buf: torch.Tensor, layout: Layout, op: ReduceOp | None,
                root: int) -> Plan:
-        return VendorPlan(self.group, spec, buf, layout, op, root)
+        send, recv = views(buf, layout)
+        return Bound(vendor_call(spec, "torch")(VendorArgs(
+            self.group, send, recv, VENDOR_OPS[op.name] if op else None, root, self.rank,
+            self.size, layout.count)))
 
     def barrier(self) -> None:
         if self.device.type == "cuda":

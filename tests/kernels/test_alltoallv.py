@@ -17,7 +17,7 @@ from kernels import counts
 from kernels.algorithm import Problem, algorithms_of
 from kernels.bytecount import bytes_sent
 from kernels.collective import VendorArgs
-from kernels.collectives.alltoallv import matrix, plan, sent_elements
+from kernels.collectives.alltoallv import plan, sent_elements
 from kernels.ops import HOST_DTYPE
 from kernels.registry import UnknownName
 from kernels.schedule import Schedule
@@ -25,6 +25,12 @@ from kernels.topology import Topology
 from tests.conftest import ROOT, run_mpi
 from tests.mpi.exact import combos
 from tests.mpi.exact import counts as counts_of
+
+
+def matrix(collective: str, n: int, p: int) -> np.ndarray:
+    """The count matrix of ``alltoallv(...)`` for n at p ranks (elements; read-only)."""
+    return plan(Problem(Topology.flat(p), n, 1, collective)).c
+
 
 MATRICES = ("", "(zipf,s=1.2,seed=3)", "(hot,fraction=1.0,seed=1)", "(zero_rows,rows=2,seed=5)")
 DTYPES = ("float16", "bfloat16", "float32", "float64", "int32")

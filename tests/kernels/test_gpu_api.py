@@ -46,7 +46,6 @@ TYPED: dict[str, dict[str, str]] = {
           "nccl_comm": "nccl:NcclCommunicator"},
     "PinnedMirrors": {"dev": "ndarray"},
     "NcclPlan": {"comm": "nccl:NcclCommunicator", "_comm": "nccl:NcclCommunicator"},
-    "NcclVendorPlan": {"comm": "nccl:NcclCommunicator", "_comm": "nccl:NcclCommunicator"},
 }
 # What a property (or, with "()", a method) returns, where the code goes on from it.
 RETURNS = {("ndarray", "data"): "cuda.MemoryPointer", ("Stream", "end_capture()"): "cuda.Graph"}

@@ -6,7 +6,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from kernels.algorithm import Problem, algorithm
+from kernels.algorithm import Problem, algorithm, all_but_own
 from kernels.closed import Ctx, Estimate
 from kernels.compiled import BLOCKS, Compiled, messages
 from kernels.phases import move_runs, node_order
@@ -38,7 +38,7 @@ def _closed(x: Ctx) -> Estimate | Compiled | str:
     return x.need(equal=False, contiguous=True) or _generated(x.p)
 
 
-@algorithm("bruck", "all_gather", shape=BLOCKS, closed=_closed, sent=lambda pr, r: (pr.world - 1) * pr.block)
+@algorithm("bruck", "all_gather", shape=BLOCKS, closed=_closed, sent=all_but_own)
 def bruck(problem: Problem, b: StepBuilder) -> None:
     """Member i sends what it holds to member i-d and receives from member i+d, d = 1, 2, 4, ...
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernels.algorithm import Problem, algorithm
+from kernels.algorithm import Problem, algorithm, all_but_own
 from kernels.closed import INTER, SPINE, Ctx, Estimate, estimate
-from kernels.compiled import Compiled, Shape, messages
-from kernels.phases import node_order
+from kernels.compiled import BLOCKS, Compiled, messages
+from kernels.phases import node_order, replay
 from kernels.schedule import StepBuilder
 
 
@@ -49,8 +49,8 @@ def _generate(pr: Problem) -> Compiled:
                                            np.zeros(src.size, bool), s),))
 
 
-@algorithm("direct", "all_gather", shape=Shape(count=lambda pr: pr.world, generate=_generate),
-           closed=_closed, sent=lambda pr, r: (pr.world - 1) * pr.block)
+@algorithm("direct", "all_gather", shape=BLOCKS.generated(_generate), closed=_closed,
+           sent=all_but_own)
 def direct(problem: Problem, b: StepBuilder) -> None:
     """One step: member i sends its block to members i+1, i+2, ..., i+p-1 (mod p), in that order.
 
@@ -58,11 +58,4 @@ def direct(problem: Problem, b: StepBuilder) -> None:
     Every rank posts p-1 sends and p-1 receives at once: latency-bound sizes gain, large ones
     meet incast. Elements sent per rank: (p-1) * n/p.
     """
-    order, blocks = node_order(problem.topology), problem.blocks()
-    p = len(order)
-    if p == 1:
-        return
-    st = b.step()
-    for i, r in enumerate(order):
-        for s in range(1, p):
-            b.move(r, order[(i + s) % p], blocks[r], reduce=False, step=st)
+    replay(b, _generate(problem), problem.blocks())

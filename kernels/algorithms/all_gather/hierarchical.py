@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from kernels import rings
 from kernels.algorithm import Problem, algorithm
 from kernels.closed import Ctx, Estimate, estimate
-from kernels.compiled import Compiled, Shape
-from kernels.phases import calls, held, holders, move_runs, node_hops, node_to_node
+from kernels.compiled import BLOCKS, Compiled
+from kernels.phases import calls, held, holders, node_hops, replay
 from kernels.schedule import StepBuilder
 
 
@@ -43,7 +42,7 @@ def _generate(pr: Problem) -> Compiled:
 
 
 @algorithm("hierarchical", "all_gather", sent=_sent, closed=_closed,
-           shape=Shape(count=lambda pr: pr.world, generate=_generate))
+           shape=BLOCKS.generated(_generate))
 def hierarchical(problem: Problem, b: StepBuilder) -> None:
     """Nodes pass blocks around a ring of nodes, then each rank shares its blocks in its node.
 
@@ -56,15 +55,4 @@ def hierarchical(problem: Problem, b: StepBuilder) -> None:
     (H - ceil((l' - i)/l)) * c between nodes (l' the next node's size) plus (l-1) * H * c inside;
     with N nodes of l ranks: (N-1)*c + (l-1)*N*c = (p-1)*c, of which only (N-1)*c between nodes.
     """
-    nodes, blocks, hold = problem.topology.nodes(), problem.blocks(), holders(problem.topology)
-    n_nodes = len(nodes)
-    for s, st in enumerate(rings.open_steps(b, n_nodes - 1)):
-        for k in range(n_nodes):
-            node_to_node(b, nodes, k, (k - s) % n_nodes, blocks, reduce=False, step=st)
-    if max(len(node) for node in nodes) > 1:
-        st = b.step()
-        for node, have in zip(nodes, hold):
-            for i, r in enumerate(node):
-                for s in range(1, len(node)):
-                    move_runs(b, r, node[(i + s) % len(node)], [blocks[q] for q in have[i]],
-                              reduce=False, step=st)
+    replay(b, _generate(problem), problem.blocks())

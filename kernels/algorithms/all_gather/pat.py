@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernels.algorithm import Problem, algorithm
+from kernels.algorithm import Problem, algorithm, all_but_own
 from kernels.closed import Ctx, Estimate
-from kernels.compiled import Compiled, Shape
-from kernels.phases import move_runs, node_order, pat_dims, pat_offsets, pat_step
+from kernels.compiled import BLOCKS, Compiled
+from kernels.phases import node_order, pat_dims, pat_step, replay
 from kernels.schedule import StepBuilder
 
 
@@ -24,9 +24,8 @@ def _generate(pr: Problem) -> Compiled:
     return Compiled(p, pr.count, tuple(pat_step(order, d, True) for d in reversed(pat_dims(p))))
 
 
-@algorithm("pat", "all_gather", closed=_closed,
-           shape=Shape(count=lambda pr: pr.world, generate=_generate),
-           sent=lambda pr, r: (pr.world - 1) * pr.block)
+@algorithm("pat", "all_gather", closed=_closed, shape=BLOCKS.generated(_generate),
+           sent=all_but_own)
 def pat(problem: Problem, b: StepBuilder) -> None:
     """Each rank's block goes out along a binomial tree rooted at it, the p trees aggregated
     into one message set per step; the farthest distance first.
@@ -41,10 +40,4 @@ def pat(problem: Problem, b: StepBuilder) -> None:
     staging buffer (bounded memory at large sizes); a schedule's workspace holds every block,
     so each distance is one step here.
     """
-    order, blocks = node_order(problem.topology), problem.blocks()
-    p = len(order)
-    for d in reversed(pat_dims(p)):
-        st = b.step()
-        for i, r in enumerate(order):
-            held = [blocks[order[(i + s) % p]] for s in pat_offsets(p, d)]
-            move_runs(b, r, order[(i - (1 << d)) % p], held, reduce=False, step=st)
+    replay(b, _generate(problem), problem.blocks())

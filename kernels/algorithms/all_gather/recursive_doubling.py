@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from kernels.algorithm import Problem, algorithm
 from kernels.closed import Ctx, Estimate, estimate
-from kernels.compiled import Compiled, Shape
-from kernels.phases import Fold, calls, move_runs, node_order
-from kernels.schedule import Range, StepBuilder
+from kernels.compiled import BLOCKS, Compiled
+from kernels.phases import Fold, calls, node_order, replay
+from kernels.schedule import StepBuilder
 
 
 def _sent(problem: Problem, rank: int) -> int:
@@ -48,7 +48,7 @@ def _generate(pr: Problem) -> Compiled:
 
 
 @algorithm("recursive_doubling", "all_gather", sent=_sent, closed=_closed,
-           shape=Shape(count=lambda pr: pr.world, generate=_generate))
+           shape=BLOCKS.generated(_generate))
 def recursive_doubling(problem: Problem, b: StepBuilder) -> None:
     """log2(p') steps that double what each rank holds; a non-power of two folds extra ranks in.
 
@@ -61,21 +61,4 @@ def recursive_doubling(problem: Problem, b: StepBuilder) -> None:
     extra rank; c * (sum over d of the real ranks in v's d-group: d plus the pairs among them)
     for the others, plus (p-1)*c for a keeper.
     """
-    f, blocks, n = Fold(node_order(problem.topology)), problem.blocks(), problem.count
-    if problem.world == 1:
-        return
-    if f.rem:
-        st = b.step()
-        for v in range(f.rem):
-            b.move(f.order[2 * v], f.keeper(v), blocks[f.order[2 * v]], reduce=False, step=st)
-    for d in f.distances:
-        st = b.step()
-        for v in range(f.pp):
-            mine = [blocks[r] for r in f.group(*f.span(v, d))]
-            move_runs(b, f.keeper(v), f.keeper(v ^ d), mine, reduce=False, step=st)
-    if f.rem:
-        st = b.step()
-        for v in range(f.rem):
-            gone = blocks[f.order[2 * v]]
-            move_runs(b, f.keeper(v), f.order[2 * v], [Range(0, gone.start), Range(gone.stop, n)],
-                      reduce=False, step=st)
+    replay(b, _generate(problem), problem.blocks())

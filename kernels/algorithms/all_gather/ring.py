@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kernels import rings
-from kernels.algorithm import Problem, algorithm
+from kernels.algorithm import Problem, algorithm, all_but_own
 from kernels.closed import Ctx, Estimate
 from kernels.compiled import BLOCKS
 from kernels.schedule import StepBuilder
@@ -14,7 +14,7 @@ def _closed(x: Ctx) -> Estimate | str:
     return x.ring_pass(reduce=False)
 
 
-@algorithm("ring", "all_gather", shape=BLOCKS, closed=_closed, sent=lambda pr, r: (pr.world - 1) * pr.block)
+@algorithm("ring", "all_gather", shape=BLOCKS, closed=_closed, sent=all_but_own)
 def ring(problem: Problem, b: StepBuilder) -> None:
     """p-1 steps; in step s member i forwards block (i-s) mod p to member i+1.
 

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from kernels import rings
-from kernels.algorithm import Problem, algorithm
+from kernels.algorithm import Problem, algorithm, all_but_own
 from kernels.closed import Ctx, Estimate
+from kernels.phases import replay
 from kernels.schedule import StepBuilder
 
 
@@ -16,7 +17,7 @@ def _closed(x: Ctx) -> Estimate | str:
 
 
 @algorithm("ring_channels", "all_gather", shape=rings.CHANNEL_GATHER, closed=_closed,
-           sent=lambda pr, r: (pr.world - 1) * pr.block)
+           sent=all_but_own)
 def ring_channels(problem: Problem, b: StepBuilder) -> None:
     """k rings at once, each carrying piece c of every block and leaving every node from a
     different rank (its rail): p-1 steps.
@@ -27,4 +28,4 @@ def ring_channels(problem: Problem, b: StepBuilder) -> None:
     c mod l), all channels in the same steps. Elements sent per rank: (p-1) * n/p, the optimum,
     in k messages a step; between nodes, (p-1) n/(kp) per channel it leaves its node in.
     """
-    rings.channel_blocks(problem, b, rings.all_gather)
+    replay(b, rings.channel_compiled(problem, True), rings.pieces(problem))

@@ -7,14 +7,12 @@ from functools import lru_cache
 import numpy as np
 
 from kernels.algorithm import Problem, algorithm
-from kernels.algorithms.all_reduce.tree import CHUNK_BYTES, MAX_CHUNKS
+from kernels.algorithms.all_reduce.tree import CHUNK_BYTES, MAX_CHUNKS, pipeline
 from kernels.chunks import split
 from kernels.closed import Ctx, Estimate
 from kernels.compiled import Compiled, Shape, messages
-from kernels.phases import node_order
+from kernels.phases import node_order, replay
 from kernels.schedule import StepBuilder
-
-Plan = tuple[tuple[np.ndarray, ...], ...]  # per step: src, dst, chunk, reduce, slot (ranks)
 
 
 def num_chunks(count: int, itemsize: int) -> int:
@@ -48,71 +46,23 @@ def parents(m: int) -> tuple[np.ndarray, np.ndarray]:
     return p1, p2
 
 
-def _pipeline(parent: np.ndarray, k: int) -> list[tuple[np.ndarray, ...]]:
-    """One tree's pipelined reduce then broadcast of k chunks, step by step, as (src, dst,
-    chunk, reduce, slot) over positions. Each step every position forwards to its parent the
-    next chunk its subtree has fully reduced (a second child waits while its sibling sends the
-    same chunk: one step never reduces an element twice), and passes each child the next chunk
-    it holds final."""
-    m = parent.size
-    v = np.arange(m)
-    kids = np.flatnonzero(parent >= 0)
-    nch = np.bincount(parent[kids], minlength=m)
-    first = np.full(m, m, dtype=np.int64)
-    np.minimum.at(first, parent[kids], kids)
-    sib = np.full(m, -1, dtype=np.int64)
-    second = kids[first[parent[kids]] != kids]
-    sib[second] = first[parent[second]]
-    slot = np.where(sib >= 0, 2, 1)
-    root = int(np.flatnonzero(parent < 0)[0])
-    got = np.zeros((m, k), dtype=np.int64)
-    sent_up, final = np.zeros(m, dtype=np.int64), np.zeros(m, dtype=np.int64)
-    steps: list[tuple[np.ndarray, ...]] = []
-    while final.min() < k:
-        if len(steps) > 4 * (k + 2 * m) + 8:
-            raise RuntimeError("double tree pipeline did not converge")  # a bug, not user error
-        c = np.minimum(sent_up, k - 1)
-        ok = (parent >= 0) & (sent_up < k) & (got[v, c] == nch)
-        blocked = np.zeros(m, dtype=bool)
-        blocked[second] = ok[sib[second]] & (c[sib[second]] == c[second])
-        up = np.flatnonzero(ok & ~blocked)
-        down = kids[final[kids] < final[parent[kids]]]
-        steps.append((np.concatenate((up, parent[down])), np.concatenate((parent[up], down)),
-                      np.concatenate((c[up], final[down])),
-                      np.concatenate((np.ones(up.size), np.zeros(down.size))),
-                      np.concatenate((np.zeros(up.size), slot[down]))))
-        got[parent[up], c[up]] += 1  # siblings never send one chunk in one step: no repeats
-        sent_up[up] += 1
-        final[down] += 1
-        while final[root] < k and got[root, final[root]] == nch[root]:
-            final[root] += 1
-    return steps
-
-
-@lru_cache(maxsize=32)
-def _plan(order: tuple[int, ...], k: int) -> Plan:
-    """Both trees' steps side by side over ranks; tree t's chunk c is chunk t*k + c of the
-    buffer; a rank posts tree 1's messages (up, then its children in order) before tree 2's."""
-    rank = np.asarray(order, dtype=np.int64)
-    trees = [_pipeline(par, k) for par in parents(len(order))]
-    out = []
-    for i in range(max(len(t) for t in trees)):
-        cols = []
-        for t, steps in enumerate(trees):
-            if i < len(steps):
-                s, d, c, r, sl = steps[i]
-                cols.append((rank[s], rank[d], c + t * k, r, sl + 3 * t))
-        src, dst, ch, red, slot = (np.concatenate(col) for col in zip(*cols))
-        idx = np.lexsort((slot, src))
-        out.append((src[idx], dst[idx], ch[idx], red[idx], slot[idx]))
-    return tuple(out)
-
-
 @lru_cache(maxsize=32)
 def _generated(order: tuple[int, ...], k: int) -> Compiled:
-    """:func:`_plan` compiled (one object per plan: the sizes that share it price in one batch)."""
-    return Compiled(len(order), 2 * k, tuple(messages(s, d, c, c + 1, r, sl)
-                                             for s, d, c, r, sl in _plan(order, k)))
+    """Both trees' steps side by side over ranks (one object per plan: the sizes that share it
+    price in one batch); tree t's chunk c is chunk t*k + c of the buffer; a rank posts tree 1's
+    messages (up, then its children in order) before tree 2's."""
+    rank = np.asarray(order, dtype=np.int64)
+    trees = [pipeline(par, k) for par in parents(len(order))]
+    steps = []
+    for i in range(max(len(t) for t in trees)):
+        cols = []
+        for t, tsteps in enumerate(trees):
+            if i < len(tsteps):
+                s, d, c, r, sl = tsteps[i]
+                cols.append((rank[s], rank[d], c + t * k, r, sl + 3 * t))
+        src, dst, ch, red, slot = (np.concatenate(col) for col in zip(*cols))
+        steps.append(messages(src, dst, ch, ch + 1, red, slot))
+    return Compiled(len(order), 2 * k, tuple(steps))
 
 
 def _closed(x: Ctx) -> Estimate | Compiled | str:
@@ -145,8 +95,4 @@ def double_tree(problem: Problem, b: StepBuilder) -> None:
     if len(order) == 1:
         return
     k = num_chunks(problem.count, problem.itemsize)
-    chunks = split(problem.count, 2 * k)
-    for src, dst, ch, red, _ in _plan(tuple(order), k):
-        st = b.step()
-        for s, d, c, r in zip(src.tolist(), dst.tolist(), ch.tolist(), red.tolist()):
-            b.move(s, d, chunks[c], reduce=bool(r), step=st)
+    replay(b, _generated(tuple(order), k), split(problem.count, 2 * k))

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 
 from kernels.algorithm import Problem, algorithm
 from kernels.chunks import split
 from kernels.closed import Ctx, Estimate, estimate
 from kernels.compiled import POW2_BLOCKS, Compiled, CStep, messages
-from kernels.phases import halve, span
-from kernels.schedule import Range, StepBuilder
+from kernels.phases import node_order, replay
+from kernels.schedule import StepBuilder
 
 
 def _closed(x: Ctx) -> Estimate | str:
@@ -29,7 +27,7 @@ def _closed(x: Ctx) -> Estimate | str:
 def _generate(pr: Problem) -> Compiled:
     """The build on p' atoms (block v is atom v), generated: every virtual rank's interval of
     blocks halved, then doubled, by numpy over all of them at once."""
-    order = np.asarray([r for node in pr.topology.nodes() for r in node], np.int64)
+    order = np.asarray(node_order(pr.topology), np.int64)
     p = order.size
     pp = 1 << (p.bit_length() - 1)
     rem, v = p - pp, np.arange(pp)
@@ -56,7 +54,7 @@ def _generate(pr: Problem) -> Compiled:
     return Compiled(p, pr.count, tuple(steps))
 
 
-@algorithm("halving_doubling", shape=dataclasses.replace(POW2_BLOCKS, generate=_generate),
+@algorithm("halving_doubling", shape=POW2_BLOCKS.generated(_generate),
            closed=_closed)
 def halving_doubling(problem: Problem, b: StepBuilder) -> None:
     """Recursive halving reduce-scatter then recursive doubling all-gather, for any p.
@@ -67,29 +65,4 @@ def halving_doubling(problem: Problem, b: StepBuilder) -> None:
     the range still held, then log2(p') doubling steps. Steps: 2*log2(p') (+2 if p is not a power
     of two). Bytes sent per rank: 2(p'-1)/p' * n, plus n for the ranks that fold in or send back.
     """
-    order = [r for node in problem.topology.nodes() for r in node]
-    p = len(order)
-    if p == 1:
-        return
-    pp = 1 << (p.bit_length() - 1)
-    rem = p - pp
-    whole = Range(0, problem.count)
-    if rem:
-        st = b.step()
-        for i in range(rem):
-            b.move(order[2 * i], order[2 * i + 1], whole, reduce=True, step=st)
-    real = [order[2 * v + 1] if v < rem else order[v + rem] for v in range(pp)]
-    blocks = split(problem.count, pp)
-
-    held = halve(b, real, blocks)  # block interval each virtual rank holds reduced
-    d = 1
-    while d < pp:
-        st = b.step()
-        for v in range(pp):
-            b.move(real[v], real[v ^ d], span(blocks, *held[v]), reduce=False, step=st)
-        held = [(min(held[v][0], held[v ^ d][0]), max(held[v][1], held[v ^ d][1])) for v in range(pp)]
-        d *= 2
-    if rem:
-        st = b.step()
-        for i in range(rem):
-            b.move(order[2 * i + 1], order[2 * i], whole, reduce=False, step=st)
+    replay(b, _generate(problem), split(problem.count, 1 << (problem.world.bit_length() - 1)))

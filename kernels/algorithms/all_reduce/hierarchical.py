@@ -6,9 +6,10 @@ import numpy as np
 
 from kernels import rings
 from kernels.algorithm import Problem, algorithm
-from kernels.chunks import split, subsplit
+from kernels.chunks import split
 from kernels.closed import Ctx, Estimate, estimate
 from kernels.compiled import Compiled, Shape
+from kernels.phases import replay
 from kernels.schedule import StepBuilder
 
 
@@ -58,24 +59,7 @@ def hierarchical(problem: Problem, b: StepBuilder) -> None:
     inter-node traffic per rank, which is the point on clusters whose nodes are joined by slower
     links. Nodes come from the topology (``ranks_per_node``) and must all hold l ranks.
     """
-    nodes = problem.topology.nodes()
-    l = problem.topology.ranks_per_node  # noqa: E741 - the usual name for ranks per node
-    n_nodes = len(nodes)
-    local_chunks = split(problem.count, l)
-
-    intra = rings.open_steps(b, l - 1)
-    for node in nodes:
-        rings.reduce_scatter(b, node, local_chunks, intra)
-
-    # Local index i owns local chunk (i+1) % l; same-index ranks of all nodes allreduce it.
-    inter_rs = rings.open_steps(b, n_nodes - 1)
-    inter_ag = rings.open_steps(b, n_nodes - 1)
-    for i in range(l):
-        members = [node[i] for node in nodes]
-        sub = subsplit(local_chunks[(i + 1) % l], n_nodes)
-        rings.reduce_scatter(b, members, sub, inter_rs)
-        rings.all_gather(b, members, sub, inter_ag)
-
-    intra = rings.open_steps(b, l - 1)
-    for node in nodes:
-        rings.all_gather(b, node, local_chunks, intra)
+    n_nodes = problem.topology.num_nodes
+    pieces = [r for ch in split(problem.count, problem.topology.ranks_per_node)
+              for r in split(ch.size, n_nodes, ch.start)]
+    replay(b, _generate(problem), pieces)

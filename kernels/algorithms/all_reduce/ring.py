@@ -8,8 +8,8 @@ from kernels import rings
 from kernels.algorithm import Problem, algorithm
 from kernels.chunks import split
 from kernels.closed import Ctx, Estimate, estimate
-from kernels.compiled import Compiled, Shape
-from kernels.phases import node_order
+from kernels.compiled import BLOCKS, Compiled
+from kernels.phases import node_order, replay
 from kernels.schedule import StepBuilder
 
 
@@ -33,7 +33,7 @@ def _generate(pr: Problem) -> Compiled:
                                          *rings.ring_steps(ring, atom, True)))
 
 
-@algorithm("ring", shape=Shape(count=lambda pr: pr.world, generate=_generate), closed=_closed)
+@algorithm("ring", shape=BLOCKS.generated(_generate), closed=_closed)
 def ring(problem: Problem, b: StepBuilder) -> None:
     """Reduce-scatter ring then all-gather ring over p chunks: 2(p-1) steps.
 
@@ -41,8 +41,4 @@ def ring(problem: Problem, b: StepBuilder) -> None:
     chunk n/p rounded to whole elements). Ranks are ordered node by node, so the ring crosses
     between nodes only once per node.
     """
-    members = [r for node in problem.topology.nodes() for r in node]
-    p = len(members)
-    chunks = split(problem.count, p)
-    rings.reduce_scatter(b, members, chunks, rings.open_steps(b, p - 1))
-    rings.all_gather(b, members, chunks, rings.open_steps(b, p - 1))
+    replay(b, _generate(problem), split(problem.count, problem.world))

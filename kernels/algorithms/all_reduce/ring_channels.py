@@ -6,6 +6,7 @@ from kernels import rings
 from kernels.algorithm import Problem, algorithm
 from kernels.chunks import split
 from kernels.closed import Ctx, Estimate
+from kernels.phases import replay
 from kernels.schedule import StepBuilder
 
 
@@ -33,13 +34,5 @@ def ring_channels(problem: Problem, b: StepBuilder) -> None:
     ring (k messages of n/(kp) per step); between nodes a rank sends 2(p-1) n/(kp) per channel
     it leaves its node in (one, with k = l).
     """
-    nodes, p = problem.topology.nodes(), problem.world
     k = rings.channels_of(problem.topology)
-    chunks = split(problem.count, k * p)
-    rs, ag = rings.open_steps(b, p - 1), rings.open_steps(b, p - 1)
-    for c in range(k):
-        members = rings.channel_ring(nodes, c)
-        rings.reduce_scatter(b, members, chunks[c * p:(c + 1) * p], rs)
-    for c in range(k):
-        members = rings.channel_ring(nodes, c)
-        rings.all_gather(b, members, chunks[c * p:(c + 1) * p], ag)
+    replay(b, rings.channel_all_reduce(problem), split(problem.count, k * problem.world))

@@ -10,6 +10,7 @@ from kernels.algorithm import Problem, algorithm
 from kernels.chunks import split
 from kernels.closed import Ctx, Estimate
 from kernels.compiled import Compiled, messages, pipelined
+from kernels.phases import node_order, replay
 from kernels.schedule import StepBuilder
 
 # Pipelining trades steps for overlap: k chunks take about k + 2*depth steps instead of
@@ -24,44 +25,54 @@ def num_chunks(count: int, itemsize: int) -> int:
     return max(1, min(MAX_CHUNKS, by_bytes, count))
 
 
-@lru_cache(maxsize=32)
-def _generated(order: tuple[int, ...], k: int) -> Compiled:
-    """The loop of :func:`tree` over arrays: heap order over ``order``, k chunks; per step the
-    up-sends (a right sibling waits when its left sibling sends the same chunk), then the
-    down-sends to children whose next chunk the parent has final."""
-    p, rank = len(order), np.asarray(order, dtype=np.int64)
-    v = np.arange(p)
-    parent = (v - 1) // 2
-    nch = (2 * v + 1 < p).astype(np.int64) + (2 * v + 2 < p)
-    got = np.zeros((p, k), dtype=np.int64)
-    sent_up, final = np.zeros(p, dtype=np.int64), np.zeros(p, dtype=np.int64)
-    steps, guard = [], 4 * (k + 2 * p) + 8
-    u = v[1:]
+def pipeline(parent: np.ndarray, k: int) -> list[tuple[np.ndarray, ...]]:
+    """One tree's pipelined reduce then broadcast of k chunks, step by step, as (src, dst,
+    chunk, reduce, slot) over positions (``parent[v]`` = -1 at the root). Each step every
+    position forwards to its parent the next chunk its subtree has fully reduced (a second child
+    waits while its sibling sends the same chunk: one step never reduces an element twice), and
+    passes each child the next chunk it holds final."""
+    m = parent.size
+    v = np.arange(m)
+    kids = np.flatnonzero(parent >= 0)
+    nch = np.bincount(parent[kids], minlength=m)
+    first = np.full(m, m, dtype=np.int64)
+    np.minimum.at(first, parent[kids], kids)
+    sib = np.full(m, -1, dtype=np.int64)
+    second = kids[first[parent[kids]] != kids]
+    sib[second] = first[parent[second]]
+    slot = np.where(sib >= 0, 2, 1)
+    root = int(np.flatnonzero(parent < 0)[0])
+    got = np.zeros((m, k), dtype=np.int64)
+    sent_up, final = np.zeros(m, dtype=np.int64), np.zeros(m, dtype=np.int64)
+    steps: list[tuple[np.ndarray, ...]] = []
     while final.min() < k:
-        guard -= 1
-        if guard < 0:
-            raise RuntimeError("tree generator did not converge")
-        c = sent_up
-        ok = (v >= 1) & (c < k)
-        ok[ok] &= got[v[ok], c[ok]] == nch[ok]
-        right = (v % 2 == 0) & (v >= 2)
-        blocked = np.zeros(p, dtype=bool)
-        blocked[right] = ok[v[right] - 1] & (c[v[right] - 1] == c[right])
+        if len(steps) > 4 * (k + 2 * m) + 8:
+            raise RuntimeError("tree pipeline did not converge")  # a bug, not a user error
+        c = np.minimum(sent_up, k - 1)
+        ok = (parent >= 0) & (sent_up < k) & (got[v, c] == nch)
+        blocked = np.zeros(m, dtype=bool)
+        blocked[second] = ok[sib[second]] & (c[sib[second]] == c[second])
         up = np.flatnonzero(ok & ~blocked)
-        down = u[final[u] < final[parent[u]]]
-        cu, cd = c[up], final[down]
-        lo = np.concatenate((cu, cd))
-        steps.append(messages(
-            np.concatenate((rank[up], rank[parent[down]])),
-            np.concatenate((rank[parent[up]], rank[down])), lo, lo + 1,
-            np.concatenate((np.ones(len(up)), np.zeros(len(down)))),
-            np.concatenate((np.zeros(len(up)), 1 + (down + 1) % 2))))
-        np.add.at(got, (parent[up], cu), 1)
+        down = kids[final[kids] < final[parent[kids]]]
+        steps.append((np.concatenate((up, parent[down])), np.concatenate((parent[up], down)),
+                      np.concatenate((c[up], final[down])),
+                      np.concatenate((np.ones(up.size), np.zeros(down.size))),
+                      np.concatenate((np.zeros(up.size), slot[down]))))
+        got[parent[up], c[up]] += 1  # siblings never send one chunk in one step: no repeats
         sent_up[up] += 1
         final[down] += 1
-        while final[0] < k and got[0, final[0]] == nch[0]:
-            final[0] += 1
-    return Compiled(p, k, tuple(steps))
+        while final[root] < k and got[root, final[root]] == nch[root]:
+            final[root] += 1
+    return steps
+
+
+@lru_cache(maxsize=32)
+def _generated(order: tuple[int, ...], k: int) -> Compiled:
+    """The heap-ordered tree over ``order`` pipelined on k chunks, every step's messages."""
+    rank = np.asarray(order, dtype=np.int64)
+    steps = pipeline((np.arange(rank.size) - 1) // 2, k)
+    return Compiled(rank.size, k, tuple(messages(rank[s], rank[d], c, c + 1, r, sl)
+                                        for s, d, c, r, sl in steps))
 
 
 def _closed(x: Ctx) -> Estimate | Compiled | str:
@@ -82,40 +93,8 @@ def tree(problem: Problem, b: StepBuilder) -> None:
     about k + 2*depth (depth = floor(log2 p)). Bytes sent per rank: n to the parent (not the root)
     plus n per child: at most 3n, 2n at the root.
     """
-    order = [r for node in problem.topology.nodes() for r in node]
-    p = len(order)
-    if p == 1:
+    order = node_order(problem.topology)
+    if len(order) == 1:
         return
-    chunks = split(problem.count, num_chunks(problem.count, problem.itemsize))
-    k = len(chunks)
-    children = [[c for c in (2 * v + 1, 2 * v + 2) if c < p] for v in range(p)]
-    got = [[0] * k for _ in range(p)]  # child contributions reduced into chunk c at v
-    sent_up = [0] * p  # next chunk v forwards to its parent (chunks go up in order)
-    final = [0] * p  # chunks 0..final[v]-1 hold the final result at v
-    guard = 4 * (k + 2 * p) + 8
-    while min(final) < k:
-        guard -= 1
-        if guard < 0:
-            raise RuntimeError("tree schedule did not converge")  # a bug, not a user error
-        st = b.step()
-        arriving: list[tuple[int, int]] = []  # (v, chunk) reductions landing this step
-        for v in range(1, p):
-            c = sent_up[v]
-            parent = (v - 1) // 2
-            if c < k and got[v][c] == len(children[v]) and (parent, c) not in arriving:
-                b.move(order[v], order[parent], chunks[c], reduce=True, step=st)
-                arriving.append((parent, c))
-                sent_up[v] += 1
-        delivered = []
-        for v in range(p):
-            for u in children[v]:
-                c = final[u]
-                if c < final[v]:
-                    b.move(order[v], order[u], chunks[c], reduce=False, step=st)
-                    delivered.append(u)
-        for v, c in arriving:
-            got[v][c] += 1
-        for u in delivered:
-            final[u] += 1
-        while final[0] < k and got[0][final[0]] == len(children[0]):
-            final[0] += 1
+    k = num_chunks(problem.count, problem.itemsize)
+    replay(b, _generated(tuple(order), k), split(problem.count, k))

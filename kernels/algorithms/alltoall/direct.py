@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kernels.algorithm import Problem, algorithm
+from kernels.algorithm import Problem, algorithm, all_but_own
 from kernels.algorithms.all_gather.direct import one_step
 from kernels.closed import Ctx, Estimate, estimate
 from kernels.compiled import BLOCKS
@@ -19,7 +19,7 @@ def _closed(x: Ctx) -> Estimate | str:
     return estimate(t, 1, (x.p - 1) * x.b, (x.p - x.l) * x.b)
 
 
-@algorithm("direct", "alltoall", shape=BLOCKS, closed=_closed, sent=lambda pr, r: (pr.world - 1) * pr.block)
+@algorithm("direct", "alltoall", shape=BLOCKS, closed=_closed, sent=all_but_own)
 def direct(problem: Problem, b: StepBuilder) -> None:
     """Everything at once: every rank sends every other rank its block in one step.
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kernels.algorithm import Problem, algorithm
+from kernels.algorithm import Problem, algorithm, all_but_own
 from kernels.closed import Ctx, Estimate, estimate
 from kernels.compiled import BLOCKS
 from kernels.schedule import StepBuilder
@@ -17,7 +17,7 @@ def _closed(x: Ctx) -> Estimate | str:
     return estimate(total + x.net.copy_time(x.b), max(x.p - 1, 1), (x.p - 1) * x.b, inter)
 
 
-@algorithm("pairwise", "alltoall", shape=BLOCKS, closed=_closed, sent=lambda pr, r: (pr.world - 1) * pr.block)
+@algorithm("pairwise", "alltoall", shape=BLOCKS, closed=_closed, sent=all_but_own)
 def pairwise(problem: Problem, b: StepBuilder) -> None:
     """Pairwise exchange: in step k rank r sends to r+k and receives from r-k.
 

@@ -39,7 +39,7 @@ def _closed(x: Ctx) -> Estimate | str:
     ready = np.zeros(x.p)
     crossing = 0
     for d in bits:
-        c, crosses = x.tree_step(d, nb)
+        c, crosses = x.by_distance(d, nb, tree=True)
         crossing += crosses
         ready += np.where((d >= low) & ((u & ~(2 * d - 1)) + d < x.p), c, 0.0)
     return estimate(float(ready.max()), len(bits), len(bits) * nb, crossing * nb)

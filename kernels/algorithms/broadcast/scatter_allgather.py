@@ -9,13 +9,9 @@ from kernels.algorithm import Problem, algorithm
 from kernels.algorithms.broadcast.binomial import rooted_order
 from kernels.chunks import split
 from kernels.closed import INTER, Ctx, Estimate, estimate
-from kernels.compiled import Compiled, Shape, messages
-from kernels.schedule import Range, StepBuilder
-
-
-def _span(chunks: list[Range], lo: int, hi: int) -> Range:
-    """Chunks lo..hi-1 as one element range."""
-    return Range(chunks[lo].start, chunks[hi - 1].stop)
+from kernels.compiled import BLOCKS, Compiled, messages
+from kernels.phases import replay, span
+from kernels.schedule import StepBuilder
 
 
 def _sent(problem: Problem, rank: int) -> int:
@@ -23,7 +19,7 @@ def _sent(problem: Problem, rank: int) -> int:
     v = rooted_order(problem).index(rank)
     chunks = split(n, p)
     top = min(v + (v & -v), p) if v else p  # the scatter leaves chunks v..top-1 at v
-    return _span(chunks, v, top).size - chunks[v].size + n - chunks[(v + 1) % p].size
+    return span(chunks, v, top).size - chunks[v].size + n - chunks[(v + 1) % p].size
 
 
 def _closed(x: Ctx) -> Estimate | str:
@@ -41,7 +37,7 @@ def _closed(x: Ctx) -> Estimate | str:
     low = np.where(v == 0, p, v & -v)
     ready, sc_inter = np.zeros(p), np.zeros(p)
     for d in bits:  # arrival at v: the hops of its bits; then v sends at every d < lowbit(v)
-        c, crosses = x.tree_step(d, d * b)
+        c, crosses = x.by_distance(d, d * b, tree=True)
         ready += np.where(v & d, c, 0.0) + np.where(d < low, c, 0.0)
         sc_inter += np.where((d < low) & crosses, d * b, 0.0)
     costs = [c for c in (x.intra(b) if l > 1 else None, x.cross(INTER, b) if x.N > 1 else None)
@@ -71,7 +67,7 @@ def _generate(pr: Problem) -> Compiled:
 
 
 @algorithm("scatter_allgather", "broadcast", sent=_sent, closed=_closed,
-           shape=Shape(count=lambda pr: pr.world, generate=_generate))
+           shape=BLOCKS.generated(_generate))
 def scatter_allgather(problem: Problem, b: StepBuilder) -> None:
     """Van de Geijn: binomial scatter of p chunks, then a ring all_gather of them.
 
@@ -85,16 +81,4 @@ def scatter_allgather(problem: Problem, b: StepBuilder) -> None:
     at most elsewhere, against n * log2 p for the binomial tree. Virtual ranks are node by node
     from the root; the ring follows them.
     """
-    order = rooted_order(problem)
-    p = len(order)
-    chunks = split(problem.count, p)
-    d = (1 << (p - 1).bit_length()) // 2  # the largest power of two below p
-    while d:
-        st = b.step()
-        for v in range(0, p - d, 2 * d):
-            b.move(order[v], order[v + d], _span(chunks, v + d, min(v + 2 * d, p)), reduce=False,
-                   step=st)
-        d //= 2
-    # rings.all_gather starts with member i owning chunk (i+1) % p: give it its own chunk.
-    owned = [chunks[(i - 1) % p] for i in range(p)]
-    rings.all_gather(b, order, owned, rings.open_steps(b, p - 1))
+    replay(b, _generate(problem), split(problem.count, problem.world))

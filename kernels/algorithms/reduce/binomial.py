@@ -15,7 +15,7 @@ def _closed(x: Ctx) -> Estimate | str:
     if why:
         return why
     nb = x.n * x.e
-    steps = [x.tree_step(1 << i, nb) for i in range((x.p - 1).bit_length())]
+    steps = [x.by_distance(1 << i, nb, tree=True) for i in range((x.p - 1).bit_length())]
     t = sum(c + x.gamma * nb for c, _ in steps)
     return estimate(t, len(steps), nb * (x.p > 1), nb * any(cr for _, cr in steps))
 

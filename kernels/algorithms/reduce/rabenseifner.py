@@ -7,7 +7,7 @@ from kernels.algorithms.broadcast.binomial import rooted_order
 from kernels.chunks import split
 from kernels.closed import Ctx, Estimate, estimate
 from kernels.compiled import POW2_BLOCKS
-from kernels.phases import halve, span
+from kernels.phases import span
 from kernels.schedule import Range, StepBuilder
 
 
@@ -31,7 +31,7 @@ def _closed(x: Ctx) -> Estimate | str:
         return why
     b = x.b
     t, inter = x.halving(b, reduce=True, down=True)
-    t += sum(x.tree_step(1 << i, (1 << i) * b)[0] for i in range(x.p.bit_length() - 1))
+    t += sum(x.by_distance(1 << i, (1 << i) * b, tree=True)[0] for i in range(x.p.bit_length() - 1))
     half = x.p // 2
     last = half * b if half >= x.l and x.p > 1 else 0.0
     sent = (x.p - 1) * b + (half * b if x.p > 1 else 0)
@@ -61,7 +61,17 @@ def rabenseifner(problem: Problem, b: StepBuilder) -> None:
             b.move(order[2 * i + 1], order[2 * i], Range(0, problem.count), reduce=True, step=st)
     real = [order[2 * v] if v < rem else order[v + rem] for v in range(pp)]
     blocks = split(problem.count, pp)
-    halve(b, real, blocks)  # virtual rank v ends with block v reduced
+    held = [(0, pp) for _ in range(pp)]  # halving: v gives up half its block interval to v ^ d
+    d = pp // 2
+    while d:
+        st = b.step()
+        for v in range(pp):
+            lo, hi = held[v]
+            mid = (lo + hi) // 2
+            keep, give = ((lo, mid), (mid, hi)) if v & d == 0 else ((mid, hi), (lo, mid))
+            b.move(real[v], real[v ^ d], span(blocks, *give), reduce=True, step=st)
+            held[v] = keep
+        d //= 2  # virtual rank v ends with block v reduced
     d = 1
     while d < pp:
         st = b.step()

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernels.algorithm import Problem, algorithm
+from kernels.algorithm import Problem, algorithm, all_but_own
 from kernels.closed import Ctx, Estimate, estimate
-from kernels.compiled import Compiled, Shape, messages
-from kernels.phases import node_order
+from kernels.compiled import BLOCKS, Compiled, messages
+from kernels.phases import node_order, replay
 from kernels.schedule import StepBuilder
 
 
@@ -30,8 +30,8 @@ def _generate(pr: Problem) -> Compiled:
         for s in range(1, p)))
 
 
-@algorithm("direct", "reduce_scatter", shape=Shape(count=lambda pr: pr.world, generate=_generate),
-           closed=_closed, sent=lambda pr, r: (pr.world - 1) * pr.block)
+@algorithm("direct", "reduce_scatter", shape=BLOCKS.generated(_generate), closed=_closed,
+           sent=all_but_own)
 def direct(problem: Problem, b: StepBuilder) -> None:
     """p-1 steps; in step s member i sends block i+s (mod p) to member i+s, which reduces it in.
 
@@ -39,10 +39,4 @@ def direct(problem: Problem, b: StepBuilder) -> None:
     element once), so the p-1 contributions arrive over p-1 steps, each from a different rank
     and never twice. Elements sent per rank: (p-1) * n/p, each element exactly once.
     """
-    order, blocks = node_order(problem.topology), problem.blocks()
-    p = len(order)
-    for s in range(1, p):
-        st = b.step()
-        for i, r in enumerate(order):
-            dst = order[(i + s) % p]
-            b.move(r, dst, blocks[dst], reduce=True, step=st)
+    replay(b, _generate(problem), problem.blocks())

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from kernels import rings
-from kernels.algorithm import Problem, algorithm
+from kernels.algorithm import Problem, algorithm, all_but_own
 from kernels.closed import Ctx, Estimate, estimate
-from kernels.compiled import Compiled, Shape
-from kernels.phases import calls, holders, move_runs, node_hops, node_to_node
+from kernels.compiled import BLOCKS, Compiled
+from kernels.phases import calls, holders, node_hops, replay
 from kernels.schedule import StepBuilder
 
 
@@ -35,9 +34,8 @@ def _generate(pr: Problem) -> Compiled:
     return Compiled(pr.world, pr.count, tuple(steps))
 
 
-@algorithm("hierarchical", "reduce_scatter", closed=_closed,
-           shape=Shape(count=lambda pr: pr.world, generate=_generate),
-           sent=lambda pr, r: (pr.world - 1) * pr.block)
+@algorithm("hierarchical", "reduce_scatter", closed=_closed, sent=all_but_own,
+           shape=BLOCKS.generated(_generate))
 def hierarchical(problem: Problem, b: StepBuilder) -> None:
     """Each node reduces every block onto one of its ranks, then nodes reduce around a ring.
 
@@ -51,14 +49,4 @@ def hierarchical(problem: Problem, b: StepBuilder) -> None:
     ceil((l_m - i)/l) blocks held: (p - H) * c inside the node plus (H - 1) * c between nodes,
     (p-1)*c in all; with N nodes of l ranks, (N-1)*c between nodes.
     """
-    nodes, blocks, hold = problem.topology.nodes(), problem.blocks(), holders(problem.topology)
-    n_nodes = len(nodes)
-    for s, st in enumerate(rings.open_steps(b, max(len(node) for node in nodes) - 1), start=1):
-        for node, have in zip(nodes, hold):
-            if s < len(node):
-                for i, r in enumerate(node):
-                    to = (i + s) % len(node)
-                    move_runs(b, r, node[to], [blocks[q] for q in have[to]], reduce=True, step=st)
-    for s, st in enumerate(rings.open_steps(b, n_nodes - 1)):
-        for k in range(n_nodes):
-            node_to_node(b, nodes, k, (k - 1 - s) % n_nodes, blocks, reduce=True, step=st)
+    replay(b, _generate(problem), problem.blocks())

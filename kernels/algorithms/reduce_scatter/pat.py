@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernels.algorithm import Problem, algorithm
+from kernels.algorithm import Problem, algorithm, all_but_own
 from kernels.closed import Ctx, Estimate
-from kernels.compiled import Compiled, Shape
-from kernels.phases import move_runs, node_order, pat_dims, pat_offsets, pat_step
+from kernels.compiled import BLOCKS, Compiled
+from kernels.phases import node_order, pat_dims, pat_step, replay
 from kernels.schedule import StepBuilder
 
 
@@ -24,9 +24,8 @@ def _generate(pr: Problem) -> Compiled:
     return Compiled(p, pr.count, tuple(pat_step(order, d, False) for d in pat_dims(p)))
 
 
-@algorithm("pat", "reduce_scatter", closed=_closed,
-           shape=Shape(count=lambda pr: pr.world, generate=_generate),
-           sent=lambda pr, r: (pr.world - 1) * pr.block)
+@algorithm("pat", "reduce_scatter", closed=_closed, shape=BLOCKS.generated(_generate),
+           sent=all_but_own)
 def pat(problem: Problem, b: StepBuilder) -> None:
     """all_gather ``pat`` run backwards: the p binomial trees reduce each block into its
     rank, aggregated into one message set per step; the nearest distance first.
@@ -39,11 +38,4 @@ def pat(problem: Problem, b: StepBuilder) -> None:
     ceil(log2 p). Elements sent per rank: (p-1) * n/p (the optimum), at distance 2^d in
     p/2^(d+1) messages, one per block; the far steps carry the least.
     """
-    order, blocks = node_order(problem.topology), problem.blocks()
-    p = len(order)
-    for d in pat_dims(p):
-        st = b.step()
-        for i, r in enumerate(order):
-            to = (i + (1 << d)) % p
-            partial = [blocks[order[(to + s) % p]] for s in pat_offsets(p, d)]
-            move_runs(b, r, order[to], partial, reduce=True, step=st)
+    replay(b, _generate(problem), problem.blocks())

@@ -5,9 +5,9 @@ from __future__ import annotations
 from kernels.algorithm import Problem, algorithm
 from kernels.algorithms.all_gather.recursive_doubling import recursive
 from kernels.closed import Ctx, Estimate
-from kernels.compiled import Compiled, Shape
-from kernels.phases import Fold, calls, move_runs, node_order
-from kernels.schedule import Range, StepBuilder
+from kernels.compiled import BLOCKS, Compiled
+from kernels.phases import Fold, calls, node_order, replay
+from kernels.schedule import StepBuilder
 
 
 def _sent(problem: Problem, rank: int) -> int:
@@ -37,7 +37,7 @@ def _generate(pr: Problem) -> Compiled:
 
 
 @algorithm("recursive_halving", "reduce_scatter", sent=_sent, closed=_closed,
-           shape=Shape(count=lambda pr: pr.world, generate=_generate))
+           shape=BLOCKS.generated(_generate))
 def recursive_halving(problem: Problem, b: StepBuilder) -> None:
     """log2(p') steps that halve what each rank reduces; a non-power of two folds extra ranks in.
 
@@ -51,19 +51,4 @@ def recursive_halving(problem: Problem, b: StepBuilder) -> None:
     of the real ranks in v xor d's d-group: d plus the pairs among them) for the others, plus c
     for a keeper.
     """
-    f, blocks = Fold(node_order(problem.topology)), problem.blocks()
-    if problem.world == 1:
-        return
-    if f.rem:
-        st = b.step()
-        for v in range(f.rem):
-            b.move(f.order[2 * v], f.keeper(v), Range(0, problem.count), reduce=True, step=st)
-    for d in reversed(f.distances):
-        st = b.step()
-        for v in range(f.pp):
-            theirs = [blocks[r] for r in f.group(*f.span(v ^ d, d))]
-            move_runs(b, f.keeper(v), f.keeper(v ^ d), theirs, reduce=True, step=st)
-    if f.rem:
-        st = b.step()
-        for v in range(f.rem):
-            b.move(f.keeper(v), f.order[2 * v], blocks[f.order[2 * v]], reduce=False, step=st)
+    replay(b, _generate(problem), problem.blocks())

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kernels import rings
-from kernels.algorithm import Problem, algorithm
+from kernels.algorithm import Problem, algorithm, all_but_own
 from kernels.closed import Ctx, Estimate
 from kernels.compiled import BLOCKS
 from kernels.phases import node_order
@@ -15,8 +15,7 @@ def _closed(x: Ctx) -> Estimate | str:
     return x.ring_pass(reduce=True)
 
 
-@algorithm("ring", "reduce_scatter", shape=BLOCKS, closed=_closed,
-           sent=lambda pr, r: (pr.world - 1) * pr.block)
+@algorithm("ring", "reduce_scatter", shape=BLOCKS, closed=_closed, sent=all_but_own)
 def ring(problem: Problem, b: StepBuilder) -> None:
     """p-1 steps; in step s member i sends its partial sum of block (i-1-s) mod p to member i+1.
 
