@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from bench.advise.evaluate import Job, Result, evaluate, floor, memory_of
 from bench.advise.layout import Layout
-from bench.advise.memory import Memory, layout_memory
+from bench.advise.memory import layout_memory
 from bench.advise.software import DEFAULT
 from bench.advise.space import Space
 from bench.models.catalog import ModelInfo
@@ -100,19 +100,15 @@ def search(jobs: Jobs, model: ModelInfo, world: int, global_batch: int,
         if len(out) >= keep and floor(job, lay, calls=True) > out[keep - 1].step.time:
             continue  # its calls exposed in full already exceed the keep-th step
         mem = memory_of(job, lay)
-        if _fits(job, mem):  # in order (after its equals, as a stable sort puts it); the first
+        if job.fits(mem):  # in order (after its equals, as a stable sort puts it); the first
             bisect.insort(out, evaluate(job, lay, mem), key=_order)  # ``keep`` only
             del out[keep:]
     if len(out) < keep:  # every layout was reached: then the rest by memory
         unfit = sorted((m.total, i, lay, b, m) for i, (lay, b) in enumerate(cands)
-                       if not _fits(jobs(b), m := memory_of(jobs(b), lay)))
+                       if not jobs(b).fits(m := memory_of(jobs(b), lay)))
         out += sorted((evaluate(jobs(b), lay, m) for *_, lay, b, m in unfit[:keep - len(out)]),
                       key=_order)
     return Ranked(world, out[:keep], len(cands) - min(len(out), keep))
-
-
-def _fits(job: Job, mem: Memory) -> bool:
-    return job.memory_limit is None or mem.total <= job.memory_limit
 
 
 def smallest_fit(jobs: Jobs, model: ModelInfo, world: int, global_batch: int, step: int,
@@ -124,8 +120,7 @@ def smallest_fit(jobs: Jobs, model: ModelInfo, world: int, global_batch: int, st
         for lay, batch in plain_layouts(model, w, global_batch):
             lay = dataclasses.replace(lay, checkpoint=True)  # the least memory of each layout
             job = jobs(batch)
-            if job.memory_limit is None or layout_memory(
-                    job.shape, lay, batch, job.precision).total <= job.memory_limit:
+            if job.fits(layout_memory(job.shape, lay, batch, job.precision)):
                 return w
         w += step
     return None

@@ -84,6 +84,11 @@ def recomputed(priced: list[Priced]) -> list[Priced]:
             for p in priced if p.call.phase == "forward" and p.call.group in RECOMPUTED_GROUPS]
 
 
+def bubble(compute: float, microbatches: int, pipeline: int, stages_per_rank: int) -> float:
+    """The pipeline bubble of a rank computing ``compute`` (docs/advise.md, Bubble)."""
+    return (pipeline - 1) / stages_per_rank * compute / microbatches if pipeline > 1 else 0.0
+
+
 def step_time(priced: list[Priced], compute: float, microbatches: int, pipeline: int,
               stages_per_rank: int, overlap: bool = True, optimizer: float = 0.0,
               recompute: bool = False) -> Step:
@@ -116,8 +121,8 @@ def step_time(priced: list[Priced], compute: float, microbatches: int, pipeline:
     for p in priced:
         if not p.call.overlap or not overlap:
             exposed[p.key] = exposed.get(p.key, 0.0) + p.total
-    bubble = (pipeline - 1) / stages_per_rank * compute / microbatches if pipeline > 1 else 0.0
+    idle = bubble(compute, microbatches, pipeline, stages_per_rank)
     rest = sum(p.total for p in priced if not p.call.overlap)
-    base = compute + bubble + optimizer
-    return Step(compute, bubble, exposed, comm, base + sum(comm.values()),
+    base = compute + idle + optimizer
+    return Step(compute, idle, exposed, comm, base + sum(comm.values()),
                 base + rest + max(0.0, hidden_pool - compute), algs, best, optimizer)
