@@ -1,34 +1,8 @@
-"""Compute as achieved, not at peak: each operation of a rank's pieces timed on the device by a
-roofline with a fixed cost per kernel (:class:`Efficiency`), from the profile's
-``device.gemm_efficiency`` / ``device.gemm_latency_s`` (a preset cites its source; ``commbench
-gemm`` measures them):
-
-- a GEMM of F FLOPs moving B bytes takes ``max(F / (eta * peak), B / bandwidth) + t0``: eta the
-  large-GEMM efficiency, t0 the kernel's fixed time. Its efficiency, (F / peak) / time, saturates
-  in F towards eta, and a tensor-parallel shard (smaller N or K) or a smaller micro-batch (smaller
-  M) runs less efficiently: less work per fixed cost, and less work per byte;
-- every Linear of the piece at its tensor-parallel local shape and the micro-batch's tokens (on
-  the rank's context chunk of each sequence: 1 / c of them): forward one GEMM, backward two of
-  the same size (data and weight gradients);
-- attention per layer: the score and context GEMMs batched over the micro-batch and the local
-  heads (K = the head width), the rank's local queries (its context chunk) against the whole
-  sequence's keys and values; ``device.attention: materialized`` also writes the s x s scores
-  (their bytes in the GEMMs' roofline, and softmax and dropout on them at memory bandwidth);
-  ``flash`` (the default) keeps them on chip;
-- element-wise work at memory bandwidth (the software's ``elementwise`` kernels,
-  :data:`bench.advise.software.ELEMENTWISE`; the layer norms' and dropouts' divided by the
-  tensor degree under sequence parallelism); with the software's ``fp32_loss``, the loss's passes
-  over the LM head's local logits (:func:`loss_s`, forward and backward, once per micro-batch);
-- memory-bound work at the bandwidth a streaming kernel achieves: ``device.memory_efficiency`` x
-  ``device.memory_bandwidth_bytes_per_s`` (1 where the profile states none);
-- selective recomputation: the attention core's forward once more (:func:`core_forward_s`);
-- the optimizer step (:meth:`Achieved.optimizer`) at memory bandwidth over the parameters the
-  rank updates, and, with the software's ``autograd_accumulation``, the gradient accumulation
-  across micro-batches and the all-reduce's packing (:func:`accumulation_s`).
-
-Backward is twice forward for every term, so checkpointing's one more forward is 1/3 of the
-achieved compute, as :func:`bench.advise.compute.factor` prices it; the bubble is compute / m
-slots of the same achieved compute. docs/advise.md (Compute).
+"""Compute as achieved, not at peak: each operation of a rank's pieces, per micro-batch, on a
+roofline with a fixed time per kernel (:class:`Efficiency`, from the profile's
+``device.gemm_efficiency``, ``gemm_latency_s`` and memory bandwidth; ``commbench gemm``
+measures them); backward twice forward for every term. The rule term by term: docs/advise.md
+(Compute).
 """
 
 from __future__ import annotations

@@ -1,12 +1,7 @@
-"""Compute time per step on one rank, before communication and the bubble: the rank's pipeline
-stages' share of the model's FLOPs (:attr:`Shape.piece_flops`), divided by the tensor and
-context degrees (context parallelism: every token-proportional FLOP on the rank's chunk, and the
-attention's local queries against the whole sequence's keys, 1 / c of its FLOPs), for its
-replica's samples; priced at the profile's ``device.flops_per_s`` (:class:`Flops`, a lower
-bound), as achieved operation by operation (:class:`bench.advise.achieved.Achieved`, where the
-profile states ``device.gemm_efficiency``) or as a measured world-size-1 step scaled by that
-share (:class:`Measured`, ``fixed_s`` paid whole by every rank). The rule and the knobs'
-factors: docs/advise.md (Compute, Knobs).
+"""Compute time per step on one rank, before communication and the bubble: its share of the
+model's FLOPs at ``device.flops_per_s`` (:class:`Flops`, a lower bound), as achieved
+(:class:`bench.advise.achieved.Achieved`) or as a measured world-size-1 step scaled by that
+share (:class:`Measured`). The rule and the knobs: docs/advise.md (Compute, Knobs).
 """
 
 from __future__ import annotations

@@ -1,13 +1,6 @@
-"""One layout priced: its calls timed on their groups, compute, memory, the step and what
-follows from it (throughput, scaling efficiency). The step is the slowest rank's: every
-pipeline index is priced (stages differ in compute and in their boundaries); a parameter
-server's step is a worker's (compute, then the push and the pull, none overlapped).
-
-The knobs (checkpointing, autocast) change compute (:func:`bench.advise.compute.factor`) and
-activations, not the calls' sizes: the priced calls and model states of a layout are computed
-once and shared by its knob variants (:attr:`Job.cache`); the forward calls full recomputation
-issues again are added by :func:`bench.advise.step.step_time`. Not priced: a ps server's
-optimizer step (a worker waits for it; it is its shard's share of the step's optimizer).
+"""One layout priced: its calls timed on their groups, compute, memory, the step (the slowest
+pipeline rank's) and its throughput and scaling efficiency. A layout's priced calls, compute and
+model states are shared by its knob variants (:attr:`Job.cache`).
 """
 
 from __future__ import annotations

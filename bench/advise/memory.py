@@ -1,12 +1,6 @@
-"""Per-rank memory of a layout, from :mod:`bench.training.analytic`'s rules composed: the rank's
-pipeline stages, their tensor-parallel shards (``tp_local``), then the data strategy's ``held``
-over the data group on exactly those parameters (a strategy whose ranks differ, ps, says its
-own). Activations: Korthikanti et al.'s per-layer rule (:func:`layer_activation_bytes`) under
-the shape's software and the layout's recomputation, for tensor and pipeline degrees together,
-each pipeline rank at its own peak in the schedule's order (:func:`stage_activations`), added to
-its own model states; equal rank by rank to :func:`bench.training.analytic.activations` wherever
-that applies, less the stage outputs analytic does not count (``tests/advise/test_advise.py``).
-docs/advise.md (Memory).
+"""Per-rank memory of a layout: :mod:`bench.training.analytic`'s rules on the rank's stages and
+tensor shards, the data strategy's ``held`` over the data group, and Korthikanti et al.'s
+activations of each pipeline rank at its own peak. docs/advise.md (Memory).
 """
 
 from __future__ import annotations

@@ -1,15 +1,8 @@
-"""Every valid layout of a world size, priced and ranked: what each strategy offers
-(``Strategy.layouts``, over the splits of :class:`bench.advise.space.Space`), each with and
-without activation checkpointing of every piece (and with selective recomputation where the
-software makes it differ) and under each autocast precision asked. Ranked:
-layouts that fit the device memory first, by predicted step time (ties: less memory), then the
-rest by memory. With ``keep``, only the layouts that can enter the first ``keep`` are priced: in
-order of a lower bound on their step (:func:`bench.advise.evaluate.floor`: compute, bubble,
-optimizer), each sized and, if it fits, priced (unless the bound with the calls it
-exposes in full already exceeds the ``keep``-th best step), until that bound exceeds the
-``keep``-th best step priced; the first ``keep`` are those of the exhaustive search. Fewer
-than ``keep`` fitting: the rest by memory.
-docs/advise.md (Search).
+"""Every valid layout of a world size (each strategy's ``layouts``, with each recomputation and
+autocast precision), priced and ranked: those that fit first, by step (ties: less memory), then
+the rest by memory; with ``keep``, only the layouts that can enter the first ``keep`` are priced,
+in order of a lower bound on their step (:func:`bench.advise.evaluate.floor`), the same first
+rows as the exhaustive search. docs/advise.md (Search).
 """
 
 from __future__ import annotations

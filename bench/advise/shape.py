@@ -1,11 +1,6 @@
-"""What a model is to the advice: its parameters by piece (the same list the analytic memory
-model uses), FLOPs per piece (the rule: docs/advise.md, Compute) and the width of the activation
-between two pieces. Built from a named model (:mod:`bench.models`), or a custom GPT or mixture
-of experts of a stated shape (:func:`custom_gpt`, :func:`custom_moe`); a mixture of experts
-carries the routing statistics its all-to-alls are priced with (:mod:`bench.advise.routing`);
-every shape carries the training software it runs under (:mod:`bench.advise.software`: the
-attention kernel, the vocabulary-parallel head, sequence parallelism) and, for grouped-query
-attention, its key/value heads (what context parallelism gathers: :attr:`Shape.kv_elements`).
+"""What a model is to the advice: its parameters by piece, FLOPs per piece (docs/advise.md,
+Compute), the activation between two pieces, its routing (a mixture of experts), the training
+software it runs under and its key/value heads; from a named model or a stated shape.
 """
 
 from __future__ import annotations

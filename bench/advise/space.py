@@ -1,13 +1,8 @@
-"""The layouts a world size allows, as strategies offer them to the search (``Strategy.layouts``):
-each :class:`Point` is one split of the world into tensor, context, pipeline and data degrees
-with the pipeline variants the model and batch allow (docs/advise.md, Search). A data strategy
-offers its layouts at the points it can run on (:func:`data_layouts`); ps offers its own.
-
-Context degrees (:meth:`Space.contexts`), where the software runs context parallelism
-(:attr:`bench.advise.software.Software.context_parallel`): those that cut a sequence into whole load-balanced
-chunks, 2 c of them (rank i holds chunks i and 2c - 1 - i: Llama 3, arXiv 2407.21783, Section
-3.3.2), for a model with a sequence; the points without context parallelism come first, in the
-order they always had.
+"""The layouts a world size allows, as strategies offer them to the search: each :class:`Point`
+splits the world into tensor, context, pipeline and data degrees, with the pipeline variants the
+model and batch allow (docs/advise.md, Search). Context degrees cut a sequence into 2 c
+load-balanced chunks (rank i holds chunks i and 2c - 1 - i: Llama 3, arXiv 2407.21783, Section
+3.3.2).
 """
 
 from __future__ import annotations

@@ -1,19 +1,10 @@
-"""Step time of one layout on one rank: compute + exposed communication + the pipeline bubble.
-
-The overlap rule (calls marked ``overlap`` run under their phase's compute, but for one call per
-phase that nothing can hide; every other call is exposed in full; a device that cannot overlap
-exposes every call), the ``no_overlap`` and ``full_overlap`` bounds and the bubble (Narayanan et
-al. 2021): docs/advise.md (Overlap, Bubble).
-
-Full recomputation runs each checkpointed piece's forward again in the backward, and with it
-the forward's calls inside the piece (:data:`RECOMPUTED_GROUPS`): tensor parallelism's
-all_reduces (or all_gathers / reduce_scatters), an expert layer's all_to_alls. Megatron-LM's
-``CheckpointFunction.backward`` reruns the layers' ``forward``, RowParallelLinear's all-reduce
-with it (megatron/mpu/random.py, transformer.py); Korthikanti et al. 2022 (arXiv 2205.05198,
-Table 4) measure the recomputing layer's backward as the plain backward plus one forward. Context
-parallelism's key/value all-gathers are in the blocks' forward: rerun with them. A
-pipeline stage's sends are outside its pieces, and ZeRO-3's backward gathers already serve the
-recomputation: neither is re-issued.
+"""Step time of one layout on one rank: compute + exposed communication + the pipeline bubble;
+the overlap rule, the bounds and the bubble: docs/advise.md (Overlap, Bubble). Full
+recomputation issues the checkpointed pieces' forward calls again in the backward
+(:data:`RECOMPUTED_GROUPS`): Megatron-LM's ``CheckpointFunction.backward`` reruns the layers'
+``forward``, RowParallelLinear's all-reduce with it (megatron/mpu/random.py, transformer.py);
+Korthikanti et al. 2022 (arXiv 2205.05198, Table 4). A stage's sends and ZeRO-3's backward
+gathers are not re-issued.
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
 """Collective times from the cost model (:mod:`bench.costmodel`), each on its own group's ranks
-(placed on the nodes they occupy in the job, sharing a node's NICs with the axis's other
-groups): the vendor call at the profile's measured curve where ``calibrate`` stored one, else, on
-a profile with a ``fabric``, at the model of NCCL's choice on it (:mod:`bench.costmodel.vendor`:
-rails, channels, NVLS, trees; named ``native ALGO/PROTO``), else the fastest schedule modelled; a
-DDP hook's call runs the schedule it names; ``best`` is always the fastest schedule (the
-recommendation). A parameter server's exchange (:meth:`Timer.ps`) is priced on the whole job's
-placement as the cost model prices one step of messages (incast on a server's NIC). The rules:
-docs/advise.md (Collective times, Parameter server).
+as placed in the job: the vendor call at the profile's measured curve, else at NCCL's choice on
+its ``fabric``, else the fastest schedule modelled; ``best`` is the fastest schedule. A parameter
+server's exchange is priced on the whole job's placement (:meth:`Timer.ps`). docs/advise.md
+(Collective times, Parameter server).
 """
 
 from __future__ import annotations

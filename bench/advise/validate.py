@@ -1,9 +1,6 @@
-"""Predicted against measured: the strategies a training run measured, priced at the run's own
-world sizes from its world-size-1 steps (``advise --from RUN``): compute from the world-size-1
-record of the same strategy, else ``tensor``'s for a tensor-parallel layout, else plain
-``ddp``'s (docs/advise.md, Compute). A pipeline record's measured idle per stage is listed beside
-its schedule's modelled bubble (:func:`idle_checks`) and written as ``advice`` records with
-``bubble_check: true``.
+"""Predicted against measured (``advise --from RUN``): a training run's strategies priced at its
+world sizes from its world-size-1 steps (docs/advise.md, Compute), and its pipeline records'
+measured idle per stage beside the modelled bubble.
 """
 
 from __future__ import annotations
