@@ -38,11 +38,6 @@ if TYPE_CHECKING:
 Say = Callable[[str], None]
 
 
-def _worlds(given: list[int] | None, default: list[int]) -> list[int]:
-    """``--world-sizes`` (checked where parsed), else ``default``."""
-    return list(given) if given else default
-
-
 def shape_from_args(args: argparse.Namespace, say: Say) -> Shape:
     """The model of ``--model`` (with ``--seq``) or of ``--params`` with its shape."""
     if args.model:
@@ -98,7 +93,7 @@ def routed(shape: Shape, args: argparse.Namespace) -> Shape:
 def run_advice(args: argparse.Namespace, out: Path, say: Say) -> None:
     profile = load_profile(args.profile)
     device_key(profile, "memory_bytes")
-    if getattr(args, "context_parallel", False):  # the software runs it (Software)
+    if args.context_parallel:  # the software runs it (Software)
         profile = dataclasses.replace(profile, device={**profile.device, "context_parallel": True})
     if args.from_run:
         recs, meta = _from_run(args, profile, say)
@@ -138,14 +133,14 @@ def _direct(args: argparse.Namespace, profile: Any, say: Say
     q = Question(shape, profile, cluster, args.batch or 1024,
                  PRECISIONS[args.precision or "mixed"], bucket_mb=args.bucket_mb,
                  measured=measured)
-    worlds = _worlds(args.world_sizes, [cluster.world])
+    worlds = list(args.world_sizes or [cluster.world])
     recs, ctx = _advise(q, worlds, say, args.top, args.all)
     return recs, {"model": shape.name, "world_sizes": worlds, **ctx}
 
 
 def _measured(args: argparse.Namespace, say: Say) -> Any:
     """``--interference RUN``: its slowdowns and overlap, said (None without the flag)."""
-    if getattr(args, "interference", None) is None:
+    if args.interference is None:
         return None
     from bench.advise.interference import load
 
@@ -191,7 +186,7 @@ def _from_run(args: argparse.Namespace, profile: Any, say: Say
     for line in idle_lines(checks):
         say(line)
     recs += [idle_record(c, {"topology": cluster.spec}) for c in checks]
-    worlds = _worlds(args.world_sizes, run_worlds)
+    worlds = list(args.world_sizes or run_worlds)
     for model in sorted({r["model"] for r in train}):
         one = single_rank(train, model, PLAIN)
         if one is None:

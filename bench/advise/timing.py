@@ -93,7 +93,7 @@ class Timer:
         key = (g.key, op, call.nbytes, call.algorithm)
         got = self._times.get(key)
         if got is None:
-            got = self._times[key] = self._best(op, call, g)
+            got = self._times[key] = self._best_many(op, [call], g)[0]
         return got
 
     def prime(self, calls: list[tuple[Call, GroupNet]]) -> None:
@@ -111,9 +111,6 @@ class Timer:
                 pairs = list(batch.values())
                 got = self._best_many(op, [c for c, _ in pairs], pairs[0][1])
                 self._times.update(zip(batch, got))
-
-    def _best(self, op: str, call: Call, g: GroupNet) -> Timed:
-        return self._best_many(op, [call], g)[0]
 
     def _best_many(self, op: str, calls: list[Call], g: GroupNet) -> list[Timed]:
         """Calls of one collective, one algorithm (or None), on one group."""
