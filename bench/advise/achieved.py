@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from bench.advise.comm import CommContext
@@ -111,7 +112,7 @@ def block_gemms(shape: Shape, tensor: int, piece: int, micro: int, context: int 
 def piece_forward_s(eff: Efficiency, shape: Shape, tensor: int, piece: int, micro: int,
                     context: int = 1) -> float:
     """One forward of ``piece`` on a micro-batch of ``micro`` samples, on a context chunk of
-    1 / ``context`` of each sequence (module docstring)."""
+    1 / ``context`` of each sequence (docs/advise.md, Compute)."""
     t = sum(eff.gemm_s(g.flops, g.nbytes(eff.attention))
             for g in block_gemms(shape, tensor, piece, micro, context) if not g.scores)
     cfg = shape.model.config
@@ -163,20 +164,12 @@ def core_forward_s(eff: Efficiency, shape: Shape, tensor: int, piece: int, micro
 
 
 @functools.lru_cache(maxsize=65536)
-def stage_forward_s(eff: Efficiency, shape: Shape, tensor: int, pieces: frozenset[int],
-                    micro: int, context: int = 1) -> float:
-    """One forward of a rank's pieces on one micro-batch (its context chunk)."""
+def stage_s(piece_s: Callable[..., float], eff: Efficiency, shape: Shape, tensor: int,
+            pieces: frozenset[int], micro: int, context: int = 1) -> float:
+    """``piece_s`` (:func:`piece_forward_s`, :func:`core_forward_s`) of a rank's pieces on one
+    micro-batch (its context chunk)."""
     kind = shape.piece_kind  # a piece's kind prices as the piece (Shape.piece_kind)
-    return sum(piece_forward_s(eff, shape, tensor, kind[i], micro, context) for i in pieces)
-
-
-@functools.lru_cache(maxsize=65536)
-def stage_core_s(eff: Efficiency, shape: Shape, tensor: int, pieces: frozenset[int],
-                 micro: int, context: int = 1) -> float:
-    """One forward of the attention cores of a rank's pieces on one micro-batch (its context
-    chunk)."""
-    kind = shape.piece_kind
-    return sum(core_forward_s(eff, shape, tensor, kind[i], micro, context) for i in pieces)
+    return sum(piece_s(eff, shape, tensor, kind[i], micro, context) for i in pieces)
 
 
 @functools.lru_cache(maxsize=65536)
@@ -219,8 +212,8 @@ class Achieved:
         lay = ctx.layout
         micro = max(1, ctx.batch // lay.microbatches)
         c = lay.context
-        fwd = stage_forward_s(self.eff, ctx.shape, lay.tensor, ctx.my_pieces, micro, c)
-        again = stage_core_s(self.eff, ctx.shape, lay.tensor, ctx.my_pieces, micro, c) \
+        fwd = stage_s(piece_forward_s, self.eff, ctx.shape, lay.tensor, ctx.my_pieces, micro, c)
+        again = stage_s(core_forward_s, self.eff, ctx.shape, lay.tensor, ctx.my_pieces, micro, c) \
             if lay.selective else 0.0  # selective recomputation: the cores' forward again
         loss = loss_s(self.eff, ctx.shape, lay.tensor, ctx.my_pieces, micro, c)
         return ((1 + BACKWARD_TIMES) * fwd + again + loss) * lay.microbatches

@@ -35,8 +35,8 @@ class Measured:
         return out
 
     def overlapped(self, st: Step, priced: list[Priced]) -> Step:
-        """``st`` with the overlappable calls exposed by the measured overlap (module docstring);
-        its bounds unchanged."""
+        """``st`` with the overlappable calls exposed by the measured overlap, its bounds
+        unchanged: ``compute + bubble + rest + (1 - f) pool + max(0, f pool - compute)``."""
         if self.overlap is None:
             return st
         f = self.overlap

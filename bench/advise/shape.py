@@ -103,7 +103,7 @@ class Shape:
 
     @functools.cached_property
     def piece_flops(self) -> tuple[float, ...]:
-        """Training FLOPs of one sample per piece (module docstring)."""
+        """Training FLOPs of one sample per piece (docs/advise.md, Compute)."""
         cfg, seq = self.model.config, self.tokens_per_sample
         out = [0.0] * self.model.num_pieces
         for p in self.params:

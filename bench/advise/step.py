@@ -83,7 +83,7 @@ def bubble(compute: float, microbatches: int, pipeline: int, stages_per_rank: in
 def step_time(priced: list[Priced], compute: float, microbatches: int, pipeline: int,
               stages_per_rank: int, overlap: bool = True, optimizer: float = 0.0,
               recompute: bool = False) -> Step:
-    """The step (module docstring); ``recompute``: full recomputation, its calls again."""
+    """The step (docs/advise.md, Overlap); ``recompute``: full recomputation, its calls again."""
     if recompute:
         priced = [*priced, *recomputed(priced)]
     window = compute / microbatches if pipeline > 1 else compute
