@@ -14,14 +14,7 @@ from dataclasses import dataclass
 
 from bench.advise.comm import CommContext
 from bench.advise.shape import Shape, local_params
-from bench.advise.software import (
-    ACCUMULATE_PASSES,
-    ATTENTION,
-    DEFAULT,
-    ELEMENTWISE,
-    FP32_LOSS_BYTES,
-    PACK_PASSES,
-)
+from bench.advise.software import ACCUMULATE_PASSES, DEFAULT, ELEMENTWISE, FP32_LOSS_BYTES, PACK_PASSES
 from bench.models.configs import GPTConfig
 
 ELEMENT_BYTES = 2  # activations are 16-bit where the device has tensor-core peaks
@@ -46,9 +39,6 @@ class Efficiency:
             raise ValueError(f"device.gemm_efficiency must be in (0, 1], got {self.gemm}")
         if not 0 < self.memory <= 1:
             raise ValueError(f"device.memory_efficiency must be in (0, 1], got {self.memory}")
-        if self.attention not in ATTENTION:
-            raise ValueError(f"device.attention: expected one of {', '.join(ATTENTION)}, "
-                             f"got {self.attention!r}")
 
     def gemm_s(self, flops: float, nbytes: float) -> float:
         """One GEMM (or one batched GEMM call): the roofline plus the fixed time."""
@@ -88,11 +78,9 @@ class Gemm:
 
 def block_gemms(shape: Shape, tensor: int, piece: int, micro: int, context: int = 1
                 ) -> list[Gemm]:
-    """The GEMMs of one forward of ``piece`` on ``micro`` samples: its Linears at their local
-    shapes (the matrices :attr:`Shape.piece_flops` counts; m = tokens, of the rank's context
-    chunk), then attention's score and context GEMMs batched over the samples and local heads
-    (GPT blocks; the chunk's queries against the whole sequence). What ``commbench gemm``
-    times."""
+    """The GEMMs of one forward of ``piece`` on ``micro`` samples (of the rank's context chunk):
+    its Linears at their local shapes, then a GPT block's score and context GEMMs batched over
+    the samples and local heads. What ``commbench gemm`` times."""
     tokens = micro * (shape.tokens_per_sample // context)
     out = []
     for p in local_params(shape, tensor, frozenset((piece,))):
@@ -136,9 +124,8 @@ def local_logits(shape: Shape, tensor: int, piece: int) -> int:
 @functools.lru_cache(maxsize=65536)
 def loss_s(eff: Efficiency, shape: Shape, tensor: int, pieces: frozenset[int],
            micro: int, context: int = 1) -> float:
-    """The fp32 loss's element-wise passes on one micro-batch, forward and backward
-    (:data:`bench.advise.software.FP32_LOSS_BYTES` per local logit), on the rank holding the LM
-    head; 0 unless the software's ``fp32_loss``."""
+    """The fp32 loss's element-wise passes on one micro-batch, forward and backward, on the rank
+    holding the LM head; 0 unless the software's ``fp32_loss``."""
     if not shape.software.fp32_loss:
         return 0.0
     logits = sum(local_logits(shape, tensor, i) for i in pieces)
@@ -148,10 +135,8 @@ def loss_s(eff: Efficiency, shape: Shape, tensor: int, pieces: frozenset[int],
 @functools.lru_cache(maxsize=65536)
 def core_forward_s(eff: Efficiency, shape: Shape, tensor: int, piece: int, micro: int,
                    context: int = 1) -> float:
-    """One forward of the attention core of ``piece`` (a GPT block; else 0): the score and
-    context GEMMs, and with materialized scores their softmax and dropout (the rank's queries'
-    rows of them). What selective recomputation runs again (Korthikanti et al. 2022,
-    Section 5)."""
+    """One forward of the attention core of ``piece`` (a GPT block; else 0): what selective
+    recomputation runs again (Korthikanti et al. 2022, Section 5)."""
     t = sum(eff.gemm_s(g.flops, g.nbytes(eff.attention))
             for g in block_gemms(shape, tensor, piece, micro, context) if g.scores)
     cfg = shape.model.config
@@ -174,8 +159,7 @@ def stage_s(piece_s: Callable[..., float], eff: Efficiency, shape: Shape, tensor
 
 @functools.lru_cache(maxsize=65536)
 def held_params(shape: Shape, tensor: int, pieces: frozenset[int]) -> int:
-    """Parameters of ``pieces`` on one tensor-parallel rank (summed piece by piece: a piece's
-    count is shared by every stage that holds it)."""
+    """Parameters of ``pieces`` on one tensor-parallel rank."""
     kind = shape.piece_kind
     return sum(piece_params(shape, tensor, kind[i]) for i in pieces)
 
@@ -187,9 +171,7 @@ def piece_params(shape: Shape, tensor: int, piece: int) -> int:
 
 
 def accumulation_s(eff: Efficiency, ctx: CommContext) -> float:
-    """The software's ``autograd_accumulation`` over the rank's local parameters: each
-    micro-batch after the first adds its gradients (:data:`ACCUMULATE_PASSES`), and under data
-    parallelism the step packs them for the all-reduce (:data:`PACK_PASSES`); 0 without it."""
+    """The software's ``autograd_accumulation`` over the rank's local parameters (0 without it)."""
     lay = ctx.layout
     if not ctx.shape.software.autograd_accumulation:
         return 0.0
@@ -219,10 +201,8 @@ class Achieved:
         return ((1 + BACKWARD_TIMES) * fwd + again + loss) * lay.microbatches
 
     def optimizer(self, ctx: CommContext) -> float:
-        """Adam on the parameters this rank updates (its stages' shards; over the data x context
-        ranks with ZeRO), at memory bandwidth: three fp32 states read and written, the gradient
-        read, the 16-bit copy written where parameters are 16-bit; and :func:`accumulation_s`.
-        A ps worker updates nothing (its server does)."""
+        """Adam on the parameters this rank updates, at memory bandwidth, and
+        :func:`accumulation_s`; a ps worker updates nothing (its server does)."""
         lay = ctx.layout
         if lay.servers:
             return 0.0

@@ -53,9 +53,8 @@ def merged(calls: Iterable[Call]) -> list[Call]:
 
 def tally(op: str, sizes: Iterable[int], group: str, phase: str, overlap: bool,
           algorithm: str | None = None, itemsize: int = 4, per: int = 1) -> list[Call]:
-    """One call per distinct size of ``sizes``, ``calls`` ``per`` times how often it occurs (what
-    :func:`merged` makes of one call per size, without building them: advise's search runs this
-    for every bucket and parameter of every layout)."""
+    """One call per distinct size of ``sizes``, ``calls`` ``per`` times how often it occurs:
+    :func:`merged` of one call per size, without building them (hot in advise's search)."""
     n: dict[int, int] = {}
     for size in sizes:
         n[size] = n.get(size, 0) + per

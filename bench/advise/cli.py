@@ -104,9 +104,8 @@ def run_advice(args: argparse.Namespace, out: Path, say: Say) -> None:
 
 def _advise(q: Question, worlds: list[int], say: Say, top: int, every: bool = False
             ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Answer ``q`` at each world size: print its ranked tables; its records and their context.
-    Only the first ``top`` + 1 (the runner-up gives the margin) are priced and recorded unless
-    ``every`` (search.py: the same first rows as the exhaustive search)."""
+    """Answer ``q`` at each world size, printing its ranked tables: its records and their context.
+    Only the first ``top`` + 1 (the runner-up gives the margin) are priced unless ``every``."""
     jobs = q.jobs()
     ctx = {"topology": q.cluster.spec, "global_batch": q.global_batch,
            "compute_source": jobs(1).compute.describe, "precision": q.precision.name}

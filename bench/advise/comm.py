@@ -68,8 +68,7 @@ class CommContext:
 
 @functools.lru_cache(maxsize=65536)
 def pieces_of(shape: Shape, pipeline: int, per_rank: int, pp: int) -> frozenset[int]:
-    """The pieces of pipeline index ``pp``'s stages (cached: one frozenset per rank kind of a
-    search, whose hash the compute's caches then reuse)."""
+    """The pieces of pipeline index ``pp``'s stages (one frozenset per kind: the caches' key)."""
     stages = pipeline * per_rank
     return stage_pieces(stage_starts(shape.piece_sizes, stages),
                         local_stages(per_rank, pp, pipeline))
@@ -77,8 +76,7 @@ def pieces_of(shape: Shape, pipeline: int, per_rank: int, pp: int) -> frozenset[
 
 def representative_stages(shape: Shape, layout: Layout) -> list[int]:
     """One pipeline index per distinct kind of rank: ranks whose stages hold pieces of the same
-    sizes and FLOPs, and are alike in being first or last, issue the same calls and compute the
-    same (the middle stages of a transformer are all one kind)."""
+    sizes and FLOPs, and are alike in being first or last, issue the same calls and compute."""
     return list(_representatives(shape, layout.pipeline, layout.stages_per_rank))
 
 
@@ -105,8 +103,7 @@ def tensor_calls(ctx: CommContext) -> list[Call]:
 
 @functools.lru_cache(maxsize=65536)
 def _tensor_widths(shape: Shape, pieces: frozenset[int]) -> tuple[tuple[str, int, int], ...]:
-    """(phase, features, all_reduces per microbatch) of :func:`tensor_calls` on ``pieces``, in
-    first-seen order (cached: the search asks for the same stages again and again)."""
+    """(phase, features, all_reduces per microbatch) of :func:`tensor_calls` on ``pieces``."""
     widths: dict[tuple[str, int], int] = {}
     for piece, lin in shape.linears:
         if piece not in pieces:
@@ -123,9 +120,7 @@ def _tensor_widths(shape: Shape, pieces: frozenset[int]) -> tuple[tuple[str, int
 
 def pipeline_calls(ctx: CommContext) -> list[Call]:
     """The layout's pipeline axis: torch.distributed.pipelining between stages, per microbatch and
-    boundary of the rank's stages, one send forward and one backward and their mirror receives, of
-    microbatch x the boundary activation's elements (a context rank's chunk of them); exposed in
-    full."""
+    boundary, a send forward, one backward and their mirror receives; exposed in full."""
     m, last, c = ctx.layout.microbatches, ctx.layout.stages - 1, ctx.layout.context
     starts, unit = ctx.stage_starts, ctx.microbatch * ctx.bytes.act
     out = []
@@ -166,9 +161,8 @@ def axis_calls(ctx: CommContext) -> list[Call]:
 
 
 def layout_calls(ctx: CommContext) -> list[Call]:
-    """A layout's calls on the rank: its data strategy's over the data group (when there is one
-    to talk to: the data x context ranks holding the same weights), then its axes'
-    (:func:`axis_calls`)."""
+    """A layout's calls on the rank: its data strategy's over the data group (where it has other
+    ranks), then its axes'."""
     lay = ctx.layout
     dp = strategies().get(lay.dp).calls(ctx) if lay.replicas > 1 or lay.servers else []
     return [*dp, *axis_calls(ctx)]

@@ -107,9 +107,8 @@ def memory_of(job: Job, lay: Layout) -> Memory:
 
 def floor(job: Job, lay: Layout, calls: bool = False) -> float:
     """A lower bound on the layout's step: its slowest rank's compute (with the knobs), bubble
-    and optimizer step, no communication (every call costs >= 0 and adds to the step or hides).
-    With ``calls``: each rank's bound also adds its axes' calls that the step exposes in full
-    (:func:`_exposed`), a tighter bound, dearer to compute."""
+    and optimizer step; with ``calls``, tighter and dearer, also its axes' calls the step
+    exposes in full (:func:`_exposed`)."""
     knobs = _knobs(job, lay)
     out = 0.0
     stages = _cached(job, "compute", lay, lambda: _compute(job, lay))
@@ -126,10 +125,8 @@ def floor(job: Job, lay: Layout, calls: bool = False) -> float:
 
 
 def _axes_exposed(job: Job, lay: Layout) -> list[tuple[float, float]]:
-    """:func:`_exposed`, shared by the layouts whose axes are alike: the same degrees,
-    pipeline variant and expert groups (what the axes' calls and their groups depend on; the
-    data strategy and the knobs do not change them); zeros where the step may price them
-    otherwise (a strategy pricing its own calls, measured interference)."""
+    """:func:`_exposed`, shared by the layouts whose axes' calls and groups are alike; zeros
+    where the step may price them otherwise (a strategy's own pricing, measured interference)."""
     if strategies().get(lay.dp).price is not None or job.measured is not None:
         return [(0.0, 0.0)] * len(representative_stages(job.shape, lay))
     key = ("exposed", lay.data, lay.tensor, lay.context, lay.pipeline, lay.stages_per_rank,
@@ -138,10 +135,9 @@ def _axes_exposed(job: Job, lay: Layout) -> list[tuple[float, float]]:
 
 
 def _exposed(job: Job, lay: Layout) -> list[tuple[float, float]]:
-    """Per representative stage (as :func:`_compute`): the seconds of its tensor, context and
-    pipeline calls that no overlap hides (``overlap`` False: :func:`bench.advise.step.step_time`
-    exposes them in full), and of those full recomputation issues again, rounded down by a
-    relative 1e-12 (the step sums the same times in another order)."""
+    """Per representative stage: the seconds of its axes' calls that no overlap hides, and of
+    those full recomputation issues again, rounded down by a relative 1e-12 (the step sums
+    the same times in another order)."""
     stages = [[(c, job.timer.group(lay, c.group)) for c in axis_calls(ctx) if not c.overlap]
               for ctx in _contexts(job, lay)]
     job.timer.prime([cg for calls in stages for cg in calls])  # each group's sizes at once
@@ -158,8 +154,7 @@ def _exposed(job: Job, lay: Layout) -> list[tuple[float, float]]:
 
 
 def _compute(job: Job, lay: Layout) -> list[tuple[float, float]]:
-    """(compute before the knobs, optimizer) of each representative stage: what the knobs
-    scale, shared by the layout's knob variants as its priced calls are."""
+    """(compute before the knobs, optimizer) of each representative stage."""
     return [(job.compute.seconds(ctx), job.compute.optimizer(ctx)) for ctx in _contexts(job, lay)]
 
 

@@ -38,10 +38,8 @@ def device_key(profile: Profile, key: str) -> float:
 
 
 def device_compute(profile: Profile) -> Compute:
-    """As achieved where the profile states ``device.gemm_efficiency`` (with
-    ``gemm_latency_s``, ``memory_bandwidth_bytes_per_s`` and optionally ``attention`` and
-    ``memory_efficiency``), else
-    FLOPs at ``device.flops_per_s`` (the peak: a lower bound on the step)."""
+    """As achieved where the profile states ``device.gemm_efficiency``, else FLOPs at
+    ``device.flops_per_s`` (the peak: a lower bound on the step)."""
     dev = profile.device
     sixteen = float(dev["flops_16bit_per_s"]) if dev.get("flops_16bit_per_s") else None
     peak = device_key(profile, "flops_per_s")
@@ -71,9 +69,8 @@ class Question:
 
     @property
     def amps(self) -> tuple[str, ...]:
-        """Autocast precisions searched: bf16 beside fp32 for an fp32 question (torch AMP, as
-        this codebase's strategies run it); under mixed every layout already computes in 16
-        bits. fp16 prices as bf16 (the same bytes and throughput; only its loss scale differs)."""
+        """Autocast precisions searched: bf16 beside fp32 for an fp32 question (fp16 prices as
+        bf16: the same bytes and throughput); under mixed every layout computes in 16 bits."""
         return ("fp32", "bf16") if self.precision.param_bytes == 4 else ("fp32",)
 
     @property
@@ -97,8 +94,7 @@ class Question:
     def answer(self, world: int, jobs: Callable[[int], Job] | None = None,
                keep: int | None = None, select: Callable[[Layout], bool] | None = None
                ) -> Ranked:
-        """Every layout ranked, or with ``keep`` the first ``keep``; ``select``: only the
-        layouts it accepts (search.py)."""
+        """Every layout ranked (:func:`bench.advise.search.search`)."""
         jobs = jobs or self.jobs()
         try:
             ranked = search(jobs, self.shape.model, world, self.global_batch, self.bucket_mb,

@@ -60,10 +60,8 @@ class Shape:
 
     @functools.cached_property
     def piece_kind(self) -> tuple[int, ...]:
-        """Each piece's first piece of its kind: the same parameters (names past the piece's
-        index, shapes) and FLOPs, both transformer blocks or neither. What is priced per piece
-        (achieved compute, parameters) is the same for a kind: priced once (the blocks of a GPT
-        are one kind)."""
+        """Each piece's first piece of its kind (the same parameters, FLOPs and blockness): what is
+        priced per piece is priced once per kind."""
         layers = getattr(self.model.config, "layers", 0)
         sigs: list[list[object]] = [[1 <= i <= layers, self.piece_flops[i]]
                                     for i in range(self.model.num_pieces)]
@@ -86,9 +84,8 @@ class Shape:
 
     def kv_elements(self, tensor: int) -> int:
         """Elements per token of one layer's keys and values on one tensor rank: 2 x its local
-        key/value heads x the head width (grouped-query attention's key/value heads, each
-        replicated where the tensor degree exceeds them, as Megatron-LM does; 0 for a model
-        without attention heads)."""
+        key/value heads (replicated where the tensor degree exceeds them, as Megatron-LM does)
+        x the head width; 0 for a model without attention heads."""
         cfg = self.model.config
         heads = getattr(cfg, "heads", 0)
         if not heads:
