@@ -52,11 +52,6 @@ class Efficiency:
         return nbytes / (self.memory * self.bandwidth)
 
 
-def gemm_bytes(m: int, n: int, k: int) -> float:
-    """Bytes a GEMM reads and writes once: both operands and the output, 16-bit."""
-    return float(ELEMENT_BYTES * (m * k + k * n + m * n))
-
-
 @dataclass(frozen=True)
 class Gemm:
     m: int
@@ -73,7 +68,9 @@ class Gemm:
         if self.scores and attention == "flash":  # scores stay on chip: Q, K / V and O pass
             return float(ELEMENT_BYTES * self.batch * 2 * min(self.m, self.n) * min(self.k,
                                                                                    self.n))
-        return gemm_bytes(self.m, self.n, self.k) * self.batch
+        # both operands and the output, each read or written once
+        return float(ELEMENT_BYTES * (self.m * self.k + self.k * self.n + self.m * self.n)) \
+            * self.batch
 
 
 def block_gemms(shape: Shape, tensor: int, piece: int, micro: int, context: int = 1

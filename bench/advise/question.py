@@ -46,11 +46,10 @@ def device_compute(profile: Profile) -> Compute:
     if "gemm_efficiency" not in dev:
         return Flops(peak, sixteen)
     try:
-        memory = {"memory": float(dev["memory_efficiency"])} if "memory_efficiency" in dev \
-            else {}  # else Efficiency's default: the nominal bandwidth
         eff = Efficiency(peak, float(dev["gemm_efficiency"]), float(dev.get("gemm_latency_s", 0.0)),
                          device_key(profile, "memory_bandwidth_bytes_per_s"),
-                         software_of(dev).attention, **memory)
+                         software_of(dev).attention,
+                         float(dev.get("memory_efficiency", Efficiency.memory)))
     except ValueError as e:
         raise ProfileError(f"{profile.path or profile.name}: {e}") from None
     return Achieved(eff, sixteen)
@@ -64,7 +63,7 @@ class Question:
     global_batch: int
     precision: Precision
     compute: Compute | None = None  # None: the profile's (device_compute)
-    bucket_mb: float = 25.0
+    bucket_mb: float = Layout.bucket_mb
     measured: Measured | None = None  # a concurrent run's slowdowns and overlap (--interference)
 
     @property

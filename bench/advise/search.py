@@ -25,7 +25,7 @@ class NoFit(ValueError):
     """No layout of the world size fits; the message names the smallest world size that does."""
 
 
-def plain_layouts(model: ModelInfo, world: int, global_batch: int, bucket_mb: float = 25.0,
+def plain_layouts(model: ModelInfo, world: int, global_batch: int, bucket_mb: float = Layout.bucket_mb,
                   context_parallel: bool = DEFAULT.context_parallel
                   ) -> Iterator[tuple[Layout, int]]:
     """(layout, batch per replica) of every strategy's offer, without the knobs; with context
@@ -35,7 +35,7 @@ def plain_layouts(model: ModelInfo, world: int, global_batch: int, bucket_mb: fl
         yield from strategies().get(s).layouts(space)
 
 
-def layouts(model: ModelInfo, world: int, global_batch: int, bucket_mb: float = 25.0,
+def layouts(model: ModelInfo, world: int, global_batch: int, bucket_mb: float = Layout.bucket_mb,
             amps: tuple[str, ...] = ("fp32",), recomputes: tuple[str, ...] = DEFAULT.recomputes,
             context_parallel: bool = DEFAULT.context_parallel) -> Iterator[tuple[Layout, int]]:
     """(layout, batch per replica) for every valid combination, with each knob."""
@@ -71,7 +71,7 @@ def _order(r: Result) -> tuple[bool, float, int]:
 
 
 def search(jobs: Jobs, model: ModelInfo, world: int, global_batch: int,
-           bucket_mb: float = 25.0, amps: tuple[str, ...] = ("fp32",),
+           bucket_mb: float = Layout.bucket_mb, amps: tuple[str, ...] = ("fp32",),
            keep: int | None = None, select: Callable[[Layout], bool] | None = None,
            recomputes: tuple[str, ...] = DEFAULT.recomputes,
            context_parallel: bool = DEFAULT.context_parallel) -> Ranked:

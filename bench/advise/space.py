@@ -35,7 +35,7 @@ class Space:
     model: ModelInfo
     world: int
     global_batch: int
-    bucket_mb: float = 25.0
+    bucket_mb: float = Layout.bucket_mb
     context_parallel: bool = False  # the software runs context parallelism
 
     def contexts(self) -> list[int]:

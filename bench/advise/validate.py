@@ -30,7 +30,6 @@ class Pair:
     model: str
     strategy: str
     world: int
-    batch: int  # per replica
     measured_s: float
     predicted: Result
 
@@ -124,5 +123,5 @@ def pairs(recs: list[dict[str, Any]], timer: Timer, limit: float | None) -> Iter
         compute = Measured(step, f"{one['strategy']} at 1 rank",
                            knobs_included=one["strategy"] == r["strategy"], fixed_s=fixed)
         job = Job(shape, batch, FP32, compute, timer, limit, Bytes(4, 4, 4))
-        yield Pair(r["model"], r["strategy"], r["world_size"], batch,
-                   r["step_time_ms_median"] / 1e3, evaluate(job, lay))
+        yield Pair(r["model"], r["strategy"], r["world_size"], r["step_time_ms_median"] / 1e3,
+                   evaluate(job, lay))
