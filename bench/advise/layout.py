@@ -69,9 +69,8 @@ class Layout:
 
     @property
     def replicas(self) -> int:
-        """Ranks of one tensor and pipeline index holding the same weights: the data group the
-        data strategy reduces gradients and shards over (data x context; ``data`` with no
-        context parallelism)."""
+        """Ranks of one tensor and pipeline index holding the same weights (data x context): the
+        data group the data strategy reduces gradients and shards over."""
         return self.data * self.context
 
     @property
@@ -97,8 +96,7 @@ class Layout:
 
     @property
     def options(self) -> str:
-        """The knobs as training labels them: ``ckpt``, ``amp=bf16``; ``sel``: selective
-        recomputation."""
+        """The knobs as training labels them: ``ckpt``, ``sel``, ``amp=bf16``."""
         return ",".join([*(["ckpt"] if self.checkpoint else []),
                          *(["sel"] if self.selective else []),
                          *([f"amp={self.amp}"] if self.amp != "fp32" else [])])
@@ -141,9 +139,8 @@ class Layout:
 
 
 def as_layout(spec: StrategySpec, world: int) -> Layout:
-    """The layout of a training strategy (with its options) at ``world`` ranks, with the knobs
-    every strategy takes (``checkpoint: true``, ``precision``); ValueError for selective
-    checkpointing (a piece list or a fraction), which the advice does not model."""
+    """The layout of a training strategy (with its options and knobs) at ``world`` ranks;
+    ValueError for checkpointing of a piece list or a fraction, which the advice does not model."""
     lay = spec.strategy.layout(spec.options, world)
     if spec.checkpoint not in (True, False):
         raise ValueError(f"checkpoint {spec.checkpoint!r}: the advice models every piece or none")

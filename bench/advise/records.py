@@ -1,5 +1,5 @@
-"""Advice as a run directory: one record per layout (``kind: "advice"``, ``predicted: true``)
-and ``meta.json``, read by ``commbench report`` ("Which strategy") like any run."""
+"""Advice as a run directory: one ``advice`` record per layout and ``meta.json``, read by
+``commbench report`` ("Which strategy") like any run."""
 
 from __future__ import annotations
 
@@ -53,10 +53,9 @@ def write_run(out: Path, records: Iterable[dict[str, Any]], meta: dict[str, Any]
                       kind="advice", host=host_facts(), versions=package_versions(),
                       commit=git_commit(ROOT), **meta)
     write_meta(out, base)
-    n = 0
+    recs = list(records)
     with ResultWriter(out, durable=False) as w:
-        for rec in records:
+        for rec in recs:
             w.write(rec)
-            n += 1
-    write_meta(out, {**base, "status": "ok", "records": n})
-    return n
+    write_meta(out, {**base, "status": "ok", "records": len(recs)})
+    return len(recs)

@@ -77,8 +77,7 @@ class Shape:
 
     @functools.cached_property
     def linears(self) -> tuple[tuple[int, TPLinear], ...]:
-        """(piece, Linear) of every layer the tensor-parallel plan shards, as the software
-        runs them (:meth:`Software.tp_linears`)."""
+        """(piece, Linear) of every layer the tensor-parallel plan shards, as the software runs them."""
         plan = self.software.tp_linears(self.model.config.tp_linears() or {})
         return tuple((int(path.split(".")[1]), lin) for path, lin in plan.items())
 
@@ -143,8 +142,7 @@ def local_params(shape: Shape, tensor: int, pieces: frozenset[int]) -> tuple[Par
 
 
 def custom_gpt(layers: int, hidden: int, heads: int, seq: int, vocab: int = VOCAB) -> ModelSpec:
-    """A GPT of the reference family (:mod:`bench.models.gpt`) with this shape, unnamed in the
-    catalog: ``gpt-L{layers}-h{hidden}``."""
+    """A GPT of the reference family (:mod:`bench.models.gpt`) of this shape, not in the catalog."""
     cfg = GPTConfig(layers=layers, heads=heads, embd=hidden, vocab=vocab, seq_len=seq)
     from bench.models.spec import ModelSpec, family_call  # torch once it is built, not before
 
@@ -153,8 +151,7 @@ def custom_gpt(layers: int, hidden: int, heads: int, seq: int, vocab: int = VOCA
 
 
 def custom_moe(cfg: MoEConfig) -> ModelSpec:
-    """A mixture of experts of the reference family (:mod:`bench.models.moe`) with this shape,
-    unnamed in the catalog: ``moe-L{layers}-h{hidden}-e{experts}k{top_k}``."""
+    """A mixture of experts of the reference family (:mod:`bench.models.moe`), not in the catalog."""
     from bench.models import moe
     from bench.models.base import ModelSpec
 

@@ -39,11 +39,6 @@ class GroupNet:
     net: Net
     key: int = 0  # the same for groups placed alike (:meth:`Timer._place`): the caches' key
 
-    @property
-    def placement(self) -> tuple[object, ...]:
-        """What a group's times depend on: its ranks' nodes and leaves, its links."""
-        return (self.placed.node_of, self.placed.leaf_of, self.net.beta.tobytes())
-
 
 class Timer:
     """Times of calls on a job; caches per (group placement, collective, size, algorithm)."""
@@ -54,7 +49,7 @@ class Timer:
         self._times: dict[tuple[object, ...], Timed] = {}
         self._ps_times: dict[tuple[object, ...], tuple[float, float]] = {}
         self._jobs: dict[int, tuple[Placed, Counter[int]]] = {}  # world: placed, ranks per node
-        self._keys: dict[tuple[object, ...], int] = {}  # GroupNet.placement -> GroupNet.key
+        self._keys: dict[tuple[object, ...], int] = {}  # a group's placement -> GroupNet.key
         self._placed: dict[tuple[int, tuple[int, ...]], GroupNet] = {}  # (world, ranks)
 
     def group(self, lay: Layout, axis: str) -> GroupNet:
@@ -84,9 +79,11 @@ class Timer:
         placed = cl.place(len(ranks))
         links = {k: Link(v.alpha, v.beta * (share if k != "intra" else 1.0))
                  for k, v in self.profile.links.items()}
-        g = GroupNet(placed, Net(placed, dataclasses.replace(self.profile, links=links)))
-        # a small key for the caches (a placement's tuple of nodes is hashed on every lookup)
-        return dataclasses.replace(g, key=self._keys.setdefault(g.placement, len(self._keys)))
+        net = Net(placed, dataclasses.replace(self.profile, links=links))
+        # what a group's times depend on (its ranks' nodes and leaves, its links), as a small key
+        # for the caches (a placement's tuple of nodes is hashed on every lookup)
+        where = (placed.node_of, placed.leaf_of, net.beta.tobytes())
+        return GroupNet(placed, net, self._keys.setdefault(where, len(self._keys)))
 
     def time(self, call: Call, g: GroupNet) -> Timed:
         op = P2P.get(call.op, call.op)
