@@ -128,24 +128,18 @@ def _direct(args: argparse.Namespace, profile: Any, say: Say
         raise AdviceError("--topology is needed (NODESxRANKS, e.g. 64x8)")
     cluster = parse_topology(args.topology)
     shape = shape_from_args(args, say)
-    measured = _measured(args, say)
+    measured = None
+    if args.interference is not None:  # a concurrent run's slowdowns and overlap, said
+        from bench.advise.interference import load
+
+        measured = load(args.interference)
+        say(f"# {measured.describe()}")
     q = Question(shape, profile, cluster, args.batch or 1024,
                  PRECISIONS[args.precision or "mixed"], bucket_mb=args.bucket_mb,
                  measured=measured)
     worlds = list(args.world_sizes or [cluster.world])
     recs, ctx = _advise(q, worlds, say, args.top, args.all)
     return recs, {"model": shape.name, "world_sizes": worlds, **ctx}
-
-
-def _measured(args: argparse.Namespace, say: Say) -> Any:
-    """``--interference RUN``: its slowdowns and overlap, said (None without the flag)."""
-    if args.interference is None:
-        return None
-    from bench.advise.interference import load
-
-    m = load(args.interference)
-    say(f"# {m.describe()}")
-    return m
 
 
 def _from_run(args: argparse.Namespace, profile: Any, say: Say

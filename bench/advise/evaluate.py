@@ -70,10 +70,7 @@ def _priced(job: Job, lay: Layout) -> list[list[Priced]]:
         else:
             calls = [(c, job.timer.group(lay, c.group)) for c in layout_calls(ctx)]
             job.timer.prime(calls)  # the sizes of each group's collective in one batch
-            priced = []
-            for c, g in calls:
-                t = job.timer.time(c, g)
-                priced.append(Priced(c, t.seconds, t.algorithm, t.best))
+            priced = [Priced(c, *job.timer.time(c, g)) for c, g in calls]
         if job.measured is not None:
             priced = job.measured.apply(priced)
         out.append(priced)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 from collections import Counter
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -26,8 +27,7 @@ from kernels.algorithm import VENDOR, Problem, algorithms_of
 P2P = {"send": "sendrecv", "recv": "sendrecv"}
 
 
-@dataclass(frozen=True)
-class Timed:
+class Timed(NamedTuple):  # in the order of Priced's (bench.advise.step)
     seconds: float  # one call
     algorithm: str  # what runs: "native" (the vendor curve) or a schedule
     best: str  # the fastest schedule the model has
