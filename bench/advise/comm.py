@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from bench.advise.calls import Call
 from bench.advise.layout import Layout
 from bench.advise.shape import Shape, local_params
-from bench.training.analytic import Param
+from bench.training.analytic import Param, Precision
 from bench.training.stages import local_stages, stage_pieces, stage_starts
 from bench.training.strategy import strategies
 
@@ -25,6 +25,11 @@ class Bytes:
     param: int = 4
     grad: int = 4
     act: int = 4
+
+    @classmethod
+    def of(cls, prec: Precision) -> Bytes:
+        """A precision's: activations as the parameters."""
+        return cls(prec.param_bytes, prec.grad_bytes, prec.param_bytes)
 
 
 @dataclass(frozen=True)

@@ -77,18 +77,13 @@ class Question:
         """The profile's training software (:mod:`bench.advise.software`)."""
         return software_of(self.profile.device)
 
-    @property
-    def bytes(self) -> Bytes:
-        p = self.precision
-        return Bytes(p.param_bytes, p.grad_bytes, p.param_bytes)
-
     def jobs(self) -> Callable[[int], Job]:
         limit = device_key(self.profile, "memory_bytes")
         compute = self.compute or device_compute(self.profile)
         timer = Timer(self.profile, self.cluster)
-        shape = self.shape.under(self.software)
+        shape, nbytes = self.shape.under(self.software), Bytes.of(self.precision)
         return functools.cache(lambda batch: Job(shape, batch, self.precision, compute,
-                                                 timer, limit, self.bytes, self.measured))
+                                                 timer, limit, nbytes, self.measured))
 
     def answer(self, world: int, jobs: Callable[[int], Job] | None = None,
                keep: int | None = None, select: Callable[[Layout], bool] | None = None

@@ -122,6 +122,6 @@ def pairs(recs: list[dict[str, Any]], timer: Timer, limit: float | None) -> Iter
             fixed = max(0.0, step - plain["step_time_ms_median"] / 1e3)
         compute = Measured(step, f"{one['strategy']} at 1 rank",
                            knobs_included=one["strategy"] == r["strategy"], fixed_s=fixed)
-        job = Job(shape, batch, FP32, compute, timer, limit, Bytes(4, 4, 4))
+        job = Job(shape, batch, FP32, compute, timer, limit, Bytes.of(FP32))
         yield Pair(r["model"], r["strategy"], r["world_size"], r["step_time_ms_median"] / 1e3,
                    evaluate(job, lay))
