@@ -1,52 +1,20 @@
-"""Compute as achieved, not at peak: each operation of a rank's pieces timed on the device by a
-roofline with a fixed cost per kernel (:class:`Efficiency`), from the profile's
-``device.gemm_efficiency`` / ``device.gemm_latency_s`` (a preset cites its source; ``commbench
-gemm`` measures them):
-
-- a GEMM of F FLOPs moving B bytes takes ``max(F / (eta * peak), B / bandwidth) + t0``: eta the
-  large-GEMM efficiency, t0 the kernel's fixed time. Its efficiency, (F / peak) / time, saturates
-  in F towards eta, and a tensor-parallel shard (smaller N or K) or a smaller micro-batch (smaller
-  M) runs less efficiently: less work per fixed cost, and less work per byte;
-- every Linear of the piece at its tensor-parallel local shape and the micro-batch's tokens (on
-  the rank's context chunk of each sequence: 1 / c of them): forward one GEMM, backward two of
-  the same size (data and weight gradients);
-- attention per layer: the score and context GEMMs batched over the micro-batch and the local
-  heads (K = the head width), the rank's local queries (its context chunk) against the whole
-  sequence's keys and values; ``device.attention: materialized`` also writes the s x s scores
-  (their bytes in the GEMMs' roofline, and softmax and dropout on them at memory bandwidth);
-  ``flash`` (the default) keeps them on chip;
-- element-wise work at memory bandwidth (the software's ``elementwise`` kernels,
-  :data:`bench.advise.software.ELEMENTWISE`; the layer norms' and dropouts' divided by the
-  tensor degree under sequence parallelism); with the software's ``fp32_loss``, the loss's passes
-  over the LM head's local logits (:func:`loss_s`, forward and backward, once per micro-batch);
-- memory-bound work at the bandwidth a streaming kernel achieves: ``device.memory_efficiency`` x
-  ``device.memory_bandwidth_bytes_per_s`` (1 where the profile states none);
-- selective recomputation: the attention core's forward once more (:func:`core_forward_s`);
-- the optimizer step (:meth:`Achieved.optimizer`) at memory bandwidth over the parameters the
-  rank updates, and, with the software's ``autograd_accumulation``, the gradient accumulation
-  across micro-batches and the all-reduce's packing (:func:`accumulation_s`).
-
-Backward is twice forward for every term, so checkpointing's one more forward is 1/3 of the
-achieved compute, as :func:`bench.advise.compute.factor` prices it; the bubble is compute / m
-slots of the same achieved compute. docs/advise.md (Compute).
+"""Compute as achieved, not at peak: each operation of a rank's pieces, per micro-batch, on a
+roofline with a fixed time per kernel (:class:`Efficiency`, from the profile's
+``device.gemm_efficiency``, ``gemm_latency_s`` and memory bandwidth; ``commbench gemm``
+measures them); backward twice forward for every term. The rule term by term: docs/advise.md
+(Compute).
 """
 
 from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from bench.advise.comm import CommContext
 from bench.advise.shape import Shape, local_params
-from bench.advise.software import (
-    ACCUMULATE_PASSES,
-    ATTENTION,
-    DEFAULT,
-    ELEMENTWISE,
-    FP32_LOSS_BYTES,
-    PACK_PASSES,
-)
+from bench.advise.software import ACCUMULATE_PASSES, DEFAULT, ELEMENTWISE, FP32_LOSS_BYTES, PACK_PASSES
 from bench.models.configs import GPTConfig
 
 ELEMENT_BYTES = 2  # activations are 16-bit where the device has tensor-core peaks
@@ -71,9 +39,6 @@ class Efficiency:
             raise ValueError(f"device.gemm_efficiency must be in (0, 1], got {self.gemm}")
         if not 0 < self.memory <= 1:
             raise ValueError(f"device.memory_efficiency must be in (0, 1], got {self.memory}")
-        if self.attention not in ATTENTION:
-            raise ValueError(f"device.attention: expected one of {', '.join(ATTENTION)}, "
-                             f"got {self.attention!r}")
 
     def gemm_s(self, flops: float, nbytes: float) -> float:
         """One GEMM (or one batched GEMM call): the roofline plus the fixed time."""
@@ -85,11 +50,6 @@ class Efficiency:
 
     def memory_s(self, nbytes: float) -> float:
         return nbytes / (self.memory * self.bandwidth)
-
-
-def gemm_bytes(m: int, n: int, k: int) -> float:
-    """Bytes a GEMM reads and writes once: both operands and the output, 16-bit."""
-    return float(ELEMENT_BYTES * (m * k + k * n + m * n))
 
 
 @dataclass(frozen=True)
@@ -108,16 +68,16 @@ class Gemm:
         if self.scores and attention == "flash":  # scores stay on chip: Q, K / V and O pass
             return float(ELEMENT_BYTES * self.batch * 2 * min(self.m, self.n) * min(self.k,
                                                                                    self.n))
-        return gemm_bytes(self.m, self.n, self.k) * self.batch
+        # both operands and the output, each read or written once
+        return float(ELEMENT_BYTES * (self.m * self.k + self.k * self.n + self.m * self.n)) \
+            * self.batch
 
 
 def block_gemms(shape: Shape, tensor: int, piece: int, micro: int, context: int = 1
                 ) -> list[Gemm]:
-    """The GEMMs of one forward of ``piece`` on ``micro`` samples: its Linears at their local
-    shapes (the matrices :attr:`Shape.piece_flops` counts; m = tokens, of the rank's context
-    chunk), then attention's score and context GEMMs batched over the samples and local heads
-    (GPT blocks; the chunk's queries against the whole sequence). What ``commbench gemm``
-    times."""
+    """The GEMMs of one forward of ``piece`` on ``micro`` samples (of the rank's context chunk):
+    its Linears at their local shapes, then a GPT block's score and context GEMMs batched over
+    the samples and local heads. What ``commbench gemm`` times."""
     tokens = micro * (shape.tokens_per_sample // context)
     out = []
     for p in local_params(shape, tensor, frozenset((piece,))):
@@ -137,7 +97,7 @@ def block_gemms(shape: Shape, tensor: int, piece: int, micro: int, context: int 
 def piece_forward_s(eff: Efficiency, shape: Shape, tensor: int, piece: int, micro: int,
                     context: int = 1) -> float:
     """One forward of ``piece`` on a micro-batch of ``micro`` samples, on a context chunk of
-    1 / ``context`` of each sequence (module docstring)."""
+    1 / ``context`` of each sequence (docs/advise.md, Compute)."""
     t = sum(eff.gemm_s(g.flops, g.nbytes(eff.attention))
             for g in block_gemms(shape, tensor, piece, micro, context) if not g.scores)
     cfg = shape.model.config
@@ -161,9 +121,8 @@ def local_logits(shape: Shape, tensor: int, piece: int) -> int:
 @functools.lru_cache(maxsize=65536)
 def loss_s(eff: Efficiency, shape: Shape, tensor: int, pieces: frozenset[int],
            micro: int, context: int = 1) -> float:
-    """The fp32 loss's element-wise passes on one micro-batch, forward and backward
-    (:data:`bench.advise.software.FP32_LOSS_BYTES` per local logit), on the rank holding the LM
-    head; 0 unless the software's ``fp32_loss``."""
+    """The fp32 loss's element-wise passes on one micro-batch, forward and backward, on the rank
+    holding the LM head; 0 unless the software's ``fp32_loss``."""
     if not shape.software.fp32_loss:
         return 0.0
     logits = sum(local_logits(shape, tensor, i) for i in pieces)
@@ -173,10 +132,8 @@ def loss_s(eff: Efficiency, shape: Shape, tensor: int, pieces: frozenset[int],
 @functools.lru_cache(maxsize=65536)
 def core_forward_s(eff: Efficiency, shape: Shape, tensor: int, piece: int, micro: int,
                    context: int = 1) -> float:
-    """One forward of the attention core of ``piece`` (a GPT block; else 0): the score and
-    context GEMMs, and with materialized scores their softmax and dropout (the rank's queries'
-    rows of them). What selective recomputation runs again (Korthikanti et al. 2022,
-    Section 5)."""
+    """One forward of the attention core of ``piece`` (a GPT block; else 0): what selective
+    recomputation runs again (Korthikanti et al. 2022, Section 5)."""
     t = sum(eff.gemm_s(g.flops, g.nbytes(eff.attention))
             for g in block_gemms(shape, tensor, piece, micro, context) if g.scores)
     cfg = shape.model.config
@@ -189,26 +146,17 @@ def core_forward_s(eff: Efficiency, shape: Shape, tensor: int, piece: int, micro
 
 
 @functools.lru_cache(maxsize=65536)
-def stage_forward_s(eff: Efficiency, shape: Shape, tensor: int, pieces: frozenset[int],
-                    micro: int, context: int = 1) -> float:
-    """One forward of a rank's pieces on one micro-batch (its context chunk)."""
+def stage_s(piece_s: Callable[..., float], eff: Efficiency, shape: Shape, tensor: int,
+            pieces: frozenset[int], micro: int, context: int = 1) -> float:
+    """``piece_s`` (:func:`piece_forward_s`, :func:`core_forward_s`) of a rank's pieces on one
+    micro-batch (its context chunk)."""
     kind = shape.piece_kind  # a piece's kind prices as the piece (Shape.piece_kind)
-    return sum(piece_forward_s(eff, shape, tensor, kind[i], micro, context) for i in pieces)
-
-
-@functools.lru_cache(maxsize=65536)
-def stage_core_s(eff: Efficiency, shape: Shape, tensor: int, pieces: frozenset[int],
-                 micro: int, context: int = 1) -> float:
-    """One forward of the attention cores of a rank's pieces on one micro-batch (its context
-    chunk)."""
-    kind = shape.piece_kind
-    return sum(core_forward_s(eff, shape, tensor, kind[i], micro, context) for i in pieces)
+    return sum(piece_s(eff, shape, tensor, kind[i], micro, context) for i in pieces)
 
 
 @functools.lru_cache(maxsize=65536)
 def held_params(shape: Shape, tensor: int, pieces: frozenset[int]) -> int:
-    """Parameters of ``pieces`` on one tensor-parallel rank (summed piece by piece: a piece's
-    count is shared by every stage that holds it)."""
+    """Parameters of ``pieces`` on one tensor-parallel rank."""
     kind = shape.piece_kind
     return sum(piece_params(shape, tensor, kind[i]) for i in pieces)
 
@@ -220,9 +168,7 @@ def piece_params(shape: Shape, tensor: int, piece: int) -> int:
 
 
 def accumulation_s(eff: Efficiency, ctx: CommContext) -> float:
-    """The software's ``autograd_accumulation`` over the rank's local parameters: each
-    micro-batch after the first adds its gradients (:data:`ACCUMULATE_PASSES`), and under data
-    parallelism the step packs them for the all-reduce (:data:`PACK_PASSES`); 0 without it."""
+    """The software's ``autograd_accumulation`` over the rank's local parameters (0 without it)."""
     lay = ctx.layout
     if not ctx.shape.software.autograd_accumulation:
         return 0.0
@@ -245,17 +191,15 @@ class Achieved:
         lay = ctx.layout
         micro = max(1, ctx.batch // lay.microbatches)
         c = lay.context
-        fwd = stage_forward_s(self.eff, ctx.shape, lay.tensor, ctx.my_pieces, micro, c)
-        again = stage_core_s(self.eff, ctx.shape, lay.tensor, ctx.my_pieces, micro, c) \
+        fwd = stage_s(piece_forward_s, self.eff, ctx.shape, lay.tensor, ctx.my_pieces, micro, c)
+        again = stage_s(core_forward_s, self.eff, ctx.shape, lay.tensor, ctx.my_pieces, micro, c) \
             if lay.selective else 0.0  # selective recomputation: the cores' forward again
         loss = loss_s(self.eff, ctx.shape, lay.tensor, ctx.my_pieces, micro, c)
         return ((1 + BACKWARD_TIMES) * fwd + again + loss) * lay.microbatches
 
     def optimizer(self, ctx: CommContext) -> float:
-        """Adam on the parameters this rank updates (its stages' shards; over the data x context
-        ranks with ZeRO), at memory bandwidth: three fp32 states read and written, the gradient
-        read, the 16-bit copy written where parameters are 16-bit; and :func:`accumulation_s`.
-        A ps worker updates nothing (its server does)."""
+        """Adam on the parameters this rank updates, at memory bandwidth, and
+        :func:`accumulation_s`; a ps worker updates nothing (its server does)."""
         lay = ctx.layout
         if lay.servers:
             return 0.0

@@ -1,10 +1,6 @@
-"""What a strategy issues per training step: calls of one collective, by type, size and group,
-and their totals as training records count them (:mod:`bench.training.comm`).
-
-``nbytes`` is nccl-tests' size S of one call (the all_reduce / broadcast buffer, the all_gather
-output, the reduce_scatter input, the bytes sent by a p2p send). A call with ``algorithm`` set
-(DDP with a commbench hook) runs that all_reduce schedule over point-to-point messages: training
-counts its sends and receives, which :func:`counted` derives from the schedule itself.
+"""What a strategy issues per training step: calls of one collective, by type, size (nccl-tests'
+size S) and group, and their totals as training records count them (:mod:`bench.training.comm`):
+a call with a commbench ``algorithm`` as the sends and receives of its schedule.
 """
 
 from __future__ import annotations
@@ -53,9 +49,8 @@ def merged(calls: Iterable[Call]) -> list[Call]:
 
 def tally(op: str, sizes: Iterable[int], group: str, phase: str, overlap: bool,
           algorithm: str | None = None, itemsize: int = 4, per: int = 1) -> list[Call]:
-    """One call per distinct size of ``sizes``, ``calls`` ``per`` times how often it occurs (what
-    :func:`merged` makes of one call per size, without building them: advise's search runs this
-    for every bucket and parameter of every layout)."""
+    """One call per distinct size of ``sizes``, ``calls`` ``per`` times how often it occurs:
+    :func:`merged` of one call per size, without building them (hot in advise's search)."""
     n: dict[int, int] = {}
     for size in sizes:
         n[size] = n.get(size, 0) + per

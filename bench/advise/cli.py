@@ -38,11 +38,6 @@ if TYPE_CHECKING:
 Say = Callable[[str], None]
 
 
-def _worlds(given: list[int] | None, default: list[int]) -> list[int]:
-    """``--world-sizes`` (checked where parsed), else ``default``."""
-    return list(given) if given else default
-
-
 def shape_from_args(args: argparse.Namespace, say: Say) -> Shape:
     """The model of ``--model`` (with ``--seq``) or of ``--params`` with its shape."""
     if args.model:
@@ -98,7 +93,7 @@ def routed(shape: Shape, args: argparse.Namespace) -> Shape:
 def run_advice(args: argparse.Namespace, out: Path, say: Say) -> None:
     profile = load_profile(args.profile)
     device_key(profile, "memory_bytes")
-    if getattr(args, "context_parallel", False):  # the software runs it (Software)
+    if args.context_parallel:  # the software runs it (Software)
         profile = dataclasses.replace(profile, device={**profile.device, "context_parallel": True})
     if args.from_run:
         recs, meta = _from_run(args, profile, say)
@@ -109,9 +104,8 @@ def run_advice(args: argparse.Namespace, out: Path, say: Say) -> None:
 
 def _advise(q: Question, worlds: list[int], say: Say, top: int, every: bool = False
             ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Answer ``q`` at each world size: print its ranked tables; its records and their context.
-    Only the first ``top`` + 1 (the runner-up gives the margin) are priced and recorded unless
-    ``every`` (search.py: the same first rows as the exhaustive search)."""
+    """Answer ``q`` at each world size, printing its ranked tables: its records and their context.
+    Only the first ``top`` + 1 (the runner-up gives the margin) are priced unless ``every``."""
     jobs = q.jobs()
     ctx = {"topology": q.cluster.spec, "global_batch": q.global_batch,
            "compute_source": jobs(1).compute.describe, "precision": q.precision.name}
@@ -134,24 +128,18 @@ def _direct(args: argparse.Namespace, profile: Any, say: Say
         raise AdviceError("--topology is needed (NODESxRANKS, e.g. 64x8)")
     cluster = parse_topology(args.topology)
     shape = shape_from_args(args, say)
-    measured = _measured(args, say)
+    measured = None
+    if args.interference is not None:  # a concurrent run's slowdowns and overlap, said
+        from bench.advise.interference import load
+
+        measured = load(args.interference)
+        say(f"# {measured.describe()}")
     q = Question(shape, profile, cluster, args.batch or 1024,
                  PRECISIONS[args.precision or "mixed"], bucket_mb=args.bucket_mb,
                  measured=measured)
-    worlds = _worlds(args.world_sizes, [cluster.world])
+    worlds = list(args.world_sizes or [cluster.world])
     recs, ctx = _advise(q, worlds, say, args.top, args.all)
     return recs, {"model": shape.name, "world_sizes": worlds, **ctx}
-
-
-def _measured(args: argparse.Namespace, say: Say) -> Any:
-    """``--interference RUN``: its slowdowns and overlap, said (None without the flag)."""
-    if getattr(args, "interference", None) is None:
-        return None
-    from bench.advise.interference import load
-
-    m = load(args.interference)
-    say(f"# {m.describe()}")
-    return m
 
 
 def _from_run(args: argparse.Namespace, profile: Any, say: Say
@@ -191,7 +179,7 @@ def _from_run(args: argparse.Namespace, profile: Any, say: Say
     for line in idle_lines(checks):
         say(line)
     recs += [idle_record(c, {"topology": cluster.spec}) for c in checks]
-    worlds = _worlds(args.world_sizes, run_worlds)
+    worlds = list(args.world_sizes or run_worlds)
     for model in sorted({r["model"] for r in train}):
         one = single_rank(train, model, PLAIN)
         if one is None:

@@ -1,13 +1,8 @@
 """Communication models: what a rank issues per step, as :class:`~bench.advise.calls.Call`
-lists from a :class:`CommContext`. Each strategy states its own (``Strategy.calls`` in its file
-under :mod:`bench.training.strategies`); the tensor and pipeline axes of a layout are here.
-
-A layout's communication is the sum of its parts (:func:`layout_calls`): its data strategy over
-the data group (the data x context ranks holding the same weights; a parameter-server layout:
-between workers and servers), tensor parallelism over the tensor group, context parallelism over
-the context group, the pipeline over the pipeline group; each part sees only the rank's own
-stages, its tensor-parallel shards and its context chunk of each sequence
-(:attr:`CommContext.tokens`).
+lists from a :class:`CommContext`: its data strategy's (``Strategy.calls``, in its file under
+:mod:`bench.training.strategies`) over the data group, and the tensor, context and pipeline
+axes' (here), each on the rank's own stages, tensor shards and context chunk. The rules:
+docs/advise.md (Communication per step).
 """
 
 from __future__ import annotations
@@ -18,7 +13,7 @@ from dataclasses import dataclass
 from bench.advise.calls import Call
 from bench.advise.layout import Layout
 from bench.advise.shape import Shape, local_params
-from bench.training.analytic import Param
+from bench.training.analytic import Param, Precision
 from bench.training.stages import local_stages, stage_pieces, stage_starts
 from bench.training.strategy import strategies
 
@@ -30,6 +25,11 @@ class Bytes:
     param: int = 4
     grad: int = 4
     act: int = 4
+
+    @classmethod
+    def of(cls, prec: Precision) -> Bytes:
+        """A precision's: activations as the parameters."""
+        return cls(prec.param_bytes, prec.grad_bytes, prec.param_bytes)
 
 
 @dataclass(frozen=True)
@@ -73,8 +73,7 @@ class CommContext:
 
 @functools.lru_cache(maxsize=65536)
 def pieces_of(shape: Shape, pipeline: int, per_rank: int, pp: int) -> frozenset[int]:
-    """The pieces of pipeline index ``pp``'s stages (cached: one frozenset per rank kind of a
-    search, whose hash the compute's caches then reuse)."""
+    """The pieces of pipeline index ``pp``'s stages (one frozenset per kind: the caches' key)."""
     stages = pipeline * per_rank
     return stage_pieces(stage_starts(shape.piece_sizes, stages),
                         local_stages(per_rank, pp, pipeline))
@@ -82,8 +81,7 @@ def pieces_of(shape: Shape, pipeline: int, per_rank: int, pp: int) -> frozenset[
 
 def representative_stages(shape: Shape, layout: Layout) -> list[int]:
     """One pipeline index per distinct kind of rank: ranks whose stages hold pieces of the same
-    sizes and FLOPs, and are alike in being first or last, issue the same calls and compute the
-    same (the middle stages of a transformer are all one kind)."""
+    sizes and FLOPs, and are alike in being first or last, issue the same calls and compute."""
     return list(_representatives(shape, layout.pipeline, layout.stages_per_rank))
 
 
@@ -101,14 +99,8 @@ def _representatives(shape: Shape, pipeline: int, per_rank: int) -> tuple[int, .
 
 def tensor_calls(ctx: CommContext) -> list[Call]:
     """The layout's tensor axis: Megatron pairs as DTensor ``ColwiseParallel`` /
-    ``RowwiseParallel`` shard them over the model's ``tp_plan``.
-
-    Forward: every row-parallel Linear all-reduces its partial outputs (samples x tokens x
-    out_features). Backward: every column-parallel Linear all-reduces the partial gradient of its
-    replicated input (samples x tokens x in_features), except a layer fed by the model's raw
-    input (piece 0 of the MLP), whose input needs no gradient. q, k and v are three
-    column-parallel layers on one input: three backward all_reduces per attention block. Per
-    microbatch when pipelined. These calls sit on the critical path: nothing overlaps them."""
+    ``RowwiseParallel`` shard them over the model's ``tp_plan`` (docs/advise.md), per microbatch,
+    exposed in full."""
     m, rows = ctx.layout.microbatches, ctx.microbatch * ctx.tokens * ctx.bytes.act
     return [Call("all_reduce", rows * width, k * m, "tensor", phase, False)
             for phase, width, k in _tensor_widths(ctx.shape, ctx.my_pieces)]
@@ -116,8 +108,7 @@ def tensor_calls(ctx: CommContext) -> list[Call]:
 
 @functools.lru_cache(maxsize=65536)
 def _tensor_widths(shape: Shape, pieces: frozenset[int]) -> tuple[tuple[str, int, int], ...]:
-    """(phase, features, all_reduces per microbatch) of :func:`tensor_calls` on ``pieces``, in
-    first-seen order (cached: the search asks for the same stages again and again)."""
+    """(phase, features, all_reduces per microbatch) of :func:`tensor_calls` on ``pieces``."""
     widths: dict[tuple[str, int], int] = {}
     for piece, lin in shape.linears:
         if piece not in pieces:
@@ -133,15 +124,8 @@ def _tensor_widths(shape: Shape, pieces: frozenset[int]) -> tuple[tuple[str, int
 
 
 def pipeline_calls(ctx: CommContext) -> list[Call]:
-    """The layout's pipeline axis: torch.distributed.pipelining between stages, per microbatch.
-
-    Each of the rank's stages s sends its output forward (to s + 1) unless it is the last stage
-    and the gradient of its input backward (to s - 1) unless it is the first; it receives the
-    mirror images. One message per microbatch and boundary, of microbatch x the boundary
-    activation's elements (``Shape.boundary_elements``): the same for GPipe, 1F1B and
-    interleaved 1F1B; interleaving adds boundaries (v stages per rank). Tensor-parallel ranks
-    each send the full activation, context-parallel ranks their chunk of it. Sends and receives
-    wait on the critical path (the schedule blocks on them)."""
+    """The layout's pipeline axis: torch.distributed.pipelining between stages, per microbatch and
+    boundary, a send forward, one backward and their mirror receives; exposed in full."""
     m, last, c = ctx.layout.microbatches, ctx.layout.stages - 1, ctx.layout.context
     starts, unit = ctx.stage_starts, ctx.microbatch * ctx.bytes.act
     out = []
@@ -159,14 +143,10 @@ def pipeline_calls(ctx: CommContext) -> list[Call]:
 
 def context_calls(ctx: CommContext) -> list[Call]:
     """The layout's context axis: Llama 3's all-gather based context parallelism (arXiv
-    2407.21783, Section 3.3.2). Each rank holds 2 of the 2c chunks of every sequence; in each
-    transformer block's forward it all-gathers the keys and values of the whole sequence over
-    the context group (one call per block and microbatch, keys and values together: output
-    microbatch x sequence x :meth:`Shape.kv_elements` of its tensor rank) and computes attention
-    for its local queries; the backward reduce-scatters their gradients (the same size, the
-    input). Exposed: the paper, "the all-gather communication latency is exposed in the critical
-    path" (the attention needs the gathered keys and values; the projections' backward needs
-    their reduced gradients)."""
+    2407.21783, Section 3.3.2): per transformer block and microbatch, the keys and values of the
+    whole sequence all-gathered in the forward (microbatch x sequence x :meth:`Shape.kv_elements`),
+    their gradients reduce-scattered in the backward; exposed, as the paper says: "the all-gather
+    communication latency is exposed in the critical path"."""
     cfg, m = ctx.shape.model.config, ctx.layout.microbatches
     blocks = sum(1 for i in ctx.my_pieces if 1 <= i <= getattr(cfg, "layers", 0))
     if not blocks:
@@ -186,9 +166,8 @@ def axis_calls(ctx: CommContext) -> list[Call]:
 
 
 def layout_calls(ctx: CommContext) -> list[Call]:
-    """A layout's calls on the rank: its data strategy's over the data group (when there is one
-    to talk to: the data x context ranks holding the same weights), then its axes'
-    (:func:`axis_calls`)."""
+    """A layout's calls on the rank: its data strategy's over the data group (where it has other
+    ranks), then its axes'."""
     lay = ctx.layout
     dp = strategies().get(lay.dp).calls(ctx) if lay.replicas > 1 or lay.servers else []
     return [*dp, *axis_calls(ctx)]

@@ -1,12 +1,7 @@
-"""Compute time per step on one rank, before communication and the bubble: the rank's pipeline
-stages' share of the model's FLOPs (:attr:`Shape.piece_flops`), divided by the tensor and
-context degrees (context parallelism: every token-proportional FLOP on the rank's chunk, and the
-attention's local queries against the whole sequence's keys, 1 / c of its FLOPs), for its
-replica's samples; priced at the profile's ``device.flops_per_s`` (:class:`Flops`, a lower
-bound), as achieved operation by operation (:class:`bench.advise.achieved.Achieved`, where the
-profile states ``device.gemm_efficiency``) or as a measured world-size-1 step scaled by that
-share (:class:`Measured`, ``fixed_s`` paid whole by every rank). The rule and the knobs'
-factors: docs/advise.md (Compute, Knobs).
+"""Compute time per step on one rank, before communication and the bubble: its share of the
+model's FLOPs at ``device.flops_per_s`` (:class:`Flops`, a lower bound), as achieved
+(:class:`bench.advise.achieved.Achieved`) or as a measured world-size-1 step scaled by that
+share (:class:`Measured`). The rule and the knobs: docs/advise.md (Compute, Knobs).
 """
 
 from __future__ import annotations
@@ -35,7 +30,7 @@ class Flops:
             else 1.0
 
     def seconds(self, ctx: CommContext) -> float:
-        return ctx.batch * (stage_flops(ctx) + recomputed_flops(ctx)) / ctx.layout.tensor \
+        return ctx.batch * rank_flops(ctx) / ctx.layout.tensor \
             / ctx.layout.context / self.flops_per_s
 
     def optimizer(self, ctx: CommContext) -> float:
@@ -53,13 +48,13 @@ class Measured:
     source: str  # which record
     amp_ratio: float = 1.0  # world-size-1 autocast step / fp32 step of the same strategy
     knobs_included: bool = False  # the record ran the layout's own checkpoint / amp
-    fixed_s: float = 0.0  # of step_s, paid whole by every rank (the module docstring)
+    fixed_s: float = 0.0  # of step_s, paid whole by every rank (docs/advise.md, Compute)
 
     def speed(self, sixteen: bool) -> float:
         return self.amp_ratio if sixteen else 1.0
 
     def seconds(self, ctx: CommContext) -> float:
-        share = (stage_flops(ctx) + recomputed_flops(ctx)) / ctx.shape.flops_per_sample \
+        share = rank_flops(ctx) / ctx.shape.flops_per_sample \
             / ctx.layout.tensor / ctx.layout.context
         return (self.step_s - self.fixed_s) * share + self.fixed_s
 
@@ -75,24 +70,20 @@ class Measured:
 Compute = Flops | Measured | Achieved
 
 
-def stage_flops(ctx: CommContext) -> float:
-    """FLOPs per sample of the rank's pieces (its stages)."""
-    return sum(ctx.shape.piece_flops[i] for i in ctx.my_pieces)
-
-
-def recomputed_flops(ctx: CommContext) -> float:
-    """FLOPs per sample selective recomputation adds on the rank: its layers' attention-core
-    forward, 4 s^2 h each (a third of the 12 s^2 h the block's FLOPs count for attention);
-    0 without it (full recomputation is :func:`factor`'s)."""
+def rank_flops(ctx: CommContext) -> float:
+    """FLOPs per sample of the rank's pieces (its stages), and what selective recomputation adds:
+    its layers' attention-core forward, 4 s^2 h each (a third of the 12 s^2 h the block's FLOPs
+    count for attention; full recomputation is :func:`factor`'s)."""
+    flops = sum(ctx.shape.piece_flops[i] for i in ctx.my_pieces)
     cfg = ctx.shape.model.config
     if not ctx.layout.selective or not isinstance(cfg, GPTConfig):
-        return 0.0
+        return flops
     blocks = sum(1 for i in ctx.my_pieces if 1 <= i <= cfg.layers)
-    return blocks * ATTENTION_FORWARD * cfg.seq_len ** 2 * cfg.embd
+    return flops + blocks * ATTENTION_FORWARD * cfg.seq_len ** 2 * cfg.embd
 
 
 def factor(compute: Compute, checkpoint: bool, sixteen: bool) -> float:
-    """What the knobs multiply compute by (module docstring)."""
+    """What the knobs multiply compute by (docs/advise.md, Knobs)."""
     if isinstance(compute, Measured) and compute.knobs_included:
         return 1.0
     return (1 + RECOMPUTE / 3 if checkpoint else 1.0) * compute.speed(sixteen)

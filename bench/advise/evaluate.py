@@ -1,19 +1,14 @@
-"""One layout priced: its calls timed on their groups, compute, memory, the step and what
-follows from it (throughput, scaling efficiency). The step is the slowest rank's: every
-pipeline index is priced (stages differ in compute and in their boundaries); a parameter
-server's step is a worker's (compute, then the push and the pull, none overlapped).
-
-The knobs (checkpointing, autocast) change compute (:func:`bench.advise.compute.factor`) and
-activations, not the calls' sizes: the priced calls and model states of a layout are computed
-once and shared by its knob variants (:attr:`Job.cache`); the forward calls full recomputation
-issues again are added by :func:`bench.advise.step.step_time`. Not priced: a ps server's
-optimizer step (a worker waits for it; it is its shard's share of the step's optimizer).
+"""One layout priced: its calls timed on their groups, compute, memory, the step (the slowest
+pipeline rank's) and its throughput and scaling efficiency. A layout's priced calls, compute and
+model states are shared by its knob variants (:attr:`Job.cache`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from bench.advise.comm import Bytes, CommContext, axis_calls, layout_calls, representative_stages
 from bench.advise.compute import Compute, factor
@@ -21,7 +16,7 @@ from bench.advise.interference import Measured
 from bench.advise.layout import Layout
 from bench.advise.memory import Memory, rank_activations, states, with_activations
 from bench.advise.shape import Shape
-from bench.advise.step import RECOMPUTED_GROUPS, Priced, Step, step_time
+from bench.advise.step import RECOMPUTED_GROUPS, Priced, Step, bubble, step_time
 from bench.advise.timing import Timer
 from bench.training.analytic import Precision
 from bench.training.strategy import strategies
@@ -40,8 +35,12 @@ class Job:
     bytes: Bytes
     measured: Measured | None = None  # a concurrent run's slowdowns and overlap (--interference)
     # priced calls and model states per layout without its knobs (filled as layouts are priced)
-    cache: dict[tuple[str, Layout], object] = field(default_factory=dict, compare=False,
+    cache: dict[tuple[object, ...], object] = field(default_factory=dict, compare=False,
                                                     repr=False)
+
+    def fits(self, mem: Memory) -> bool:
+        """Whether ``mem`` fits device.memory_bytes (always, where it is unstated)."""
+        return self.memory_limit is None or mem.total <= self.memory_limit
 
 
 @dataclass(frozen=True)
@@ -55,91 +54,89 @@ class Result:
     limit: float | None = None  # the device memory it was held against
 
 
-Stage = tuple[list[Priced], float, float]  # priced calls, compute before the knobs, optimizer
+def _contexts(job: Job, lay: Layout) -> list[CommContext]:
+    """One rank of each distinct kind of pipeline rank (:func:`representative_stages`)."""
+    return [CommContext(job.shape, lay, job.batch, job.bytes, pp=pp)
+            for pp in representative_stages(job.shape, lay)]
 
 
-def _stages(job: Job, lay: Layout) -> list[Stage]:
+def _priced(job: Job, lay: Layout) -> list[list[Priced]]:
+    """The priced calls of each representative stage."""
     out = []
-    for pp in representative_stages(job.shape, lay):
-        ctx = CommContext(job.shape, lay, job.batch, job.bytes, pp=pp)
+    for ctx in _contexts(job, lay):
         own = strategies().get(lay.dp).price
         if own is not None:
             priced = own(job, ctx)
         else:
             calls = [(c, job.timer.group(lay, c.group)) for c in layout_calls(ctx)]
             job.timer.prime(calls)  # the sizes of each group's collective in one batch
-            priced = []
-            for c, g in calls:
-                t = job.timer.time(c, g)
-                priced.append(Priced(c, t.seconds, t.algorithm, t.best))
+            priced = [Priced(c, *job.timer.time(c, g)) for c, g in calls]
         if job.measured is not None:
             priced = job.measured.apply(priced)
-        out.append((priced, job.compute.seconds(ctx), job.compute.optimizer(ctx)))
+        out.append(priced)
     return out
 
 
-def _cached(job: Job, kind: str, lay: Layout, make: object) -> object:
-    plain = dataclasses.replace(lay, checkpoint=False, amp="fp32") \
-        if lay.checkpoint or lay.amp != "fp32" else lay
-    key = (kind, plain)
+def _memo(job: Job, key: tuple[object, ...], make: Callable[[], Any]) -> Any:
     got = job.cache.get(key)
     if got is None:
-        got = job.cache[key] = make()  # type: ignore[operator]
+        got = job.cache[key] = make()
     return got
+
+
+def _cached(job: Job, kind: str, lay: Layout, make: Callable[[], Any]) -> Any:
+    """``make()`` shared by the layout's knob variants."""
+    plain = dataclasses.replace(lay, checkpoint=False, amp="fp32") \
+        if lay.checkpoint or lay.amp != "fp32" else lay
+    return _memo(job, (kind, plain), make)
+
+
+def _knobs(job: Job, lay: Layout) -> float:
+    """What the layout's knobs multiply compute by (:func:`bench.advise.compute.factor`)."""
+    return factor(job.compute, lay.checkpoint, lay.amp != "fp32" or job.precision.param_bytes == 2)
 
 
 def memory_of(job: Job, lay: Layout) -> Memory:
     """The layout's largest rank (its model states shared with its knob variants)."""
     held = _cached(job, "states", lay, lambda: states(job.shape, lay, job.batch, job.precision))
-    return with_activations(held, rank_activations(job.shape, lay, job.batch,  # type: ignore[arg-type]
-                                                   job.precision))
+    return with_activations(held, rank_activations(job.shape, lay, job.batch, job.precision))
 
 
 def floor(job: Job, lay: Layout, calls: bool = False) -> float:
     """A lower bound on the layout's step: its slowest rank's compute (with the knobs), bubble
-    and optimizer step, no communication (every call costs >= 0 and adds to the step or hides).
-    With ``calls``: each rank's bound also adds its axes' calls that the step exposes in full
-    (:func:`_exposed`), a tighter bound, dearer to compute."""
-    sixteen = lay.amp != "fp32" or job.precision.param_bytes == 2
-    knobs = factor(job.compute, lay.checkpoint, sixteen)
+    and optimizer step; with ``calls``, tighter and dearer, also its axes' calls the step
+    exposes in full (:func:`_exposed`)."""
+    knobs = _knobs(job, lay)
     out = 0.0
     stages = _cached(job, "compute", lay, lambda: _compute(job, lay))
     waits = _axes_exposed(job, lay) if calls else None
-    for i, (compute, opt) in enumerate(stages):  # type: ignore[arg-type]
+    for i, (compute, opt) in enumerate(stages):
         c = compute * knobs
-        bubble = (lay.pipeline - 1) / lay.stages_per_rank * c / lay.microbatches \
-            if lay.pipeline > 1 else 0.0
         wait = 0.0
         if waits is not None:
-            every, again = waits[i]  # type: ignore[index]
+            every, again = waits[i]
             wait = every + (again if lay.checkpoint else 0.0)
-        out = max(out, c + bubble + opt + wait)
+        out = max(out, c + bubble(c, lay.microbatches, lay.pipeline, lay.stages_per_rank)
+                  + opt + wait)
     return out
 
 
 def _axes_exposed(job: Job, lay: Layout) -> list[tuple[float, float]]:
-    """:func:`_exposed`, shared by the layouts whose axes are alike: the same degrees,
-    pipeline variant and expert groups (what the axes' calls and their groups depend on; the
-    data strategy and the knobs do not change them); zeros where the step may price them
-    otherwise (a strategy pricing its own calls, measured interference)."""
+    """:func:`_exposed`, shared by the layouts whose axes' calls and groups are alike; zeros
+    where the step may price them otherwise (a strategy's own pricing, measured interference)."""
     if strategies().get(lay.dp).price is not None or job.measured is not None:
         return [(0.0, 0.0)] * len(representative_stages(job.shape, lay))
     key = ("exposed", lay.data, lay.tensor, lay.context, lay.pipeline, lay.stages_per_rank,
            lay.microbatches, lay.expert)
-    got = job.cache.get(key)  # type: ignore[call-overload]
-    if got is None:
-        got = job.cache[key] = _exposed(job, lay)  # type: ignore[index]
-    return got  # type: ignore[no-any-return]
+    return _memo(job, key, lambda: _exposed(job, lay))  # type: ignore[no-any-return]
 
 
 def _exposed(job: Job, lay: Layout) -> list[tuple[float, float]]:
-    """Per representative stage (as :func:`_compute`): the seconds of its tensor, context and
-    pipeline calls that no overlap hides (``overlap`` False: :func:`bench.advise.step.step_time`
-    exposes them in full), and of those full recomputation issues again, rounded down by a
-    relative 1e-12 (the step sums the same times in another order)."""
-    stages = [[(c, job.timer.group(lay, c.group)) for c in axis_calls(
-        CommContext(job.shape, lay, job.batch, job.bytes, pp=pp)) if not c.overlap]
-        for pp in representative_stages(job.shape, lay)]
+    """Per representative stage: the seconds of its axes' calls that no overlap hides, and of
+    those full recomputation issues again, rounded down by a relative 1e-12 (the step sums
+    the same times in another order)."""
+    stages = [[(c, job.timer.group(lay, c.group)) for c in axis_calls(ctx) if not c.overlap]
+              for ctx in _contexts(job, lay)]
     job.timer.prime([cg for calls in stages for cg in calls])  # each group's sizes at once
     out = []
     for calls in stages:
@@ -154,22 +151,17 @@ def _exposed(job: Job, lay: Layout) -> list[tuple[float, float]]:
 
 
 def _compute(job: Job, lay: Layout) -> list[tuple[float, float]]:
-    """(compute before the knobs, optimizer) of each representative stage: what the knobs
-    scale, shared by the layout's knob variants as its priced calls are."""
-    out = []
-    for pp in representative_stages(job.shape, lay):
-        ctx = CommContext(job.shape, lay, job.batch, job.bytes, pp=pp)
-        out.append((job.compute.seconds(ctx), job.compute.optimizer(ctx)))
-    return out
+    """(compute before the knobs, optimizer) of each representative stage."""
+    return [(job.compute.seconds(ctx), job.compute.optimizer(ctx)) for ctx in _contexts(job, lay)]
 
 
 def evaluate(job: Job, lay: Layout, mem: Memory | None = None) -> Result:
-    sixteen = lay.amp != "fp32" or job.precision.param_bytes == 2
-    knobs = factor(job.compute, lay.checkpoint, sixteen)
+    knobs = _knobs(job, lay)
     worst: Step | None = None
-    stages: list[Stage] = _cached(job, "priced", lay, lambda: _stages(job, lay))  # type: ignore[assignment]
+    priced_stages = _cached(job, "priced", lay, lambda: _priced(job, lay))
+    computes = _cached(job, "compute", lay, lambda: _compute(job, lay))
     overlap = bool(job.timer.profile.device.get("overlaps_communication", True))
-    for priced, compute, opt in stages:
+    for priced, (compute, opt) in zip(priced_stages, computes):
         st = step_time(priced, compute * knobs, lay.microbatches, lay.pipeline,
                        lay.stages_per_rank, overlap, opt, lay.checkpoint)
         if job.measured is not None and overlap:
@@ -179,8 +171,7 @@ def evaluate(job: Job, lay: Layout, mem: Memory | None = None) -> Result:
     assert worst is not None
     if mem is None:
         mem = memory_of(job, lay)
-    fits = job.memory_limit is None or mem.total <= job.memory_limit
     one = job.compute.seconds(CommContext(job.shape, Layout(), job.batch, job.bytes))
     sps = lay.data * job.batch / worst.time
-    return Result(lay, worst, mem, fits, sps, lay.data * one / (lay.world * worst.time),
+    return Result(lay, worst, mem, job.fits(mem), sps, lay.data * one / (lay.world * worst.time),
                   job.memory_limit)

@@ -1,7 +1,5 @@
-"""The flags that state a model by its shape (``--params --layers --hidden --heads --kv-heads
---vocab``),
-declared once for every command that builds one (``advise``, ``gemm``); read by
-:func:`bench.advise.cli.shape_from_args`. No heavy import: command lines are built from it."""
+"""The flags that state a model by its shape, declared once for every command that builds one
+(``advise``, ``gemm``); read by :func:`bench.advise.cli.shape_from_args`. No heavy import."""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
 """The achieved-compute curve measured on this device (``commbench gemm``): the model's own GEMM
-shapes (:func:`bench.advise.achieved.block_gemms`: a block's Linears at each tensor-parallel
-degree asked, its attention GEMMs, the LM head) timed with torch on the local device (CPU BLAS in
-fp32, or CUDA in bf16), then ``seconds = FLOPs / rate + t0`` fitted by least squares (t0 >= 0)
-and written into a profile: ``device.gemm_efficiency = rate / peak``, ``device.gemm_latency_s =
-t0``, every timed shape in ``device.gemm_points``. The peak is the base profile's
-``device.flops_per_s``, raised to the fitted rate or the fastest point where either exceeds it (a
-measured throughput bounds the peak from below), so every efficiency is in (0, 1].
+shapes timed with torch, ``seconds = FLOPs / rate + t0`` fitted, written into a profile.
+docs/advise.md (Measuring compute).
 """
 
 from __future__ import annotations

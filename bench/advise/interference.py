@@ -1,15 +1,6 @@
 """What a concurrent run measured, as pricing inputs (``commbench advise --interference RUN``):
-
-- each group's slowdown beside the others (:mod:`bench.concurrent.table`: together / alone, the
-  largest over its communicators at the largest size): a call of that group costs its modelled
-  time times the slowdown when the layout also has calls of a group it was measured beside;
-- the measured overlap (OSU's overlap %, of the vendor's non-blocking call where the run has
-  one, else of every overlap case, at the largest size, averaged): the overlappable calls' time
-  ``pool`` is hidden under compute in that fraction ``f``, the rest exposed:
-  ``compute + bubble + rest + (1 - f) pool + max(0, f pool - compute)``, which is the
-  ``no_overlap`` bound at f = 0 and the ``full_overlap`` bound at f = 1 (both still shown).
-
-A group's name in the run names an advise group: data, tensor, pipeline, server, or dp, tp, pp.
+each group's slowdown beside the others, and the measured overlap. docs/advise.md (Measured
+interference and overlap).
 """
 
 from __future__ import annotations
@@ -44,8 +35,8 @@ class Measured:
         return out
 
     def overlapped(self, st: Step, priced: list[Priced]) -> Step:
-        """``st`` with the overlappable calls exposed by the measured overlap (module docstring);
-        its bounds unchanged."""
+        """``st`` with the overlappable calls exposed by the measured overlap, its bounds
+        unchanged: ``compute + bubble + rest + (1 - f) pool + max(0, f pool - compute)``."""
         if self.overlap is None:
             return st
         f = self.overlap

@@ -1,19 +1,9 @@
-"""One parallel layout: data x tensor x context x pipeline degrees, the strategy of the
-data-parallel part (``dp``: a registered strategy, :mod:`bench.training.strategies`, whose
-``calls`` it runs over the data group), microbatches and the pipeline schedule; its validity and
-its rank groups.
-
-Ranks are ordered tensor fastest, then context, then data, then pipeline (Megatron-LM's default
-order, ``tp-cp-ep-dp-pp`` in megatron/core/parallel_state.py): rank
-``r = ((pp * data + dp) * context + cp) * tensor + tp``. Tensor groups are ``tensor``
-consecutive ranks (inside a node whenever the node holds them), context groups stride
-``tensor``, data groups stride ``tensor`` over the data and context indices together (the ranks
-that hold the same weights: Megatron-LM reduces gradients and shards its distributed optimizer
-over the data-parallel group with context parallelism, :attr:`Layout.replicas`), pipeline
-groups stride ``tensor * context * data``; expert-parallel groups are ``expert`` consecutive
-members of a data group (DeepSpeed-MoE's and Megatron's expert groups inside the data group).
-Without context parallelism (``context`` 1) every group is the one of ``tp-dp-pp``.
-:mod:`bench.training.strategies.hybrid` lays out its 2-D mesh the same way.
+"""One parallel layout: data x tensor x context x pipeline degrees, the data strategy (``dp``, a
+registered strategy whose ``calls`` it runs over the data group), microbatches, the pipeline
+schedule and the knobs; its validity and its rank groups. Ranks are ordered tensor fastest, then
+context, data, pipeline (Megatron-LM's ``tp-cp-ep-dp-pp``, megatron/core/parallel_state.py):
+``r = ((pp * data + dp) * context + cp) * tensor + tp``; expert groups are ``expert``
+consecutive members of a data group (DeepSpeed-MoE's and Megatron's). docs/advise.md (Layout and groups).
 """
 
 from __future__ import annotations
@@ -79,9 +69,8 @@ class Layout:
 
     @property
     def replicas(self) -> int:
-        """Ranks of one tensor and pipeline index holding the same weights: the data group the
-        data strategy reduces gradients and shards over (data x context; ``data`` with no
-        context parallelism)."""
+        """Ranks of one tensor and pipeline index holding the same weights (data x context): the
+        data group the data strategy reduces gradients and shards over."""
         return self.data * self.context
 
     @property
@@ -107,8 +96,7 @@ class Layout:
 
     @property
     def options(self) -> str:
-        """The knobs as training labels them: ``ckpt``, ``amp=bf16``; ``sel``: selective
-        recomputation."""
+        """The knobs as training labels them: ``ckpt``, ``sel``, ``amp=bf16``."""
         return ",".join([*(["ckpt"] if self.checkpoint else []),
                          *(["sel"] if self.selective else []),
                          *([f"amp={self.amp}"] if self.amp != "fp32" else [])])
@@ -151,9 +139,8 @@ class Layout:
 
 
 def as_layout(spec: StrategySpec, world: int) -> Layout:
-    """The layout of a training strategy (with its options) at ``world`` ranks, with the knobs
-    every strategy takes (``checkpoint: true``, ``precision``); ValueError for selective
-    checkpointing (a piece list or a fraction), which the advice does not model."""
+    """The layout of a training strategy (with its options and knobs) at ``world`` ranks;
+    ValueError for checkpointing of a piece list or a fraction, which the advice does not model."""
     lay = spec.strategy.layout(spec.options, world)
     if spec.checkpoint not in (True, False):
         raise ValueError(f"checkpoint {spec.checkpoint!r}: the advice models every piece or none")

@@ -1,12 +1,6 @@
-"""Per-rank memory of a layout, from :mod:`bench.training.analytic`'s rules composed: the rank's
-pipeline stages, their tensor-parallel shards (``tp_local``), then the data strategy's ``held``
-over the data group on exactly those parameters (a strategy whose ranks differ, ps, says its
-own). Activations: Korthikanti et al.'s per-layer rule (:func:`layer_activation_bytes`) under
-the shape's software and the layout's recomputation, for tensor and pipeline degrees together,
-each pipeline rank at its own peak in the schedule's order (:func:`stage_activations`), added to
-its own model states; equal rank by rank to :func:`bench.training.analytic.activations` wherever
-that applies, less the stage outputs analytic does not count (``tests/advise/test_advise.py``).
-docs/advise.md (Memory).
+"""Per-rank memory of a layout: :mod:`bench.training.analytic`'s rules on the rank's stages and
+tensor shards, the data strategy's ``held`` over the data group, and Korthikanti et al.'s
+activations of each pipeline rank at its own peak. docs/advise.md (Memory).
 """
 
 from __future__ import annotations
@@ -54,11 +48,9 @@ OUTPUT_PER_SBH = 2  # a pipeline stage's 16-bit output, per token and hidden uni
 def layer_activation_bytes(seq: int, micro: int, hidden: int, heads: int, tensor: int,
                            software: Software, recompute: str, context: int = 1) -> float:
     """16-bit bytes one transformer layer holds for backward on one tensor rank, for a
-    micro-batch of ``micro`` sequences (the constants above); with context parallelism, on the
-    rank's chunk of s / ``context`` positions (its scores: those rows against all s keys). Under
-    sequence parallelism a fully recomputed layer's input is the rank's s/t shard of it
-    (Megatron-LM, megatron/model/transformer.py: ``distribute_saved_activations ... and not
-    sequence_parallel``: the saved input is already split)."""
+    micro-batch of ``micro`` sequences, on the rank's context chunk. Under sequence parallelism a
+    fully recomputed layer's input is the rank's s/t shard (Megatron-LM,
+    megatron/model/transformer.py: ``distribute_saved_activations ... and not sequence_parallel``)."""
     sbh = seq // context * micro * hidden
     sp = tensor if software.sequence_parallel else 1
     if recompute == "full":
@@ -72,12 +64,9 @@ def layer_activation_bytes(seq: int, micro: int, hidden: int, heads: int, tensor
 
 
 def gathered_kv_bytes(shape: Shape, lay: Layout, micro: int) -> int:
-    """16-bit bytes one layer holds, beyond its own chunk's, of the keys and values its context
-    group all-gathered in the forward (:func:`bench.advise.comm.context_calls`): the attention's
-    backward reads the whole sequence's, and only their gradients are reduce-scattered, not the
-    keys and values gathered again; the other ranks' s (c - 1) / c positions of
-    :meth:`~bench.advise.shape.Shape.kv_elements`. None without context parallelism or under full
-    recomputation (the recomputed forward gathers them again: comm.context_calls)."""
+    """16-bit bytes one layer holds of the other context ranks' keys and values, gathered in the
+    forward and read by the attention's backward; none under full recomputation (the recomputed
+    forward gathers them again)."""
     if lay.context == 1 or lay.recompute == "full":
         return 0
     seq = shape.tokens_per_sample
@@ -85,12 +74,9 @@ def gathered_kv_bytes(shape: Shape, lay: Layout, micro: int) -> int:
 
 
 def stage_output_bytes(shape: Shape, lay: Layout, micro: int, prec: Precision) -> int:
-    """Bytes of one stage forward's output as a pipeline keeps it until its backward: 2 s b h at
-    16 bits (the rank's s/t shard under sequence parallelism: Megatron-LM sends and keeps the
-    sequence-parallel shard), none where the software deallocates it
-    (:attr:`~bench.advise.software.Software.deallocates_outputs`) or without a pipeline. This
-    term is not one of Korthikanti et al.'s per-layer bytes: the stage's last layer's output is
-    the next layer's input only on the next stage."""
+    """Bytes of one stage forward's output as a pipeline keeps it until its backward (none where
+    the software deallocates it): not one of Korthikanti et al.'s per-layer bytes, as the stage's
+    last layer's output is the next layer's input only on the next stage."""
     cfg = shape.model.config
     sw = shape.software
     if lay.pipeline == 1 or sw.deallocates_outputs or not isinstance(cfg, GPTConfig):
@@ -102,14 +88,9 @@ def stage_output_bytes(shape: Shape, lay: Layout, micro: int, prec: Precision) -
 
 def stage_activations(shape: Shape, lay: Layout, batch: int, prec: Precision,
                       pp: int) -> int | None:
-    """Activation bytes of pipeline index ``pp`` at its peak: each of its stages' forwards in
-    flight holds that stage's layers (:func:`bench.training.stages.stage_layers`) and, but for
-    the model's last stage, its output (:func:`stage_output_bytes`), held and freed in the
-    schedule's order (:func:`bench.training.stages.peak_held`: 1F1B's first rank p micro-batches,
-    GPipe's m); the stage with the LM head holds the fp32 logits (over t under
-    ``vocab_parallel``) for each of its forwards in flight instead. 16-bit figures, doubled
-    for fp32 activations. With one stage per rank and no stage output kept, equal to
-    :func:`bench.training.analytic.activations` of that rank under the default software."""
+    """Activation bytes of pipeline index ``pp`` at its peak, its stages' forwards held and freed
+    in the schedule's order (:func:`bench.training.stages.peak_held`); None for a model without
+    a sequence."""
     cfg = shape.model.config
     if not isinstance(cfg, GPTConfig):
         return None
@@ -134,8 +115,7 @@ def stage_activations(shape: Shape, lay: Layout, batch: int, prec: Precision,
 
 def rank_activations(shape: Shape, lay: Layout, batch: int, prec: Precision
                      ) -> dict[int, int] | None:
-    """:func:`stage_activations` of each distinct kind of pipeline rank (the first of each kind
-    holds the most in flight)."""
+    """:func:`stage_activations` of each distinct kind of pipeline rank."""
     out = {pp: stage_activations(shape, lay, batch, prec, pp)
            for pp in representative_stages(shape, lay)}
     return None if None in out.values() else out  # type: ignore[return-value]
@@ -148,10 +128,9 @@ def activations(shape: Shape, lay: Layout, batch: int, prec: Precision) -> int |
 
 
 def states(shape: Shape, lay: Layout, batch: int, prec: Precision) -> tuple[Memory, ...]:
-    """Model states and transient buffers of the candidates for the largest rank (activations
-    left out): data index 0 (ZeRO-1 gives it the largest tensor first), tensor index 0, each
-    distinct kind of pipeline rank (:func:`with_activations` adds theirs); a data strategy
-    whose ranks differ says its own (``Strategy.states``: ps, worker 0 and server 0)."""
+    """Model states and transient buffers of the candidates for the largest rank: data index 0
+    (ZeRO-1 gives it the largest tensor first), tensor index 0, each distinct kind of pipeline
+    rank; a data strategy whose ranks differ says its own (``Strategy.states``)."""
     own = strategies().get(lay.dp).states
     if own is not None:
         return own(shape, lay, batch, prec)
@@ -166,29 +145,24 @@ def states(shape: Shape, lay: Layout, batch: int, prec: Precision) -> tuple[Memo
 
 
 def accumulated(e: Estimate, elements: int, prec: Precision) -> Estimate:
-    """``e`` with the rank's gradients held whole (``elements``: its stages' tensor-parallel
-    local parameters): beside a pipeline, gradients accumulate unsharded over the micro-batches
-    and are reduced once per step per stage. torch.distributed.pipelining (2.13, stage.py)
-    runs every micro-batch's backward with the data strategy's gradient sync off
-    (``backward_maybe_with_nosync``: DDP's ``no_sync``, FSDP's
-    ``set_requires_gradient_sync(False)``) and reduces each stage's gradients after its last
-    micro-batch (``perform_reduce_grad``). DDP and zero1 hold them whole anyway; zero2's
-    sharded gradients exist only after that reduce_scatter."""
+    """``e`` with the rank's gradients (``elements``) held whole, as beside a pipeline:
+    torch.distributed.pipelining (2.13, stage.py) runs every micro-batch's backward with the
+    gradient sync off (``backward_maybe_with_nosync``) and reduces each stage's gradients after
+    its last micro-batch (``perform_reduce_grad``)."""
     grads = max(e.grads, elements * prec.grad_bytes)
     return dataclasses.replace(e, grads=grads) if grads != e.grads else e
 
 
 @functools.lru_cache(maxsize=4096)
 def _elements(shape: Shape, tensor: int, pieces: frozenset[int]) -> int:
-    """Tensor-parallel local elements of ``pieces`` (cached as :func:`_held` is)."""
+    """Tensor-parallel local elements of ``pieces``."""
     return sum(numel(p.shape) for p in local_params(shape, tensor, pieces))
 
 
 @functools.lru_cache(maxsize=4096)
 def _held(shape: Shape, dp: str, data: int, tensor: int, pieces: frozenset[int],
           prec: Precision) -> Estimate:
-    """Data index 0's model states holding ``pieces`` at their tensor-parallel local shapes
-    (:attr:`CommContext.params`; cached: layouts that differ elsewhere share them)."""
+    """Data index 0's model states holding ``pieces`` at their tensor-parallel local shapes."""
     return predict(shape.model, _spec(dp), data, 0, prec,
                    params=list(local_params(shape, tensor, pieces)))
 
@@ -200,8 +174,7 @@ def _spec(name: str) -> StrategySpec:
 
 
 def with_activations(held: tuple[Memory, ...], acts: dict[int, int] | None) -> Memory:
-    """The largest candidate once each rank's activations (:func:`rank_activations`) are added
-    (a ps server runs no forward)."""
+    """The largest candidate with its activations (a ps server runs no forward)."""
     out = [m if m.stage < 0 else
            Memory(Estimate(m.per_rank.params, m.per_rank.grads, m.per_rank.optim,
                            m.per_rank.transient, None if acts is None else acts[m.stage]),

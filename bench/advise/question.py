@@ -38,21 +38,18 @@ def device_key(profile: Profile, key: str) -> float:
 
 
 def device_compute(profile: Profile) -> Compute:
-    """As achieved where the profile states ``device.gemm_efficiency`` (with
-    ``gemm_latency_s``, ``memory_bandwidth_bytes_per_s`` and optionally ``attention`` and
-    ``memory_efficiency``), else
-    FLOPs at ``device.flops_per_s`` (the peak: a lower bound on the step)."""
+    """As achieved where the profile states ``device.gemm_efficiency``, else FLOPs at
+    ``device.flops_per_s`` (the peak: a lower bound on the step)."""
     dev = profile.device
     sixteen = float(dev["flops_16bit_per_s"]) if dev.get("flops_16bit_per_s") else None
     peak = device_key(profile, "flops_per_s")
     if "gemm_efficiency" not in dev:
         return Flops(peak, sixteen)
     try:
-        memory = {"memory": float(dev["memory_efficiency"])} if "memory_efficiency" in dev \
-            else {}  # else Efficiency's default: the nominal bandwidth
         eff = Efficiency(peak, float(dev["gemm_efficiency"]), float(dev.get("gemm_latency_s", 0.0)),
                          device_key(profile, "memory_bandwidth_bytes_per_s"),
-                         software_of(dev).attention, **memory)
+                         software_of(dev).attention,
+                         float(dev.get("memory_efficiency", Efficiency.memory)))
     except ValueError as e:
         raise ProfileError(f"{profile.path or profile.name}: {e}") from None
     return Achieved(eff, sixteen)
@@ -66,14 +63,13 @@ class Question:
     global_batch: int
     precision: Precision
     compute: Compute | None = None  # None: the profile's (device_compute)
-    bucket_mb: float = 25.0
+    bucket_mb: float = Layout.bucket_mb
     measured: Measured | None = None  # a concurrent run's slowdowns and overlap (--interference)
 
     @property
     def amps(self) -> tuple[str, ...]:
-        """Autocast precisions searched: bf16 beside fp32 for an fp32 question (torch AMP, as
-        this codebase's strategies run it); under mixed every layout already computes in 16
-        bits. fp16 prices as bf16 (the same bytes and throughput; only its loss scale differs)."""
+        """Autocast precisions searched: bf16 beside fp32 for an fp32 question (fp16 prices as
+        bf16: the same bytes and throughput); under mixed every layout computes in 16 bits."""
         return ("fp32", "bf16") if self.precision.param_bytes == 4 else ("fp32",)
 
     @property
@@ -81,24 +77,18 @@ class Question:
         """The profile's training software (:mod:`bench.advise.software`)."""
         return software_of(self.profile.device)
 
-    @property
-    def bytes(self) -> Bytes:
-        p = self.precision
-        return Bytes(p.param_bytes, p.grad_bytes, p.param_bytes)
-
     def jobs(self) -> Callable[[int], Job]:
         limit = device_key(self.profile, "memory_bytes")
         compute = self.compute or device_compute(self.profile)
         timer = Timer(self.profile, self.cluster)
-        shape = self.shape.under(self.software)
+        shape, nbytes = self.shape.under(self.software), Bytes.of(self.precision)
         return functools.cache(lambda batch: Job(shape, batch, self.precision, compute,
-                                                 timer, limit, self.bytes, self.measured))
+                                                 timer, limit, nbytes, self.measured))
 
     def answer(self, world: int, jobs: Callable[[int], Job] | None = None,
                keep: int | None = None, select: Callable[[Layout], bool] | None = None
                ) -> Ranked:
-        """Every layout ranked, or with ``keep`` the first ``keep``; ``select``: only the
-        layouts it accepts (search.py)."""
+        """Every layout ranked (:func:`bench.advise.search.search`)."""
         jobs = jobs or self.jobs()
         try:
             ranked = search(jobs, self.shape.model, world, self.global_batch, self.bucket_mb,

@@ -1,5 +1,5 @@
-"""Advice as a run directory: one record per layout (``kind: "advice"``, ``predicted: true``)
-and ``meta.json``, read by ``commbench report`` ("Which strategy") like any run."""
+"""Advice as a run directory: one ``advice`` record per layout and ``meta.json``, read by
+``commbench report`` ("Which strategy") like any run."""
 
 from __future__ import annotations
 
@@ -17,6 +17,10 @@ from bench.store.records import ResultWriter, write_meta
 
 MS = 1e3
 ROOT = Path(__file__).resolve().parents[2]
+# a record's layout fields, as :class:`bench.advise.layout.Layout` names them, and its memory terms
+LAYOUT_FIELDS = ("data", "tensor", "pipeline", "zero", "microbatches", "schedule",
+                 "stages_per_rank", "hook", "checkpoint", "selective", "amp", "servers", "expert")
+MEMORY_TERMS = ("params", "grads", "optim", "transient", "activations", "total")
 
 
 def record(r: Result, place: int, ranked: Ranked, model: str, context: dict[str, Any]
@@ -26,15 +30,9 @@ def record(r: Result, place: int, ranked: Ranked, model: str, context: dict[str,
     return kinds.advice(
         predicted=True,
         model=model, world_size=ranked.world, place=place,
-        layout=lay.label, data=lay.data, tensor=lay.tensor, pipeline=lay.pipeline,
-        zero=lay.zero, microbatches=lay.microbatches, schedule=lay.schedule,
-        stages_per_rank=lay.stages_per_rank, hook=lay.hook,
-        checkpoint=lay.checkpoint, selective=lay.selective, amp=lay.amp, servers=lay.servers,
-        expert=lay.expert,
-        fits=r.fits, memory_limit_bytes=r.limit, mem_params_bytes=mem.params,
-        mem_grads_bytes=mem.grads,
-        mem_optim_bytes=mem.optim, mem_transient_bytes=mem.transient,
-        mem_activations_bytes=mem.activations, mem_total_bytes=mem.total,
+        layout=lay.label, **{k: getattr(lay, k) for k in LAYOUT_FIELDS},
+        fits=r.fits, memory_limit_bytes=r.limit,
+        **{f"mem_{k}_bytes": getattr(mem, k) for k in MEMORY_TERMS},
         compute_ms=st.compute * MS, bubble_ms=st.bubble * MS,
         comm_ms_by_type={k: v * MS for k, v in st.comm.items()},
         exposed_ms_by_type={k: v * MS for k, v in st.exposed.items()},
@@ -55,10 +53,9 @@ def write_run(out: Path, records: Iterable[dict[str, Any]], meta: dict[str, Any]
                       kind="advice", host=host_facts(), versions=package_versions(),
                       commit=git_commit(ROOT), **meta)
     write_meta(out, base)
-    n = 0
+    recs = list(records)
     with ResultWriter(out, durable=False) as w:
-        for rec in records:
+        for rec in recs:
             w.write(rec)
-            n += 1
-    write_meta(out, {**base, "status": "ok", "records": n})
-    return n
+    write_meta(out, {**base, "status": "ok", "records": len(recs)})
+    return len(recs)

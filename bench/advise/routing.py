@@ -1,15 +1,7 @@
-"""Routing statistics of a mixture-of-experts model, as the advice prices its all-to-alls: how
-much of its assignments (tokens x top_k) one rank dispatches, and how much its experts receive,
-per MoE layer, as fractions of those assignments.
-
-Two forms. **Skewed** (``imbalance``, max / mean tokens per expert before capacity, e.g. a
-training record's ``moe_imbalance``): one hot expert takes ``imbalance`` x the mean, the others
-share the rest equally; capacity clips the hot expert at ``capacity_factor`` x the mean (its
-overflow is dropped at the sources), and the rank priced is the busiest, the one holding the hot
-expert beside ``experts / ep - 1`` others. **Measured** (:meth:`Routing.of_counts`): the exact
-fractions of one rank from a step's assignments per (layer, rank, expert), which training
-records as ``moe_dispatch_by_layer``: the bytes it gives are the bytes that rank sent.
-``advise --from`` prices a record's layout with its measured imbalance (:func:`of_record`).
+"""Routing statistics of a mixture-of-experts model, as the advice prices its all-to-alls: the
+(sent, received) fractions of the assignments (tokens x top_k) on the rank priced, per MoE
+layer; skewed by an ``imbalance`` (max / mean tokens per expert, capacity-clipped) or measured
+(:meth:`Routing.of_counts`). docs/advise.md (Mixture of experts).
 """
 
 from __future__ import annotations

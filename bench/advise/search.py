@@ -1,15 +1,8 @@
-"""Every valid layout of a world size, priced and ranked: what each strategy offers
-(``Strategy.layouts``, over the splits of :class:`bench.advise.space.Space`), each with and
-without activation checkpointing of every piece (and with selective recomputation where the
-software makes it differ) and under each autocast precision asked. Ranked:
-layouts that fit the device memory first, by predicted step time (ties: less memory), then the
-rest by memory. With ``keep``, only the layouts that can enter the first ``keep`` are priced: in
-order of a lower bound on their step (:func:`bench.advise.evaluate.floor`: compute, bubble,
-optimizer), each sized and, if it fits, priced (unless the bound with the calls it
-exposes in full already exceeds the ``keep``-th best step), until that bound exceeds the
-``keep``-th best step priced; the first ``keep`` are those of the exhaustive search. Fewer
-than ``keep`` fitting: the rest by memory.
-docs/advise.md (Search).
+"""Every valid layout of a world size (each strategy's ``layouts``, with each recomputation and
+autocast precision), priced and ranked: those that fit first, by step (ties: less memory), then
+the rest by memory; with ``keep``, only the layouts that can enter the first ``keep`` are priced,
+in order of a lower bound on their step (:func:`bench.advise.evaluate.floor`), the same first
+rows as the exhaustive search. docs/advise.md (Search).
 """
 
 from __future__ import annotations
@@ -21,7 +14,7 @@ from dataclasses import dataclass
 
 from bench.advise.evaluate import Job, Result, evaluate, floor, memory_of
 from bench.advise.layout import Layout
-from bench.advise.memory import Memory, layout_memory
+from bench.advise.memory import layout_memory
 from bench.advise.software import DEFAULT
 from bench.advise.space import Space
 from bench.models.catalog import ModelInfo
@@ -32,7 +25,7 @@ class NoFit(ValueError):
     """No layout of the world size fits; the message names the smallest world size that does."""
 
 
-def plain_layouts(model: ModelInfo, world: int, global_batch: int, bucket_mb: float = 25.0,
+def plain_layouts(model: ModelInfo, world: int, global_batch: int, bucket_mb: float = Layout.bucket_mb,
                   context_parallel: bool = DEFAULT.context_parallel
                   ) -> Iterator[tuple[Layout, int]]:
     """(layout, batch per replica) of every strategy's offer, without the knobs; with context
@@ -42,7 +35,7 @@ def plain_layouts(model: ModelInfo, world: int, global_batch: int, bucket_mb: fl
         yield from strategies().get(s).layouts(space)
 
 
-def layouts(model: ModelInfo, world: int, global_batch: int, bucket_mb: float = 25.0,
+def layouts(model: ModelInfo, world: int, global_batch: int, bucket_mb: float = Layout.bucket_mb,
             amps: tuple[str, ...] = ("fp32",), recomputes: tuple[str, ...] = DEFAULT.recomputes,
             context_parallel: bool = DEFAULT.context_parallel) -> Iterator[tuple[Layout, int]]:
     """(layout, batch per replica) for every valid combination, with each knob."""
@@ -78,7 +71,7 @@ def _order(r: Result) -> tuple[bool, float, int]:
 
 
 def search(jobs: Jobs, model: ModelInfo, world: int, global_batch: int,
-           bucket_mb: float = 25.0, amps: tuple[str, ...] = ("fp32",),
+           bucket_mb: float = Layout.bucket_mb, amps: tuple[str, ...] = ("fp32",),
            keep: int | None = None, select: Callable[[Layout], bool] | None = None,
            recomputes: tuple[str, ...] = DEFAULT.recomputes,
            context_parallel: bool = DEFAULT.context_parallel) -> Ranked:
@@ -100,19 +93,15 @@ def search(jobs: Jobs, model: ModelInfo, world: int, global_batch: int,
         if len(out) >= keep and floor(job, lay, calls=True) > out[keep - 1].step.time:
             continue  # its calls exposed in full already exceed the keep-th step
         mem = memory_of(job, lay)
-        if _fits(job, mem):  # in order (after its equals, as a stable sort puts it); the first
+        if job.fits(mem):  # in order (after its equals, as a stable sort puts it); the first
             bisect.insort(out, evaluate(job, lay, mem), key=_order)  # ``keep`` only
             del out[keep:]
     if len(out) < keep:  # every layout was reached: then the rest by memory
         unfit = sorted((m.total, i, lay, b, m) for i, (lay, b) in enumerate(cands)
-                       if not _fits(jobs(b), m := memory_of(jobs(b), lay)))
+                       if not jobs(b).fits(m := memory_of(jobs(b), lay)))
         out += sorted((evaluate(jobs(b), lay, m) for *_, lay, b, m in unfit[:keep - len(out)]),
                       key=_order)
     return Ranked(world, out[:keep], len(cands) - min(len(out), keep))
-
-
-def _fits(job: Job, mem: Memory) -> bool:
-    return job.memory_limit is None or mem.total <= job.memory_limit
 
 
 def smallest_fit(jobs: Jobs, model: ModelInfo, world: int, global_batch: int, step: int,
@@ -124,8 +113,7 @@ def smallest_fit(jobs: Jobs, model: ModelInfo, world: int, global_batch: int, st
         for lay, batch in plain_layouts(model, w, global_batch):
             lay = dataclasses.replace(lay, checkpoint=True)  # the least memory of each layout
             job = jobs(batch)
-            if job.memory_limit is None or layout_memory(
-                    job.shape, lay, batch, job.precision).total <= job.memory_limit:
+            if job.fits(layout_memory(job.shape, lay, batch, job.precision)):
                 return w
         w += step
     return None

@@ -1,11 +1,6 @@
-"""What a model is to the advice: its parameters by piece (the same list the analytic memory
-model uses), FLOPs per piece (the rule: docs/advise.md, Compute) and the width of the activation
-between two pieces. Built from a named model (:mod:`bench.models`), or a custom GPT or mixture
-of experts of a stated shape (:func:`custom_gpt`, :func:`custom_moe`); a mixture of experts
-carries the routing statistics its all-to-alls are priced with (:mod:`bench.advise.routing`);
-every shape carries the training software it runs under (:mod:`bench.advise.software`: the
-attention kernel, the vocabulary-parallel head, sequence parallelism) and, for grouped-query
-attention, its key/value heads (what context parallelism gathers: :attr:`Shape.kv_elements`).
+"""What a model is to the advice: its parameters by piece, FLOPs per piece (docs/advise.md,
+Compute), the activation between two pieces, its routing (a mixture of experts), the training
+software it runs under and its key/value heads; from a named model or a stated shape.
 """
 
 from __future__ import annotations
@@ -65,10 +60,8 @@ class Shape:
 
     @functools.cached_property
     def piece_kind(self) -> tuple[int, ...]:
-        """Each piece's first piece of its kind: the same parameters (names past the piece's
-        index, shapes) and FLOPs, both transformer blocks or neither. What is priced per piece
-        (achieved compute, parameters) is the same for a kind: priced once (the blocks of a GPT
-        are one kind)."""
+        """Each piece's first piece of its kind (the same parameters, FLOPs and blockness): what is
+        priced per piece is priced once per kind."""
         layers = getattr(self.model.config, "layers", 0)
         sigs: list[list[object]] = [[1 <= i <= layers, self.piece_flops[i]]
                                     for i in range(self.model.num_pieces)]
@@ -84,16 +77,14 @@ class Shape:
 
     @functools.cached_property
     def linears(self) -> tuple[tuple[int, TPLinear], ...]:
-        """(piece, Linear) of every layer the tensor-parallel plan shards, as the software
-        runs them (:meth:`Software.tp_linears`)."""
+        """(piece, Linear) of every layer the tensor-parallel plan shards, as the software runs them."""
         plan = self.software.tp_linears(self.model.config.tp_linears() or {})
         return tuple((int(path.split(".")[1]), lin) for path, lin in plan.items())
 
     def kv_elements(self, tensor: int) -> int:
         """Elements per token of one layer's keys and values on one tensor rank: 2 x its local
-        key/value heads x the head width (grouped-query attention's key/value heads, each
-        replicated where the tensor degree exceeds them, as Megatron-LM does; 0 for a model
-        without attention heads)."""
+        key/value heads (replicated where the tensor degree exceeds them, as Megatron-LM does)
+        x the head width; 0 for a model without attention heads."""
         cfg = self.model.config
         heads = getattr(cfg, "heads", 0)
         if not heads:
@@ -108,7 +99,7 @@ class Shape:
 
     @functools.cached_property
     def piece_flops(self) -> tuple[float, ...]:
-        """Training FLOPs of one sample per piece (module docstring)."""
+        """Training FLOPs of one sample per piece (docs/advise.md, Compute)."""
         cfg, seq = self.model.config, self.tokens_per_sample
         out = [0.0] * self.model.num_pieces
         for p in self.params:
@@ -151,8 +142,7 @@ def local_params(shape: Shape, tensor: int, pieces: frozenset[int]) -> tuple[Par
 
 
 def custom_gpt(layers: int, hidden: int, heads: int, seq: int, vocab: int = VOCAB) -> ModelSpec:
-    """A GPT of the reference family (:mod:`bench.models.gpt`) with this shape, unnamed in the
-    catalog: ``gpt-L{layers}-h{hidden}``."""
+    """A GPT of the reference family (:mod:`bench.models.gpt`) of this shape, not in the catalog."""
     cfg = GPTConfig(layers=layers, heads=heads, embd=hidden, vocab=vocab, seq_len=seq)
     from bench.models.spec import ModelSpec, family_call  # torch once it is built, not before
 
@@ -161,8 +151,7 @@ def custom_gpt(layers: int, hidden: int, heads: int, seq: int, vocab: int = VOCA
 
 
 def custom_moe(cfg: MoEConfig) -> ModelSpec:
-    """A mixture of experts of the reference family (:mod:`bench.models.moe`) with this shape,
-    unnamed in the catalog: ``moe-L{layers}-h{hidden}-e{experts}k{top_k}``."""
+    """A mixture of experts of the reference family (:mod:`bench.models.moe`), not in the catalog."""
     from bench.models import moe
     from bench.models.base import ModelSpec
 

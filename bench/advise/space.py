@@ -1,19 +1,14 @@
-"""The layouts a world size allows, as strategies offer them to the search (``Strategy.layouts``):
-each :class:`Point` is one split of the world into tensor, context, pipeline and data degrees
-with the pipeline variants the model and batch allow (docs/advise.md, Search). A data strategy
-offers its layouts at the points it can run on (:func:`data_layouts`); ps offers its own.
-
-Context degrees (:meth:`Space.contexts`), where the software runs context parallelism
-(:attr:`bench.advise.software.Software.context_parallel`): those that cut a sequence into whole load-balanced
-chunks, 2 c of them (rank i holds chunks i and 2c - 1 - i: Llama 3, arXiv 2407.21783, Section
-3.3.2), for a model with a sequence; the points without context parallelism come first, in the
-order they always had.
+"""The layouts a world size allows, as strategies offer them to the search: each :class:`Point`
+splits the world into tensor, context, pipeline and data degrees, with the pipeline variants the
+model and batch allow (docs/advise.md, Search). Context degrees cut a sequence into 2 c
+load-balanced chunks (rank i holds chunks i and 2c - 1 - i: Llama 3, arXiv 2407.21783, Section
+3.3.2).
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from bench.advise.layout import Layout, divisors
@@ -40,27 +35,19 @@ class Space:
     model: ModelInfo
     world: int
     global_batch: int
-    bucket_mb: float = 25.0
+    bucket_mb: float = Layout.bucket_mb
     context_parallel: bool = False  # the software runs context parallelism
 
     def contexts(self) -> list[int]:
-        """The context degrees: 1, and with context parallelism, where the model has a
-        sequence, each divisor of the world that cuts it into 2 c whole chunks (module
-        docstring)."""
+        """The context degrees: 1, and with context parallelism each divisor of the world that
+        cuts the model's sequence into 2 c whole chunks."""
         seq = getattr(self.model.config, "seq_len", 0) if self.context_parallel else 0
         return [c for c in divisors(self.world) if c == 1 or (seq and seq % (2 * c) == 0)]
 
     @functools.cached_property
     def points(self) -> tuple[Point, ...]:
         out = []
-        tensors = []
-        for t in divisors(self.world):
-            try:
-                if t > 1:
-                    check_degree(self.model, t)
-            except ValueError:
-                continue
-            tensors.append(t)
+        tensors = [t for t in divisors(self.world) if t == 1 or _passes(check_degree, self.model, t)]
         for c in self.contexts():
             for t in tensors:
                 if (self.world // c) % t:
@@ -70,8 +57,9 @@ class Space:
                     if self.global_batch % d:
                         continue
                     batch = self.global_batch // d
-                    pipes = tuple(v for v in _pipes(p, batch, self.model.num_pieces)
-                                  if _runs(p, v, self.model.num_pieces, batch))
+                    pieces = self.model.num_pieces
+                    pipes = tuple((m, s, v) for m, s, v in _pipes(p, batch, pieces)
+                                  if _passes(check_pipeline, p, v, s, m, pieces, batch))
                     if pipes:
                         out.append(Point(d, t, p, batch, pipes, c))
         return tuple(out)
@@ -86,10 +74,10 @@ def _pipes(p: int, batch: int, pieces: int) -> list[Pipe]:
             *((m, "interleaved", 2) for m in ms if 2 * p <= pieces)]
 
 
-def _runs(p: int, pipe: Pipe, pieces: int, batch: int) -> bool:
-    m, schedule, v = pipe
+def _passes(check: Callable[..., None], *args: object) -> bool:
+    """Whether ``check(*args)`` raises no ValueError."""
     try:
-        check_pipeline(p, v, schedule, m, pieces, batch)
+        check(*args)
     except ValueError:
         return False
     return True

@@ -1,19 +1,10 @@
-"""Step time of one layout on one rank: compute + exposed communication + the pipeline bubble.
-
-The overlap rule (calls marked ``overlap`` run under their phase's compute, but for one call per
-phase that nothing can hide; every other call is exposed in full; a device that cannot overlap
-exposes every call), the ``no_overlap`` and ``full_overlap`` bounds and the bubble (Narayanan et
-al. 2021): docs/advise.md (Overlap, Bubble).
-
-Full recomputation runs each checkpointed piece's forward again in the backward, and with it
-the forward's calls inside the piece (:data:`RECOMPUTED_GROUPS`): tensor parallelism's
-all_reduces (or all_gathers / reduce_scatters), an expert layer's all_to_alls. Megatron-LM's
-``CheckpointFunction.backward`` reruns the layers' ``forward``, RowParallelLinear's all-reduce
-with it (megatron/mpu/random.py, transformer.py); Korthikanti et al. 2022 (arXiv 2205.05198,
-Table 4) measure the recomputing layer's backward as the plain backward plus one forward. Context
-parallelism's key/value all-gathers are in the blocks' forward: rerun with them. A
-pipeline stage's sends are outside its pieces, and ZeRO-3's backward gathers already serve the
-recomputation: neither is re-issued.
+"""Step time of one layout on one rank: compute + exposed communication + the pipeline bubble;
+the overlap rule, the bounds and the bubble: docs/advise.md (Overlap, Bubble). Full
+recomputation issues the checkpointed pieces' forward calls again in the backward
+(:data:`RECOMPUTED_GROUPS`): Megatron-LM's ``CheckpointFunction.backward`` reruns the layers'
+``forward``, RowParallelLinear's all-reduce with it (megatron/mpu/random.py, transformer.py);
+Korthikanti et al. 2022 (arXiv 2205.05198, Table 4). A stage's sends and ZeRO-3's backward
+gathers are not re-issued.
 """
 
 from __future__ import annotations
@@ -84,10 +75,15 @@ def recomputed(priced: list[Priced]) -> list[Priced]:
             for p in priced if p.call.phase == "forward" and p.call.group in RECOMPUTED_GROUPS]
 
 
+def bubble(compute: float, microbatches: int, pipeline: int, stages_per_rank: int) -> float:
+    """The pipeline bubble of a rank computing ``compute`` (docs/advise.md, Bubble)."""
+    return (pipeline - 1) / stages_per_rank * compute / microbatches if pipeline > 1 else 0.0
+
+
 def step_time(priced: list[Priced], compute: float, microbatches: int, pipeline: int,
               stages_per_rank: int, overlap: bool = True, optimizer: float = 0.0,
               recompute: bool = False) -> Step:
-    """The step (module docstring); ``recompute``: full recomputation, its calls again."""
+    """The step (docs/advise.md, Overlap); ``recompute``: full recomputation, its calls again."""
     if recompute:
         priced = [*priced, *recomputed(priced)]
     window = compute / microbatches if pipeline > 1 else compute
@@ -116,8 +112,8 @@ def step_time(priced: list[Priced], compute: float, microbatches: int, pipeline:
     for p in priced:
         if not p.call.overlap or not overlap:
             exposed[p.key] = exposed.get(p.key, 0.0) + p.total
-    bubble = (pipeline - 1) / stages_per_rank * compute / microbatches if pipeline > 1 else 0.0
+    idle = bubble(compute, microbatches, pipeline, stages_per_rank)
     rest = sum(p.total for p in priced if not p.call.overlap)
-    base = compute + bubble + optimizer
-    return Step(compute, bubble, exposed, comm, base + sum(comm.values()),
+    base = compute + idle + optimizer
+    return Step(compute, idle, exposed, comm, base + sum(comm.values()),
                 base + rest + max(0.0, hidden_pool - compute), algs, best, optimizer)

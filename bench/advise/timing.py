@@ -1,12 +1,8 @@
 """Collective times from the cost model (:mod:`bench.costmodel`), each on its own group's ranks
-(placed on the nodes they occupy in the job, sharing a node's NICs with the axis's other
-groups): the vendor call at the profile's measured curve where ``calibrate`` stored one, else, on
-a profile with a ``fabric``, at the model of NCCL's choice on it (:mod:`bench.costmodel.vendor`:
-rails, channels, NVLS, trees; named ``native ALGO/PROTO``), else the fastest schedule modelled; a
-DDP hook's call runs the schedule it names; ``best`` is always the fastest schedule (the
-recommendation). A parameter server's exchange (:meth:`Timer.ps`) is priced on the whole job's
-placement as the cost model prices one step of messages (incast on a server's NIC). The rules:
-docs/advise.md (Collective times, Parameter server).
+as placed in the job: the vendor call at the profile's measured curve, else at NCCL's choice on
+its ``fabric``, else the fastest schedule modelled; ``best`` is the fastest schedule. A parameter
+server's exchange is priced on the whole job's placement (:meth:`Timer.ps`). docs/advise.md
+(Collective times, Parameter server).
 """
 
 from __future__ import annotations
@@ -14,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 from collections import Counter
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -30,8 +27,7 @@ from kernels.algorithm import VENDOR, Problem, algorithms_of
 P2P = {"send": "sendrecv", "recv": "sendrecv"}
 
 
-@dataclass(frozen=True)
-class Timed:
+class Timed(NamedTuple):  # in the order of Priced's (bench.advise.step)
     seconds: float  # one call
     algorithm: str  # what runs: "native" (the vendor curve) or a schedule
     best: str  # the fastest schedule the model has
@@ -43,11 +39,6 @@ class GroupNet:
     net: Net
     key: int = 0  # the same for groups placed alike (:meth:`Timer._place`): the caches' key
 
-    @property
-    def placement(self) -> tuple[object, ...]:
-        """What a group's times depend on: its ranks' nodes and leaves, its links."""
-        return (self.placed.node_of, self.placed.leaf_of, self.net.beta.tobytes())
-
 
 class Timer:
     """Times of calls on a job; caches per (group placement, collective, size, algorithm)."""
@@ -58,7 +49,7 @@ class Timer:
         self._times: dict[tuple[object, ...], Timed] = {}
         self._ps_times: dict[tuple[object, ...], tuple[float, float]] = {}
         self._jobs: dict[int, tuple[Placed, Counter[int]]] = {}  # world: placed, ranks per node
-        self._keys: dict[tuple[object, ...], int] = {}  # GroupNet.placement -> GroupNet.key
+        self._keys: dict[tuple[object, ...], int] = {}  # a group's placement -> GroupNet.key
         self._placed: dict[tuple[int, tuple[int, ...]], GroupNet] = {}  # (world, ranks)
 
     def group(self, lay: Layout, axis: str) -> GroupNet:
@@ -88,16 +79,18 @@ class Timer:
         placed = cl.place(len(ranks))
         links = {k: Link(v.alpha, v.beta * (share if k != "intra" else 1.0))
                  for k, v in self.profile.links.items()}
-        g = GroupNet(placed, Net(placed, dataclasses.replace(self.profile, links=links)))
-        # a small key for the caches (a placement's tuple of nodes is hashed on every lookup)
-        return dataclasses.replace(g, key=self._keys.setdefault(g.placement, len(self._keys)))
+        net = Net(placed, dataclasses.replace(self.profile, links=links))
+        # what a group's times depend on (its ranks' nodes and leaves, its links), as a small key
+        # for the caches (a placement's tuple of nodes is hashed on every lookup)
+        where = (placed.node_of, placed.leaf_of, net.beta.tobytes())
+        return GroupNet(placed, net, self._keys.setdefault(where, len(self._keys)))
 
     def time(self, call: Call, g: GroupNet) -> Timed:
         op = P2P.get(call.op, call.op)
         key = (g.key, op, call.nbytes, call.algorithm)
         got = self._times.get(key)
         if got is None:
-            got = self._times[key] = self._best(op, call, g)
+            got = self._times[key] = self._best_many(op, [call], g)[0]
         return got
 
     def prime(self, calls: list[tuple[Call, GroupNet]]) -> None:
@@ -115,9 +108,6 @@ class Timer:
                 pairs = list(batch.values())
                 got = self._best_many(op, [c for c, _ in pairs], pairs[0][1])
                 self._times.update(zip(batch, got))
-
-    def _best(self, op: str, call: Call, g: GroupNet) -> Timed:
-        return self._best_many(op, [call], g)[0]
 
     def _best_many(self, op: str, calls: list[Call], g: GroupNet) -> list[Timed]:
         """Calls of one collective, one algorithm (or None), on one group."""

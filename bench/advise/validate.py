@@ -1,9 +1,6 @@
-"""Predicted against measured: the strategies a training run measured, priced at the run's own
-world sizes from its world-size-1 steps (``advise --from RUN``): compute from the world-size-1
-record of the same strategy, else ``tensor``'s for a tensor-parallel layout, else plain
-``ddp``'s (docs/advise.md, Compute). A pipeline record's measured idle per stage is listed beside
-its schedule's modelled bubble (:func:`idle_checks`) and written as ``advice`` records with
-``bubble_check: true``.
+"""Predicted against measured (``advise --from RUN``): a training run's strategies priced at its
+world sizes from its world-size-1 steps (docs/advise.md, Compute), and its pipeline records'
+measured idle per stage beside the modelled bubble.
 """
 
 from __future__ import annotations
@@ -33,7 +30,6 @@ class Pair:
     model: str
     strategy: str
     world: int
-    batch: int  # per replica
     measured_s: float
     predicted: Result
 
@@ -126,6 +122,6 @@ def pairs(recs: list[dict[str, Any]], timer: Timer, limit: float | None) -> Iter
             fixed = max(0.0, step - plain["step_time_ms_median"] / 1e3)
         compute = Measured(step, f"{one['strategy']} at 1 rank",
                            knobs_included=one["strategy"] == r["strategy"], fixed_s=fixed)
-        job = Job(shape, batch, FP32, compute, timer, limit, Bytes(4, 4, 4))
-        yield Pair(r["model"], r["strategy"], r["world_size"], batch,
-                   r["step_time_ms_median"] / 1e3, evaluate(job, lay))
+        job = Job(shape, batch, FP32, compute, timer, limit, Bytes.of(FP32))
+        yield Pair(r["model"], r["strategy"], r["world_size"], r["step_time_ms_median"] / 1e3,
+                   evaluate(job, lay))

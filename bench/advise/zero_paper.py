@@ -1,10 +1,8 @@
 """Model-state memory per rank by the ZeRO paper's stages (Rajbhandari et al. 2020, Figure 1 and
 section 5): baseline (2 + 2 + K)Ψ, P_os 2Ψ + 2Ψ + KΨ/N, P_os+g 2Ψ + (2 + K)Ψ/N and P_os+g+p
-(2 + 2 + K)Ψ/N, from :mod:`bench.training.analytic`'s rules: baseline is ddp, P_os zero1,
-P_os+g+p zero3, and P_os+g is zero2's sharded gradients and optimizer state beside ddp's
-replicated parameters (the paper's stage 2 keeps parameters whole; FSDP2's zero2 shards them
-at rest and gathers them for compute, which ``commbench memory``'s zero2 row counts as
-transient)."""
+(2 + 2 + K)Ψ/N, from :mod:`bench.training.analytic`'s ddp, zero1 and zero3; P_os+g is zero2's
+sharded gradients and optimizer state beside ddp's whole parameters (the paper's stage 2 keeps
+them whole; FSDP2's zero2 gathers them for compute: ``commbench memory``'s zero2 row)."""
 
 from __future__ import annotations
 

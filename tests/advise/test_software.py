@@ -62,7 +62,7 @@ def test_vocab_parallel_shards_the_head_and_the_embedding_and_their_logits() -> 
 
 
 def test_selective_recomputation_adds_the_attention_cores_forward() -> None:
-    from bench.advise.achieved import Achieved, Efficiency, stage_core_s
+    from bench.advise.achieved import Achieved, Efficiency, core_forward_s, stage_s
     from bench.advise.comm import CommContext
     from bench.advise.compute import Flops
     from bench.advise.layout import Layout
@@ -77,7 +77,7 @@ def test_selective_recomputation_adds_the_attention_cores_forward() -> None:
     assert flops.seconds(ctx_sel) - flops.seconds(ctx) == pytest.approx(added, rel=1e-12)
     eff = Efficiency(1e12, 0.8, 5e-6, 1e12, "materialized")
     ach = Achieved(eff)
-    core = stage_core_s(eff, shape, 2, ctx.my_pieces, 8)
+    core = stage_s(core_forward_s, eff, shape, 2, ctx.my_pieces, 8)
     assert core > 0 and ach.seconds(ctx_sel) - ach.seconds(ctx) == pytest.approx(core)
     with pytest.raises(ValueError, match="exclude"):
         dataclasses.replace(sel, checkpoint=True)
