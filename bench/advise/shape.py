@@ -60,13 +60,14 @@ class Shape:
 
     @functools.cached_property
     def piece_kind(self) -> tuple[int, ...]:
-        """Each piece's first piece of its kind (the same parameters, FLOPs and blockness): what is
-        priced per piece is priced once per kind."""
+        """Each piece's first piece of its kind (the same parameters, tensor-parallel styles,
+        FLOPs and blockness): what is priced per piece is priced once per kind."""
         layers = getattr(self.model.config, "layers", 0)
         sigs: list[list[object]] = [[1 <= i <= layers, self.piece_flops[i]]
                                     for i in range(self.model.num_pieces)]
         for p in self.params:
-            sigs[p.piece].append((p.name.removeprefix(f"pieces.{p.piece}."), p.shape))
+            sigs[p.piece].append((p.name.removeprefix(f"pieces.{p.piece}."), p.shape,
+                                  self.plan.get(p.name.rpartition(".")[0])))
         first: dict[tuple[object, ...], int] = {}
         return tuple(first.setdefault(tuple(sig), i) for i, sig in enumerate(sigs))
 

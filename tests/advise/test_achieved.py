@@ -78,3 +78,20 @@ def test_the_pruned_search_has_the_exhaustive_searchs_first_rows(keep: int) -> N
     assert pruned.pruned > 0 and len(pruned.results) + pruned.pruned == len(full.results)
     assert [(r.layout, r.step.time) for r in pruned.results] == \
         [(r.layout, r.step.time) for r in full.results[:keep]]
+
+
+def test_a_pieces_kind_holds_its_own_local_parameters() -> None:
+    """Pieces priced once per kind hold exactly their own tensor-parallel local parameters, for
+    every catalog model: mlp's pieces alternate column- and row-wise sharding over equal shapes,
+    and only the column-wise ones shard their bias."""
+    from bench.advise.achieved import held_params
+    from bench.advise.shape import local_params, shape_of
+    from bench.models import CATALOG, MODELS
+
+    for name in CATALOG:
+        shape = shape_of(MODELS.get(name))
+        for t in (1, 2, 4):
+            for i in range(shape.model.num_pieces):
+                one = frozenset((i,))
+                want = sum(math.prod(p.shape) for p in local_params(shape, t, one))
+                assert held_params(shape, t, one) == want, (name, t, i)
