@@ -40,9 +40,14 @@ def safe_name(name: str) -> str:
     return out[:80]
 
 
+def default_run_dir(name: str) -> Path:
+    """``runs/<local time>-<name>``."""
+    return Path("runs") / f"{dt.datetime.now():%Y%m%d-%H%M%S}-{safe_name(name)}"
+
+
 def fresh(out: Path | None, name: str) -> Path:
     """The run directory of a new run; refuses one that already holds something."""
-    run_dir = out or Path("runs") / f"{dt.datetime.now():%Y%m%d-%H%M%S}-{safe_name(name)}"
+    run_dir = out or default_run_dir(name)
     if run_dir.exists() and not run_dir.is_dir():
         raise RunDirError(f"--out {run_dir}: exists and is not a directory")
     if run_dir.is_dir() and any(run_dir.iterdir()):
