@@ -58,7 +58,6 @@ def main() -> None:
     ap.add_argument("--repeat", type=positive_int, default=3)
     args = ap.parse_args()
     sizes = [8 << i for i in range(30)]
-    coll.load()
     print(f"# {len(coll.names())} collectives, all their algorithms, 30 sizes 8B..4GiB float32, "
           f"profile {args.profile}, topology {args.topology}")
     print(f"{'ranks':>7} {'cold s':>8} {'cold cpu':>9} {'warm s':>8}  cases by method")

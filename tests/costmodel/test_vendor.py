@@ -162,7 +162,6 @@ def test_a_profile_without_fabric_still_skips_native() -> None:
 def test_every_gpu_preset_prices_every_collective(profile: str) -> None:
     from kernels import collective as coll
 
-    coll.load()
     prof = load_profile(profile)
     for spec in ("1x8", "2x8"):
         for c in coll.names():
