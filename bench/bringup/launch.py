@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 from dataclasses import dataclass
@@ -17,7 +18,7 @@ from bench.argtypes import UsageError
 from bench.bringup.scenario import BringupScenario
 from bench.collective import floors
 from bench.collective.launch import CollectiveJob, CollectiveKind, after_run, in_job, start_sweep
-from bench.launch import inflight, launcher
+from bench.launch import launcher
 from bench.launch.selflaunch import JobResult, say
 from bench.scenario_base import ScenarioError
 from bench.store.records import iter_records, read_meta
@@ -95,11 +96,7 @@ class BringupJob(CollectiveJob):
         over = oversubscribed_comm(comm)
         done = comm.bcast(_done(run_dir) if comm.rank == 0 else None, root=0)
         with recording(comm, run_dir) as (dog, writer):
-
-            def arm(label: str) -> None:
-                if writer:
-                    inflight.mark(run_dir, label, sc.case_timeout_s, world_size=comm.size)
-                dog.arm(label, sc.case_timeout_s)
+            arm = functools.partial(dog.arm_case, timeout_s=sc.case_timeout_s)
 
             def emit(rec: dict[str, Any]) -> None:
                 if sc.profile:

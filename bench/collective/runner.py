@@ -38,8 +38,6 @@ from kernels.collective import resolve
 from kernels.topology import Topology
 from kernels.transports import TRANSPORTS, TransportUnavailable
 
-INFLIGHT = inflight.INFLIGHT  # the case being measured, for the launcher to name on failure
-
 
 @dataclass(frozen=True)
 class RunContext:
@@ -112,7 +110,8 @@ def recording(comm: MPI.Comm, run_dir: Path) -> Iterator[tuple[Watchdog, ResultW
     users_job = not os.environ.get(WORKER_ENV)  # else the self-launcher owns meta.json
     dog = Watchdog(comm.rank, comm.Abort if may_abort_from_thread() else os._exit, slots=slots,
                    world_size=comm.size,
-                   on_hang=functools.partial(hang_in_meta, run_dir) if users_job else None)
+                   on_hang=functools.partial(hang_in_meta, run_dir) if users_job else None,
+                   marker=run_dir if comm.rank == 0 else None)
     writer = ResultWriter(run_dir) if comm.rank == 0 else None
     try:
         yield dog, writer
@@ -195,11 +194,9 @@ def _run_group(ctx: RunContext, env: harness.Env, g: Group, dog: Watchdog,
         return 0
     g = dataclasses.replace(g, algorithms=todo)
     label = g.label()
-    if writer:
-        inflight.mark(ctx.run_dir, label, ctx.scenario.case_timeout_s, world_size=g.world_size)
     bar.start(f"p={g.world_size} {g.collective} {format_size(g.nbytes)} {g.dtype} {g.op} "
               f"{'/'.join(g.algorithms)}")
-    dog.arm(label, ctx.scenario.case_timeout_s)
+    dog.arm_case(label, ctx.scenario.case_timeout_s, world_size=g.world_size)
     records = harness.measure(env, g, ctx.scenario.timing, ctx.scenario.check)
     dog.disarm()
     bar.advance()

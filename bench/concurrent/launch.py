@@ -5,6 +5,7 @@ setting wins)."""
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,7 +14,7 @@ from typing import Any
 from bench.argtypes import UsageError
 from bench.collective.launch import CollectiveJob, CollectiveKind, after_run, in_job, start_sweep
 from bench.concurrent.scenario import ConcurrentScenario
-from bench.launch import inflight, launcher
+from bench.launch import launcher
 from bench.launch.selflaunch import JobResult
 from bench.scenario_base import ScenarioError
 from bench.store import resume
@@ -98,11 +99,7 @@ class ConcurrentJob(CollectiveJob):
         extra = {"run_id": run_id, "scenario": sc.name, "oversubscribed": oversubscribed_comm(comm),
                  **thread_fields()}
         with recording(comm, run_dir) as (dog, writer):
-
-            def arm(label: str) -> None:
-                if writer:
-                    inflight.mark(run_dir, label, sc.case_timeout_s, world_size=comm.size)
-                dog.arm(label, sc.case_timeout_s)
+            arm = functools.partial(dog.arm_case, timeout_s=sc.case_timeout_s)
 
             emit = writer.write if writer else None
             if sc.groups:

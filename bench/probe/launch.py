@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import socket
 from dataclasses import dataclass
@@ -14,7 +15,7 @@ import psutil
 
 from bench.argtypes import UsageError
 from bench.collective.launch import CollectiveJob, CollectiveKind, after_run, in_job, start_sweep
-from bench.launch import inflight, launcher
+from bench.launch import launcher
 from bench.launch.selflaunch import JobResult, say
 from bench.probe.scenario import ProbeScenario, Setup
 from bench.scenario_base import ScenarioError
@@ -108,11 +109,7 @@ class ProbeJob(CollectiveJob):
         sc, setup, over = self.sc, self.setup, oversubscribed_comm(comm)
         assert setup is not None
         with recording(comm, run_dir) as (dog, writer):
-
-            def arm(label: str) -> None:
-                if writer:
-                    inflight.mark(run_dir, label, sc.round_timeout_s, world_size=comm.size)
-                dog.arm(label, sc.round_timeout_s)
+            arm = functools.partial(dog.arm_case, timeout_s=sc.round_timeout_s)
 
             extra = {"run_id": run_id, "scenario": sc.name, "oversubscribed": over,
                      "layout": setup.layout.source}
