@@ -235,26 +235,33 @@ class Sweep:
         return guard.exit_code
 
     def _finish(self) -> int:
-        wrong = sum(1 for r in _records(self.run_dir) if r.get("status") == "wrong")
-        below = floors.failures(_records(self.run_dir))
-        reasons = []
-        if self.failures:
-            reasons.append(f"{self.failures} job{'s' if self.failures > 1 else ''} failed")
-        if below:
-            reasons.append(floors.summary(below))
-        if wrong:
-            reasons.append(f"{wrong} case{'s' if wrong > 1 else ''} wrong (elements differ from "
-                           "the exact expected values)")
-        status = "failed" if reasons else "ok"
-        for stale in ("signal", "interrupted_case"):  # from an interrupted run now resumed
-            self.info.pop(stale, None)
-        self.save(status=status, reason="; ".join(reasons) or None, finished=now())
         say(f"# {count_records(self.run_dir)} records in {self.run_dir / 'results.jsonl'}")
-        for line in below:
-            say(f"commbench: below its floor: {line}")
-        if wrong:
-            say(f"commbench: {reasons[-1]}: the run failed")
-        return 1 if reasons else 0
+        return finish_run(self.run_dir, self.info, self.failures)
+
+
+def finish_run(run_dir: Path, info: dict[str, Any], failures: int = 0) -> int:
+    """A run's end in its ``meta.json`` (``info``): failed for failed jobs, cases below their
+    floors or wrong, each said; returns the exit code (0 or 1)."""
+    wrong = sum(1 for r in _records(run_dir) if r.get("status") == "wrong")
+    below = floors.failures(_records(run_dir))
+    reasons = []
+    if failures:
+        reasons.append(f"{failures} job{'s' if failures > 1 else ''} failed")
+    if below:
+        reasons.append(floors.summary(below))
+    if wrong:
+        reasons.append(f"{wrong} case{'s' if wrong > 1 else ''} wrong (elements differ from "
+                       "the exact expected values)")
+    for stale in ("signal", "interrupted_case"):  # from an interrupted run now resumed
+        info.pop(stale, None)
+    info.update(status="failed" if reasons else "ok", reason="; ".join(reasons) or None,
+                finished=now())
+    write_meta(run_dir, info)
+    for line in below:
+        say(f"commbench: below its floor: {line}")
+    if wrong:
+        say(f"commbench: {reasons[-1]}: the run failed")
+    return 1 if reasons else 0
 
 
 def _records(run_dir: Path) -> Iterator[dict[str, Any]]:
