@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import datetime as dt
 import functools
 import os
 import socket
@@ -28,9 +27,11 @@ from bench.launch import inflight
 from bench.launch.forensics import Hang
 from bench.launch.launcher import WORKER_ENV, oversubscribed
 from bench.launch.rankstate import Slots
+from bench.launch.signals import end_meta
 from bench.launch.threadlevel import may_abort_from_thread, thread_fields
 from bench.launch.watchdog import Watchdog
-from bench.store.records import ResultWriter, read_meta, write_meta
+from bench.store.kinds import now
+from bench.store.records import ResultWriter
 from bench.store.resume import CaseKey, collective_key, done_collective
 from bench.units import format_size
 from kernels.algorithm import get_algorithm
@@ -126,10 +127,8 @@ def recording(comm: MPI.Comm, run_dir: Path) -> Iterator[tuple[Watchdog, ResultW
 
 def hang_in_meta(run_dir: Path, hang: Hang) -> None:
     """The user's own job: the run failed with ``hang`` (its launcher tears it down next)."""
-    info = read_meta(run_dir)
-    info.update(status="failed", reason=hang.line, failed_case=hang.case, hang=hang.as_dict(),
-                finished=dt.datetime.now(dt.timezone.utc).isoformat())
-    write_meta(run_dir, info)
+    end_meta(run_dir, {"status": "failed", "reason": hang.line, "failed_case": hang.case,
+                       "hang": hang.as_dict(), "finished": now()})
 
 
 def _canary(ctx: RunContext, comm: MPI.Comm, when: str) -> None:
