@@ -11,14 +11,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.argtypes import UsageError
 from bench.collective.launch import CollectiveJob, CollectiveKind, after_run, in_job, start_sweep
 from bench.concurrent.scenario import ConcurrentScenario
 from bench.launch import launcher
-from bench.launch.selflaunch import JobResult
-from bench.scenario_base import ScenarioError
+from bench.launch.selflaunch import JobResult, one_world, usage_errors
 from bench.store import resume
-from bench.store.resume import RunDirError
 
 DEFAULT_WORLD = 4  # ranks of a self-launched run that names none
 ONE_BLAS_THREAD = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
@@ -27,17 +24,10 @@ ONE_BLAS_THREAD = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM
 def handle(args: argparse.Namespace, sc: ConcurrentScenario, sizes: tuple[int, ...] = ()) -> int:
     """Run ``sc``; ``sizes``: ``--world-sizes`` of ``commbench run`` (at most one)."""
     inside = bool(os.environ.get(launcher.WORKER_ENV)) or launcher.inside_mpi_job()
-    try:
-        if len(sizes) > 1:
-            raise ScenarioError(f"--world-sizes: a concurrent run is one job, got "
-                                f"{','.join(map(str, sizes))}")
-        world = sizes[0] if sizes else sc.world_size or DEFAULT_WORLD
+    with usage_errors():
+        world = one_world(sizes, "a concurrent run is one job") or sc.world_size or DEFAULT_WORLD
         sc = ConcurrentScenario.model_validate({**sc.model_dump(), "world_size": world})
         plan = None if inside else resume.plan_run(sc, args.out, getattr(args, "resume", None))
-    except (ScenarioError, RunDirError) as e:
-        raise UsageError(str(e)) from None
-    except ValueError as e:  # the scenario's own checks (pydantic)
-        raise UsageError(str(e).splitlines()[-1].strip()) from None
     if inside:
         from bench.launch.threadlevel import request
 
