@@ -16,7 +16,7 @@ import psutil
 
 from bench.bringup.scenario import BringupScenario
 from bench.collective import floors
-from bench.collective.launch import CollectiveJob, CollectiveKind, after_run, in_job, start_sweep
+from bench.collective.launch import CollectiveJob, CollectiveKind, in_job, start_sweep
 from bench.launch import launcher
 from bench.launch.selflaunch import JobResult, one_world, say, usage_errors
 from bench.store.records import iter_records, read_meta
@@ -96,7 +96,7 @@ class BringupJob(CollectiveJob):
                 writer.write(rec)
 
             extra = {"run_id": run_id, "scenario": sc.name, "oversubscribed": over}
-            progress = say if not getattr(self.args, "no_progress", False) else None
+            progress = say if not self.args.no_progress else None
             run_stages(comm, sc, emit if writer else None, extra, progress, arm, dog.disarm,
                        done, dog.where)
 
@@ -111,7 +111,7 @@ class BringupJob(CollectiveJob):
         say(f"# bring-up verdict: {'ok' if v.ok else 'NOT ok'}")
         for line in v.lines():
             say(f"#   {line}")
-        after_run(run_dir, not getattr(self.args, "no_report", False))
+        super().after(run_dir)
 
 
 def _done(run_dir: Path) -> frozenset[tuple[Any, ...]]:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.collective.launch import CollectiveJob, CollectiveKind, after_run, in_job, start_sweep
+from bench.collective.launch import CollectiveJob, CollectiveKind, finisher, in_job, start_sweep
 from bench.concurrent.scenario import ConcurrentScenario
 from bench.launch import launcher
 from bench.launch.selflaunch import JobResult, one_world, usage_errors
@@ -35,8 +35,7 @@ def handle(args: argparse.Namespace, sc: ConcurrentScenario, sizes: tuple[int, .
         return in_job(args, ConcurrentJob(args, sc))
     assert plan is not None
     return start_sweep(ConcurrentKind(args, sc, plan.run_dir, plan.resuming), plan,
-                       Path(args.scenario), (world,),
-                       lambda d: after_run(d, not getattr(args, "no_report", False)))
+                       Path(args.scenario), (world,), finisher(args))
 
 
 class ConcurrentKind(CollectiveKind):
@@ -90,7 +89,6 @@ class ConcurrentJob(CollectiveJob):
                  **thread_fields()}
         with recording(comm, run_dir) as (dog, writer):
             arm = functools.partial(dog.arm_case, timeout_s=sc.case_timeout_s)
-
             emit = writer.write if writer else None
             if sc.groups:
                 run_groups(comm, sc, emit, extra, arm, dog.disarm)
