@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 from dataclasses import dataclass
@@ -13,15 +14,12 @@ from typing import Any
 
 import psutil
 
-from bench.argtypes import UsageError
 from bench.bringup.scenario import BringupScenario
 from bench.collective import floors
-from bench.collective.launch import CollectiveJob, CollectiveKind, after_run, in_job, start_sweep
-from bench.launch import inflight, launcher
-from bench.launch.selflaunch import JobResult, say
-from bench.scenario_base import ScenarioError
+from bench.collective.launch import CollectiveJob, CollectiveKind, in_job, start_sweep
+from bench.launch import launcher
+from bench.launch.selflaunch import JobResult, one_world, say, usage_errors
 from bench.store.records import iter_records, read_meta
-from bench.store.resume import RunDirError
 
 VERDICT = "verdict.json"
 INTERRUPTED = {"during": "{}", "next_step": "commbench run --resume {run} finishes it"}
@@ -30,20 +28,13 @@ INTERRUPTED = {"during": "{}", "next_step": "commbench run --resume {run} finish
 def handle(args: argparse.Namespace, sc: BringupScenario, sizes: tuple[int, ...] = ()) -> int:
     """Run bring-up ``sc``; ``sizes``: ``--world-sizes`` of ``commbench run`` (at most one)."""
     inside = bool(os.environ.get(launcher.WORKER_ENV)) or launcher.inside_mpi_job()
-    try:
-        if len(sizes) > 1:
-            raise ScenarioError(f"--world-sizes: a bring-up runs one job, got "
-                                f"{','.join(map(str, sizes))}")
-        world = sizes[0] if sizes else sc.world_size
+    with usage_errors("bringup"):
+        world = one_world(sizes, "a bring-up runs one job") or sc.world_size
         if not inside:
             world = world or max(2, psutil.cpu_count(logical=True) or 1)
         sc = BringupScenario.model_validate({**sc.model_dump(), "world_size": world})
         job = BringupJob(args, sc)
         plan = None if inside else job.plan()
-    except (ScenarioError, RunDirError) as e:
-        raise UsageError(str(e), "bringup") from None
-    except ValueError as e:  # the scenario's own checks (pydantic)
-        raise UsageError(str(e).splitlines()[-1].strip(), "bringup") from None
     if plan is None:
         rc = in_job(args, job)
         mine = job.run_dir is not None and not os.environ.get(launcher.WORKER_ENV)
@@ -95,11 +86,7 @@ class BringupJob(CollectiveJob):
         over = oversubscribed_comm(comm)
         done = comm.bcast(_done(run_dir) if comm.rank == 0 else None, root=0)
         with recording(comm, run_dir) as (dog, writer):
-
-            def arm(label: str) -> None:
-                if writer:
-                    inflight.mark(run_dir, label, sc.case_timeout_s, world_size=comm.size)
-                dog.arm(label, sc.case_timeout_s)
+            arm = functools.partial(dog.arm_case, timeout_s=sc.case_timeout_s)
 
             def emit(rec: dict[str, Any]) -> None:
                 if sc.profile:
@@ -109,7 +96,7 @@ class BringupJob(CollectiveJob):
                 writer.write(rec)
 
             extra = {"run_id": run_id, "scenario": sc.name, "oversubscribed": over}
-            progress = say if not getattr(self.args, "no_progress", False) else None
+            progress = say if not self.args.no_progress else None
             run_stages(comm, sc, emit if writer else None, extra, progress, arm, dog.disarm,
                        done, dog.where)
 
@@ -124,7 +111,7 @@ class BringupJob(CollectiveJob):
         say(f"# bring-up verdict: {'ok' if v.ok else 'NOT ok'}")
         for line in v.lines():
             say(f"#   {line}")
-        after_run(run_dir, not getattr(self.args, "no_report", False))
+        super().after(run_dir)
 
 
 def _done(run_dir: Path) -> frozenset[tuple[Any, ...]]:

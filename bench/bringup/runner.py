@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import dataclasses
 import socket
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -45,16 +44,6 @@ def _measure(sub: MPI.Comm, sc: BringupScenario, extra: dict[str, Any],
     finally:
         transport.close()
     return out
-
-
-def quiet_wait(comm: MPI.Comm, poll_s: float = 0.002) -> None:
-    """Wait for every rank of ``comm`` without spinning: the ranks of a round that are done (or
-    not in it) sleep between tests of a non-blocking barrier, so they leave the cores to the
-    groups still measuring (an MPI wait may poll a core flat out; on a host whose cores are
-    shared, that would slow the group measured "alone")."""
-    req = comm.Ibarrier()
-    while not req.Test():
-        time.sleep(poll_s)
 
 
 @dataclass(frozen=True)
@@ -99,7 +88,7 @@ class _Stages:
             recs = [{**r, **tag, "kind": "bringup"}
                     for r in _measure(sub, self.sc, tag, self.done, job.sizes, self.where)]
             sub.Free()
-        quiet_wait(comm)
+        harness.idle_barrier(comm)
         gathered = comm.gather(recs, root=0)
         self.disarm()
         out = [r for part in gathered for r in part] if gathered is not None else []

@@ -3,7 +3,7 @@ meaning stated here once (``commbench bringup``'s flags are generated from these
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
@@ -73,6 +73,3 @@ class BringupScenario(Frozen):
     @property
     def world_sizes(self) -> list[int]:
         return [self.world_size] if self.world_size is not None else []
-
-    def as_dict(self) -> dict[str, Any]:
-        return self.model_dump(mode="json")

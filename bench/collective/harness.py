@@ -35,6 +35,15 @@ TIMER = "time.perf_counter_ns around each iteration, after a barrier; max over r
 # each rank's wait in that barrier, on its own clock: who arrived last (bench.collective.attribution)
 
 
+def idle_barrier(comm: MPI.Comm, poll_s: float = 2e-3) -> None:
+    """Wait for every rank of ``comm`` asleep between tests of a non-blocking barrier (``poll_s``
+    apart), leaving the cores to the ranks still measuring: an MPI wait may poll a core flat
+    out, and on a host whose cores are shared that would slow the ranks measured."""
+    req = comm.Ibarrier()
+    while not req.Test():
+        time.sleep(poll_s)
+
+
 def osu_statistic(comm: MPI.Comm, samples: Sequence[float]) -> dict[str, float] | None:
     """OSU's latency from the same iterations: each rank's mean over its timed iterations, then
     the average, min and max over ranks (``osu_allreduce``'s Avg/Min/Max columns); on rank 0."""

@@ -5,7 +5,6 @@ job's cases; and how any run ends (its directory, then its report)."""
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import functools
 import os
 import sys
@@ -17,7 +16,7 @@ from typing import Any
 import psutil
 
 from bench.argtypes import UsageError
-from bench.collective import flags, floors, nccl_log
+from bench.collective import flags, nccl_log
 from bench.collective import variants as var
 from bench.collective.progress import TTY_ENV
 from bench.collective.scenario import (
@@ -27,10 +26,10 @@ from bench.collective.scenario import (
     check_memory,
 )
 from bench.launch import launcher, loopback
-from bench.launch.selflaunch import JobResult, Sweep, say
+from bench.launch.selflaunch import JobResult, Sweep, finish_run, say
 from bench.launch.signals import job_interrupt
 from bench.store import meta, resume
-from bench.store.records import iter_records, read_meta, write_meta
+from bench.store.records import read_meta, write_meta
 from bench.store.resume import RunDirError
 from kernels.transports import TRANSPORTS
 
@@ -276,7 +275,9 @@ def in_job(args: argparse.Namespace, job: CollectiveJob) -> int:
         comm.Abort(1)
     if worker_of or comm.rank != 0:
         return 0
-    return _finish_users_job(run_dir, job.after)
+    code = finish_run(run_dir, read_meta(run_dir))  # rank 0 of the user's job
+    job.after(run_dir)
+    return code
 
 
 @dataclass
@@ -343,21 +344,3 @@ def _check_host_memory(comm: Any, sc: CollectiveScenario, source: Path) -> str |
             error = str(e)
     local.Free()
     return next((e for e in comm.allgather(error) if e), None)
-
-
-def _finish_users_job(run_dir: Path, after: Callable[[Path], None]) -> int:
-    """Rank 0 of the user's job: status (failed when some case is wrong), then the report."""
-    wrong = sum(1 for r in iter_records(run_dir, samples=False) if r.get("status") == "wrong")
-    below = floors.failures(iter_records(run_dir, samples=False))
-    reasons = ([f"{wrong} case{'s' if wrong > 1 else ''} wrong"] if wrong else []) + \
-        ([floors.summary(below)] if below else [])
-    info = read_meta(run_dir)
-    info.update(status="failed" if reasons else "ok", reason="; ".join(reasons) or None,
-                finished=dt.datetime.now(dt.timezone.utc).isoformat())
-    write_meta(run_dir, info)
-    for line in below:
-        say(f"commbench: below its floor: {line}")
-    if wrong:
-        say(f"commbench: {reasons[0]} (elements differ from the exact expected values): the run failed")
-    after(run_dir)
-    return 1 if reasons else 0

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import datetime as dt
 import functools
 import os
 import socket
@@ -28,17 +27,17 @@ from bench.launch import inflight
 from bench.launch.forensics import Hang
 from bench.launch.launcher import WORKER_ENV, oversubscribed
 from bench.launch.rankstate import Slots
+from bench.launch.signals import end_meta
 from bench.launch.threadlevel import may_abort_from_thread, thread_fields
 from bench.launch.watchdog import Watchdog
-from bench.store.records import ResultWriter, read_meta, write_meta
+from bench.store.kinds import now
+from bench.store.records import ResultWriter
 from bench.store.resume import CaseKey, collective_key, done_collective
 from bench.units import format_size
 from kernels.algorithm import get_algorithm
 from kernels.collective import resolve
 from kernels.topology import Topology
 from kernels.transports import TRANSPORTS, TransportUnavailable
-
-INFLIGHT = inflight.INFLIGHT  # the case being measured, for the launcher to name on failure
 
 
 @dataclass(frozen=True)
@@ -112,7 +111,8 @@ def recording(comm: MPI.Comm, run_dir: Path) -> Iterator[tuple[Watchdog, ResultW
     users_job = not os.environ.get(WORKER_ENV)  # else the self-launcher owns meta.json
     dog = Watchdog(comm.rank, comm.Abort if may_abort_from_thread() else os._exit, slots=slots,
                    world_size=comm.size,
-                   on_hang=functools.partial(hang_in_meta, run_dir) if users_job else None)
+                   on_hang=functools.partial(hang_in_meta, run_dir) if users_job else None,
+                   marker=run_dir if comm.rank == 0 else None)
     writer = ResultWriter(run_dir) if comm.rank == 0 else None
     try:
         yield dog, writer
@@ -127,10 +127,8 @@ def recording(comm: MPI.Comm, run_dir: Path) -> Iterator[tuple[Watchdog, ResultW
 
 def hang_in_meta(run_dir: Path, hang: Hang) -> None:
     """The user's own job: the run failed with ``hang`` (its launcher tears it down next)."""
-    info = read_meta(run_dir)
-    info.update(status="failed", reason=hang.line, failed_case=hang.case, hang=hang.as_dict(),
-                finished=dt.datetime.now(dt.timezone.utc).isoformat())
-    write_meta(run_dir, info)
+    end_meta(run_dir, {"status": "failed", "reason": hang.line, "failed_case": hang.case,
+                       "hang": hang.as_dict(), "finished": now()})
 
 
 def _canary(ctx: RunContext, comm: MPI.Comm, when: str) -> None:
@@ -195,11 +193,9 @@ def _run_group(ctx: RunContext, env: harness.Env, g: Group, dog: Watchdog,
         return 0
     g = dataclasses.replace(g, algorithms=todo)
     label = g.label()
-    if writer:
-        inflight.mark(ctx.run_dir, label, ctx.scenario.case_timeout_s, world_size=g.world_size)
     bar.start(f"p={g.world_size} {g.collective} {format_size(g.nbytes)} {g.dtype} {g.op} "
               f"{'/'.join(g.algorithms)}")
-    dog.arm(label, ctx.scenario.case_timeout_s)
+    dog.arm_case(label, ctx.scenario.case_timeout_s, world_size=g.world_size)
     records = harness.measure(env, g, ctx.scenario.timing, ctx.scenario.check)
     dog.disarm()
     bar.advance()

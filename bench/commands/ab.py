@@ -5,7 +5,6 @@ signal when interrupted. docs/gate.md."""
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import sys
 import time
 from collections.abc import Callable
@@ -24,6 +23,7 @@ from bench.gate.sidespec import PART_HELP, PARTS, SideSpec, SpecError, combine, 
 from bench.gate.stack import describe, differences
 from bench.launch import launcher
 from bench.launch.signals import SignalGuard
+from bench.store.resume import default_run_dir
 
 AB = ("threshold", "reference", "min_abs", "strict")  # --alpha is the paired test's, not Rule's
 
@@ -106,8 +106,7 @@ def handle(args: argparse.Namespace) -> int:
     scenario = args.scenario.resolve()
     if not scenario.is_file():
         raise UsageError(f"{args.scenario}: no such scenario file", "ab")
-    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    out = (args.out or Path("runs") / f"{stamp}-ab-{scenario.stem}").resolve()
+    out = (args.out or default_run_dir(f"ab-{scenario.stem}")).resolve()
     if out.exists() and any(out.iterdir()):
         raise UsageError(f"{out}: exists and is not empty", "ab")
     rule = rule_from(args, AB)

@@ -5,19 +5,17 @@ setting wins)."""
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.argtypes import UsageError
-from bench.collective.launch import CollectiveJob, CollectiveKind, after_run, in_job, start_sweep
+from bench.collective.launch import CollectiveJob, CollectiveKind, finisher, in_job, start_sweep
 from bench.concurrent.scenario import ConcurrentScenario
-from bench.launch import inflight, launcher
-from bench.launch.selflaunch import JobResult
-from bench.scenario_base import ScenarioError
+from bench.launch import launcher
+from bench.launch.selflaunch import JobResult, one_world, usage_errors
 from bench.store import resume
-from bench.store.resume import RunDirError
 
 DEFAULT_WORLD = 4  # ranks of a self-launched run that names none
 ONE_BLAS_THREAD = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
@@ -26,17 +24,10 @@ ONE_BLAS_THREAD = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM
 def handle(args: argparse.Namespace, sc: ConcurrentScenario, sizes: tuple[int, ...] = ()) -> int:
     """Run ``sc``; ``sizes``: ``--world-sizes`` of ``commbench run`` (at most one)."""
     inside = bool(os.environ.get(launcher.WORKER_ENV)) or launcher.inside_mpi_job()
-    try:
-        if len(sizes) > 1:
-            raise ScenarioError(f"--world-sizes: a concurrent run is one job, got "
-                                f"{','.join(map(str, sizes))}")
-        world = sizes[0] if sizes else sc.world_size or DEFAULT_WORLD
+    with usage_errors():
+        world = one_world(sizes, "a concurrent run is one job") or sc.world_size or DEFAULT_WORLD
         sc = ConcurrentScenario.model_validate({**sc.model_dump(), "world_size": world})
         plan = None if inside else resume.plan_run(sc, args.out, getattr(args, "resume", None))
-    except (ScenarioError, RunDirError) as e:
-        raise UsageError(str(e)) from None
-    except ValueError as e:  # the scenario's own checks (pydantic)
-        raise UsageError(str(e).splitlines()[-1].strip()) from None
     if inside:
         from bench.launch.threadlevel import request
 
@@ -44,8 +35,7 @@ def handle(args: argparse.Namespace, sc: ConcurrentScenario, sizes: tuple[int, .
         return in_job(args, ConcurrentJob(args, sc))
     assert plan is not None
     return start_sweep(ConcurrentKind(args, sc, plan.run_dir, plan.resuming), plan,
-                       Path(args.scenario), (world,),
-                       lambda d: after_run(d, not getattr(args, "no_report", False)))
+                       Path(args.scenario), (world,), finisher(args))
 
 
 class ConcurrentKind(CollectiveKind):
@@ -98,12 +88,7 @@ class ConcurrentJob(CollectiveJob):
         extra = {"run_id": run_id, "scenario": sc.name, "oversubscribed": oversubscribed_comm(comm),
                  **thread_fields()}
         with recording(comm, run_dir) as (dog, writer):
-
-            def arm(label: str) -> None:
-                if writer:
-                    inflight.mark(run_dir, label, sc.case_timeout_s, world_size=comm.size)
-                dog.arm(label, sc.case_timeout_s)
-
+            arm = functools.partial(dog.arm_case, timeout_s=sc.case_timeout_s)
             emit = writer.write if writer else None
             if sc.groups:
                 run_groups(comm, sc, emit, extra, arm, dog.disarm)

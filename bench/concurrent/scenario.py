@@ -3,7 +3,7 @@ timed alone and while the others run), ``overlap`` (a collective overlapped with
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -106,6 +106,3 @@ class ConcurrentScenario(Frozen):
     @property
     def world_sizes(self) -> list[int]:
         return [self.world_size] if self.world_size is not None else []
-
-    def as_dict(self) -> dict[str, Any]:
-        return self.model_dump(mode="json")

@@ -17,18 +17,39 @@ from typing import Any, Protocol
 
 import psutil
 
+from bench.argtypes import UsageError
 from bench.collective import floors
 from bench.launch import forensics, inflight, loopback, rankstate, scratch, shmclean
 from bench.launch.signals import JOB_ENV, SignalGuard, end_job, end_leftovers, interrupted, tree
 from bench.launch.watchdog import TIMEOUT_EXIT
+from bench.scenario_base import ScenarioError
 from bench.store.kinds import now
 from bench.store.records import iter_records, write_meta
+from bench.store.resume import RunDirError
 
 
 def say(line: str, out: Any = None) -> None:
     """Print one line; a closed terminal (SIGHUP) must not turn into a traceback."""
     with contextlib.suppress(OSError, ValueError):
         print(line, file=out or sys.stderr, flush=True)
+
+
+def one_world(sizes: tuple[int, ...], what: str) -> int | None:
+    """The one world size of ``--world-sizes`` (None: not given) of a kind that runs ``what``."""
+    if len(sizes) > 1:
+        raise ScenarioError(f"--world-sizes: {what}, got {','.join(map(str, sizes))}")
+    return sizes[0] if sizes else None
+
+
+@contextlib.contextmanager
+def usage_errors(command: str = "") -> Iterator[None]:
+    """A scenario's or run directory's error in the block as a one-line UsageError."""
+    try:
+        yield
+    except (ScenarioError, RunDirError) as e:
+        raise UsageError(str(e), command) from None
+    except ValueError as e:  # the scenario's own checks (pydantic)
+        raise UsageError(str(e).splitlines()[-1].strip(), command) from None
 
 
 @dataclass(frozen=True)
@@ -235,26 +256,33 @@ class Sweep:
         return guard.exit_code
 
     def _finish(self) -> int:
-        wrong = sum(1 for r in _records(self.run_dir) if r.get("status") == "wrong")
-        below = floors.failures(_records(self.run_dir))
-        reasons = []
-        if self.failures:
-            reasons.append(f"{self.failures} job{'s' if self.failures > 1 else ''} failed")
-        if below:
-            reasons.append(floors.summary(below))
-        if wrong:
-            reasons.append(f"{wrong} case{'s' if wrong > 1 else ''} wrong (elements differ from "
-                           "the exact expected values)")
-        status = "failed" if reasons else "ok"
-        for stale in ("signal", "interrupted_case"):  # from an interrupted run now resumed
-            self.info.pop(stale, None)
-        self.save(status=status, reason="; ".join(reasons) or None, finished=now())
         say(f"# {count_records(self.run_dir)} records in {self.run_dir / 'results.jsonl'}")
-        for line in below:
-            say(f"commbench: below its floor: {line}")
-        if wrong:
-            say(f"commbench: {reasons[-1]}: the run failed")
-        return 1 if reasons else 0
+        return finish_run(self.run_dir, self.info, self.failures)
+
+
+def finish_run(run_dir: Path, info: dict[str, Any], failures: int = 0) -> int:
+    """A run's end in its ``meta.json`` (``info``): failed for failed jobs, cases below their
+    floors or wrong, each said; returns the exit code (0 or 1)."""
+    wrong = sum(1 for r in _records(run_dir) if r.get("status") == "wrong")
+    below = floors.failures(_records(run_dir))
+    reasons = []
+    if failures:
+        reasons.append(f"{failures} job{'s' if failures > 1 else ''} failed")
+    if below:
+        reasons.append(floors.summary(below))
+    if wrong:
+        reasons.append(f"{wrong} case{'s' if wrong > 1 else ''} wrong (elements differ from "
+                       "the exact expected values)")
+    for stale in ("signal", "interrupted_case"):  # from an interrupted run now resumed
+        info.pop(stale, None)
+    info.update(status="failed" if reasons else "ok", reason="; ".join(reasons) or None,
+                finished=now())
+    write_meta(run_dir, info)
+    for line in below:
+        say(f"commbench: below its floor: {line}")
+    if wrong:
+        say(f"commbench: {reasons[-1]}: the run failed")
+    return 1 if reasons else 0
 
 
 def _records(run_dir: Path) -> Iterator[dict[str, Any]]:

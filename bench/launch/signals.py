@@ -161,6 +161,13 @@ def interrupted(name: str | None, case: str | None) -> dict[str, Any]:
             "interrupted_case": case, "finished": now()}
 
 
+def end_meta(run_dir: Path, fields: dict[str, Any]) -> None:
+    """``fields`` (how the run ended) into ``run_dir``'s ``meta.json``."""
+    from bench.store.records import read_meta, write_meta
+
+    write_meta(run_dir, read_meta(run_dir) | fields)
+
+
 @functools.cache
 def job_interrupt() -> JobInterrupt:
     """The process's one :class:`JobInterrupt` (made on first call)."""
@@ -201,9 +208,7 @@ class JobInterrupt:
     @staticmethod
     def _mark(run_dir: Path, name: str) -> None:
         from bench.launch.inflight import take
-        from bench.store.records import read_meta, write_meta
 
-        info = read_meta(run_dir)
         marker = take(run_dir)
-        write_meta(run_dir, info | interrupted(name, marker.get("case") if marker else None))
+        end_meta(run_dir, interrupted(name, marker.get("case") if marker else None))
         os.write(2, f"commbench: interrupted by {name}; records kept in {run_dir}\n".encode())

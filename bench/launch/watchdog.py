@@ -12,8 +12,10 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
-from bench.launch import forensics
+from bench.launch import forensics, inflight
 from bench.launch.rankstate import Slots, Where
 
 TIMEOUT_EXIT = 124  # the job's exit code when the watchdog aborts it (launchers pass it on)
@@ -26,7 +28,8 @@ GRACE_POLLS = 20  # polls a rank that did not explain the hang waits for the one
 class Watchdog:
     def __init__(self, rank: int, abort: Callable[[int], object], poll_s: float = 0.5,
                  slots: Slots | None = None, world_size: int = 1,
-                 on_hang: Callable[[forensics.Hang], None] | None = None) -> None:
+                 on_hang: Callable[[forensics.Hang], None] | None = None,
+                 marker: Path | None = None) -> None:
         self._rank = rank
         self._abort = abort
         self._lock = threading.Lock()
@@ -35,6 +38,7 @@ class Watchdog:
         self._timeout = 0.0
         self._stop = threading.Event()
         self._slots, self._world, self._on_hang = slots, world_size, on_hang
+        self._marker = marker  # the run directory whose in-flight marker this rank writes
         self._beat, self._poll = 0, poll_s
         self.where = Where()  # the main thread keeps it current (the harness)
         self._thread = threading.Thread(target=self._loop, args=(poll_s,), daemon=True)
@@ -44,6 +48,14 @@ class Watchdog:
         with self._lock:
             self._label, self._timeout = label, timeout_s
             self._deadline = time.monotonic() + timeout_s
+
+    def arm_case(self, label: str, timeout_s: float, **extra: Any) -> None:
+        """:meth:`arm`, first naming the case in the in-flight marker (the marker's rank), with
+        ``extra`` fields (``world_size`` the job's unless given)."""
+        if self._marker is not None:
+            extra.setdefault("world_size", self._world)
+            inflight.mark(self._marker, label, timeout_s, **extra)
+        self.arm(label, timeout_s)
 
     def disarm(self) -> None:
         with self._lock:

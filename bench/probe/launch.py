@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import socket
 from dataclasses import dataclass
@@ -12,10 +13,9 @@ from typing import Any
 
 import psutil
 
-from bench.argtypes import UsageError
 from bench.collective.launch import CollectiveJob, CollectiveKind, after_run, in_job, start_sweep
-from bench.launch import inflight, launcher
-from bench.launch.selflaunch import JobResult, say
+from bench.launch import launcher
+from bench.launch.selflaunch import JobResult, one_world, say, usage_errors
 from bench.probe.scenario import ProbeScenario, Setup
 from bench.scenario_base import ScenarioError
 from bench.store import resume
@@ -31,22 +31,15 @@ INTERRUPTED = {"during": "{}", "next_step": "(commbench report {run} shows them)
 def handle(args: argparse.Namespace, sc: ProbeScenario, sizes: tuple[int, ...] = ()) -> int:
     """Run probe ``sc``; ``sizes``: ``--world-sizes`` of ``commbench run`` (at most one)."""
     inside = bool(os.environ.get(launcher.WORKER_ENV)) or launcher.inside_mpi_job()
-    try:
+    with usage_errors("probe"):
         if getattr(args, "resume", None) is not None:
             raise ScenarioError(f"--resume: {NOT_RESUMED}")
-        if len(sizes) > 1:
-            raise ScenarioError(f"--world-sizes: a probe measures one world size, got "
-                                f"{','.join(map(str, sizes))}")
-        if sizes:
-            sc = ProbeScenario.model_validate({**sc.model_dump(), "world_size": sizes[0]})
+        if given := one_world(sizes, "a probe measures one world size"):
+            sc = ProbeScenario.model_validate({**sc.model_dump(), "world_size": given})
         if not inside:
             world = sc.world_size or sc.default_world_size(psutil.cpu_count(logical=True) or 1)
             sc = ProbeScenario.model_validate({**sc.model_dump(), "world_size": world})
             plan = ProbeJob(args, sc).plan()
-    except (ScenarioError, RunDirError) as e:
-        raise UsageError(str(e), "probe") from None
-    except ValueError as e:  # the scenario's own checks (pydantic)
-        raise UsageError(str(e).splitlines()[-1].strip(), "probe") from None
     if inside:
         return in_job(args, ProbeJob(args, sc))
     return start_sweep(ProbeKind(args, sc, plan.run_dir, False), plan, _source(args), (world,),
@@ -108,11 +101,7 @@ class ProbeJob(CollectiveJob):
         sc, setup, over = self.sc, self.setup, oversubscribed_comm(comm)
         assert setup is not None
         with recording(comm, run_dir) as (dog, writer):
-
-            def arm(label: str) -> None:
-                if writer:
-                    inflight.mark(run_dir, label, sc.round_timeout_s, world_size=comm.size)
-                dog.arm(label, sc.round_timeout_s)
+            arm = functools.partial(dog.arm_case, timeout_s=sc.round_timeout_s)
 
             extra = {"run_id": run_id, "scenario": sc.name, "oversubscribed": over,
                      "layout": setup.layout.source}

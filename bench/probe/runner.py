@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 from mpi4py import MPI
 
+from bench.collective import harness
 from bench.collective.p2p import PairCase, pair_max
 from bench.collective.timer import CLOCK, Clock
 from bench.costmodel.delay import LinkDelay
@@ -24,7 +25,6 @@ from bench.probe.record import Samples, Settings, block_record, pair_record
 from bench.probe.schedule import peer_in, rounds
 from bench.probe.verdict import Retest, retest, retests_text
 
-IDLE_POLL_S = 2e-3  # how often a rank asleep at the barrier looks whether it is over
 Sink = Callable[[dict[str, Any]], object]
 Say = Callable[[str], object]
 PerSize = dict[int, list[list[float]]]  # nbytes -> this rank's samples of each measurement
@@ -153,7 +153,7 @@ class Probe:
                 with pinned(0 if comm.rank == a else 1, self.pin):
                     mine = self._pair(work, b if comm.rank == a else a, check.sizes,
                                       confirm.repeats)
-            idle_barrier(comm)
+            harness.idle_barrier(comm)
             both = comm.gather(mine, root=0)
             if both is not None:
                 got[role].append([_samples(n, both[a][n], both[b][n]) for n in check.sizes])
@@ -163,13 +163,6 @@ class Probe:
 def _samples(nbytes: int, a: list[list[float]], b: list[list[float]]) -> Samples:
     lat, uni, bi = pair_max(a, b)
     return Samples(nbytes, tuple(t / 2 for t in lat), tuple(uni), tuple(bi))
-
-
-def idle_barrier(comm: MPI.Comm, poll_s: float = IDLE_POLL_S) -> None:
-    """A barrier waited for asleep, leaving the cores to the ranks still measuring."""
-    req = comm.Ibarrier()
-    while not req.Test():
-        time.sleep(poll_s)
 
 
 @contextlib.contextmanager

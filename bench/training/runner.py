@@ -67,18 +67,16 @@ def run_job(ctx: JobContext) -> int:
              "device": str(device.type), "tf32": False if device.type == "cuda" else None,
              "oversubscribed": oversubscribed(int(os.environ.get("LOCAL_WORLD_SIZE", "1")))}
     refs: dict[tuple[str, int], list[float]] = {}
-    dog = Watchdog(rank, _leave)
+    dog = Watchdog(rank, _leave, world_size=world, marker=ctx.run_dir if rank == 0 else None)
     skip = recorded(ctx.run_dir, cases, world) if ctx.resume else set()  # a resumed run
     for i in range(start, len(cases)):
         spec, model = cases[i]
         label = f"{spec.label} {model} p={world}"
         if i in skip:
             continue
-        if rank == 0:
-            inflight.mark(ctx.run_dir, label, sc.case_timeout_s, index=i, world_size=world)
-            if ctx.progress:
-                print(f"[{i + 1}/{len(cases)}] {label}", file=sys.stderr, flush=True)
-        dog.arm(label, sc.case_timeout_s)
+        if rank == 0 and ctx.progress:
+            print(f"[{i + 1}/{len(cases)}] {label}", file=sys.stderr, flush=True)
+        dog.arm_case(label, sc.case_timeout_s, index=i)
         try:
             rec = _one_case(ctx, spec, model, world, rank, device, backend, refs, extra)
         except Exception as e:
