@@ -13,7 +13,7 @@ from mpi4py import MPI
 from bench.collective import harness
 from bench.collective.case import Group
 from bench.collective.runner import oversubscribed_comm, recording, topology_for
-from bench.launch import inflight
+from bench.launch.watchdog import Watchdog
 from bench.replay.scenario import Case, ReplayScenario, group_label
 from kernels.collective import resolve
 from kernels.transports import TRANSPORTS, TransportUnavailable
@@ -58,8 +58,7 @@ def run_replay(comm: MPI.Comm, sc: ReplayScenario, run_dir: Path, run_id: str,
                 skipped = None
                 if sub != MPI.COMM_NULL:
                     try:
-                        recs, skipped = _measure(sub, sc, transport, cases, extra, dog, run_dir,
-                                                 writer is not None), None
+                        recs, skipped = _measure(sub, sc, transport, cases, extra, dog), None
                     except TransportUnavailable as e:
                         skipped = f"# skipped transport {transport} on group {group_label(group)}: {e}"
                     sub.Free()
@@ -81,8 +80,7 @@ def run_replay(comm: MPI.Comm, sc: ReplayScenario, run_dir: Path, run_id: str,
 
 
 def _measure(sub: MPI.Comm, sc: ReplayScenario, transport: str, cases: list[tuple[Case, int]],
-             extra: dict[str, Any], dog: Any, run_dir: Path,
-             writes: bool) -> list[tuple[dict[str, Any], Case, int]]:
+             extra: dict[str, Any], dog: Watchdog) -> list[tuple[dict[str, Any], Case, int]]:
     tr = TRANSPORTS.get(transport).create(sub)
     topo = topology_for(sub, "auto")
     out = []
@@ -93,9 +91,7 @@ def _measure(sub: MPI.Comm, sc: ReplayScenario, transport: str, cases: list[tupl
                       case.count, case.on(TRANSPORTS.get(transport).dtypes),
                       "sum" if spec.reduces else "none", tuple(sc.algorithms), case.root)
             label = f"replay group {case.label}: {g.label()}"
-            if writes:
-                inflight.mark(run_dir, label, sc.case_timeout_s, world_size=sub.size)
-            dog.arm(label, sc.case_timeout_s)
+            dog.arm_case(label, sc.case_timeout_s, world_size=sub.size)
             recs = harness.measure(harness.Env(sub, tr, topo, extra), g, sc.timing, sc.check)
             dog.disarm()
             out += [(r, case, n) for r in recs]
