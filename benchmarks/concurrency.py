@@ -9,8 +9,8 @@ communicator), an all-to-all on ranks 0-1 beside a reduce_scatter on ranks 2-3 (
 and scenarios/overlap.yaml (MPI_Iallreduce progressed by MPI, a commbench ring on a progress
 thread). With ``--testbed`` (root: network namespaces, tc), two testbed hosts of 2 ranks whose
 links are paced at ``--rate``: two 2-rank ring all_reduces, each across both hosts, so both cross
-the same two links, next to the shared-link model (:mod:`bench.costmodel.shared`: the
-bandwidth term times the flows on the link).
+the same two links, next to the shared-link model (:func:`together_s`: the bandwidth term times
+the flows on the link).
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ from typing import Any
 
 from bench.argtypes import OneLineParser
 from bench.concurrent.table import group_rows, overlap_rows
-from bench.costmodel.shared import slowdown as modelled
 from bench.store.records import iter_records
 from bench.units import format_size, parse_rate
 from benchmarks import results
@@ -47,6 +46,25 @@ groups:
 """
 
 
+def together_s(alone_s: float, nbytes: float, bytes_per_s: float, flows: int) -> float:
+    """The shared-link model: a communicator that sends ``nbytes`` over a link of ``bytes_per_s``
+    alone in ``alone_s``, beside ``flows - 1`` other equal flows on that link (each alive as long
+    as it), pays the bandwidth term ``flows`` times over, its latency and software parts unchanged:
+
+        together = alone + (flows - 1) * nbytes / bytes_per_s
+
+    the per-step rule of :mod:`bench.costmodel.net` (a resource's capacity over its concurrent
+    flows) applied across communicators."""
+    if flows < 1 or bytes_per_s <= 0:
+        raise ValueError(f"flows must be >= 1 and bytes_per_s > 0, got {flows}, {bytes_per_s}")
+    return alone_s + (flows - 1) * nbytes / bytes_per_s
+
+
+def slowdown(alone_s: float, nbytes: float, bytes_per_s: float, flows: int) -> float:
+    """``together_s`` over ``alone_s``."""
+    return together_s(alone_s, nbytes, bytes_per_s, flows) / alone_s
+
+
 def _groups(run: Path, title: str, rate: float | None = None) -> None:
     recs = list(iter_records(run, samples=False))
     sent = {(r["group"], tuple(r["members"]), int(r["nbytes"])): r.get("bytes_sent_max")
@@ -62,7 +80,7 @@ def _groups(run: Path, title: str, rate: float | None = None) -> None:
                 f"{r.together_us:>12.1f} {r.slowdown:>9.2f}")
         nbytes = sent.get((r.group, r.members, r.nbytes))
         if rate and nbytes:  # the other group's flow shares each link this one crosses
-            line += f" {modelled(r.alone_us * 1e-6, nbytes, rate, 2):>9.2f}"
+            line += f" {slowdown(r.alone_us * 1e-6, nbytes, rate, 2):>9.2f}"
         print(line)
 
 

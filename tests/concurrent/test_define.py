@@ -109,7 +109,7 @@ def test_measured_overlap_meets_the_bounds_at_none_and_all(f: float, bound: str)
 
 
 def test_flows_on_one_link_share_its_bandwidth() -> None:
-    from bench.costmodel.shared import slowdown, together_s
+    from benchmarks.concurrency import slowdown, together_s
 
     assert together_s(0.03, 1e6, 5e7, 2) == pytest.approx(0.05)  # + 1 MB at 50 MB/s
     assert slowdown(0.02, 1e6, 5e7, 1) == 1.0
