@@ -120,11 +120,16 @@ def side_env(side: Side) -> dict[str, str]:
     return env
 
 
+def _ask(side: Side, *args: str) -> subprocess.CompletedProcess[str]:
+    """The side's interpreter run with ``args`` in its worktree, its output captured."""
+    return subprocess.run(side.command(*args), capture_output=True, text=True, env=side_env(side),
+                          cwd=side.tree)
+
+
 def check_origin(side: Side) -> None:
     """The side's interpreter imports commbench from its worktree, not from this checkout."""
     code = "import importlib,sys;print('\\n'.join(importlib.import_module(p).__file__ for p in sys.argv[1:]))"
-    res = subprocess.run(side.command("-c", code, *PACKAGES), capture_output=True, text=True,
-                         env=side_env(side), cwd=side.tree)
+    res = _ask(side, "-c", code, *PACKAGES)
     if res.returncode != 0:
         raise AbError(f"{side.label}: cannot import commbench from its worktree: "
                       f"{(res.stderr.strip().splitlines() or ['?'])[-1]}")
@@ -133,18 +138,13 @@ def check_origin(side: Side) -> None:
             raise AbError(f"{side.label}: {pkg} is imported from {where}, not from its worktree")
 
 
-def quiet_flags(side: Side) -> tuple[str, ...]:
-    """``--no-report`` where the side's ``commbench run`` has it: ab renders its own report."""
-    res = subprocess.run(side.command("-m", "bench", "run", "--help"), capture_output=True,
-                         text=True, env=side_env(side), cwd=side.tree)
-    return ("--no-report",) if res.returncode == 0 and "--no-report" in res.stdout else ()
-
-
 def check_sides(sides: Sequence[Side]) -> None:
-    """Each side imports commbench from its own code, and says what its ``commbench run`` takes."""
+    """Each side imports commbench from its own code; its ``commbench run`` gets ``--no-report``
+    where it has it (ab renders its own report)."""
     for side in sides:
         check_origin(side)
-        side.run_flags = quiet_flags(side)
+        res = _ask(side, "-m", "bench", "run", "--help")
+        side.run_flags = ("--no-report",) if res.returncode == 0 and "--no-report" in res.stdout else ()
 
 
 def run_once(side: Side, scenario: Path, rnd: int, rounds_dir: Path,
