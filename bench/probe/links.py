@@ -6,35 +6,25 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cached_property
 
 from kernels.topology import Topology
 
 
 @dataclass(frozen=True)
-class Layout:
-    hosts: tuple[str, ...]  # host name of each rank
-    node_of: tuple[int, ...]  # node of each rank, nodes numbered 0..n-1
-    leaf_of: tuple[int, ...] | None = None  # leaf switch of each node (None: one switch)
-    source: str = "host names"  # how the nodes were decided, for the report
+class Layout(Topology):
+    """A :class:`Topology` with each rank's host name, the leaf switch of each node (None: one
+    switch) and how the nodes were decided (for the report)."""
+
+    hosts: tuple[str, ...]
+    leaf_of: tuple[int, ...] | None = None
+    source: str = "host names"
 
     def __post_init__(self) -> None:
+        super().__post_init__()  # raises unless nodes are numbered 0..n-1
         if len(self.hosts) != len(self.node_of):
             raise ValueError(f"{len(self.hosts)} host names for {len(self.node_of)} ranks")
         if self.leaf_of is not None and len(self.leaf_of) != self.num_nodes:
             raise ValueError(f"{len(self.leaf_of)} leaves given for {self.num_nodes} nodes")
-
-    @cached_property
-    def topology(self) -> Topology:
-        return Topology(self.node_of)  # raises unless nodes are numbered 0..n-1
-
-    @property
-    def world(self) -> int:
-        return self.topology.world
-
-    @property
-    def num_nodes(self) -> int:
-        return self.topology.num_nodes
 
     def link_class(self, a: int, b: int) -> str:
         na, nb = self.node_of[a], self.node_of[b]
@@ -44,15 +34,12 @@ class Layout:
             return "inter"
         return "spine"
 
-    def ranks_of(self, node: int) -> list[int]:
-        return [r for r, n in enumerate(self.node_of) if n == node]
-
     def node_host(self, node: int) -> str:
-        return self.hosts[self.ranks_of(node)[0]]
+        return self.hosts[self.nodes()[node][0]]
 
     def node_name(self, node: int) -> str:
         """``node 3 (host vm1, ranks 6-7)``: how a report names a node, by host and ranks."""
-        ranks = self.ranks_of(node)
+        ranks = self.nodes()[node]
         span = (f"rank {ranks[0]}" if len(ranks) == 1 else
                 f"ranks {ranks[0]}-{ranks[-1]}" if ranks == list(range(ranks[0], ranks[-1] + 1))
                 else "ranks " + ",".join(map(str, ranks)))
@@ -62,10 +49,10 @@ class Layout:
 def from_launch(hosts: Sequence[str], ranks_per_node: int | str) -> Layout:
     """Nodes by host name (``auto``), or virtual nodes of ``ranks_per_node`` consecutive ranks."""
     if ranks_per_node == "auto":
-        return Layout(tuple(hosts), Topology.from_hosts(hosts).node_of, None, "host names")
+        return Layout(Topology.from_hosts(hosts).node_of, tuple(hosts))
     rpn = int(ranks_per_node)
     topo = Topology.blocks(len(hosts), rpn)  # ValueError when it does not divide the world
-    return Layout(tuple(hosts), topo.node_of, None,
+    return Layout(topo.node_of, tuple(hosts), None,
                   f"virtual nodes of {rpn} consecutive ranks (ranks_per_node {rpn})")
 
 
@@ -73,7 +60,7 @@ def from_placed(hosts: Sequence[str], node_of: Sequence[int], leaf_of: Sequence[
                 spec: str) -> Layout:
     """Nodes and leaves of an emulated topology (``bench.costmodel.model.Placed``)."""
     leaves = tuple(leaf_of) if len(set(leaf_of)) > 1 else None
-    return Layout(tuple(hosts), tuple(node_of), leaves, f"emulated topology {spec}")
+    return Layout(tuple(node_of), tuple(hosts), leaves, f"emulated topology {spec}")
 
 
 def flows(layout: Layout, pairs: Sequence[tuple[int, int]]) -> dict[tuple[int, int], int]:

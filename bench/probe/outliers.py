@@ -73,9 +73,9 @@ def node_names(records: Iterable[Mapping[str, Any]]) -> dict[int, tuple[str, tup
     if ranks != list(range(len(ranks))):  # not every rank seen: name the nodes as far as known
         return {n: (f"node {n}", tuple(r for r in ranks if node_of[r] == n),
                     hosts[next(r for r in ranks if node_of[r] == n)]) for n in set(node_of.values())}
-    lay = Layout(tuple(hosts[r] for r in ranks), tuple(node_of[r] for r in ranks))
-    return {n: (lay.node_name(n), tuple(lay.ranks_of(n)), lay.node_host(n))
-            for n in range(lay.num_nodes)}
+    lay = Layout(tuple(node_of[r] for r in ranks), tuple(hosts[r] for r in ranks))
+    return {n: (lay.node_name(n), tuple(members), lay.node_host(n))
+            for n, members in enumerate(lay.nodes())}
 
 
 def link_stats(records: Sequence[Mapping[str, Any]], prefix: str, nbytes: int) -> list[Link]:

@@ -68,7 +68,7 @@ def gbps(nbytes: float, us: float) -> float:
 
 
 def ranks_per_node(layout: Layout) -> int | None:
-    sizes = {len(layout.ranks_of(n)) for n in range(layout.num_nodes)}
+    sizes = {len(ranks) for ranks in layout.nodes()}
     return sizes.pop() if len(sizes) == 1 else None
 
 
