@@ -93,7 +93,7 @@ def _cached(job: Job, kind: str, lay: Layout, make: Callable[[], Any]) -> Any:
 
 def _knobs(job: Job, lay: Layout) -> float:
     """What the layout's knobs multiply compute by (:func:`bench.advise.compute.factor`)."""
-    return factor(job.compute, lay.checkpoint, lay.amp != "fp32" or job.precision.param_bytes == 2)
+    return factor(job.compute, lay.checkpoint, job.precision.act_scale(lay.amp) == 1)
 
 
 def memory_of(job: Job, lay: Layout) -> Memory:

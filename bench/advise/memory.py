@@ -82,8 +82,7 @@ def stage_output_bytes(shape: Shape, lay: Layout, micro: int, prec: Precision) -
     if lay.pipeline == 1 or sw.deallocates_outputs or not isinstance(cfg, GPTConfig):
         return 0
     sp = lay.tensor if sw.sequence_parallel else 1
-    scale = 1 if prec.param_bytes == 2 or lay.amp != "fp32" else 2  # vs 16-bit figures
-    return OUTPUT_PER_SBH * cfg.seq_len // lay.context * micro * cfg.embd * scale // sp
+    return OUTPUT_PER_SBH * cfg.seq_len // lay.context * micro * cfg.embd * prec.act_scale(lay.amp) // sp
 
 
 def stage_activations(shape: Shape, lay: Layout, batch: int, prec: Precision,
@@ -97,7 +96,7 @@ def stage_activations(shape: Shape, lay: Layout, batch: int, prec: Precision,
     sw, micro = shape.software, batch // lay.microbatches
     layer = layer_activation_bytes(cfg.seq_len, micro, cfg.embd, cfg.heads, lay.tensor, sw,
                                    lay.recompute, lay.context) + gathered_kv_bytes(shape, lay, micro)
-    scale = 1 if prec.param_bytes == 2 or lay.amp != "fp32" else 2  # vs 16-bit figures
+    scale = prec.act_scale(lay.amp)
     vocab = -(-cfg.vocab // lay.tensor) if sw.vocab_parallel else cfg.vocab
     seq = cfg.seq_len // lay.context  # context parallelism: the rank's chunk of each sequence
     logits = LOGITS_BYTES * seq * micro * vocab
