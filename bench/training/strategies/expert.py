@@ -148,15 +148,9 @@ def expert_calls(ctx: CommContext, priced: bool = False) -> list[Call]:
 
 def price(job: Job, ctx: CommContext) -> list[Priced]:
     """Every call of the layout on its group, the all-to-alls at the busiest rank's volume."""
-    from bench.advise.comm import pipeline_calls
-    from bench.advise.step import Priced
+    from bench.advise.evaluate import timed
 
-    lay = ctx.layout
-    out = []
-    for c in [*expert_calls(ctx, priced=True), *(pipeline_calls(ctx) if lay.pipeline > 1 else [])]:
-        t = job.timer.time(c, job.timer.group(lay, c.group))
-        out.append(Priced(c, t.seconds, t.algorithm, t.best))
-    return out
+    return timed(job, ctx, expert_calls(ctx, priced=True))
 
 
 def states(shape: Shape, lay: Layout, batch: int, prec: Precision) -> tuple[Memory, ...]:
