@@ -136,7 +136,7 @@ def states(shape: Shape, lay: Layout, batch: int, prec: Precision) -> tuple[Memo
     out = []
     for pp in representative_stages(shape, lay):
         ctx = CommContext(shape, lay, batch, pp=pp)
-        e = _held(shape, lay.dp, lay.replicas, lay.tensor, ctx.my_pieces, prec)
+        e = held_states(shape, spec(lay.dp), lay.replicas, 0, lay.tensor, ctx.my_pieces, prec)
         if lay.pipeline > 1:
             e = accumulated(e, _elements(shape, lay.tensor, ctx.my_pieces), prec)
         out.append(Memory(e, pp))
@@ -159,17 +159,18 @@ def _elements(shape: Shape, tensor: int, pieces: frozenset[int]) -> int:
 
 
 @functools.lru_cache(maxsize=4096)
-def _held(shape: Shape, dp: str, data: int, tensor: int, pieces: frozenset[int],
-          prec: Precision) -> Estimate:
-    """Data index 0's model states holding ``pieces`` at their tensor-parallel local shapes."""
-    return predict(shape.model, _spec(dp), data, 0, prec,
+def held_states(shape: Shape, spec: StrategySpec, world: int, rank: int, tensor: int,
+                pieces: frozenset[int], prec: Precision) -> Estimate:
+    """Model states of ``rank`` of ``world`` holding ``pieces`` at their tensor-parallel local
+    shapes."""
+    return predict(shape.model, spec, world, rank, prec,
                    params=list(local_params(shape, tensor, pieces)))
 
 
 @functools.cache
-def _spec(name: str) -> StrategySpec:
-    """The strategy's spec, validated once per name (pydantic builds a validator each time)."""
-    return StrategySpec(name=name)
+def spec(name: str, **options: int) -> StrategySpec:
+    """The strategy's spec, validated once (pydantic builds a validator each time)."""
+    return StrategySpec(name=name, **options)
 
 
 def with_activations(held: tuple[Memory, ...], acts: dict[int, int] | None) -> Memory:

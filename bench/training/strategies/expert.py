@@ -156,15 +156,11 @@ def price(job: Job, ctx: CommContext) -> list[Priced]:
 def states(shape: Shape, lay: Layout, batch: int, prec: Precision) -> tuple[Memory, ...]:
     """Model states of data index 0 on each kind of pipeline stage: the largest."""
     from bench.advise.comm import CommContext, representative_stages
-    from bench.advise.memory import Memory
-    from bench.training.analytic import predict
-    from bench.training.scenario import StrategySpec
+    from bench.advise.memory import Memory, held_states, spec
 
-    spec = StrategySpec(name="expert", degree=lay.expert)
-    out = []
-    for pp in representative_stages(shape, lay):
-        ps = list(CommContext(shape, lay, batch, pp=pp).params)
-        out.append(Memory(predict(shape.model, spec, lay.data, 0, prec, params=ps), pp))
+    out = [Memory(held_states(shape, spec("expert", degree=lay.expert), lay.data, 0, lay.tensor,
+                              CommContext(shape, lay, batch, pp=pp).my_pieces, prec), pp)
+           for pp in representative_stages(shape, lay)]
     return (max(out, key=lambda m: m.total),)
 
 
