@@ -147,14 +147,16 @@ name_list = _list_of(str, "names", "ring")
 _SCALE = {"": 1.0, "K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12}
 
 
-def _count(text: str) -> float:
-    m = re.fullmatch(r"\s*(\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)\s*([KMBGT]?)\s*", text)
+def param_count(text: str) -> int:
+    """A parameter count: ``7.5B``, ``70b``, ``350M``, ``1.3e9`` (B and G: 1e9)."""
+    t = text.upper() if text[-1:].isalpha() else text
+    m = re.fullmatch(r"\s*(\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)\s*([KMBGT]?)\s*", t)
     if not m:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a count (7.5B, 1.3e9, 350M)")
+        raise argparse.ArgumentTypeError(f"{t!r} is not a count (7.5B, 1.3e9, 350M)")
     n = float(m.group(1)) * _SCALE[m.group(2)]
     if not math.isfinite(n) or n < 1 or n > 1e15:
-        raise argparse.ArgumentTypeError(f"{text!r}: a count from 1 to 1e15")
-    return n
+        raise argparse.ArgumentTypeError(f"{t!r}: a count from 1 to 1e15")
+    return round(n) if m.group(2) else int(n)
 
 
 def _span(text: str) -> tuple[int, int]:
@@ -171,11 +173,11 @@ size_span = _typed("size range", "4B..1MiB", _span)
 
 
 def _count_text(text: str) -> str:
-    _count(text.upper() if text[-1:].isalpha() else text)
+    param_count(text)
     return text
 
 
-params = _typed("count", "7B", _count_text)  # the text, checked: its readers parse it themselves
+params = _typed("count", "7B", _count_text)  # the text, checked: its readers parse it (param_count)
 
 
 def _path(text: str) -> Path:

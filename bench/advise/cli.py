@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bench.advise.compute import Measured
-from bench.advise.custom import check_params, parse_count, relative_gap
+from bench.advise.custom import check_params, relative_gap
 from bench.advise.question import AdviceError, Question, device_key
 from bench.advise.records import record, write_run
 from bench.advise.routing import Routing
@@ -27,6 +27,7 @@ from bench.advise.validate import (
     single_rank,
     training_records,
 )
+from bench.argtypes import param_count
 from bench.costmodel.model import parse_topology
 from bench.costmodel.profile import load_profile
 from bench.models.configs import MoEConfig
@@ -60,7 +61,7 @@ def shape_from_args(args: argparse.Namespace, say: Say) -> Shape:
         except ValueError as e:
             raise AdviceError(f"--kv-heads: {e}") from None
     say(f"# {shape.name}: {shape.total / 1e9:.2f}B parameters from the shape (--params "
-        f"{args.params}: {relative_gap(parse_count(args.params), shape.total):.0%} apart)")
+        f"{args.params}: {relative_gap(param_count(args.params), shape.total):.0%} apart)")
     return shape
 
 

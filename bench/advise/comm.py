@@ -14,7 +14,7 @@ from bench.advise.calls import Call
 from bench.advise.layout import Layout
 from bench.advise.shape import Shape, local_params
 from bench.training.analytic import Param, Precision
-from bench.training.stages import local_stages, stage_pieces, stage_starts
+from bench.training.stages import local_stages, rank_pieces, stage_starts
 from bench.training.strategy import strategies
 
 
@@ -54,7 +54,7 @@ class CommContext:
     @property
     def my_pieces(self) -> frozenset[int]:
         lay = self.layout
-        return pieces_of(self.shape, lay.pipeline, lay.stages_per_rank, self.pp)
+        return rank_pieces(self.shape.piece_sizes, lay.stages_per_rank, self.pp, lay.pipeline)
 
     @functools.cached_property
     def params(self) -> tuple[Param, ...]:
@@ -71,14 +71,6 @@ class CommContext:
         return self.shape.tokens_per_sample // self.layout.context
 
 
-@functools.lru_cache(maxsize=65536)
-def pieces_of(shape: Shape, pipeline: int, per_rank: int, pp: int) -> frozenset[int]:
-    """The pieces of pipeline index ``pp``'s stages (one frozenset per kind: the caches' key)."""
-    stages = pipeline * per_rank
-    return stage_pieces(stage_starts(shape.piece_sizes, stages),
-                        local_stages(per_rank, pp, pipeline))
-
-
 def representative_stages(shape: Shape, layout: Layout) -> list[int]:
     """One pipeline index per distinct kind of rank: ranks whose stages hold pieces of the same
     sizes and FLOPs, and are alike in being first or last, issue the same calls and compute."""
@@ -91,7 +83,7 @@ def _representatives(shape: Shape, pipeline: int, per_rank: int) -> tuple[int, .
     for pp in range(pipeline):
         mine = local_stages(per_rank, pp, pipeline)
         sig = (tuple((shape.piece_sizes[i], shape.piece_flops[i])
-                     for i in sorted(pieces_of(shape, pipeline, per_rank, pp))),
+                     for i in sorted(rank_pieces(shape.piece_sizes, per_rank, pp, pipeline))),
                0 in mine, pipeline * per_rank - 1 in mine)
         seen.setdefault(sig, pp)
     return tuple(seen.values())

@@ -7,21 +7,11 @@ import math
 from dataclasses import dataclass
 from typing import ClassVar
 
+from bench.argtypes import param_count
 from bench.models.catalog import ModelInfo
 from bench.training.analytic import Param
 
-SUFFIX = {"K": 1e3, "M": 1e6, "B": 1e9, "T": 1e12}
 FLAT_TENSORS = 1024  # equal tensors: ZeRO-1's whole-tensor greedy split is even for N | 1024
-
-
-def parse_count(text: str) -> int:
-    """``7.5B``, ``70B``, ``350M``, ``1e9`` -> a parameter count."""
-    t = text.strip().upper()
-    try:
-        return round(float(t[:-1]) * SUFFIX[t[-1]]) if t[-1:] in SUFFIX else int(float(t))
-    except ValueError:
-        raise ValueError(f"--params {text!r}: expected a count such as 7.5B, 350M or 1e9") \
-            from None
 
 
 def flat_params(total: int, tensors: int = FLAT_TENSORS) -> list[Param]:
@@ -40,7 +30,7 @@ PARAMS_TOLERANCE = 0.10  # --params and the shape's own count may differ by this
 def check_params(text: str, built: int) -> None:
     """``--params`` must name about the model the shape builds: a count far from it is a
     contradiction between two flags, refused (ValueError, one line) rather than footnoted."""
-    asked = parse_count(text)
+    asked = param_count(text)
     gap = relative_gap(asked, built)
     if gap > PARAMS_TOLERANCE:
         raise ValueError(f"--params {text}: the shape (--layers --hidden --heads) gives "

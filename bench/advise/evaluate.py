@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from bench.advise.calls import Call
 from bench.advise.comm import Bytes, CommContext, axis_calls, layout_calls, representative_stages
 from bench.advise.compute import Compute, factor
 from bench.advise.interference import Measured
@@ -64,17 +65,19 @@ def _priced(job: Job, lay: Layout) -> list[list[Priced]]:
     """The priced calls of each representative stage."""
     out = []
     for ctx in _contexts(job, lay):
-        own = strategies().get(lay.dp).price
-        if own is not None:
-            priced = own(job, ctx)
-        else:
-            calls = [(c, job.timer.group(lay, c.group)) for c in layout_calls(ctx)]
-            job.timer.prime(calls)  # the sizes of each group's collective in one batch
-            priced = [Priced(c, *job.timer.time(c, g)) for c, g in calls]
+        priced = (strategies().get(lay.dp).price or timed)(job, ctx)
         if job.measured is not None:
             priced = job.measured.apply(priced)
         out.append(priced)
     return out
+
+
+def timed(job: Job, ctx: CommContext, own: list[Call] | None = None) -> list[Priced]:
+    """The layout's calls timed on their groups (``own``: the data strategy's, as it prices them)."""
+    calls = [(c, job.timer.group(ctx.layout, c.group))
+             for c in (layout_calls(ctx) if own is None else [*own, *axis_calls(ctx)])]
+    job.timer.prime(calls)  # the sizes of each group's collective in one batch
+    return [Priced(c, *job.timer.time(c, g)) for c, g in calls]
 
 
 def _memo(job: Job, key: tuple[object, ...], make: Callable[[], Any]) -> Any:
@@ -93,7 +96,7 @@ def _cached(job: Job, kind: str, lay: Layout, make: Callable[[], Any]) -> Any:
 
 def _knobs(job: Job, lay: Layout) -> float:
     """What the layout's knobs multiply compute by (:func:`bench.advise.compute.factor`)."""
-    return factor(job.compute, lay.checkpoint, lay.amp != "fp32" or job.precision.param_bytes == 2)
+    return factor(job.compute, lay.checkpoint, job.precision.act_scale(lay.amp) == 1)
 
 
 def memory_of(job: Job, lay: Layout) -> Memory:

@@ -82,8 +82,7 @@ def stage_output_bytes(shape: Shape, lay: Layout, micro: int, prec: Precision) -
     if lay.pipeline == 1 or sw.deallocates_outputs or not isinstance(cfg, GPTConfig):
         return 0
     sp = lay.tensor if sw.sequence_parallel else 1
-    scale = 1 if prec.param_bytes == 2 or lay.amp != "fp32" else 2  # vs 16-bit figures
-    return OUTPUT_PER_SBH * cfg.seq_len // lay.context * micro * cfg.embd * scale // sp
+    return OUTPUT_PER_SBH * cfg.seq_len // lay.context * micro * cfg.embd * prec.act_scale(lay.amp) // sp
 
 
 def stage_activations(shape: Shape, lay: Layout, batch: int, prec: Precision,
@@ -97,7 +96,7 @@ def stage_activations(shape: Shape, lay: Layout, batch: int, prec: Precision,
     sw, micro = shape.software, batch // lay.microbatches
     layer = layer_activation_bytes(cfg.seq_len, micro, cfg.embd, cfg.heads, lay.tensor, sw,
                                    lay.recompute, lay.context) + gathered_kv_bytes(shape, lay, micro)
-    scale = 1 if prec.param_bytes == 2 or lay.amp != "fp32" else 2  # vs 16-bit figures
+    scale = prec.act_scale(lay.amp)
     vocab = -(-cfg.vocab // lay.tensor) if sw.vocab_parallel else cfg.vocab
     seq = cfg.seq_len // lay.context  # context parallelism: the rank's chunk of each sequence
     logits = LOGITS_BYTES * seq * micro * vocab
@@ -137,7 +136,7 @@ def states(shape: Shape, lay: Layout, batch: int, prec: Precision) -> tuple[Memo
     out = []
     for pp in representative_stages(shape, lay):
         ctx = CommContext(shape, lay, batch, pp=pp)
-        e = _held(shape, lay.dp, lay.replicas, lay.tensor, ctx.my_pieces, prec)
+        e = held_states(shape, spec(lay.dp), lay.replicas, 0, lay.tensor, ctx.my_pieces, prec)
         if lay.pipeline > 1:
             e = accumulated(e, _elements(shape, lay.tensor, ctx.my_pieces), prec)
         out.append(Memory(e, pp))
@@ -160,17 +159,18 @@ def _elements(shape: Shape, tensor: int, pieces: frozenset[int]) -> int:
 
 
 @functools.lru_cache(maxsize=4096)
-def _held(shape: Shape, dp: str, data: int, tensor: int, pieces: frozenset[int],
-          prec: Precision) -> Estimate:
-    """Data index 0's model states holding ``pieces`` at their tensor-parallel local shapes."""
-    return predict(shape.model, _spec(dp), data, 0, prec,
+def held_states(shape: Shape, spec: StrategySpec, world: int, rank: int, tensor: int,
+                pieces: frozenset[int], prec: Precision) -> Estimate:
+    """Model states of ``rank`` of ``world`` holding ``pieces`` at their tensor-parallel local
+    shapes."""
+    return predict(shape.model, spec, world, rank, prec,
                    params=list(local_params(shape, tensor, pieces)))
 
 
 @functools.cache
-def _spec(name: str) -> StrategySpec:
-    """The strategy's spec, validated once per name (pydantic builds a validator each time)."""
-    return StrategySpec(name=name)
+def spec(name: str, **options: int) -> StrategySpec:
+    """The strategy's spec, validated once (pydantic builds a validator each time)."""
+    return StrategySpec(name=name, **options)
 
 
 def with_activations(held: tuple[Memory, ...], acts: dict[int, int] | None) -> Memory:

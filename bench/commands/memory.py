@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import math
 
-from bench.argtypes import params, positive_int, world_list
+from bench.argtypes import param_count, params, positive_int, world_list
 from bench.commands import NEEDS_TORCH, register, said
 
 UNITS = {"GiB": 2**30, "GB": 10**9}
@@ -88,14 +88,14 @@ def _model(args: argparse.Namespace, get):  # type: ignore[no-untyped-def]
     """(model, parameters or None): a named model, a GPT by --params and shape, or Ψ flat."""
     if not args.params:
         return get(args.model), None
-    from bench.advise.custom import flat_model, parse_count
+    from bench.advise.custom import flat_model
     from bench.advise.shape import custom_gpt
 
     if args.layers is not None and args.hidden and args.heads:
         return custom_gpt(args.layers, args.hidden, args.heads, 2048), None
     if args.layers is not None or args.hidden or args.heads:
         raise ValueError("--params with a shape needs all of --layers, --hidden and --heads")
-    return flat_model(parse_count(args.params))
+    return flat_model(param_count(args.params))
 
 
 def _zero_stages(model, ps, sizes, prec, units: str) -> None:  # type: ignore[no-untyped-def]

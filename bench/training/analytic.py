@@ -29,6 +29,10 @@ class Precision:
     optim_per_param: int  # K
     optim_per_tensor: int  # Adam's step scalar (fp32 torch.optim.Adam), 0 in the ZeRO paper
 
+    def act_scale(self, amp: str) -> int:
+        """Activation bytes over the 16-bit figures: 1 with 16-bit parameters or autocast."""
+        return 1 if self.param_bytes == 2 or amp != "fp32" else 2
+
 
 FP32 = Precision("fp32", 4, 4, 8, 4)
 MIXED = Precision("mixed", 2, 2, 12, 0)
@@ -173,7 +177,7 @@ def activations(model: ModelSpec, s: StrategySpec, n: int, batch: int, prec: Pre
     ckpt = min(len(blocks & checkpointed), per_mb)
     per_layer = sq * mb * h * (10 + 24 / t + (0 if flash else 5 * a * sq / (h * t)))
     kept_input = 2 * sq * mb * h  # a checkpointed layer's input, 16-bit
-    scale = 1 if prec.param_bytes == 2 or s.precision != "fp32" else 2  # vs 16-bit figures
+    scale = prec.act_scale(s.precision)
     # the LM head's fp32 logits, held for the loss's backward by the rank that holds the head
     # (the last piece), for each micro-batch in flight there (one unless a pipeline's)
     logits = 4 * sq * mb * v if plan.pieces is None or layers + 1 in plan.pieces else 0

@@ -65,6 +65,13 @@ def local_stages(per_rank: int, rank: int, world: int) -> list[int]:
     return [rank + k * world for k in range(per_rank)]
 
 
+@functools.lru_cache(maxsize=65536)
+def rank_pieces(sizes: tuple[int, ...], per_rank: int, rank: int, world: int) -> frozenset[int]:
+    """The pieces of pipeline rank ``rank``'s stages (:func:`local_stages`) under the balanced cut
+    of ``sizes`` into ``world * per_rank`` stages."""
+    return stage_pieces(stage_starts(sizes, world * per_rank), local_stages(per_rank, rank, world))
+
+
 def check_pipeline(ranks: int, per_rank: int, schedule: str, microbatches: int, pieces: int,
                    batch: int) -> None:
     """Raise ValueError (one line) when ``ranks`` ranks of ``per_rank`` stages cannot run

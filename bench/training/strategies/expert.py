@@ -148,29 +148,19 @@ def expert_calls(ctx: CommContext, priced: bool = False) -> list[Call]:
 
 def price(job: Job, ctx: CommContext) -> list[Priced]:
     """Every call of the layout on its group, the all-to-alls at the busiest rank's volume."""
-    from bench.advise.comm import pipeline_calls
-    from bench.advise.step import Priced
+    from bench.advise.evaluate import timed
 
-    lay = ctx.layout
-    out = []
-    for c in [*expert_calls(ctx, priced=True), *(pipeline_calls(ctx) if lay.pipeline > 1 else [])]:
-        t = job.timer.time(c, job.timer.group(lay, c.group))
-        out.append(Priced(c, t.seconds, t.algorithm, t.best))
-    return out
+    return timed(job, ctx, expert_calls(ctx, priced=True))
 
 
 def states(shape: Shape, lay: Layout, batch: int, prec: Precision) -> tuple[Memory, ...]:
     """Model states of data index 0 on each kind of pipeline stage: the largest."""
     from bench.advise.comm import CommContext, representative_stages
-    from bench.advise.memory import Memory
-    from bench.training.analytic import predict
-    from bench.training.scenario import StrategySpec
+    from bench.advise.memory import Memory, held_states, spec
 
-    spec = StrategySpec(name="expert", degree=lay.expert)
-    out = []
-    for pp in representative_stages(shape, lay):
-        ps = list(CommContext(shape, lay, batch, pp=pp).params)
-        out.append(Memory(predict(shape.model, spec, lay.data, 0, prec, params=ps), pp))
+    out = [Memory(held_states(shape, spec("expert", degree=lay.expert), lay.data, 0, lay.tensor,
+                              CommContext(shape, lay, batch, pp=pp).my_pieces, prec), pp)
+           for pp in representative_stages(shape, lay)]
     return (max(out, key=lambda m: m.total),)
 
 

@@ -26,6 +26,7 @@ from bench.training.stages import (
     in_flight,
     local_stages,
     piece_sizes,
+    rank_pieces,
     stage_layers,
     stage_pieces,
     stage_starts,
@@ -237,7 +238,7 @@ def _cut(model: ModelSpec, opts: Options, n: int, r: int) -> tuple[tuple[int, ..
 
 
 def held(model: ModelSpec, opts: Options, ps: list[Param], n: int, r: int) -> Held:
-    mine = stage_pieces(*_cut(model, opts, n, r))
+    mine = rank_pieces(piece_sizes(model), opts.per_rank, r, n)
     local = [numel(p.shape) for p in ps if p.piece in mine]
     return Held(local, local, local)
 

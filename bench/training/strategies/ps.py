@@ -171,13 +171,11 @@ def price(job: Job, ctx: CommContext) -> list[Priced]:
 def states(shape: Shape, lay: Layout, batch: int, prec: Precision) -> tuple[Memory, ...]:
     """Worker 0 and server 0 (the largest shard; -1 marks the server, which runs no forward)."""
     from bench.advise.comm import CommContext
-    from bench.advise.memory import Memory
-    from bench.training.analytic import predict
-    from bench.training.scenario import StrategySpec
+    from bench.advise.memory import Memory, held_states, spec
 
-    spec = StrategySpec(name="ps", servers=lay.servers)
-    ps = list(CommContext(shape, lay, batch).params)
-    return tuple(Memory(predict(shape.model, spec, lay.world, r, prec, params=ps), st)
+    pieces = CommContext(shape, lay, batch).my_pieces
+    return tuple(Memory(held_states(shape, spec("ps", servers=lay.servers), lay.world, r,
+                                    lay.tensor, pieces, prec), st)
                  for r, st in ((0, 0), (lay.data, -1)))
 
 
