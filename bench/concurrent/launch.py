@@ -12,15 +12,12 @@ from pathlib import Path
 from typing import Any
 
 from bench.collective.launch import CollectiveJob, CollectiveKind, finisher, in_job, start_sweep
-from bench.concurrent.scenario import ConcurrentScenario
+from bench.concurrent.scenario import ONE_BLAS_THREAD, ConcurrentScenario
 from bench.launch import launcher
 from bench.launch.selflaunch import JobResult, one_world, usage_errors
 from bench.store import resume
 
 DEFAULT_WORLD = 4  # ranks of a self-launched run that names none
-ONE_BLAS_THREAD = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-
-
 def handle(args: argparse.Namespace, sc: ConcurrentScenario, sizes: tuple[int, ...] = ()) -> int:
     """Run ``sc``; ``sizes``: ``--world-sizes`` of ``commbench run`` (at most one)."""
     inside = bool(os.environ.get(launcher.WORKER_ENV)) or launcher.inside_mpi_job()

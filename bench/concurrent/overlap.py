@@ -20,8 +20,7 @@ from bench.collective import harness
 from bench.collective.scenario import Timing
 from bench.concurrent import define
 from bench.concurrent.groups import mpi_group
-from bench.concurrent.launch import ONE_BLAS_THREAD
-from bench.concurrent.scenario import ConcurrentScenario, OverlapSpec
+from bench.concurrent.scenario import ONE_BLAS_THREAD, ConcurrentScenario, OverlapSpec
 from bench.store import kinds
 from kernels.topology import Topology
 from kernels.transports.base import Plan

@@ -11,6 +11,9 @@ from bench.collective.scenario import Size, Timing, _canonical
 from bench.scenario_base import Frozen, PositiveInt
 from kernels.algorithm import VENDOR, algorithm_names
 
+# a self-launched concurrent job runs BLAS on one thread per rank (docs/concurrency.md)
+ONE_BLAS_THREAD = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
 Members = Literal["node", "across", "all"] | Annotated[
     list[Annotated[list[Annotated[int, Field(ge=0)]], Field(min_length=1)]], Field(min_length=1)]
 Progress = Literal["nonblocking", "thread"]

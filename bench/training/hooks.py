@@ -9,7 +9,6 @@ import torch.distributed as dist
 from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-from bench.training.strategies.ddp import COMPRESSED
 from kernels.algorithm import Problem, get_algorithm
 from kernels.ops import OPS
 from kernels.topology import Topology
@@ -57,9 +56,10 @@ def schedule_hook(state: ScheduleHook, bucket: dist.GradBucket) -> torch.futures
     return fut
 
 
-def install_hook(model: DDP, hook: str, device: torch.device) -> None:
-    """Register ``hook`` on ``model`` (nothing for DDP's default)."""
-    if hook in COMPRESSED:  # DDP's fp16_compress_hook, bf16_compress_hook
+def install_hook(model: DDP, hook: str, device: torch.device, compressed: bool) -> None:
+    """Register ``hook`` on ``model`` (nothing for DDP's default); ``compressed``: one of DDP's
+    compression hooks (fp16_compress_hook, bf16_compress_hook)."""
+    if compressed:
         model.register_comm_hook(None, getattr(default_hooks, f"{hook}_compress_hook"))
     elif hook != "default":
         model.register_comm_hook(ScheduleHook(hook, device), schedule_hook)

@@ -71,7 +71,7 @@ def build(ctx: TrainContext) -> Trainer:
 
     model = ctx.build_model().to(ctx.device)
     wrapped = ddp(ctx, model, ctx.opts.bucket_mb)
-    install_hook(wrapped, ctx.opts.hook, ctx.device)
+    install_hook(wrapped, ctx.opts.hook, ctx.device, ctx.opts.hook in COMPRESSED)
     return ModelTrainer(ctx, wrapped, ctx.optimizer(wrapped.parameters()), ctx.world, ctx.rank,
                         held=model)
 
