@@ -77,10 +77,11 @@ def test_a_host_slow_only_on_its_receive_side_is_named(tmp_path: Path) -> None:
 def test_a_cpu_starved_host_is_named_in_the_host_stage(tmp_path: Path) -> None:
     # MPICH's ranks spin while they wait, as in a real bring-up (not the suite's throttled polling,
     # tests/conftest.py, under which a host's TCP ring barely needs the CPU it is denied)
+    # at 1 MiB every iteration needs more than one period's quota (docs/testbed.md#limits)
     spinning = {k: v for k, v in clean_env().items() if k != "MPIR_CVAR_CH4_PROGRESS_THROTTLE"}
     rc, verdict, _, stats = bringup((), tmp_path / "run", "--stages", "host", "--confirm-blocks",
                                     "1", "--algorithms", "native", "--groups-at-once", "1",
-                                    cpu_limits=((1, 0.05),), sizes="64KiB", env=spinning)
+                                    cpu_limits=((1, 0.05),), sizes="1MiB", env=spinning)
     st = stats[1]
     assert st.get("nr_periods", 0) > 0, f"tu-1's ranks never ran in its cgroup: {st}"
     if st.get("nr_throttled", 0) == 0:
