@@ -15,10 +15,10 @@ from typing import Any
 import psutil
 
 from bench.bringup.scenario import BringupScenario
-from bench.collective import floors
 from bench.collective.launch import CollectiveJob, CollectiveKind, in_job, start_sweep
 from bench.launch import launcher
 from bench.launch.selflaunch import JobResult, one_world, say, usage_errors
+from bench.measure import floors
 from bench.store.records import iter_records, read_meta
 
 VERDICT = "verdict.json"

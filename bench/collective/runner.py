@@ -18,7 +18,7 @@ from typing import Any
 
 from mpi4py import MPI
 
-from bench.collective import attribution, canary, floors, harness, nccl_log, table
+from bench.collective import nccl_log, table
 from bench.collective.case import Group, groups
 from bench.collective.progress import Progress
 from bench.collective.scenario import CollectiveScenario
@@ -30,6 +30,7 @@ from bench.launch.rankstate import Slots
 from bench.launch.signals import end_meta
 from bench.launch.threadlevel import may_abort_from_thread, thread_fields
 from bench.launch.watchdog import Watchdog
+from bench.measure import attribution, canary, floors, harness
 from bench.store.kinds import now
 from bench.store.records import ResultWriter
 from bench.store.resume import CaseKey, collective_key, done_collective
@@ -132,7 +133,7 @@ def hang_in_meta(run_dir: Path, hang: Hang) -> None:
 
 
 def _canary(ctx: RunContext, comm: MPI.Comm, when: str) -> None:
-    """A drift-canary reading on every rank of the job (see :mod:`bench.collective.canary`)."""
+    """A drift-canary reading on every rank of the job (see :mod:`bench.measure.canary`)."""
     reading = canary.measure(comm, when)
     if comm.rank == 0:
         canary.append(ctx.run_dir, reading)

@@ -19,9 +19,9 @@ from pydantic import (
 
 from bench.collective import variants as var
 from bench.collective import vendor_settings
-from bench.collective.floors import Floor
 from bench.collective.variants import Item, Variant
 from bench.emulate.config import Emulate
+from bench.measure.floors import Floor
 from bench.scenario_base import (  # the loader, for this kind's readers
     Frozen,
     PositiveInt,
@@ -154,7 +154,7 @@ class CollectiveScenario(Frozen):
     check: bool = True
     case_timeout_s: Annotated[float, Field(gt=0)] = 300.0
     emulate: Emulate | None = None  # a modelled cluster on this host (bench/emulate/config.py)
-    expect: list[Floor] = Field(default=[])  # floors a case must reach (bench/collective/floors.py)
+    expect: list[Floor] = Field(default=[])  # floors a case must reach (bench/measure/floors.py)
 
     _tr = field_validator("transports")(_names("transport", TRANSPORTS.names()))
     _dt = field_validator("dtypes")(_names("dtype", list(HOST_DTYPE)))

@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 
 from bench.argtypes import in_path, out_file
-from bench.collective import canary
 from bench.commands import register, said
 from bench.gate.flags import add_rule_flags, rule_from
+from bench.measure import canary
 
 COMPARE = ("threshold", "alpha", "reference", "run_alpha", "strict", "min_abs")
 

@@ -15,11 +15,11 @@ from typing import Any
 
 from mpi4py import MPI
 
-from bench.collective import harness
 from bench.collective.case import Group
 from bench.collective.runner import topology_for
 from bench.concurrent.define import communicators
 from bench.concurrent.scenario import ConcurrentScenario, GroupSpec
+from bench.measure import harness
 from kernels.collective import resolve
 from kernels.ops import ITEMSIZE
 from kernels.topology import Topology

@@ -18,10 +18,10 @@ from typing import Any, Protocol
 import psutil
 
 from bench.argtypes import UsageError
-from bench.collective import floors
 from bench.launch import forensics, inflight, loopback, rankstate, scratch, shmclean
 from bench.launch.signals import JOB_ENV, SignalGuard, end_job, end_leftovers, interrupted, tree
 from bench.launch.watchdog import TIMEOUT_EXIT
+from bench.measure import floors
 from bench.scenario_base import ScenarioError
 from bench.store.kinds import now
 from bench.store.records import iter_records, write_meta
