@@ -78,7 +78,7 @@ class BringupJob(CollectiveJob):
     def measure(self, comm: Any, run_dir: Path, run_id: str) -> None:
         from bench.bringup.expected import add_expected
         from bench.bringup.runner import run_stages
-        from bench.collective.runner import oversubscribed_comm, recording
+        from bench.measure.recording import oversubscribed_comm, recording
 
         sc: BringupScenario = self.sc
         if comm.rank == 0:

@@ -7,7 +7,8 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from bench.collective.scenario import CollectiveScenario, Size, Timing
+from bench.collective.scenario import CollectiveScenario, Size
+from bench.measure.case import Timing
 from bench.measure.floors import Floor
 from bench.scenario_base import Frozen, PositiveInt
 

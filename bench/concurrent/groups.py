@@ -15,11 +15,11 @@ from typing import Any
 
 from mpi4py import MPI
 
-from bench.collective.case import Group
-from bench.collective.runner import topology_for
 from bench.concurrent.define import communicators
 from bench.concurrent.scenario import ConcurrentScenario, GroupSpec
 from bench.measure import harness
+from bench.measure.case import Group
+from bench.measure.recording import topology_for
 from kernels.collective import resolve
 from kernels.ops import ITEMSIZE
 from kernels.topology import Topology

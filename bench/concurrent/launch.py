@@ -57,8 +57,8 @@ class ConcurrentJob(CollectiveJob):
 
     def check(self, comm: Any) -> str | None:
         self.sizes = (comm.size,)
-        from bench.collective.runner import topology_for
         from bench.concurrent.define import communicators
+        from bench.measure.recording import topology_for
 
         sc: ConcurrentScenario = self.sc
         try:
@@ -76,10 +76,10 @@ class ConcurrentJob(CollectiveJob):
         return None
 
     def measure(self, comm: Any, run_dir: Path, run_id: str) -> None:
-        from bench.collective.runner import oversubscribed_comm, recording, topology_for
         from bench.concurrent.groups import run_groups
         from bench.concurrent.overlap import run_overlap
         from bench.launch.threadlevel import thread_fields
+        from bench.measure.recording import oversubscribed_comm, recording, topology_for
 
         sc: ConcurrentScenario = self.sc
         extra = {"run_id": run_id, "scenario": sc.name, "oversubscribed": oversubscribed_comm(comm),

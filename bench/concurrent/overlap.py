@@ -16,11 +16,11 @@ from typing import Any
 import numpy as np
 from mpi4py import MPI
 
-from bench.collective.scenario import Timing
 from bench.concurrent import define
 from bench.concurrent.groups import mpi_group
 from bench.concurrent.scenario import ONE_BLAS_THREAD, ConcurrentScenario, OverlapSpec
 from bench.measure import harness
+from bench.measure.case import Timing
 from bench.store import kinds
 from kernels.topology import Topology
 from kernels.transports.base import Plan

@@ -15,10 +15,9 @@ from typing import Any
 import numpy as np
 from mpi4py import MPI
 
-from bench.collective.case import Group
-from bench.collective.scenario import Timing
 from bench.launch.rankstate import Where
 from bench.measure import attribution, data, devicestats, metrics
+from bench.measure.case import Group, Timing
 from bench.measure.ranks import worst_over_ranks
 from bench.measure.stats import summarize
 from bench.measure.timer import Timer

@@ -95,7 +95,7 @@ class ProbeJob(CollectiveJob):
         return resume.plan_run(self.sc, out, None)
 
     def measure(self, comm: Any, run_dir: Path, run_id: str) -> None:
-        from bench.collective.runner import oversubscribed_comm, recording
+        from bench.measure.recording import oversubscribed_comm, recording
         from bench.probe.runner import Probe
 
         sc, setup, over = self.sc, self.setup, oversubscribed_comm(comm)
