@@ -1,5 +1,5 @@
-"""``commbench bringup`` and ``kind: bringup``: run through the collective kind's launch
-(:mod:`bench.collective.launch`), self-launched or inside the user's own job, resumable like
+"""``commbench bringup`` and ``kind: bringup``: run through the MPI-job base
+(:mod:`bench.launch.mpijob`), self-launched or inside the user's own job, resumable like
 ``run``; the verdict goes to ``verdict.json`` and exit 1 when a host or link is not ok."""
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from typing import Any
 import psutil
 
 from bench.bringup.scenario import BringupScenario
-from bench.collective.launch import CollectiveJob, CollectiveKind, in_job, start_sweep
 from bench.launch import launcher
-from bench.launch.selflaunch import JobResult, one_world, say, usage_errors
+from bench.launch.mpijob import MpiJob, MpiKind, in_job, start_sweep
+from bench.launch.selflaunch import one_world, say, usage_errors
 from bench.measure import floors
 from bench.store.records import iter_records, read_meta
 
@@ -50,30 +50,18 @@ def _verdict_exit_of(run_dir: Path) -> int:
     return 0 if not f.exists() or json.loads(f.read_text())["ok"] else 1
 
 
-class BringupKind(CollectiveKind):
-    """The collective kind's one mpiexec job; a failed one names the stage and round."""
+class BringupKind(MpiKind):
+    """One mpiexec job; a failed one names the stage and round."""
 
-    def first(self, world: int) -> int | None:
-        return 0
-
-    def failed(self, job: JobResult) -> str:
-        return "bring-up failed" + (f" during {job.case}" if job.case else "")
+    what = "bring-up"
 
 
 @dataclass
-class BringupJob(CollectiveJob):
+class BringupJob(MpiJob):
     """The bring-up on every rank of an MPI job (self-launched worker or the user's job)."""
 
     command = "bringup"
     run_dir: Path | None = None  # rank 0 of the user's job: where the verdict is, once measured
-
-    @property
-    def source(self) -> Path:
-        return Path(getattr(self.args, "scenario", None) or "(commbench bringup command line)")
-
-    def check(self, comm: Any) -> str | None:
-        self.sizes = (comm.size,)
-        return None if comm.size >= 1 else "a bring-up needs ranks"
 
     def measure(self, comm: Any, run_dir: Path, run_id: str) -> None:
         from bench.bringup.expected import add_expected

@@ -18,6 +18,7 @@ from bench.commands import register
 from bench.launch.threadlevel import LEVELS as THREAD_LEVELS
 from bench.scenario_base import KINDS, read_yaml
 from bench.store.records import StoreError, read_meta
+from bench.store.resume import write_yaml
 from kernels.registry import lazy
 
 
@@ -64,7 +65,7 @@ def scenario_of(args: argparse.Namespace) -> Any:
         except (StoreError, OSError, KeyError, TypeError) as e:
             raise ScenarioError(f"--resume {args.resume}: no scenario recorded there ({e})") from None
         sc = parse_scenario(dump, f"{args.resume}/meta.json")
-        args.scenario = flags.write_yaml(sc, args.resume)  # the file its ranks are given
+        args.scenario = write_yaml(sc, args.resume)  # the file its ranks are given
         return sc
     if args.scenario is None and not flags.given(args):
         raise ScenarioError("give a scenario file, axis flags (-c all_reduce -b 8 -e 1M ...), or "

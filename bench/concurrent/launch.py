@@ -1,4 +1,4 @@
-"""``kind: concurrent`` through the collective kind's launch (:mod:`bench.collective.launch`), at
+"""``kind: concurrent`` through the MPI-job base (:mod:`bench.launch.mpijob`), at
 ``MPI_THREAD_MULTIPLE``; a self-launched job's ranks run BLAS on one thread each (the user's
 setting wins)."""
 
@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.collective.launch import CollectiveJob, CollectiveKind, finisher, in_job, start_sweep
 from bench.concurrent.scenario import ONE_BLAS_THREAD, ConcurrentScenario
 from bench.launch import launcher
-from bench.launch.selflaunch import JobResult, one_world, usage_errors
+from bench.launch.mpijob import MpiJob, MpiKind, finisher, in_job, start_sweep
+from bench.launch.selflaunch import one_world, usage_errors
 from bench.store import resume
 
 DEFAULT_WORLD = 4  # ranks of a self-launched run that names none
@@ -35,24 +35,17 @@ def handle(args: argparse.Namespace, sc: ConcurrentScenario, sizes: tuple[int, .
                        Path(args.scenario), (world,), finisher(args))
 
 
-class ConcurrentKind(CollectiveKind):
+class ConcurrentKind(MpiKind):
     """One mpiexec job; a failed one names the step it was in."""
 
-    def first(self, world: int) -> int | None:
-        return 0
+    what = "concurrent run"
 
-    def command(self, world: int, start: int) -> tuple[list[str], dict[str, str]]:
-        cmd, env = super().command(world, start)
-        for k, v in ONE_BLAS_THREAD.items():
-            env.setdefault(k, v)
-        return cmd, env
-
-    def failed(self, job: JobResult) -> str:
-        return "concurrent run failed" + (f" during {job.case}" if job.case else "")
+    def job_env(self, world: int, start: int) -> dict[str, str]:
+        return {k: v for k, v in ONE_BLAS_THREAD.items() if k not in os.environ}
 
 
 @dataclass
-class ConcurrentJob(CollectiveJob):
+class ConcurrentJob(MpiJob):
     """The groups, then the overlap cases, on every rank of the job."""
 
     def check(self, comm: Any) -> str | None:

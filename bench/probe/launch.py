@@ -1,5 +1,5 @@
-"""``commbench probe`` and ``kind: probe`` scenarios, through the collective kind's launch
-(:mod:`bench.collective.launch`). A probe is never resumed: it measures the cluster as it is now."""
+"""``commbench probe`` and ``kind: probe`` scenarios, through the MPI-job base
+(:mod:`bench.launch.mpijob`). A probe is never resumed: it measures the cluster as it is now."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from typing import Any
 
 import psutil
 
-from bench.collective.launch import CollectiveJob, CollectiveKind, after_run, in_job, start_sweep
 from bench.launch import launcher
+from bench.launch.mpijob import MpiJob, MpiKind, after_run, in_job, start_sweep
 from bench.launch.selflaunch import JobResult, one_world, say, usage_errors
 from bench.probe.scenario import ProbeScenario, Setup
 from bench.scenario_base import ScenarioError
@@ -42,16 +42,12 @@ def handle(args: argparse.Namespace, sc: ProbeScenario, sizes: tuple[int, ...] =
             plan = ProbeJob(args, sc).plan()
     if inside:
         return in_job(args, ProbeJob(args, sc))
-    return start_sweep(ProbeKind(args, sc, plan.run_dir, False), plan, _source(args), (world,),
-                       after_probe, "probe", **INTERRUPTED)
+    return start_sweep(ProbeKind(args, sc, plan.run_dir, False), plan, ProbeJob(args, sc).source,
+                       (world,), after_probe, "probe", **INTERRUPTED)
 
 
-def _source(args: argparse.Namespace) -> Path:
-    return Path(getattr(args, "scenario", None) or "(commbench probe command line)")
-
-
-class ProbeKind(CollectiveKind):
-    """The collective kind's one mpiexec job; a failed one names the round it was in."""
+class ProbeKind(MpiKind):
+    """One mpiexec job; a failed one names the round it was in."""
 
     def failed(self, job: JobResult) -> str:
         return f"probe of {job.world_size} ranks failed" + (f" during {job.case}" if job.case else "")
@@ -68,15 +64,11 @@ def after_probe(run_dir: Path) -> None:
 
 
 @dataclass
-class ProbeJob(CollectiveJob):
+class ProbeJob(MpiJob):
     """The probe on every rank of an MPI job (self-launched worker or the user's job)."""
 
     setup: Setup | None = None  # the job's layout, from :meth:`check`
     command = "probe"
-
-    @property
-    def source(self) -> Path:
-        return _source(self.args)
 
     def check(self, comm: Any) -> str | None:
         self.sizes = (comm.size,)

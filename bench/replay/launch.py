@@ -1,5 +1,5 @@
 """``commbench run`` of a ``kind: replay`` scenario: one ``mpiexec`` of the trace's world size on
-this host (the collective kind's launch, :mod:`bench.collective.launch`), or inside the user's
+this host (the MPI-job base, :mod:`bench.launch.mpijob`), or inside the user's
 own job of that many ranks; then the step's communication (:mod:`bench.replay.step`) said and
 written to ``replay.json`` before the report."""
 
@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from bench.argtypes import UsageError
-from bench.collective.launch import CollectiveJob, CollectiveKind, after_run, in_job, start_sweep
 from bench.launch import launcher
-from bench.launch.selflaunch import JobResult, say
+from bench.launch.mpijob import MpiJob, MpiKind, after_run, in_job, start_sweep
+from bench.launch.selflaunch import say
 from bench.replay.scenario import ReplayScenario
 from bench.store import resume
 from bench.store.records import iter_records
@@ -45,16 +45,12 @@ def after_replay(run_dir: Path, args: argparse.Namespace) -> None:
     after_run(run_dir, not getattr(args, "no_report", False))
 
 
-class ReplayKind(CollectiveKind):
-    def first(self, world: int) -> int | None:
-        return 0
-
-    def failed(self, job: JobResult) -> str:
-        return "replay failed" + (f" during {job.case}" if job.case else "")
+class ReplayKind(MpiKind):
+    what = "replay"
 
 
 @dataclass
-class ReplayJob(CollectiveJob):
+class ReplayJob(MpiJob):
     command = "run"
 
     def check(self, comm: Any) -> str | None:

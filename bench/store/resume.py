@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from bench.launch import inflight
 from bench.store import kinds
 from bench.store.records import KEY_FIELDS, META, StoreError, heal, iter_records, read_meta
@@ -22,6 +24,7 @@ from bench.store.records import KEY_FIELDS, META, StoreError, heal, iter_records
 LOCK = ".commbench.lock"  # held by the self-launcher of the run
 RESUME_ENV = "COMMBENCH_RESUME"  # set for the ranks of a resumed run: skip cases with a record
 CaseKey = tuple[Any, ...]
+SCENARIO_FILE = "scenario.yaml"  # in every self-launched run directory
 
 
 class RunDirError(ValueError):
@@ -175,3 +178,12 @@ def done_training(run_dir: Path) -> frozenset[CaseKey]:
 
 def _records(run_dir: Path) -> Iterable[dict[str, Any]]:
     return iter_records(run_dir, samples=False, on_bad=lambda *_: None)
+
+
+def write_yaml(sc: Any, run_dir: Path) -> Path:
+    """``sc`` as the run directory's scenario file: loaded, it is ``sc`` again (the same cases;
+    its ranks read it)."""
+    path = run_dir / SCENARIO_FILE
+    dump = {"kind": sc.kind, **sc.model_dump(mode="json", exclude_defaults=True)}
+    path.write_text(yaml.safe_dump(dump, sort_keys=False))
+    return path

@@ -48,7 +48,7 @@ def handle(args: argparse.Namespace, sc: TrainingScenario, sizes: tuple[int, ...
     if plan.resuming and all(kind.first(w) is None for w in sizes):
         say(f"commbench: nothing to resume: every case of {plan.run_dir} has a record")
         return 0
-    from bench.collective.launch import finisher
+    from bench.launch.mpijob import finisher
 
     info = plan.open(sc, args.scenario, sizes, _mpi_or_none())
     return Sweep(plan.run_dir, info).run(kind, sizes, lock, after=finisher(args))
