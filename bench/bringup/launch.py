@@ -16,25 +16,24 @@ import psutil
 
 from bench.bringup.scenario import BringupScenario
 from bench.launch import launcher
-from bench.launch.mpijob import MpiJob, MpiKind, in_job, start_sweep
-from bench.launch.selflaunch import one_world, say, usage_errors
+from bench.launch.mpijob import MpiJob, MpiKind, in_job, inside, one_world, start_sweep
+from bench.launch.selflaunch import say
 from bench.measure import floors
+from bench.scenario_base import revalidated
 from bench.store.records import iter_records, read_meta
 
 VERDICT = "verdict.json"
 INTERRUPTED = {"during": "{}", "next_step": "commbench run --resume {run} finishes it"}
 
 
-def handle(args: argparse.Namespace, sc: BringupScenario, sizes: tuple[int, ...] = ()) -> int:
+def run(args: argparse.Namespace, sc: BringupScenario, sizes: tuple[int, ...] = ()) -> int:
     """Run bring-up ``sc``; ``sizes``: ``--world-sizes`` of ``commbench run`` (at most one)."""
-    inside = bool(os.environ.get(launcher.WORKER_ENV)) or launcher.inside_mpi_job()
-    with usage_errors("bringup"):
-        world = one_world(sizes, "a bring-up runs one job") or sc.world_size
-        if not inside:
-            world = world or max(2, psutil.cpu_count(logical=True) or 1)
-        sc = BringupScenario.model_validate({**sc.model_dump(), "world_size": world})
-        job = BringupJob(args, sc)
-        plan = None if inside else job.plan()
+    world = one_world(sizes, "a bring-up runs one job", "bringup") or sc.world_size
+    if not inside():
+        world = world or max(2, psutil.cpu_count(logical=True) or 1)
+    sc = revalidated(sc, "bringup", world_size=world)
+    job = BringupJob(args, sc)
+    plan = None if inside() else job.planned()
     if plan is None:
         rc = in_job(args, job)
         mine = job.run_dir is not None and not os.environ.get(launcher.WORKER_ENV)
@@ -48,12 +47,6 @@ def _verdict_exit_of(run_dir: Path) -> int:
     """1 when the run's verdict (written by rank 0) is not ok."""
     f = run_dir / VERDICT
     return 0 if not f.exists() or json.loads(f.read_text())["ok"] else 1
-
-
-class BringupKind(MpiKind):
-    """One mpiexec job; a failed one names the stage and round."""
-
-    what = "bring-up"
 
 
 @dataclass
@@ -72,7 +65,6 @@ class BringupJob(MpiJob):
         if comm.rank == 0:
             self.run_dir = run_dir
         over = oversubscribed_comm(comm)
-        done = comm.bcast(_done(run_dir) if comm.rank == 0 else None, root=0)
         with recording(comm, run_dir) as (dog, writer):
             arm = functools.partial(dog.arm_case, timeout_s=sc.case_timeout_s)
 
@@ -86,7 +78,14 @@ class BringupJob(MpiJob):
             extra = {"run_id": run_id, "scenario": sc.name, "oversubscribed": over}
             progress = say if not self.args.no_progress else None
             run_stages(comm, sc, emit if writer else None, extra, progress, arm, dog.disarm,
-                       done, dog.where)
+                       self.done, dog.where)
+
+    def record_key(self, rec: dict[str, Any]) -> tuple[Any, ...] | None:
+        """A measured case: (stage, hosts, collective, algorithm, bytes); its hosts are known
+        only in the job, so a resumed bring-up always starts one."""
+        if rec.get("kind") != "bringup" or rec.get("status") != "ok":
+            return None
+        return key(rec)
 
     def after(self, run_dir: Path) -> None:
         """The verdict, written to ``verdict.json`` and said line by line, then the run
@@ -102,10 +101,11 @@ class BringupJob(MpiJob):
         super().after(run_dir)
 
 
-def _done(run_dir: Path) -> frozenset[tuple[Any, ...]]:
-    """Cases a resumed bring-up has already: (stage, hosts, collective, algorithm, bytes)."""
-    return frozenset(key(r) for r in iter_records(run_dir, samples=False)
-                     if r.get("kind") == "bringup" and r.get("status") == "ok")
+class BringupKind(MpiKind):
+    """One mpiexec job; a failed one names the stage and round."""
+
+    what = "bring-up"
+    job = BringupJob
 
 
 def key(r: dict[str, Any]) -> tuple[Any, ...]:

@@ -13,6 +13,7 @@ from typing import Any
 
 import psutil
 
+from bench import argtypes
 from bench.argtypes import UsageError
 from bench.collective import nccl_log
 from bench.collective import variants as var
@@ -24,27 +25,23 @@ from bench.collective.scenario import (
     check_memory,
 )
 from bench.launch import launcher
-from bench.launch.mpijob import MpiJob, MpiKind, finisher, in_job, start_sweep
+from bench.launch.mpijob import MpiJob, MpiKind, finisher, in_job, inside, start_sweep
 from bench.launch.selflaunch import JobResult, say
 from bench.store import meta, resume
+from bench.store.records import KEY_FIELDS
 from bench.store.resume import RunDirError
 from kernels.transports import TRANSPORTS
 
 
-def run_collective(args: argparse.Namespace, sc: CollectiveScenario, sizes: tuple[int, ...]) -> int:
+def run(args: argparse.Namespace, sc: CollectiveScenario, sizes: tuple[int, ...]) -> int:
     """The collective kind: the cases of this MPI job, or a self-launched sweep (which tells
     ``--world-sizes`` from the scenario's, and from a resumed run's)."""
-    if launcher.inside_mpi_job() or os.environ.get(launcher.WORKER_ENV):
+    if inside():
         from bench.launch.threadlevel import request
 
         request(sc.thread_level)  # before MPI starts: mpi4py would ask for THREAD_MULTIPLE
         return in_job(args, CollectiveJob(args, sc, sizes))
-    return _self_launch(args, sc, world_sizes_arg(args))
-
-
-def world_sizes_arg(args: argparse.Namespace) -> tuple[int, ...]:
-    """``--world-sizes`` (checked where parsed: positive, none twice), ``()`` when not given."""
-    return tuple(args.world_sizes or ())
+    return _self_launch(args, sc, argtypes.world_sizes_arg(args))
 
 
 def check_sizes(sc: CollectiveScenario, sizes: tuple[int, ...], where: str) -> None:
@@ -91,9 +88,6 @@ def _self_launch(args: argparse.Namespace, sc: CollectiveScenario, given: tuple[
     except RunDirError as e:
         raise UsageError(str(e)) from None
     kind = CollectiveKind(args, sc, plan.run_dir, plan.resuming)
-    if plan.resuming and all(kind.first(w) is None for w in sizes):
-        say(f"commbench: nothing to resume: every case of {plan.run_dir} has a record")
-        return 0
     return start_sweep(kind, plan, args.scenario, sizes, finisher(args))
 
 
@@ -104,7 +98,7 @@ class CollectiveKind(MpiKind):
     def __init__(self, args: argparse.Namespace, sc: CollectiveScenario, run_dir: Path,
                  resuming: bool) -> None:
         super().__init__(args, sc, run_dir, resuming)
-        self._done = resume.done_collective(run_dir) if resuming else frozenset()
+        self._done = CollectiveJob(args, sc).recorded(run_dir) if resuming else frozenset()
         self.envs = var.environments(sc.variants())
         self.logs_nccl = self._logs_nccl()
 
@@ -180,7 +174,6 @@ class CollectiveJob(MpiJob):
     def measure(self, comm: Any, run_dir: Path, run_id: str) -> None:
         from bench.collective.runner import RunContext, run_job
 
-        resuming = self.args.resume is not None or os.environ.get(resume.RESUME_ENV) == "1"
         jobs = var.job_environments(os.environ, self.sc.variants())
         if not os.environ.get(launcher.WORKER_ENV) and comm.rank == 0:
             for v in self.sc.variants().values():
@@ -189,7 +182,16 @@ class CollectiveJob(MpiJob):
                         f"settings ({' '.join(f'{k}={x}' for k, x in v.settings)}); commbench's "
                         "own launch starts one per variant", sys.stdout)
         run_job(RunContext(run_dir, run_id, self.sc, self.sizes,
-                           progress=not self.args.no_progress, resume=resuming, jobs=jobs))
+                           progress=not self.args.no_progress, done_keys=self.done, jobs=jobs))
+
+    def record_key(self, rec: dict[str, Any]) -> tuple[Any, ...] | None:
+        """A measured case (or a wrong one): :func:`bench.store.resume.collective_key`."""
+        if rec.get("kind", "collective") != "collective":
+            return None
+        try:
+            return resume.collective_key(*(rec[f] for f in KEY_FIELDS[1:]))
+        except (KeyError, TypeError, ValueError):  # not a case record: it names no case
+            return None
 
 
 def _check_host_memory(comm: Any, sc: CollectiveScenario, source: Path) -> str | None:

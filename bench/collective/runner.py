@@ -25,7 +25,7 @@ from bench.measure import attribution, canary, floors, harness
 from bench.measure.case import Group
 from bench.measure.recording import oversubscribed_comm, recording, topology_for
 from bench.store.records import ResultWriter
-from bench.store.resume import CaseKey, collective_key, done_collective
+from bench.store.resume import CaseKey, collective_key
 from bench.units import format_size
 from kernels.algorithm import get_algorithm
 from kernels.collective import resolve
@@ -40,8 +40,7 @@ class RunContext:
     scenario: CollectiveScenario
     world_sizes: tuple[int, ...]  # the sizes this job measures
     progress: bool = True
-    resume: bool = False  # skip cases that have a record in results.jsonl
-    done_keys: frozenset[CaseKey] = frozenset()
+    done_keys: frozenset[CaseKey] = frozenset()  # resumed: the cases with a record, skipped
     jobs: tuple[Settings, ...] | None = None  # the environments of this job's cases (None: all)
 
     def done(self, g: Group, algorithm: str) -> bool:
@@ -54,9 +53,6 @@ class RunContext:
 def run_job(ctx: RunContext, out: Any = sys.stdout) -> int:
     """Run every group this job owns; returns the number of records written (rank 0)."""
     world = MPI.COMM_WORLD
-    if ctx.resume:
-        keys = done_collective(ctx.run_dir) if world.rank == 0 else None
-        ctx = dataclasses.replace(ctx, done_keys=world.bcast(keys, root=0))
     log = nccl_log.RankLog.of_this_process(os.environ) if world.rank == 0 else None
     written = 0
     with recording(world, ctx.run_dir) as (dog, writer):

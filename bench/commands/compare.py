@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from bench.argtypes import in_path, out_file
-from bench.commands import register, said
+from bench.commands import register
 from bench.gate.flags import add_rule_flags, rule_from
 from bench.measure import canary
 
@@ -30,12 +30,10 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     from bench.gate.compare import compare_runs
-    from bench.gate.keys import InputError
     from bench.gate.table import render
 
     rule = rule_from(args, COMPARE)
-    with said("compare", InputError):
-        res = compare_runs(args.baseline, args.current, rule)
+    res = compare_runs(args.baseline, args.current, rule)
     print(render(res, everything=args.all))
     for line in canary_notes(args.baseline, args.current):
         print(f"# note: {line}")

@@ -6,9 +6,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from bench.argtypes import in_path, out_dir, world_list
+from bench.argtypes import in_path, out_dir, world_list, world_sizes_arg
 from bench.collective import flags
-from bench.collective.launch import world_sizes_arg
 from bench.collective.scenario import (
     ScenarioError,
     load_scenario,
@@ -83,7 +82,8 @@ def scenario_of(args: argparse.Namespace) -> Any:
 
 
 def handle(args: argparse.Namespace) -> int:
-    """The scenario's kind runs it (``bench/kinds/``) at ``--world-sizes`` or the scenario's."""
+    """The scenario's kind runs it (its entry, registered in ``bench/<kind>/__init__.py``) at
+    ``--world-sizes`` or the scenario's."""
     sc = with_overrides(scenario_of(args), args)
     return int(lazy(KINDS.get(sc.kind).run)(args, sc, world_sizes_arg(args) or tuple(sc.world_sizes)))
 

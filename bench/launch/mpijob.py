@@ -20,15 +20,43 @@ from bench.launch import launcher, loopback
 from bench.launch.selflaunch import JobResult, Sweep, finish_run, say
 from bench.launch.signals import job_interrupt
 from bench.store import resume
-from bench.store.records import read_meta, write_meta
+from bench.store.records import iter_records, read_meta, write_meta
 from bench.store.resume import RunDirError, write_yaml
+
+
+def inside() -> bool:
+    """Whether this process is a rank of an MPI job (self-launched or the user's own)."""
+    return bool(os.environ.get(launcher.WORKER_ENV)) or launcher.inside_mpi_job()
+
+
+def sweep_or_job(kind: type[MpiKind], args: argparse.Namespace, sc: Any, world: int | None,
+                 after: Callable[[Path], None] | None = None, **how: str) -> int:
+    """``sc`` run by ``kind``: this job's ranks, or a self-launched job of ``world`` ranks."""
+    job = kind.job(args, sc)
+    if inside():
+        return in_job(args, job)
+    plan = job.planned()
+    assert world is not None
+    return start_sweep(kind(args, sc, plan.run_dir, plan.resuming), plan, job.source, (world,),
+                       after or job.after, job.command, **how)
+
+
+def one_world(sizes: tuple[int, ...], what: str, command: str = "") -> int | None:
+    """The one world size of ``--world-sizes`` (None: not given) of a kind that runs ``what``."""
+    if len(sizes) > 1:
+        raise UsageError(f"--world-sizes: {what}, got {','.join(map(str, sizes))}", command)
+    return sizes[0] if sizes else None
 
 
 def start_sweep(kind: MpiKind, plan: resume.RunPlan, source: Path, sizes: tuple[int, ...],
                 after: Callable[[Path], None], command: str = "", **how: str) -> int:
     """``kind``'s self-launched sweep under the mpiexec of mpi4py's MPI, its ranks reading
     ``RUN/scenario.yaml``; no mpiexec, or a run directory in use, is a UsageError (one line)
-    before anything is written. ``how``: :class:`Sweep`'s words for an interrupted run."""
+    before anything is written; resumed with every case recorded, nothing is. ``how``:
+    :class:`Sweep`'s words for an interrupted run."""
+    if plan.resuming and all(kind.first(w) is None for w in sizes):
+        say(f"commbench: nothing to resume: every case of {plan.run_dir} has a record")
+        return 0
     try:
         mpi = launcher.probe_library()
         kind.check_library(str(source), mpi.family, mpi.library)
@@ -46,12 +74,14 @@ def start_sweep(kind: MpiKind, plan: resume.RunPlan, source: Path, sizes: tuple[
 
 class MpiKind:
     """One mpiexec per world size (and per start a kind has several of); a failed job ends the
-    sweep. ``what``: how a failed job's line names the run."""
+    sweep. ``what``: how a failed job's line names the run; ``job``: the kind's side in a job,
+    whose case keys say what a resumed run has left."""
 
     mpiexec: launcher.Mpiexec | None = None
     scenario_file: Path | None = None  # the run directory's scenario.yaml, once written
     envs: tuple[Any, ...] = ((),)  # a kind that runs several jobs per world size sets these
     what = "run"
+    job: type[MpiJob]
 
     def __init__(self, args: argparse.Namespace, sc: Any, run_dir: Path, resuming: bool) -> None:
         self.args, self.sc, self.run_dir, self.resuming = args, sc, run_dir, resuming
@@ -69,7 +99,12 @@ class MpiKind:
         """Before anything launches: ScenarioError where the scenario does not fit this MPI."""
 
     def first(self, world: int) -> int | None:
-        return 0
+        """0: one job runs the cases; None: resumed, and every case at ``world`` has a record."""
+        if not self.resuming:
+            return 0
+        job = self.job(self.args, self.sc)
+        keys = job.cases(world)
+        return 0 if keys is None or set(keys) - job.recorded(self.run_dir) else None
 
     def next_start(self, world: int, start: int) -> int | None:
         return None  # one job runs every case
@@ -162,6 +197,8 @@ def in_job(args: argparse.Namespace, job: MpiJob) -> int:
             write_yaml(job.sc, run_dir)
             if stop is not None:
                 stop.run_dir = run_dir  # a time limit or cancel still leaves an interrupted run
+    if getattr(args, "resume", None) is not None or os.environ.get(resume.RESUME_ENV) == "1":
+        job.done = comm.bcast(job.recorded(run_dir) if comm.rank == 0 else None, root=0)
     try:
         job.measure(comm, run_dir, run_id)
     except KeyboardInterrupt:
@@ -185,6 +222,7 @@ class MpiJob:
     args: argparse.Namespace
     sc: Any
     sizes: tuple[int, ...] = ()  # set by :meth:`check`: the world sizes this job measures
+    done: frozenset[tuple[Any, ...]] = frozenset()  # resumed: the cases with a record (in_job)
     command = ""  # the command a one-line error names ("": the error names its source)
 
     @property
@@ -198,11 +236,35 @@ class MpiJob:
         return None
 
     def plan(self) -> resume.RunPlan:
-        """Rank 0 of the user's own job: the run directory."""
+        """The run directory (rank 0 of the user's own job: :func:`in_job` says its error)."""
         return resume.plan_run(self.sc, self.args.out, getattr(self.args, "resume", None))
 
+    def planned(self) -> resume.RunPlan:
+        """:meth:`plan` for a self-launched run: a run directory that cannot be used is a
+        UsageError naming :attr:`command`, before anything starts."""
+        try:
+            return self.plan()
+        except RunDirError as e:
+            raise UsageError(str(e), self.command) from None
+
     def measure(self, comm: Any, run_dir: Path, run_id: str) -> None:
+        """Every case not in :attr:`done`, records written by rank 0."""
         raise NotImplementedError
+
+    def record_key(self, rec: dict[str, Any]) -> tuple[Any, ...] | None:
+        """The case a record measured (None: no case of this kind). A kind that resumes says
+        it; :meth:`measure` skips the cases in :attr:`done`."""
+        return None
+
+    def cases(self, world: int) -> list[tuple[Any, ...]] | None:
+        """The keys of every case at ``world`` (None: known only inside the job)."""
+        return None
+
+    def recorded(self, run_dir: Path) -> frozenset[tuple[Any, ...]]:
+        """The cases of this kind that ``run_dir`` has a record of."""
+        keys = (self.record_key(r) for r in iter_records(run_dir, samples=False,
+                                                         on_bad=lambda *_: None))
+        return frozenset(k for k in keys if k is not None)
 
     def after(self, run_dir: Path) -> None:
         finisher(self.args)(run_dir)

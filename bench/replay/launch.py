@@ -6,35 +6,25 @@ written to ``replay.json`` before the report."""
 from __future__ import annotations
 
 import argparse
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from bench.argtypes import UsageError
-from bench.launch import launcher
-from bench.launch.mpijob import MpiJob, MpiKind, after_run, in_job, start_sweep
+from bench.launch.mpijob import MpiJob, MpiKind, after_run, sweep_or_job
 from bench.launch.selflaunch import say
 from bench.replay.scenario import ReplayScenario
 from bench.store import resume
 from bench.store.records import iter_records
-from bench.store.resume import RunDirError
 
 
-def handle(args: argparse.Namespace, sc: ReplayScenario, sizes: tuple[int, ...] = ()) -> int:
+def run(args: argparse.Namespace, sc: ReplayScenario, sizes: tuple[int, ...] = ()) -> int:
     if sizes and sizes != (sc.world_size,):
         raise UsageError(f"--world-sizes: a replay runs on its trace's {sc.world_size} ranks "
                          "(commbench predict prices it at other scales)", "run")
     if getattr(args, "resume", None) is not None:
         raise UsageError("--resume: a replay is measured whole; run it again", "run")
-    if os.environ.get(launcher.WORKER_ENV) or launcher.inside_mpi_job():
-        return in_job(args, ReplayJob(args, sc))
-    try:
-        plan = resume.plan_run(sc, args.out, None)
-    except RunDirError as e:
-        raise UsageError(str(e), "run") from None
-    return start_sweep(ReplayKind(args, sc, plan.run_dir, False), plan, Path(args.scenario),
-                       (sc.world_size,), lambda d: after_replay(d, args), "run")
+    return sweep_or_job(ReplayKind, args, sc, sc.world_size)
 
 
 def after_replay(run_dir: Path, args: argparse.Namespace) -> None:
@@ -43,10 +33,6 @@ def after_replay(run_dir: Path, args: argparse.Namespace) -> None:
     for line in write_summary(run_dir, iter_records(run_dir, samples=False)):
         say(line)
     after_run(run_dir, not getattr(args, "no_report", False))
-
-
-class ReplayKind(MpiKind):
-    what = "replay"
 
 
 @dataclass
@@ -71,3 +57,8 @@ class ReplayJob(MpiJob):
 
     def after(self, run_dir: Path) -> None:
         after_replay(run_dir, self.args)
+
+
+class ReplayKind(MpiKind):
+    what = "replay"
+    job = ReplayJob

@@ -17,9 +17,10 @@ from typing import Any
 
 import yaml
 
+from bench.argtypes import UsageError
 from bench.launch import inflight
 from bench.store import kinds
-from bench.store.records import KEY_FIELDS, META, StoreError, heal, iter_records, read_meta
+from bench.store.records import META, StoreError, heal, iter_records, read_meta
 
 LOCK = ".commbench.lock"  # held by the self-launcher of the run
 RESUME_ENV = "COMMBENCH_RESUME"  # set for the ranks of a resumed run: skip cases with a record
@@ -27,7 +28,7 @@ CaseKey = tuple[Any, ...]
 SCENARIO_FILE = "scenario.yaml"  # in every self-launched run directory
 
 
-class RunDirError(ValueError):
+class RunDirError(UsageError, ValueError):
     """A run directory that cannot be used; ``str()`` is one line, exit 2."""
 
 
@@ -155,19 +156,6 @@ def collective_key(collective: str, algorithm: str, transport: str, world_size: 
 
     return (canonical(collective), algorithm, transport, int(world_size), int(ranks_per_node),
             int(nbytes), dtype, op)
-
-
-def done_collective(run_dir: Path) -> frozenset[CaseKey]:
-    """The collective cases of RUN that have a record (measured or wrong)."""
-    keys = set()
-    for r in _records(run_dir):
-        if r.get("kind", "collective") != "collective":
-            continue
-        try:
-            keys.add(collective_key(*(r[f] for f in KEY_FIELDS[1:])))
-        except (KeyError, TypeError, ValueError):  # not a case record: it names no case
-            continue
-    return frozenset(keys)
 
 
 def done_training(run_dir: Path) -> frozenset[CaseKey]:
