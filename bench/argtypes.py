@@ -1,14 +1,13 @@
 """Command-line values, checked where they are parsed: every flag takes one of these types, so bad
 numbers, sizes, lists and paths are refused by argparse in one line with exit 2.
 :class:`OneLineParser` makes argparse's error one line; every other error the user can fix is a
-:class:`UsageError`, said the same way by :func:`say`."""
+:class:`CommbenchError`, raised where it is detected and said by ``bench/cli.py`` alone."""
 
 from __future__ import annotations
 
 import argparse
 import math
 import re
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
@@ -20,9 +19,15 @@ MAX_LIST = 4096  # entries one comma-separated list may hold
 MAX_WORLD = 1 << 20  # ranks in one job: the largest training clusters hold ~10^5 accelerators
 
 
-class UsageError(Exception):
-    """Bad input the user can fix: one line, ``commbench: <command>: <cause>``, and exit 2. Without
-    ``command`` the cause names its own source (a scenario file, a run directory)."""
+class CommbenchError(Exception):
+    """Bad input the user can fix, raised where it is detected: ``bench/cli.py`` says its first
+    line as ``commbench: <command>: <cause>`` and exits 2. Anything else a command raises is a
+    bug and stays a traceback, so a computation is never wrapped to turn its errors into this."""
+
+
+class UsageError(CommbenchError):
+    """A :class:`CommbenchError` whose line is whole: ``<command>: <cause>``, or without
+    ``command`` a cause that names its own source (a scenario file, a run directory)."""
 
     def __init__(self, cause: str, command: str = "") -> None:
         super().__init__(f"{command}: {cause}" if command else cause)
@@ -42,17 +47,16 @@ def names(text: str) -> list[str]:
     return [x.strip() for x in [*out, cur] if x.strip()]
 
 
-def say(e: UsageError) -> int:
-    """The one way a usage error reaches the user: its line on stderr; the exit code, 2."""
-    sys.stderr.write(f"commbench: {e}\n")
-    return 2
+def world_sizes_arg(args: argparse.Namespace) -> tuple[int, ...]:
+    """``--world-sizes`` (checked where parsed: positive, none twice), ``()`` when not given."""
+    return tuple(args.world_sizes or ())
 
 
 class OneLineParser(argparse.ArgumentParser):
     """argparse, but its errors are one line on stderr and exit 2."""
 
     def error(self, message: str) -> NoReturn:
-        sys.exit(say(UsageError(message, self.prog.removeprefix("commbench "))))
+        self.exit(2, f"commbench: {UsageError(message, self.prog.removeprefix('commbench '))}\n")
 
 
 def _typed(name: str, example: str, fn: Callable[[str], Any]) -> Callable[[str], Any]:

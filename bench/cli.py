@@ -9,7 +9,8 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
-from bench.argtypes import OneLineParser, UsageError, say
+from bench.argtypes import CommbenchError, OneLineParser, UsageError
+from kernels.registry import UnknownName
 
 if TYPE_CHECKING:
     from bench.commands import Command
@@ -50,6 +51,14 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def bad_input(e: Exception, command: str) -> int:
+    """The one way bad input reaches the user: one line on stderr, naming ``command`` unless the
+    error's line is whole (:class:`UsageError`); the exit code, 2."""
+    cause = (str(e).splitlines() or [""])[0]
+    sys.stderr.write(f"commbench: {cause if isinstance(e, UsageError) else f'{command}: {cause}'}\n")
+    return 2
+
+
 def main(argv: list[str] | None = None) -> int:
     from bench.launch.signals import arm_if_rank_of_users_job
 
@@ -64,8 +73,8 @@ def main(argv: list[str] | None = None) -> int:
         return int(e.code or 0)
     try:
         return int(args._handler(args))
-    except UsageError as e:
-        return say(e)
+    except (CommbenchError, UnknownName) as e:  # bad input; a bug stays a traceback
+        return bad_input(e, args.command)
     except KeyboardInterrupt:
         print("commbench: interrupted", file=sys.stderr)
         return 130

@@ -1,6 +1,7 @@
 """The kind-agnostic scenario loader: the frozen model base, the one-line error, reading YAML, and
-the kinds by name. A kind is one file in ``bench/kinds/`` naming its model and runner as
-``"module:attribute"``, imported on first use, so loading one kind costs nothing of another."""
+the kinds by name. A kind is a package of ``bench`` (or of a ``COMMBENCH_PLUGINS`` package) that
+registers itself in its ``__init__``, naming its model and entry as ``"module:attribute"``,
+imported on first use, so loading one kind costs nothing of another."""
 
 from __future__ import annotations
 
@@ -27,15 +28,20 @@ class ScenarioError(UsageError, ValueError):
 class ScenarioKind:
     name: str  # the scenario's ``kind:`` key
     model: str  # "module:Class", the frozen model that validates the scenario
-    run: str  # "module:function" (args, scenario, world sizes) -> exit code, for ``commbench run``
+    run: str  # "module:run", the entry: (args, scenario, --world-sizes) -> exit code
     order: int = 1000  # listing order (the default kind, collective, first)
 
 
-KINDS: Registry[ScenarioKind] = Registry("scenario kind", ("bench.kinds",), order=lambda k: k.order)
+KINDS: Registry[ScenarioKind] = Registry("scenario kind", ("bench.*",), order=lambda k: k.order)
+
+
+def run_scenario(args: Any, sc: Any, sizes: tuple[int, ...] = ()) -> int:
+    """Run ``sc`` by its kind's entry (``--world-sizes``: ``sizes``); the exit code."""
+    return int(lazy(KINDS.get(sc.kind).run)(args, sc, sizes))
 
 
 def register(kind: ScenarioKind) -> ScenarioKind:
-    """Called once in each kind's declaration file."""
+    """Called once, in the ``__init__`` of each kind's package."""
     return KINDS.add(kind.name, kind)
 
 
@@ -96,6 +102,15 @@ def one_line(e: ValidationError) -> str:
     if err["type"] == "extra_forbidden":
         msg = "unknown key"
     return f"{loc}: {msg}" if loc else msg
+
+
+def revalidated(sc: Any, where: str, **changes: Any) -> Any:
+    """``sc`` with ``changes`` (values a command line gave), validated again by its model;
+    :class:`ScenarioError` (one line, after ``where``) when they do not fit it."""
+    try:
+        return type(sc).model_validate({**sc.model_dump(), **changes})
+    except ValidationError as e:
+        raise ScenarioError(f"{where}: {one_line(e)}" if where else one_line(e)) from None
 
 
 def load_scenario(path: Path | str) -> Any:

@@ -22,10 +22,10 @@ import numpy as np
 from mpi4py import MPI
 
 from bench.argtypes import OneLineParser, positive_float, positive_int
-from bench.collective import data
-from bench.collective.harness import Env, time_plans
-from bench.collective.ranks import worst_over_ranks
-from bench.collective.scenario import Timing
+from bench.measure import data
+from bench.measure.case import Timing
+from bench.measure.harness import Env, time_plans
+from bench.measure.ranks import worst_over_ranks
 from bench.units import format_size, parse_size
 from benchmarks import results
 from benchmarks.handring import HandRing, HandRingAllGather, HandRingReduceScatter

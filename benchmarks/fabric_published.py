@@ -19,11 +19,11 @@ import statistics
 from dataclasses import dataclass
 
 from bench.argtypes import OneLineParser
-from bench.collective import metrics
 from bench.costmodel.model import parse_topology
 from bench.costmodel.predict import predict
 from bench.costmodel.profile import load_profile
 from bench.costmodel.vendor.choose import choose
+from bench.measure import metrics
 from benchmarks import results
 
 GiB = 1 << 30

@@ -34,7 +34,12 @@ def plugins() -> list[str]:
 
 def discover(package: str) -> list[str]:
     """Import ``package`` and every module under it (registering what they declare); their
-    names."""
+    names. ``"pkg.*"``: only the packages directly under ``pkg``, each declaring itself in its
+    ``__init__`` (nothing else of them is imported)."""
+    if package.endswith(".*"):
+        top = importlib.import_module(package[:-2])
+        return [importlib.import_module(m.name).__name__
+                for m in pkgutil.iter_modules(top.__path__, top.__name__ + ".") if m.ispkg]
     pkg = importlib.import_module(package)
     out = [pkg.__name__]
     for mod in pkgutil.walk_packages(getattr(pkg, "__path__", []), pkg.__name__ + "."):

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from bench.advise.calls import GROUPS
 from bench.advise.step import Priced, Step
+from bench.argtypes import CommbenchError
 
 ALIASES = {"dp": "data", "tp": "tensor", "pp": "pipeline", "ps": "server"}
 
@@ -85,6 +86,6 @@ def load(run: Path) -> Measured:
         at = [float(o["overlap_pct"]) for o in vendor if int(o["nbytes"]) == top]
         frac = sum(at) / len(at) / 100.0
     if not slow and frac is None:
-        raise ValueError(f"--interference {run}: no group named {', '.join(GROUPS)} (or dp, tp, "
+        raise CommbenchError(f"--interference {run}: no group named {', '.join(GROUPS)} (or dp, tp, "
                          "pp) measured alone and together, and no overlap case")
     return Measured(slow, beside, frac, str(run))

@@ -17,6 +17,7 @@ from bench.advise.search import NoFit, Ranked, search, smallest_fit
 from bench.advise.shape import Shape
 from bench.advise.software import Software, software_of
 from bench.advise.timing import Timer
+from bench.argtypes import CommbenchError
 from bench.costmodel.model import Cluster
 from bench.costmodel.profile import Profile, ProfileError
 from bench.training.analytic import Precision
@@ -24,7 +25,7 @@ from bench.training.analytic import Precision
 MAX_GROWTH = 64  # smallest-fit search: up to 64 x the asked world size
 
 
-class AdviceError(ValueError):
+class AdviceError(CommbenchError, ValueError):
     """A question that cannot be answered; one line."""
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from bench.collective.metrics import busbw_gbps
+from bench.measure.metrics import busbw_gbps
 
 
 def add_expected(records: Iterable[dict[str, Any]], profile: str) -> None:

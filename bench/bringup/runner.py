@@ -15,9 +15,9 @@ from mpi4py import MPI
 
 from bench.bringup import stages
 from bench.bringup.scenario import BringupScenario
-from bench.collective import harness
 from bench.collective.case import groups
 from bench.launch.rankstate import Where
+from bench.measure import harness
 from kernels.topology import Topology
 from kernels.transports import TRANSPORTS
 

@@ -7,8 +7,9 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from bench.collective.floors import Floor
-from bench.collective.scenario import CollectiveScenario, Size, Timing
+from bench.collective.scenario import CollectiveScenario, Size
+from bench.measure.case import Timing
+from bench.measure.floors import Floor
 from bench.scenario_base import Frozen, PositiveInt
 
 STAGES = ("host", "pairs", "all", "scale")
@@ -55,7 +56,7 @@ class BringupScenario(Frozen):
                             repetitions=2)
     case_timeout_s: Annotated[float, Field(gt=0)] = Field(120.0, description=(
         "seconds a stage's case may take before the job is ended and the hang is named"))
-    # floors a case must reach (bench/collective/floors.py); in a scenario file, not a flag
+    # floors a case must reach (bench/measure/floors.py); in a scenario file, not a flag
     expect: list[Floor] = Field(default=[])
 
     @model_validator(mode="after")

@@ -6,39 +6,15 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 from bench.collective.scenario import CollectiveScenario, var_refusal
 from bench.collective.variants import Settings, runs_in
+from bench.measure.case import Group
 from bench.units import format_size
 from kernels.algorithm import VENDOR, VENDOR_INPLACE
 from kernels.collective import Collective, resolve
 from kernels.ops import ITEMSIZE
 from kernels.transports import TRANSPORTS
-
-
-@dataclass(frozen=True, slots=True)
-class Group:
-    collective: str
-    transport: str
-    world_size: int
-    ranks_per_node: int
-    nbytes: int  # count * itemsize: the size the collective reports, after rounding
-    count: int
-    dtype: str
-    op: str
-    algorithms: tuple[str, ...]
-    root: int = 0
-    bases: tuple[tuple[str, str], ...] = ()  # (variant, the vendor algorithm it runs)
-
-    def base(self, algorithm: str) -> str:
-        """The registered algorithm ``algorithm`` runs (a variant's ``native``)."""
-        return dict(self.bases).get(algorithm, algorithm)
-
-    def label(self, algorithm: str | None = None) -> str:
-        alg = algorithm or "/".join(self.algorithms)
-        return (f"{self.collective} {alg} {self.transport} p={self.world_size} "
-                f"rpn={self.ranks_per_node} {self.nbytes}B {self.dtype} {self.op}")
 
 
 def groups(scenario: CollectiveScenario, world: int, ranks_per_node: int,

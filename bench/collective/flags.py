@@ -7,10 +7,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
-
-import yaml
 
 from bench.argtypes import names
 from bench.collective.scenario import ScenarioError, parse_scenario
@@ -106,15 +103,3 @@ def scenario_from(raw: dict[str, Any] | None, args: argparse.Namespace, source: 
     except ScenarioError as e:
         spelled = ", ".join(f.names[-1] for f in given(args))
         raise ScenarioError(f"{e} (from {spelled})" if spelled else str(e)) from None
-
-
-SCENARIO_FILE = "scenario.yaml"  # in every collective run directory
-
-
-def write_yaml(sc: Any, run_dir: Path) -> Path:
-    """``sc`` as the run directory's scenario file: loaded, it is ``sc`` again (the same cases;
-    its ranks read it)."""
-    path = run_dir / SCENARIO_FILE
-    dump = {"kind": sc.kind, **sc.model_dump(mode="json", exclude_defaults=True)}
-    path.write_text(yaml.safe_dump(dump, sort_keys=False))
-    return path

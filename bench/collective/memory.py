@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from bench.collective.data import BLOCK
+from bench.measure.data import BLOCK
 from kernels.collective import Collective
 
 # Interpreter + numpy + mpi4py + the CLI's imports and MPI's own buffers: fitted to the peaks

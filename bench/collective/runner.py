@@ -4,35 +4,28 @@ as its group is measured. A resumed run skips the cases that have a record."""
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import functools
 import os
 import socket
 import sys
-import uuid
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from mpi4py import MPI
 
-from bench.collective import attribution, canary, floors, harness, mpi_t, nccl_log, table
-from bench.collective.case import Group, groups
+from bench.collective import mpi_t, nccl_log, table
+from bench.collective.case import groups
 from bench.collective.progress import Progress
 from bench.collective.scenario import CollectiveScenario
 from bench.collective.variants import JOB_ENV, Settings
-from bench.launch import inflight
-from bench.launch.forensics import Hang
-from bench.launch.launcher import WORKER_ENV, oversubscribed
-from bench.launch.rankstate import Slots
-from bench.launch.signals import end_meta
-from bench.launch.threadlevel import may_abort_from_thread, thread_fields
+from bench.launch.threadlevel import thread_fields
 from bench.launch.watchdog import Watchdog
-from bench.store.kinds import now
+from bench.measure import attribution, canary, floors, harness
+from bench.measure.case import Group
+from bench.measure.recording import oversubscribed_comm, recording, topology_for
 from bench.store.records import ResultWriter
-from bench.store.resume import CaseKey, collective_key, done_collective
+from bench.store.resume import CaseKey, collective_key
 from bench.units import format_size
 from kernels.algorithm import get_algorithm
 from kernels.collective import resolve
@@ -47,8 +40,7 @@ class RunContext:
     scenario: CollectiveScenario
     world_sizes: tuple[int, ...]  # the sizes this job measures
     progress: bool = True
-    resume: bool = False  # skip cases that have a record in results.jsonl
-    done_keys: frozenset[CaseKey] = frozenset()
+    done_keys: frozenset[CaseKey] = frozenset()  # resumed: the cases with a record, skipped
     jobs: tuple[Settings, ...] | None = None  # the environments of this job's cases (None: all)
 
     def done(self, g: Group, algorithm: str) -> bool:
@@ -58,33 +50,9 @@ class RunContext:
             g.dtype, g.op) in self.done_keys
 
 
-def topology_for(comm: MPI.Comm, rpn: int | str, equal_nodes: bool = True) -> Topology:
-    """Nodes of ``rpn`` consecutive ranks, or by host name (``auto``: with ``equal_nodes``,
-    ValueError unless every node holds as many ranks)."""
-    if rpn != "auto":
-        return Topology.blocks(comm.size, int(rpn))
-    topo = Topology.from_hosts(comm.allgather(socket.gethostname()))
-    if equal_nodes:
-        topo.ranks_per_node  # noqa: B018 - raises when nodes hold different numbers of ranks
-    return topo
-
-
-def oversubscribed_comm(comm: MPI.Comm) -> bool:
-    """Whether ``comm``'s ranks on this host outnumber its cores (the collective kind and the
-    probe record it)."""
-    local = comm.Split_type(MPI.COMM_TYPE_SHARED)
-    try:
-        return oversubscribed(local.size)
-    finally:
-        local.Free()
-
-
 def run_job(ctx: RunContext, out: Any = sys.stdout) -> int:
     """Run every group this job owns; returns the number of records written (rank 0)."""
     world = MPI.COMM_WORLD
-    if ctx.resume:
-        keys = done_collective(ctx.run_dir) if world.rank == 0 else None
-        ctx = dataclasses.replace(ctx, done_keys=world.bcast(keys, root=0))
     log = nccl_log.RankLog.of_this_process(os.environ) if world.rank == 0 else None
     written = 0
     with recording(world, ctx.run_dir) as (dog, writer):
@@ -101,38 +69,8 @@ def run_job(ctx: RunContext, out: Any = sys.stdout) -> int:
     return written
 
 
-@contextlib.contextmanager
-def recording(comm: MPI.Comm, run_dir: Path) -> Iterator[tuple[Watchdog, ResultWriter | None]]:
-    """A job's watchdog on every rank and its record writer on rank 0; the in-flight marker is
-    cleared at a clean end only (a case that raised, a peer dead, stays named for the launcher)."""
-    # MPI_Abort from the watchdog's thread only where MPI allows it (thread level multiple);
-    # else the rank ends itself and the launcher tears the job down
-    slots = Slots(run_dir, comm.rank, comm.bcast(uuid.uuid4().hex if comm.rank == 0 else None))
-    users_job = not os.environ.get(WORKER_ENV)  # else the self-launcher owns meta.json
-    dog = Watchdog(comm.rank, comm.Abort if may_abort_from_thread() else os._exit, slots=slots,
-                   world_size=comm.size,
-                   on_hang=functools.partial(hang_in_meta, run_dir) if users_job else None,
-                   marker=run_dir if comm.rank == 0 else None)
-    writer = ResultWriter(run_dir) if comm.rank == 0 else None
-    try:
-        yield dog, writer
-    finally:
-        dog.close()
-        if writer:
-            writer.close()
-    slots.remove()
-    if writer:
-        inflight.clear(run_dir)
-
-
-def hang_in_meta(run_dir: Path, hang: Hang) -> None:
-    """The user's own job: the run failed with ``hang`` (its launcher tears it down next)."""
-    end_meta(run_dir, {"status": "failed", "reason": hang.line, "failed_case": hang.case,
-                       "hang": hang.as_dict(), "finished": now()})
-
-
 def _canary(ctx: RunContext, comm: MPI.Comm, when: str) -> None:
-    """A drift-canary reading on every rank of the job (see :mod:`bench.collective.canary`)."""
+    """A drift-canary reading on every rank of the job (see :mod:`bench.measure.canary`)."""
     reading = canary.measure(comm, when)
     if comm.rank == 0:
         canary.append(ctx.run_dir, reading)

@@ -19,9 +19,10 @@ from pydantic import (
 
 from bench.collective import variants as var
 from bench.collective import vendor_settings
-from bench.collective.floors import Floor
 from bench.collective.variants import Item, Variant
 from bench.emulate.config import Emulate
+from bench.measure.case import Timing
+from bench.measure.floors import Floor
 from bench.scenario_base import (  # the loader, for this kind's readers
     Frozen,
     PositiveInt,
@@ -36,7 +37,7 @@ from kernels.ops import HOST_DTYPE, ITEMSIZE, OPS
 from kernels.registry import UnknownName
 from kernels.transports import TRANSPORTS
 
-__all__ = ["CollectiveScenario", "ScenarioError", "Timing", "load_scenario", "parse_scenario"]
+__all__ = ["CollectiveScenario", "ScenarioError", "load_scenario", "parse_scenario"]
 
 Size = Annotated[int, BeforeValidator(parse_size)]
 ALL = "all"
@@ -61,38 +62,6 @@ class SizeSweep(Frozen):
 
     def expand(self) -> list[int]:
         return size_range(self.min, self.max, self.factor)
-
-
-OSU_LARGE = 8192  # OSU's LARGE_MESSAGE_SIZE: fewer iterations above it
-OSU_ITERS = {"small": (100, 1000), "large": (10, 100)}  # (warm-up, timed) per OSU's collectives
-
-
-class Timing(Frozen):
-    """How a case is timed (docs/scenarios.md, "Timing")."""
-
-    style: Literal["commbench", "osu"] = "commbench"
-    warmup: Annotated[int, Field(ge=0)] = 3
-    iters: PositiveInt | None = None  # explicit override of the time budget
-    time_budget_ms: Annotated[float, Field(gt=0)] = 100.0  # timed iterations per case, all reps
-    min_iters: PositiveInt = 5
-    max_iters: PositiveInt = 10_000
-    repetitions: PositiveInt = 2  # blocks per case, algorithms alternating order between blocks
-
-    @model_validator(mode="after")
-    def _bounds(self) -> Timing:
-        if self.max_iters < self.min_iters:
-            raise ValueError("max_iters is below min_iters")
-        return self
-
-    def for_size(self, nbytes: int) -> Timing:
-        """The timing of one size: OSU's iteration counts in ``style: osu`` where the scenario
-        does not fix them (one block per algorithm, as OSU runs one loop)."""
-        if self.style != "osu" or "iters" in self.model_fields_set:
-            return self
-        warm, iters = OSU_ITERS["large" if nbytes > OSU_LARGE else "small"]
-        if "warmup" in self.model_fields_set:
-            warm = self.warmup
-        return self.model_copy(update={"iters": iters, "warmup": warm, "repetitions": 1})
 
 
 def _names(kind: str, valid: list[str]) -> Any:
@@ -154,7 +123,7 @@ class CollectiveScenario(Frozen):
     check: bool = True
     case_timeout_s: Annotated[float, Field(gt=0)] = 300.0
     emulate: Emulate | None = None  # a modelled cluster on this host (bench/emulate/config.py)
-    expect: list[Floor] = Field(default=[])  # floors a case must reach (bench/collective/floors.py)
+    expect: list[Floor] = Field(default=[])  # floors a case must reach (bench/measure/floors.py)
 
     _tr = field_validator("transports")(_names("transport", TRANSPORTS.names()))
     _dt = field_validator("dtypes")(_names("dtype", list(HOST_DTYPE)))

@@ -1,12 +1,12 @@
 """CLI subcommands by name: each module of this package (or of a ``COMMBENCH_PLUGINS`` package)
 calls :func:`register` with its parser and handler; discovered, so a new command is a new file.
-A handler raises :class:`bench.argtypes.UsageError` for input the user can fix (one line, exit 2)."""
+A handler raises a :class:`bench.argtypes.CommbenchError` for input the user can fix, where it
+is detected (one line, exit 2); anything else stays a traceback."""
 
 from __future__ import annotations
 
 import argparse
-import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,14 +49,9 @@ def register(name: str, help: str, configure: Callable[[argparse.ArgumentParser]
     COMMANDS.add(name, Command(name, help, configure, handler, example, offline, results))
 
 
-@contextlib.contextmanager
-def said(command: str, *errors: type[BaseException], prefix: str = "") -> Iterator[None]:
-    """Any of ``errors`` raised inside as a UsageError of ``command``: ``prefix`` and the first
-    line of its message."""
-    try:
-        yield
-    except errors as e:
-        raise UsageError(prefix + (str(e).splitlines() or [""])[0], command) from None
+def needs_torch(e: ImportError, command: str) -> UsageError:
+    """A missing torch (or another optional package) for ``command``, said in one line."""
+    return UsageError(NEEDS_TORCH + (str(e).splitlines() or [""])[0], command)
 
 
 def new_run_dir(out: Path | None, name: str, command: str, where: str = "") -> Path:

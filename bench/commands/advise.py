@@ -9,8 +9,7 @@ import math
 
 from bench.advise.flags import add_shape_flags
 from bench.argtypes import in_path, out_dir, positive_float, positive_int, ranged_float, world_list
-from bench.commands import NEEDS_TORCH, new_run_dir, register, said
-from kernels.registry import UnknownName
+from bench.commands import needs_torch, new_run_dir, register
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -60,11 +59,12 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    with said("advise", ImportError, prefix=NEEDS_TORCH):
+    try:
         from bench.advise.cli import run_advice
+    except ImportError as e:
+        raise needs_torch(e, "advise") from None
     out = new_run_dir(args.out, "advise", "advise")
-    with said("advise", ValueError, UnknownName):  # AdviceError, ProfileError, StoreError, ...
-        run_advice(args, out, print)
+    run_advice(args, out, print)
     print(out)
     return 0
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from bench.argtypes import out_dir
 from bench.commands import register
-from bench.commands.probe import given, model_flags, run_kind, validated
+from bench.commands.probe import given, model_flags, validated
 from bench.launch import isolate
 
 
@@ -24,16 +24,16 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def scenario_of(args: argparse.Namespace) -> Any:
-    """The flags as a validated bring-up scenario; ScenarioError (one line) when they are bad."""
+    """The flags as a validated bring-up scenario; UsageError (one line) when they are bad."""
     from bench.bringup.scenario import BringupScenario
 
-    return validated(BringupScenario, given(args, args.bringup_fields))
+    return validated(BringupScenario, given(args, args.bringup_fields), "bringup")
 
 
 def handle(args: argparse.Namespace) -> int:
-    from bench.bringup.launch import handle as run_bringup
+    from bench.scenario_base import run_scenario
 
-    return run_kind(args, "bringup", scenario_of, run_bringup)
+    return run_scenario(args, scenario_of(args))
 
 
 register("bringup", "bring a cluster up: each host, pairs of hosts, all, scale; a verdict per "

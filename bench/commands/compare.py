@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 
 from bench.argtypes import in_path, out_file
-from bench.collective import canary
-from bench.commands import register, said
+from bench.commands import register
 from bench.gate.flags import add_rule_flags, rule_from
+from bench.measure import canary
 
 COMPARE = ("threshold", "alpha", "reference", "strict", "min_abs")
 
@@ -30,12 +30,10 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     from bench.gate.compare import compare_runs
-    from bench.gate.keys import InputError
     from bench.gate.table import render
 
     rule = rule_from(args, COMPARE)
-    with said("compare", InputError):
-        res = compare_runs(args.baseline, args.current, rule)
+    res = compare_runs(args.baseline, args.current, rule)
     machine, notes = canary_notes(args.baseline, args.current)
     print(render(res, everything=args.all, machine=machine))
     for line in notes:

@@ -6,9 +6,8 @@ import argparse
 import sys
 
 from bench.argtypes import UsageError, in_path, out_file
-from bench.commands import register, said
-from bench.store.export import FORMATS, ExportError, export
-from bench.store.records import StoreError
+from bench.commands import register
+from bench.store.export import FORMATS, export
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -21,8 +20,10 @@ def configure(p: argparse.ArgumentParser) -> None:
 def handle(args: argparse.Namespace) -> int:
     if not args.run.is_dir():
         raise UsageError(f"{args.run}: no such run directory", "export")
-    with said("export", StoreError, ExportError, OSError):  # OSError: --output not writable
+    try:
         out, n = export(args.run, args.format, args.output)
+    except OSError as e:  # --output not writable
+        raise UsageError((str(e).splitlines() or [""])[0], "export") from None
     print(f"# {n} {'cases' if args.format == 'pytest-benchmark' else 'records'} written",
           file=sys.stderr)
     print(out)

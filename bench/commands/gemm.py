@@ -7,9 +7,8 @@ import argparse
 from pathlib import Path
 
 from bench.advise.flags import add_shape_flags
-from bench.argtypes import int_list, out_file, positive_int
-from bench.commands import NEEDS_TORCH, register, said
-from kernels.registry import UnknownName
+from bench.argtypes import UsageError, int_list, out_file, positive_int
+from bench.commands import needs_torch, register
 
 MODEL = "gpt-small"  # timed when neither --model nor --params is given
 
@@ -33,20 +32,21 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    with said("gemm", ImportError, prefix=NEEDS_TORCH):
+    try:
         from bench.advise import gemm_bench as gb
         from bench.advise.cli import shape_from_args
         from bench.costmodel.profile import load_profile
+    except ImportError as e:
+        raise needs_torch(e, "gemm") from None
     if not args.params:
         args.model = args.model or MODEL
-    with said("gemm", ValueError, UnknownName):
-        base = load_profile(args.base)
-        shape = shape_from_args(args, print)
-        heads = getattr(shape.model.config, "heads", 1)
-        tensors = [t for t in args.tensor if heads % t == 0]
-        if not tensors:
-            raise ValueError(f"--tensor {args.tensor}: no degree divides the {heads} heads")
-        device = gb.resolve_device(args.device)
+    base = load_profile(args.base)
+    shape = shape_from_args(args, print)
+    heads = getattr(shape.model.config, "heads", 1)
+    tensors = [t for t in args.tensor if heads % t == 0]
+    if not tensors:
+        raise UsageError(f"--tensor {args.tensor}: no degree divides the {heads} heads", "gemm")
+    device = gb.resolve_device(args.device)
     points = [gb.time_gemm(g, device, args.repeats)
               for g in gb.model_gemms(shape, tensors, args.microbatch)]
     f = gb.fit(points, base.device.get("flops_per_s"))

@@ -6,8 +6,8 @@ from __future__ import annotations
 import argparse
 import math
 
-from bench.argtypes import param_count, params, positive_int, world_list
-from bench.commands import NEEDS_TORCH, register, said
+from bench.argtypes import UsageError, param_count, params, positive_int, world_list
+from bench.commands import needs_torch, register
 
 UNITS = {"GiB": 2**30, "GB": 10**9}
 
@@ -35,31 +35,34 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    with said("memory", ImportError, prefix=NEEDS_TORCH):
+    try:
         from bench.models import MODELS
         from bench.training.analytic import PRECISIONS, parameters, predict
         from bench.training.scenario import StrategySpec, _from_string, check_case
         from bench.training.strategy import strategies
-    with said("memory", KeyError, ValueError):  # UnknownName is a KeyError
-        model, ps = _model(args, MODELS.get)
-        sizes = args.world_sizes
-        specs = []
-        reg = strategies()
-        listed = args.strategies or ",".join(t for t in (reg.get(n).table for n in reg) if t)
-        for s in listed.split(","):
+    except ImportError as e:
+        raise needs_torch(e, "memory") from None
+    model, ps = _model(args, MODELS.get)
+    sizes = args.world_sizes
+    specs = []
+    reg = strategies()
+    listed = args.strategies or ",".join(t for t in (reg.get(n).table for n in reg) if t)
+    for s in listed.split(","):
+        try:
             raw = _from_string(s)
             takes = reg.get(raw["name"]).option_names  # an unknown name: one line now
             if "microbatches" in takes:
                 raw["microbatches"] = args.microbatches
             specs.append(StrategySpec.model_validate(raw))
+        except ValueError as e:  # the --strategies text: a bad entry is the user's
+            raise UsageError((str(e).splitlines() or [""])[0], "memory") from None
     prec, unit = PRECISIONS[args.precision], UNITS[args.units]
     ps = ps if ps is not None else parameters(model)
     total = sum(math.prod(p.shape) for p in ps)
     if args.params and args.layers is not None:  # a GPT of that shape: the two must agree
         from bench.advise.custom import check_params
 
-        with said("memory", ValueError):
-            check_params(args.params, total)
+        check_params(args.params, total)
     print(f"# {model.name}: {total / 1e9:.3f}B parameters; per-rank {args.units}, rank 0, {prec.name} "
           f"precision (params {prec.param_bytes} B, grads {prec.grad_bytes} B, optimizer "
           f"K={prec.optim_per_param} B per parameter); batch {args.batch_size} per replica")
@@ -94,7 +97,8 @@ def _model(args: argparse.Namespace, get):  # type: ignore[no-untyped-def]
     if args.layers is not None and args.hidden and args.heads:
         return custom_gpt(args.layers, args.hidden, args.heads, 2048), None
     if args.layers is not None or args.hidden or args.heads:
-        raise ValueError("--params with a shape needs all of --layers, --hidden and --heads")
+        raise UsageError("--params with a shape needs all of --layers, --hidden and --heads",
+                         "memory")
     return flat_model(param_count(args.params))
 
 

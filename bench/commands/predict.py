@@ -8,8 +8,7 @@ import argparse
 import sys
 
 from bench.argtypes import UsageError, in_path, out_dir, positive_int, world_list
-from bench.commands import new_run_dir, register, said
-from kernels.registry import UnknownName
+from bench.commands import new_run_dir, register
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -52,23 +51,21 @@ def handle(args: argparse.Namespace) -> int:
 
     out = new_run_dir(args.out, "predict", "predict")
     try:
-        # ProfileError, TopologyError, RequestError, a bad size or dtype
-        with said("predict", ValueError, UnknownName):
-            profile = load_profile(args.profile)
-            cluster = resolve_topology(args.topology)
-            worlds = tuple(args.world_sizes) if args.world_sizes else (cluster.world,)
-            algs = (tuple(a.strip() for a in args.algorithms.split(",") if a.strip())
-                    if args.algorithms else None)
-            limit = args.max_schedule_ranks or MAX_SCHEDULE_RANKS
-            if args.replay is not None:
-                from bench.replay.price import replay_request
+        profile = load_profile(args.profile)
+        cluster = resolve_topology(args.topology)
+        worlds = tuple(args.world_sizes) if args.world_sizes else (cluster.world,)
+        algs = (tuple(a.strip() for a in args.algorithms.split(",") if a.strip())
+                if args.algorithms else None)
+        limit = args.max_schedule_ranks or MAX_SCHEDULE_RANKS
+        if args.replay is not None:
+            from bench.replay.price import replay_request
 
-                return replay_request(args, profile, cluster, worlds, out, limit)
-            req = Request(profile, cluster, worlds, all_collectives(args.collectives), algs,
-                          tuple(parse_sizes(args.sizes)),
-                          tuple(d.strip() for d in args.dtypes.split(",") if d.strip()),
-                          args.transport, limit)
-            n, skipped = run(req, out, lambda line: print(line, file=sys.stderr))
+            return replay_request(args, profile, cluster, worlds, out, limit)
+        req = Request(profile, cluster, worlds, all_collectives(args.collectives), algs,
+                      tuple(parse_sizes(args.sizes)),
+                      tuple(d.strip() for d in args.dtypes.split(",") if d.strip()),
+                      args.transport, limit)
+        n, skipped = run(req, out, lambda line: print(line, file=sys.stderr))
     except OSError as e:
         raise UsageError(f"writing {out}: {e.strerror or e}", "predict") from None
     more = f"; skipped cases per size in {out / 'meta.json'} (skipped)" if skipped else ""

@@ -8,8 +8,16 @@ import argparse
 import typing
 from typing import TYPE_CHECKING, Any
 
-from bench.argtypes import name_list, nonneg_int, out_dir, positive_float, positive_int, world_size
-from bench.commands import register, said
+from bench.argtypes import (
+    UsageError,
+    name_list,
+    nonneg_int,
+    out_dir,
+    positive_float,
+    positive_int,
+    world_size,
+)
+from bench.commands import register
 from bench.launch import isolate
 
 if TYPE_CHECKING:
@@ -67,16 +75,15 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def scenario_of(args: argparse.Namespace) -> Any:
-    """The flags as a validated probe scenario; ScenarioError (one line) when they are bad."""
+    """The flags as a validated probe scenario; UsageError (one line) when they are bad."""
     from bench.probe.scenario import ProbeScenario
-    from bench.scenario_base import ScenarioError
 
     raw = given(args, args.probe_fields)
     if (args.emulate is None) != (args.topology is None):
-        raise ScenarioError("--emulate PROFILE and --topology SPEC go together")
+        raise UsageError("--emulate PROFILE and --topology SPEC go together", "probe")
     if args.emulate is not None:
         raw["emulate"] = {"profile": args.emulate, "topology": args.topology}
-    return validated(ProbeScenario, raw)
+    return validated(ProbeScenario, raw, "probe")
 
 
 def given(args: argparse.Namespace, fields: list[str]) -> dict[str, Any]:
@@ -84,32 +91,22 @@ def given(args: argparse.Namespace, fields: list[str]) -> dict[str, Any]:
     return {k: v for k in fields if (v := getattr(args, k)) is not None}
 
 
-def validated(model: Any, raw: dict[str, Any]) -> Any:
-    """``raw`` as a ``model`` scenario; ScenarioError (one line) when it is not one."""
+def validated(model: Any, raw: dict[str, Any], command: str) -> Any:
+    """``raw`` as a ``model`` scenario; a UsageError of ``command`` when it is not one."""
     from pydantic import ValidationError
 
-    from bench.scenario_base import ScenarioError, one_line
+    from bench.scenario_base import one_line
 
     try:
         return model.model_validate(raw)
     except ValidationError as e:
-        raise ScenarioError(one_line(e)) from None
-
-
-def run_kind(args: argparse.Namespace, command: str, scenario_of: Any, run: Any) -> int:
-    """``run(args, scenario)`` with the flags' scenario; a bad one is a UsageError of
-    ``command``."""
-    from bench.scenario_base import ScenarioError
-
-    with said(command, ScenarioError):
-        sc = scenario_of(args)
-    return int(run(args, sc))
+        raise UsageError(one_line(e), command) from None
 
 
 def handle(args: argparse.Namespace) -> int:
-    from bench.probe.launch import handle as run_probe
+    from bench.scenario_base import run_scenario
 
-    return run_kind(args, "probe", scenario_of, run_probe)
+    return run_scenario(args, scenario_of(args))
 
 
 register("probe", "latency and bandwidth between every pair of ranks; slow links and nodes "

@@ -6,9 +6,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from bench.argtypes import in_path, out_dir, world_list
+from bench.argtypes import in_path, out_dir, world_list, world_sizes_arg
 from bench.collective import flags
-from bench.collective.launch import world_sizes_arg
 from bench.collective.scenario import (
     ScenarioError,
     load_scenario,
@@ -19,6 +18,7 @@ from bench.launch import isolate
 from bench.launch.threadlevel import LEVELS as THREAD_LEVELS
 from bench.scenario_base import KINDS, read_yaml
 from bench.store.records import StoreError, read_meta
+from bench.store.resume import write_yaml
 from kernels.registry import lazy
 
 
@@ -66,7 +66,7 @@ def scenario_of(args: argparse.Namespace) -> Any:
         except (StoreError, OSError, KeyError, TypeError) as e:
             raise ScenarioError(f"--resume {args.resume}: no scenario recorded there ({e})") from None
         sc = parse_scenario(dump, f"{args.resume}/meta.json")
-        args.scenario = flags.write_yaml(sc, args.resume)  # the file its ranks are given
+        args.scenario = write_yaml(sc, args.resume)  # the file its ranks are given
         return sc
     if args.scenario is None and not flags.given(args):
         raise ScenarioError("give a scenario file, axis flags (-c all_reduce -b 8 -e 1M ...), or "
@@ -84,7 +84,8 @@ def scenario_of(args: argparse.Namespace) -> Any:
 
 
 def handle(args: argparse.Namespace) -> int:
-    """The scenario's kind runs it (``bench/kinds/``) at ``--world-sizes`` or the scenario's."""
+    """The scenario's kind runs it (its entry, registered in ``bench/<kind>/__init__.py``) at
+    ``--world-sizes`` or the scenario's."""
     sc = with_overrides(scenario_of(args), args)
     return int(lazy(KINDS.get(sc.kind).run)(args, sc, world_sizes_arg(args) or tuple(sc.world_sizes)))
 

@@ -5,9 +5,21 @@ c/util/osu_util.c; docs/concurrency.md, "Overlap, OSU's definition"), which comm
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from kernels.topology import Topology
+
+
+def group_key(group: str, mode: str, rnd: int, nbytes: int) -> tuple[Any, ...]:
+    """One step of the groups' cases (a resumed run skips those with a record): ``group`` timed
+    ``mode`` (alone or together) in round ``rnd`` at the requested ``nbytes``."""
+    return ("group", group, mode, int(rnd), int(nbytes))
+
+
+def overlap_key(case: Mapping[str, Any], nbytes: int) -> tuple[Any, ...]:
+    """One overlap case: its collective, algorithm and progress at the requested ``nbytes``."""
+    return ("overlap", case["collective"], case["algorithm"], case["progress"], int(nbytes))
 
 
 def communicators(members: str | Sequence[Sequence[int]], topo: Topology) -> list[list[int]]:

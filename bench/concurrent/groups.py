@@ -9,17 +9,17 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from mpi4py import MPI
 
-from bench.collective import harness
-from bench.collective.case import Group
-from bench.collective.runner import topology_for
-from bench.concurrent.define import communicators
+from bench.concurrent.define import communicators, group_key
 from bench.concurrent.scenario import ConcurrentScenario, GroupSpec
+from bench.measure import harness
+from bench.measure.case import Group
+from bench.measure.recording import topology_for
 from kernels.collective import resolve
 from kernels.ops import ITEMSIZE
 from kernels.topology import Topology
@@ -158,8 +158,9 @@ def step(ctl: MPI.Comm, mine: dict[str, Member], victim: str, together: bool,
 
 def run_groups(world: MPI.Comm, sc: ConcurrentScenario, emit: Emit | None,
                extra: dict[str, Any], arm: Callable[[str], None],
-               disarm: Callable[[], None]) -> None:
-    """Every group alone and together at every size; ``emit`` (world rank 0) gets each record."""
+               disarm: Callable[[], None], done: Collection[tuple[Any, ...]] = ()) -> None:
+    """Every group alone and together at every size, less the steps in ``done`` (a resumed
+    run's, :func:`bench.concurrent.define.group_key`); ``emit`` (world rank 0) gets each record."""
     topo = topology_for(world, sc.ranks_per_node, equal_nodes=False)
     ctl = world.Dup()
     try:
@@ -170,6 +171,8 @@ def run_groups(world: MPI.Comm, sc: ConcurrentScenario, emit: Emit | None,
                 for victim, rnd in ((v, i) for v in names for i in range(sc.rounds)):
                     for together in (False, True) if rnd % 2 == 0 else (True, False):
                         mode = "together" if together else "alone"
+                        if group_key(victim, mode, rnd, nbytes) in done:
+                            continue
                         arm(f"group {victim} {mode} at {nbytes} B")
                         recs = step(ctl, mine, victim, together, nbytes, sc)
                         disarm()

@@ -1,4 +1,4 @@
-"""``kind: concurrent`` through the collective kind's launch (:mod:`bench.collective.launch`), at
+"""``kind: concurrent`` through the MPI-job base (:mod:`bench.launch.mpijob`), at
 ``MPI_THREAD_MULTIPLE``; a self-launched job's ranks run BLAS on one thread each (the user's
 setting wins)."""
 
@@ -11,54 +11,37 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.collective.launch import CollectiveJob, CollectiveKind, finisher, in_job, start_sweep
+from bench.concurrent.define import group_key, overlap_key
 from bench.concurrent.scenario import ONE_BLAS_THREAD, ConcurrentScenario
-from bench.launch import launcher
-from bench.launch.selflaunch import JobResult, one_world, usage_errors
-from bench.store import resume
+from bench.launch.mpijob import (
+    MpiJob,
+    MpiKind,
+    inside,
+    one_world,
+    sweep_or_job,
+)
+from bench.scenario_base import revalidated
 
 DEFAULT_WORLD = 4  # ranks of a self-launched run that names none
-def handle(args: argparse.Namespace, sc: ConcurrentScenario, sizes: tuple[int, ...] = ()) -> int:
+def run(args: argparse.Namespace, sc: ConcurrentScenario, sizes: tuple[int, ...] = ()) -> int:
     """Run ``sc``; ``sizes``: ``--world-sizes`` of ``commbench run`` (at most one)."""
-    inside = bool(os.environ.get(launcher.WORKER_ENV)) or launcher.inside_mpi_job()
-    with usage_errors():
-        world = one_world(sizes, "a concurrent run is one job") or sc.world_size or DEFAULT_WORLD
-        sc = ConcurrentScenario.model_validate({**sc.model_dump(), "world_size": world})
-        plan = None if inside else resume.plan_run(sc, args.out, getattr(args, "resume", None))
-    if inside:
+    world = one_world(sizes, "a concurrent run is one job") or sc.world_size or DEFAULT_WORLD
+    sc = revalidated(sc, "", world_size=world)
+    if inside():
         from bench.launch.threadlevel import request
 
         request("multiple")  # BLAS threads: as the job was started (numpy is loaded already)
-        return in_job(args, ConcurrentJob(args, sc))
-    assert plan is not None
-    return start_sweep(ConcurrentKind(args, sc, plan.run_dir, plan.resuming), plan,
-                       Path(args.scenario), (world,), finisher(args))
-
-
-class ConcurrentKind(CollectiveKind):
-    """One mpiexec job; a failed one names the step it was in."""
-
-    def first(self, world: int) -> int | None:
-        return 0
-
-    def command(self, world: int, start: int) -> tuple[list[str], dict[str, str]]:
-        cmd, env = super().command(world, start)
-        for k, v in ONE_BLAS_THREAD.items():
-            env.setdefault(k, v)
-        return cmd, env
-
-    def failed(self, job: JobResult) -> str:
-        return "concurrent run failed" + (f" during {job.case}" if job.case else "")
+    return sweep_or_job(ConcurrentKind, args, sc, world)
 
 
 @dataclass
-class ConcurrentJob(CollectiveJob):
+class ConcurrentJob(MpiJob):
     """The groups, then the overlap cases, on every rank of the job."""
 
     def check(self, comm: Any) -> str | None:
         self.sizes = (comm.size,)
-        from bench.collective.runner import topology_for
         from bench.concurrent.define import communicators
+        from bench.measure.recording import topology_for
 
         sc: ConcurrentScenario = self.sc
         try:
@@ -76,10 +59,10 @@ class ConcurrentJob(CollectiveJob):
         return None
 
     def measure(self, comm: Any, run_dir: Path, run_id: str) -> None:
-        from bench.collective.runner import oversubscribed_comm, recording, topology_for
         from bench.concurrent.groups import run_groups
         from bench.concurrent.overlap import run_overlap
         from bench.launch.threadlevel import thread_fields
+        from bench.measure.recording import oversubscribed_comm, recording, topology_for
 
         sc: ConcurrentScenario = self.sc
         extra = {"run_id": run_id, "scenario": sc.name, "oversubscribed": oversubscribed_comm(comm),
@@ -88,7 +71,31 @@ class ConcurrentJob(CollectiveJob):
             arm = functools.partial(dog.arm_case, timeout_s=sc.case_timeout_s)
             emit = writer.write if writer else None
             if sc.groups:
-                run_groups(comm, sc, emit, extra, arm, dog.disarm)
+                run_groups(comm, sc, emit, extra, arm, dog.disarm, self.done)
             if sc.overlap:
                 run_overlap(comm, sc, topology_for(comm, sc.ranks_per_node, equal_nodes=False), emit,
-                            extra, arm, dog.disarm)
+                            extra, arm, dog.disarm, self.done)
+
+    def record_key(self, rec: dict[str, Any]) -> tuple[Any, ...] | None:
+        """A group's step (who was timed, how, which round, at what size) or an overlap case."""
+        if rec.get("kind") == "concurrent":
+            return group_key(rec["group"], rec["mode"], rec["round"], rec["requested_nbytes"])
+        if rec.get("kind") == "overlap":
+            return overlap_key(rec, rec["requested_nbytes"])
+        return None
+
+    def cases(self, world: int) -> list[tuple[Any, ...]]:
+        sc: ConcurrentScenario = self.sc
+        steps = [group_key(g.name, mode, r, n) for n in sc.sizes for g in sc.groups
+                 for r in range(sc.rounds) for mode in ("alone", "together")]
+        return steps + [overlap_key(o.model_dump(), n) for o in sc.overlap for n in sc.sizes]
+
+
+class ConcurrentKind(MpiKind):
+    """One mpiexec job; a failed one names the step it was in."""
+
+    what = "concurrent run"
+    job = ConcurrentJob
+
+    def job_env(self, world: int, start: int) -> dict[str, str]:
+        return {k: v for k, v in ONE_BLAS_THREAD.items() if k not in os.environ}

@@ -10,17 +10,17 @@ from __future__ import annotations
 import functools
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 import numpy as np
 from mpi4py import MPI
 
-from bench.collective import harness
-from bench.collective.scenario import Timing
 from bench.concurrent import define
 from bench.concurrent.groups import mpi_group
 from bench.concurrent.scenario import ONE_BLAS_THREAD, ConcurrentScenario, OverlapSpec
+from bench.measure import harness
+from bench.measure.case import Timing
 from bench.store import kinds
 from kernels.topology import Topology
 from kernels.transports.base import Plan
@@ -202,14 +202,17 @@ def measure(env: harness.Env, spec: OverlapSpec, nbytes: int, sc: ConcurrentScen
 
 def run_overlap(world: MPI.Comm, sc: ConcurrentScenario, topo: Topology,
                 emit: Callable[[dict[str, Any]], None] | None, extra: dict[str, Any],
-                arm: Callable[[str], None], disarm: Callable[[], None]) -> None:
-    """Every overlap case at every size on every rank of ``world``."""
+                arm: Callable[[str], None], disarm: Callable[[], None],
+                done: Collection[tuple[Any, ...]] = ()) -> None:
+    """Every overlap case at every size on every rank of ``world``, less those in ``done``."""
     from kernels.transports import TRANSPORTS
 
     env = harness.Env(world, TRANSPORTS.get("mpi").create(world), topo, {})
     try:
         for spec in sc.overlap:
             for nbytes in sc.sizes:
+                if define.overlap_key(spec.model_dump(), nbytes) in done:
+                    continue
                 arm(f"overlap {spec.collective} {spec.algorithm} {spec.progress} at {nbytes} B")
                 rec = measure(env, spec, nbytes, sc)
                 disarm()

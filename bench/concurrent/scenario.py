@@ -7,7 +7,8 @@ from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from bench.collective.scenario import Size, Timing, _canonical
+from bench.collective.scenario import Size, _canonical
+from bench.measure.case import Timing
 from bench.scenario_base import Frozen, PositiveInt
 from kernels.algorithm import VENDOR, algorithm_names
 

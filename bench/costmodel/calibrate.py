@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 from scipy.optimize import least_squares
 
+from bench.argtypes import CommbenchError
 from bench.costmodel.evaluate import Prepared, batches, run, schedule_job
 from bench.costmodel.model import Cluster, Placed
 from bench.costmodel.net import Net
@@ -30,7 +31,7 @@ DEFAULT = Profile("default", "", "generic starting point", {
     gamma=2e-10, overhead=0.0)
 
 
-class CalibrationError(ValueError):
+class CalibrationError(CommbenchError, ValueError):
     """Runs that cannot be fitted (too few points, nothing modelable); one line."""
 
 

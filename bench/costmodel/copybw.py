@@ -1,5 +1,5 @@
 """This host's local-copy bandwidth, as the runs' drift canary measured it
-(``bench/collective/canary.py``: per rank, a 16 MiB copy past the caches and a 256 KiB one they
+(``bench/measure/canary.py``: per rank, a 16 MiB copy past the caches and a 256 KiB one they
 hold): the median of every reading at each size, which ``commbench calibrate`` writes into the
 profile's ``device`` keys. How copies are priced: docs/predict.md (Calibration, local copies).
 """
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.collective import canary
+from bench.measure import canary
 
 SIZES = {key: 4 * n for key, (n, _) in canary.COPIES.items()}  # bytes copied (float32s) per reading
 

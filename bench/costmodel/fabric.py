@@ -11,6 +11,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from bench.argtypes import CommbenchError
+
 SWITCHES = ("nvswitch", "pcie")
 NETWORKS = ("rail", "fat_tree")
 DEFAULT_RING_EFFICIENCY = 1.0  # nominal: a preset states its measured fraction
@@ -23,7 +25,7 @@ _NICS = {"count", "bytes_per_s", "efficiency"}
 _NETWORK = {"kind", "rails"}
 
 
-class FabricError(ValueError):
+class FabricError(CommbenchError, ValueError):
     """Raised by :func:`parse_fabric`; the profile loader turns it into a ProfileError."""
 
 

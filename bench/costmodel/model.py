@@ -11,6 +11,7 @@ from collections import Counter
 from dataclasses import dataclass
 from functools import cached_property
 
+from bench.argtypes import CommbenchError
 from kernels.closed import CLASS_NAMES, INTER, INTRA, SPINE
 from kernels.topology import Topology
 
@@ -21,7 +22,7 @@ __all__ = ["CLASS_NAMES", "INTER", "INTRA", "SPINE", "Cluster", "Placed", "Topol
            "parse_topology"]
 
 
-class TopologyError(ValueError):
+class TopologyError(CommbenchError, ValueError):
     """A spec that does not describe a cluster; one line naming the spec."""
 
 

@@ -14,12 +14,12 @@ from typing import Any
 
 import numpy as np
 
-from bench.collective import metrics
 from bench.costmodel.evaluate import evaluate, evaluate_batch, schedule_job
 from bench.costmodel.model import Placed
 from bench.costmodel.net import Net
 from bench.costmodel.profile import Profile
 from bench.costmodel.vendor.choose import choose
+from bench.measure import metrics
 from bench.store import kinds
 from kernels import collective as coll
 from kernels.algorithm import VENDOR, Algorithm, Problem, algorithms_of

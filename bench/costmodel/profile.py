@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from bench.argtypes import CommbenchError
 from bench.costmodel.fabric import Fabric, FabricError, parse_fabric
 
 PRESETS = Path(__file__).parent / "profiles"
@@ -32,7 +33,7 @@ _DEVICE = _DEVICE_TEXT | _DEVICE_FLAGS | {
     "gemm_efficiency", "gemm_latency_s", "memory_efficiency", "copy_bandwidth_curve", "gemm_points"}
 
 
-class ProfileError(ValueError):
+class ProfileError(CommbenchError, ValueError):
     """A profile that cannot be used; one line naming the file and the key."""
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.argtypes import names
+from bench.argtypes import CommbenchError, names
 from bench.costmodel.model import Cluster
 from bench.costmodel.net import Net
 from bench.costmodel.predict import MAX_SCHEDULE_RANKS, predict, record
@@ -25,7 +25,7 @@ from kernels.algorithm import algorithm_names
 from kernels.ops import ITEMSIZE
 
 
-class RequestError(ValueError):
+class RequestError(CommbenchError, ValueError):
     """A request that cannot be predicted; one line."""
 
 

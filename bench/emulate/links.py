@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from bench.argtypes import CommbenchError
 from bench.costmodel.model import INTRA, Placed, TopologyError, parse_topology
 from bench.costmodel.net import Net
 from bench.costmodel.profile import Profile, ProfileError, load_profile
@@ -27,7 +28,7 @@ EMULATORS: dict[str, str] = {
 }
 
 
-class EmulationError(ValueError):
+class EmulationError(CommbenchError, ValueError):
     """An emulated cluster that cannot be built; one line naming the profile or topology."""
 
 

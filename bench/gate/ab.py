@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bench.argtypes import CommbenchError
 from bench.gate.comparable import incomparable
 from bench.gate.matched import STACK_FIELDS, mismatched, speed
 from bench.gate.paired import ROUND
@@ -34,7 +35,7 @@ AB_JOB_ENV = "COMMBENCH_AB_RUN"  # a fresh token per run, in the environment of 
 GRACE_S = 30.0  # how long a run has to end its job after the signal is passed on
 
 
-class AbError(Exception):
+class AbError(CommbenchError):
     """A/B runs that cannot start or go on; one line, exit 2."""
 
 

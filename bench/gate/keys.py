@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from bench.argtypes import CommbenchError
 from bench.store.records import KEY_FIELDS, StoreError, iter_records, read_meta
 from kernels.collective import canonical
 
@@ -22,7 +23,7 @@ DETERMINISTIC = ("bytes_sent_max", "wrong")
 Key = tuple[Any, ...]
 
 
-class InputError(ValueError):
+class InputError(CommbenchError, ValueError):
     """Runs that cannot be compared (missing, wrong schema, nothing in common); one line."""
 
 

@@ -1,5 +1,5 @@
 """Rounds whose two runs saw the same machine: each run's drift canary, compared by the canary's
-one rule (:func:`bench.collective.canary.changed_speed`). Sides on stacks of their own measure
+one rule (:func:`bench.measure.canary.changed_speed`). Sides on stacks of their own measure
 their canaries through their own MPI, so there HEAD's is first divided by the sides' usual ratio
 (the median over the rounds). docs/gate.md, "Matched rounds"."""
 
@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.collective import canary
+from bench.measure import canary
 from bench.store.records import StoreError, read_meta
 
 PROBE = "allreduce_1MiB_us"

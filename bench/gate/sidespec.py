@@ -11,12 +11,14 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench.argtypes import CommbenchError
+
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _ITEM_SPLIT = re.compile(r",(?=[A-Za-z_][A-Za-z0-9_]*=)")  # a comma that starts NAME=
 _QUOTED = re.compile(r"""^(['"])(.*)\1$""", re.S)
 
 
-class SpecError(ValueError):
+class SpecError(CommbenchError, ValueError):
     """A side that cannot be read; one line."""
 
 

@@ -17,39 +17,18 @@ from typing import Any, Protocol
 
 import psutil
 
-from bench.argtypes import UsageError
-from bench.collective import floors
 from bench.launch import forensics, inflight, isolate, loopback, rankstate, scratch, shmclean
 from bench.launch.signals import JOB_ENV, SignalGuard, end_job, end_leftovers, interrupted, tree
 from bench.launch.watchdog import TIMEOUT_EXIT
-from bench.scenario_base import ScenarioError
+from bench.measure import floors
 from bench.store.kinds import now
 from bench.store.records import iter_records, write_meta
-from bench.store.resume import RunDirError
 
 
 def say(line: str, out: Any = None) -> None:
     """Print one line; a closed terminal (SIGHUP) must not turn into a traceback."""
     with contextlib.suppress(OSError, ValueError):
         print(line, file=out or sys.stderr, flush=True)
-
-
-def one_world(sizes: tuple[int, ...], what: str) -> int | None:
-    """The one world size of ``--world-sizes`` (None: not given) of a kind that runs ``what``."""
-    if len(sizes) > 1:
-        raise ScenarioError(f"--world-sizes: {what}, got {','.join(map(str, sizes))}")
-    return sizes[0] if sizes else None
-
-
-@contextlib.contextmanager
-def usage_errors(command: str = "") -> Iterator[None]:
-    """A scenario's or run directory's error in the block as a one-line UsageError."""
-    try:
-        yield
-    except (ScenarioError, RunDirError) as e:
-        raise UsageError(str(e), command) from None
-    except ValueError as e:  # the scenario's own checks (pydantic)
-        raise UsageError(str(e).splitlines()[-1].strip(), command) from None
 
 
 @dataclass(frozen=True)

@@ -1,11 +1,10 @@
-"""``commbench probe`` and ``kind: probe`` scenarios, through the collective kind's launch
-(:mod:`bench.collective.launch`). A probe is never resumed: it measures the cluster as it is now."""
+"""``commbench probe`` and ``kind: probe`` scenarios, through the MPI-job base
+(:mod:`bench.launch.mpijob`). A probe is never resumed: it measures the cluster as it is now."""
 
 from __future__ import annotations
 
 import argparse
 import functools
-import os
 import socket
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,11 +12,18 @@ from typing import Any
 
 import psutil
 
-from bench.collective.launch import CollectiveJob, CollectiveKind, after_run, in_job, start_sweep
-from bench.launch import launcher
-from bench.launch.selflaunch import JobResult, one_world, say, usage_errors
+from bench.argtypes import UsageError
+from bench.launch.mpijob import (
+    MpiJob,
+    MpiKind,
+    after_run,
+    inside,
+    one_world,
+    sweep_or_job,
+)
+from bench.launch.selflaunch import JobResult, say
 from bench.probe.scenario import ProbeScenario, Setup
-from bench.scenario_base import ScenarioError
+from bench.scenario_base import revalidated
 from bench.store import resume
 from bench.store.records import iter_records, read_meta
 from bench.store.resume import RunDirError
@@ -28,33 +34,16 @@ NOT_RESUMED = ("a probe cannot be resumed (it measures the cluster as it is now)
 INTERRUPTED = {"during": "{}", "next_step": "(commbench report {run} shows them); " + NOT_RESUMED}
 
 
-def handle(args: argparse.Namespace, sc: ProbeScenario, sizes: tuple[int, ...] = ()) -> int:
+def run(args: argparse.Namespace, sc: ProbeScenario, sizes: tuple[int, ...] = ()) -> int:
     """Run probe ``sc``; ``sizes``: ``--world-sizes`` of ``commbench run`` (at most one)."""
-    inside = bool(os.environ.get(launcher.WORKER_ENV)) or launcher.inside_mpi_job()
-    with usage_errors("probe"):
-        if getattr(args, "resume", None) is not None:
-            raise ScenarioError(f"--resume: {NOT_RESUMED}")
-        if given := one_world(sizes, "a probe measures one world size"):
-            sc = ProbeScenario.model_validate({**sc.model_dump(), "world_size": given})
-        if not inside:
-            world = sc.world_size or sc.default_world_size(psutil.cpu_count(logical=True) or 1)
-            sc = ProbeScenario.model_validate({**sc.model_dump(), "world_size": world})
-            plan = ProbeJob(args, sc).plan()
-    if inside:
-        return in_job(args, ProbeJob(args, sc))
-    return start_sweep(ProbeKind(args, sc, plan.run_dir, False), plan, _source(args), (world,),
-                       after_probe, "probe", **INTERRUPTED)
-
-
-def _source(args: argparse.Namespace) -> Path:
-    return Path(getattr(args, "scenario", None) or "(commbench probe command line)")
-
-
-class ProbeKind(CollectiveKind):
-    """The collective kind's one mpiexec job; a failed one names the round it was in."""
-
-    def failed(self, job: JobResult) -> str:
-        return f"probe of {job.world_size} ranks failed" + (f" during {job.case}" if job.case else "")
+    if getattr(args, "resume", None) is not None:
+        raise UsageError(f"--resume: {NOT_RESUMED}", "probe")
+    if given := one_world(sizes, "a probe measures one world size", "probe"):
+        sc = revalidated(sc, "probe", world_size=given)
+    if not inside():
+        world = sc.world_size or sc.default_world_size(psutil.cpu_count(logical=True) or 1)
+        sc = revalidated(sc, "probe", world_size=world)
+    return sweep_or_job(ProbeKind, args, sc, sc.world_size, **INTERRUPTED)
 
 
 def after_probe(run_dir: Path) -> None:
@@ -68,15 +57,11 @@ def after_probe(run_dir: Path) -> None:
 
 
 @dataclass
-class ProbeJob(CollectiveJob):
+class ProbeJob(MpiJob):
     """The probe on every rank of an MPI job (self-launched worker or the user's job)."""
 
     setup: Setup | None = None  # the job's layout, from :meth:`check`
     command = "probe"
-
-    @property
-    def source(self) -> Path:
-        return _source(self.args)
 
     def check(self, comm: Any) -> str | None:
         self.sizes = (comm.size,)
@@ -92,10 +77,10 @@ class ProbeJob(CollectiveJob):
         out = self.args.out
         if out is not None and out.is_dir() and any(out.iterdir()):
             raise RunDirError(f"--out {out}: not empty; {NOT_RESUMED}")
-        return resume.plan_run(self.sc, out, None)
+        return super().plan()
 
     def measure(self, comm: Any, run_dir: Path, run_id: str) -> None:
-        from bench.collective.runner import oversubscribed_comm, recording
+        from bench.measure.recording import oversubscribed_comm, recording
         from bench.probe.runner import Probe
 
         sc, setup, over = self.sc, self.setup, oversubscribed_comm(comm)
@@ -111,3 +96,12 @@ class ProbeJob(CollectiveJob):
 
     def after(self, run_dir: Path) -> None:
         after_probe(run_dir)
+
+
+class ProbeKind(MpiKind):
+    """One mpiexec job; a failed one names the round it was in."""
+
+    job = ProbeJob
+
+    def failed(self, job: JobResult) -> str:
+        return f"probe of {job.world_size} ranks failed" + (f" during {job.case}" if job.case else "")

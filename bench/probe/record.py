@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.collective.stats import summarize
+from bench.measure.stats import summarize
 from bench.probe.links import Layout
 from bench.store import kinds
 

@@ -14,10 +14,10 @@ from typing import Any
 import numpy as np
 from mpi4py import MPI
 
-from bench.collective import harness
-from bench.collective.p2p import PairCase, pair_max
-from bench.collective.timer import CLOCK, Clock
 from bench.costmodel.delay import LinkDelay
+from bench.measure import harness
+from bench.measure.p2p import PairCase, pair_max
+from bench.measure.timer import CLOCK, Clock
 from bench.probe.confirm import Check, Confirm, Plan, plan
 from bench.probe.links import Layout, flows
 from bench.probe.outliers import z_for

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench.argtypes import CommbenchError
+
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all", "send", "recv")
 P2P = ("send", "recv")
 # torch / NCCL element type names -> commbench's (numpy) names
@@ -25,7 +27,7 @@ ITEMSIZE = {"float32": 4, "float16": 2, "float64": 8, "bfloat16": 2, "int32": 4,
             "float8_e5m2": 1}
 
 
-class TraceError(ValueError):
+class TraceError(CommbenchError, ValueError):
     """A trace that cannot be replayed; ``str()`` is one line naming the file and the event."""
 
     def __init__(self, where: str, message: str) -> None:

@@ -1,40 +1,30 @@
 """``commbench run`` of a ``kind: replay`` scenario: one ``mpiexec`` of the trace's world size on
-this host (the collective kind's launch, :mod:`bench.collective.launch`), or inside the user's
+this host (the MPI-job base, :mod:`bench.launch.mpijob`), or inside the user's
 own job of that many ranks; then the step's communication (:mod:`bench.replay.step`) said and
 written to ``replay.json`` before the report."""
 
 from __future__ import annotations
 
 import argparse
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from bench.argtypes import UsageError
-from bench.collective.launch import CollectiveJob, CollectiveKind, after_run, in_job, start_sweep
-from bench.launch import launcher
-from bench.launch.selflaunch import JobResult, say
+from bench.launch.mpijob import MpiJob, MpiKind, after_run, sweep_or_job
+from bench.launch.selflaunch import say
 from bench.replay.scenario import ReplayScenario
 from bench.store import resume
 from bench.store.records import iter_records
-from bench.store.resume import RunDirError
 
 
-def handle(args: argparse.Namespace, sc: ReplayScenario, sizes: tuple[int, ...] = ()) -> int:
+def run(args: argparse.Namespace, sc: ReplayScenario, sizes: tuple[int, ...] = ()) -> int:
     if sizes and sizes != (sc.world_size,):
         raise UsageError(f"--world-sizes: a replay runs on its trace's {sc.world_size} ranks "
                          "(commbench predict prices it at other scales)", "run")
     if getattr(args, "resume", None) is not None:
         raise UsageError("--resume: a replay is measured whole; run it again", "run")
-    if os.environ.get(launcher.WORKER_ENV) or launcher.inside_mpi_job():
-        return in_job(args, ReplayJob(args, sc))
-    try:
-        plan = resume.plan_run(sc, args.out, None)
-    except RunDirError as e:
-        raise UsageError(str(e), "run") from None
-    return start_sweep(ReplayKind(args, sc, plan.run_dir, False), plan, Path(args.scenario),
-                       (sc.world_size,), lambda d: after_replay(d, args), "run")
+    return sweep_or_job(ReplayKind, args, sc, sc.world_size)
 
 
 def after_replay(run_dir: Path, args: argparse.Namespace) -> None:
@@ -45,16 +35,8 @@ def after_replay(run_dir: Path, args: argparse.Namespace) -> None:
     after_run(run_dir, not getattr(args, "no_report", False))
 
 
-class ReplayKind(CollectiveKind):
-    def first(self, world: int) -> int | None:
-        return 0
-
-    def failed(self, job: JobResult) -> str:
-        return "replay failed" + (f" during {job.case}" if job.case else "")
-
-
 @dataclass
-class ReplayJob(CollectiveJob):
+class ReplayJob(MpiJob):
     command = "run"
 
     def check(self, comm: Any) -> str | None:
@@ -75,3 +57,8 @@ class ReplayJob(CollectiveJob):
 
     def after(self, run_dir: Path) -> None:
         after_replay(run_dir, self.args)
+
+
+class ReplayKind(MpiKind):
+    what = "replay"
+    job = ReplayJob

@@ -10,10 +10,10 @@ from typing import Any
 
 from mpi4py import MPI
 
-from bench.collective import harness
-from bench.collective.case import Group
-from bench.collective.runner import oversubscribed_comm, recording, topology_for
 from bench.launch.watchdog import Watchdog
+from bench.measure import harness
+from bench.measure.case import Group
+from bench.measure.recording import oversubscribed_comm, recording, topology_for
 from bench.replay.scenario import Case, ReplayScenario, group_label
 from kernels.collective import resolve
 from kernels.transports import TRANSPORTS, TransportUnavailable

@@ -7,12 +7,13 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 
+from bench.argtypes import CommbenchError
 from bench.replay.scenario import Case, ReplayScenario
 from kernels.collective import resolve
 from kernels.ops import ITEMSIZE
 
 
-class ScaleError(ValueError):
+class ScaleError(CommbenchError, ValueError):
     """A world size a replay cannot be rescaled to; one line."""
 
 

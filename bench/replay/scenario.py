@@ -10,7 +10,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from bench.collective.scenario import Timing
+from bench.measure.case import Timing
 from bench.replay.calls import ITEMSIZE
 from bench.scenario_base import Frozen, PositiveInt
 from kernels.collective import resolve

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from bench.argtypes import CommbenchError
 from bench.store.records import iter_records, load_results, read_meta
 from kernels.registry import Registry
 
@@ -26,7 +27,7 @@ SAMPLES = {"collective": ("samples_us", 1e-6), "training": ("samples_ms", 1e-3),
            "probe": ("latency_samples_us", 1e-6)}  # a probe pair: its one-way latency
 
 
-class ExportError(ValueError):
+class ExportError(CommbenchError, ValueError):
     """Nothing sensible to write (no records, a missing optional library); one line."""
 
 

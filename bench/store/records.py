@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from bench.argtypes import CommbenchError
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -32,7 +34,7 @@ KEY_FIELDS = ("kind", "collective", "algorithm", "transport", "world_size", "ran
               "nbytes", "dtype", "op")
 
 
-class StoreError(ValueError):
+class StoreError(CommbenchError, ValueError):
     """A run directory that cannot be read (missing, wrong schema); one-line message."""
 
 

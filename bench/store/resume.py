@@ -15,16 +15,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import yaml
+
+from bench.argtypes import UsageError
 from bench.launch import inflight
 from bench.store import kinds
-from bench.store.records import KEY_FIELDS, META, StoreError, heal, iter_records, read_meta
+from bench.store.records import META, StoreError, heal, iter_records, read_meta
 
 LOCK = ".commbench.lock"  # held by the self-launcher of the run
 RESUME_ENV = "COMMBENCH_RESUME"  # set for the ranks of a resumed run: skip cases with a record
 CaseKey = tuple[Any, ...]
+SCENARIO_FILE = "scenario.yaml"  # in every self-launched run directory
 
 
-class RunDirError(ValueError):
+class RunDirError(UsageError, ValueError):
     """A run directory that cannot be used; ``str()`` is one line, exit 2."""
 
 
@@ -154,19 +158,6 @@ def collective_key(collective: str, algorithm: str, transport: str, world_size: 
             int(nbytes), dtype, op)
 
 
-def done_collective(run_dir: Path) -> frozenset[CaseKey]:
-    """The collective cases of RUN that have a record (measured or wrong)."""
-    keys = set()
-    for r in _records(run_dir):
-        if r.get("kind", "collective") != "collective":
-            continue
-        try:
-            keys.add(collective_key(*(r[f] for f in KEY_FIELDS[1:])))
-        except (KeyError, TypeError, ValueError):  # not a case record: it names no case
-            continue
-    return frozenset(keys)
-
-
 def done_training(run_dir: Path) -> frozenset[CaseKey]:
     """The training cases of RUN that have a record (measured or failed)."""
     return frozenset((r.get("strategy"), r.get("model"), r.get("world_size"))
@@ -175,3 +166,12 @@ def done_training(run_dir: Path) -> frozenset[CaseKey]:
 
 def _records(run_dir: Path) -> Iterable[dict[str, Any]]:
     return iter_records(run_dir, samples=False, on_bad=lambda *_: None)
+
+
+def write_yaml(sc: Any, run_dir: Path) -> Path:
+    """``sc`` as the run directory's scenario file: loaded, it is ``sc`` again (the same cases;
+    its ranks read it)."""
+    path = run_dir / SCENARIO_FILE
+    dump = {"kind": sc.kind, **sc.model_dump(mode="json", exclude_defaults=True)}
+    path.write_text(yaml.safe_dump(dump, sort_keys=False))
+    return path

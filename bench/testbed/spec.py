@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bench.argtypes import CommbenchError
 from bench.units import parse_rate
 
 STATE_ROOT = Path("/run/commbench-testbed")
@@ -15,7 +16,7 @@ IFACE = "eth0"  # each host's link, the same name in every host
 TAG = re.compile(r"^[a-z][a-z0-9]{0,5}$")  # interface names hold it: at most 15 characters
 
 
-class TestbedError(ValueError):
+class TestbedError(CommbenchError, ValueError):
     """A testbed that cannot be made or used; one line naming the cause."""
 
     __test__ = False  # not a pytest class

@@ -11,18 +11,17 @@ import sys
 from pathlib import Path
 
 from bench.argtypes import UsageError
-from bench.argtypes import say as say_usage
 from bench.launch.launcher import WORKER_ENV
 from bench.launch.selflaunch import JobResult, Sweep, say
 from bench.scenario_base import ScenarioError
 from bench.store.records import ResultWriter, write_meta
-from bench.store.resume import RESUME_ENV, RunDirError, plan_run, recorded_sizes
+from bench.store.resume import RESUME_ENV, plan_run, recorded_sizes
 from bench.training import record
 from bench.training.record import BACKEND_ENV, CASE_START_ENV, recorded
 from bench.training.scenario import TrainingScenario
 
 
-def handle(args: argparse.Namespace, sc: TrainingScenario, sizes: tuple[int, ...]) -> int:
+def run(args: argparse.Namespace, sc: TrainingScenario, sizes: tuple[int, ...]) -> int:
     """``sizes``: ``--world-sizes`` or else the scenario's (empty: one rank self-launched)."""
     from bench.launch.launcher import inside_mpi_job
     from bench.training.backend import in_torch_job, pick_backend, visible_gpus
@@ -33,22 +32,20 @@ def handle(args: argparse.Namespace, sc: TrainingScenario, sizes: tuple[int, ...
     if resume is not None and not getattr(args, "world_sizes", None):
         sizes = recorded_sizes(resume) or sizes  # a resumed run keeps its world sizes
     sizes = sizes or (1,)
+    # every job of the sweep on this host: auto is nccl only when the largest world size
+    # gets a GPU per rank; ScenarioError (one line) before anything starts when nccl cannot
+    gpus = 0 if sc.backend == "gloo" else visible_gpus()  # gloo: no GPU counted, no torch
     try:
-        # every job of the sweep on this host: auto is nccl only when the largest world size
-        # gets a GPU per rank; ScenarioError (one line) before anything starts when nccl cannot
-        gpus = 0 if sc.backend == "gloo" else visible_gpus()  # gloo: no GPU counted, no torch
         backend = pick_backend(sc.backend, max(sizes), gpus)
-        plan = plan_run(sc, args.out, resume)
-        lock = plan.lock()
-    except ScenarioError as e:
-        return say_usage(UsageError(f"{args.scenario}: {e}"))
-    except RunDirError as e:
-        return say_usage(UsageError(str(e)))
+    except ScenarioError as e:  # said of this scenario file
+        raise UsageError(f"{args.scenario}: {e}") from None
+    plan = plan_run(sc, args.out, resume)  # RunDirError: one line, exit 2
+    lock = plan.lock()
     kind = TrainingKind(args, sc, plan.run_dir, backend, plan.resuming)
     if plan.resuming and all(kind.first(w) is None for w in sizes):
         say(f"commbench: nothing to resume: every case of {plan.run_dir} has a record")
         return 0
-    from bench.collective.launch import finisher
+    from bench.launch.mpijob import finisher
 
     info = plan.open(sc, args.scenario, sizes, _mpi_or_none())
     return Sweep(plan.run_dir, info, isolate=not getattr(args, "no_isolate", False)).run(
@@ -71,15 +68,12 @@ def _in_job(args: argparse.Namespace, sc: TrainingScenario, sizes: tuple[int, ..
     run_dir = resume or args.out
     if not worker_of and os.environ.get("RANK", os.environ.get("PMI_RANK", "0")) == "0":
         # the user's own job: rank 0 writes meta (ranks agree on --out; give one on clusters)
-        try:
-            plan = plan_run(sc, args.out, resume)
-        except RunDirError as e:
-            return say_usage(UsageError(str(e)))
+        plan = plan_run(sc, args.out, resume)
         run_dir, info = plan.run_dir, plan.open(sc, args.scenario, sizes, _mpi_or_none())
         info.update(launcher="user's job (torchrun/srun/mpiexec)", status="running")
         write_meta(run_dir, info)
     if run_dir is None:
-        return say_usage(UsageError("inside a torchrun/srun job, give every rank the same --out"))
+        raise UsageError("inside a torchrun/srun job, give every rank the same --out")
     from bench.training.runner import JobContext, run_job  # a rank: torch from here on
 
     ctx = JobContext(run_dir, worker_of or run_dir.name, sc, sizes, bool(worker_of),

@@ -16,7 +16,7 @@ import torch
 import torch.distributed as dist
 
 from bench.advise.calls import Counted
-from bench.collective.timer import CLOCK  # the harness's clock
+from bench.measure.timer import CLOCK  # the harness's clock
 from bench.models.base import ModelSpec
 from bench.training.comm import CommCounter
 from bench.training.memory import HeldBytes, PeakMemory, SavedActivations, held_bytes

@@ -6,7 +6,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bench.collective.stats import summarize
+from bench.measure.stats import summarize
 from bench.store import kinds
 from bench.store.records import iter_records
 from bench.store.resume import done_training

@@ -16,7 +16,7 @@ import torch
 import torch.distributed as dist
 
 from bench.argtypes import UsageError
-from bench.argtypes import say as say_usage
+from bench.cli import bad_input
 from bench.launch import inflight
 from bench.launch.launcher import oversubscribed
 from bench.launch.watchdog import Watchdog
@@ -49,7 +49,7 @@ def run_job(ctx: JobContext) -> int:
         chosen = os.environ.get(BACKEND_ENV) if ctx.self_launched else None
         device, backend = init_from_env(chosen or sc.backend, sc.case_timeout_s)
     except ScenarioError as e:  # the same on every rank: one line from rank 0
-        _leave(say_usage(e) if os.environ.get("RANK", "0") == "0" else 2)
+        _leave(bad_input(e, "run") if os.environ.get("RANK", "0") == "0" else 2)
     except RuntimeError as e:  # this rank's process group did not start
         print(f"commbench: rank {os.environ.get('RANK', '?')}: {e}", file=sys.stderr)
         _leave(2)
@@ -59,7 +59,7 @@ def run_job(ctx: JobContext) -> int:
     gc.freeze()
     if ctx.world_sizes and world not in ctx.world_sizes:
         why = UsageError(f"world size {world} is not among the scenario's {list(ctx.world_sizes)}")
-        _leave(say_usage(why) if rank == 0 else 2)
+        _leave(bad_input(why, "run") if rank == 0 else 2)
     start = int(os.environ.get(CASE_START_ENV, "0"))
     cases = sc.cases(world)
     writer = ResultWriter(ctx.run_dir) if rank == 0 else None

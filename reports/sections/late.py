@@ -7,8 +7,8 @@ from typing import Any
 
 import pandas as pd
 
-from bench.collective import floors
-from bench.collective.attribution import LATE_SHARE, describe
+from bench.measure import floors
+from bench.measure.attribution import LATE_SHARE, describe
 from reports.data import ReportData, Run
 from reports.sections import Options, Section, section
 

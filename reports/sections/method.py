@@ -6,7 +6,7 @@ from typing import Any
 
 import pandas as pd
 
-from bench.collective import canary
+from bench.measure import canary
 from bench.units import format_size
 from kernels import collective as coll
 from reports.data import ReportData, Run

@@ -74,9 +74,9 @@ def test_debug_env_leaves_the_users_settings(tmp_path: Path) -> None:
 
 
 def test_a_vendor_record_on_nccl_gets_the_choice_of_its_group(tmp_path: Path) -> None:
-    from bench.collective.case import Group
     from bench.collective.runner import _annotate
     from bench.collective.scenario import parse_scenario
+    from bench.measure.case import Group
 
     sc = parse_scenario({
         "name": "n", "transports": ["nccl"], "sizes": ["8MiB"], "dtypes": ["float32"],

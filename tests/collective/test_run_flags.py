@@ -12,6 +12,7 @@ import pytest
 from bench.collective import flags
 from bench.collective.scenario import ScenarioError, load_scenario
 from bench.store.records import iter_records
+from bench.store.resume import write_yaml
 from tests.conftest import commbench
 
 FLAGS = ["-c", "all_reduce,all_gather", "-b", "8", "-e", "64K", "-f", "8192", "-n", "2",
@@ -43,7 +44,7 @@ def test_flags_set_the_scenario_keys_alone_and_over_a_file(tmp_path: Path) -> No
                                "scenarios/quick.yaml")
     assert over.world_sizes == [2] and over.byte_sizes() == [8, 64, 512]
     assert over.collectives == base.collectives and over.timing == base.timing
-    again = load_scenario(flags.write_yaml(sc, tmp_path))
+    again = load_scenario(write_yaml(sc, tmp_path))
     assert again.model_dump(mode="json") == sc.model_dump(mode="json")
 
 

@@ -9,11 +9,11 @@ import pandas as pd
 import pytest
 
 from bench.cli import main
-from bench.collective import metrics
 from bench.costmodel.evaluate import schedule_estimate
 from bench.costmodel.model import parse_topology
 from bench.costmodel.net import Net
 from bench.costmodel.profile import load_profile
+from bench.measure import metrics
 from bench.store.records import COLLECTIVE_FIELDS, load_results, read_meta
 from kernels.algorithm import Problem, get_algorithm
 

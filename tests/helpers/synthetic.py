@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.collective import metrics
+from bench.measure import metrics
 from bench.store import kinds
 from bench.store.records import RESULTS, write_meta
 

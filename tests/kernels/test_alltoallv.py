@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from bench.collective import data
+from bench.measure import data
 from kernels import collective as coll
 from kernels import counts
 from kernels.algorithm import Problem, algorithms_of

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from mpi4py import MPI
 
-from bench.collective import data, devicestats
-from bench.collective.harness import SENTINEL
 from bench.collective.scenario import ScenarioError, load_scenario, parse_scenario
+from bench.measure import data, devicestats
+from bench.measure.harness import SENTINEL
 from kernels import collective as coll
 from kernels.algorithm import Algorithm, Problem, algorithms_of, get_algorithm
 from kernels.ops import HOST_DTYPE, ITEMSIZE

@@ -1,5 +1,5 @@
 """The torch transport runs every collective and schedule exactly, like the MPI transport: the
-same deterministic inputs and exact expected values (bench/collective/data.py), real ranks under mpiexec."""
+same deterministic inputs and exact expected values (bench/measure/data.py), real ranks under mpiexec."""
 
 from __future__ import annotations
 

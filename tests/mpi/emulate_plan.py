@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 import numpy as np
 from mpi4py import MPI
 
-from bench.collective import harness
-from bench.collective.case import Group
 from bench.costmodel.profile import Link, Profile
 from bench.emulate.links import link_delay
 from bench.emulate.transport import EmulatedMpi
+from bench.measure import harness
+from bench.measure.case import Group
 from kernels.algorithm import Problem, get_algorithm
 from kernels.ops import OPS
 from kernels.transports.mpi import MpiTransport

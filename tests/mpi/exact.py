@@ -13,8 +13,9 @@ import sys
 
 from mpi4py import MPI
 
-from bench.collective import harness
-from bench.collective.case import Group, runnable
+from bench.collective.case import runnable
+from bench.measure import harness
+from bench.measure.case import Group
 from kernels import collective as coll
 from kernels.algorithm import algorithm_names
 from kernels.ops import ITEMSIZE, OPS

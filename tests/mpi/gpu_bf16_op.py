@@ -8,7 +8,7 @@ import json
 import numpy as np
 from mpi4py import MPI
 
-from bench.collective import data
+from bench.measure import data
 from kernels.collective import resolve
 from kernels.transports.gpu_plan import bf16_bits_to_f32, f32_to_bf16_bits
 from kernels.transports.mpi_cupy import bf16_mpi_op

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 from mpi4py import MPI
 
-from bench.collective.p2p import ACK_TAG, SYNC_TAG, TAG, PairCase, pair_max
+from bench.measure.p2p import ACK_TAG, SYNC_TAG, TAG, PairCase, pair_max
 
 TAGS = {TAG: "pingpong", ACK_TAG: "ack", SYNC_TAG: "barrier"}
 Event = tuple[str, ...]

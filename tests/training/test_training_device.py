@@ -44,10 +44,16 @@ def test_backend_refusals_are_one_line(backend: str, ranks: int, gpus: int, mess
 
 
 def _handle(path: Path, out: Path, sizes: tuple[int, ...]) -> int:
-    from bench.training.launch import handle
+    """The training kind's entry, its bad input said as ``commbench run`` says it."""
+    from bench.argtypes import CommbenchError
+    from bench.cli import bad_input
+    from bench.training.launch import run
 
     args = argparse.Namespace(scenario=path, out=out, no_progress=True)
-    return handle(args, load_scenario(path), sizes)
+    try:
+        return run(args, load_scenario(path), sizes)
+    except CommbenchError as e:
+        return bad_input(e, "run")
 
 
 @pytest.mark.skipif(GPUS > 0, reason="torch sees a GPU here")

@@ -7,10 +7,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from bench.argtypes import CommbenchError
 from kernels.registry import Registry
 
 
-class ParseError(ValueError):
+class ParseError(CommbenchError, ValueError):
     """Input that is not the tool's output, at ``line`` (1-based; 0 when no single line is)."""
 
     def __init__(self, line: int, message: str) -> None:

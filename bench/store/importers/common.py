@@ -8,7 +8,7 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
-from bench.collective import metrics
+from bench.measure import metrics
 from bench.store import kinds
 from bench.store.importers import Imported, ParseError
 from bench.store.records import ResultWriter, write_meta

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.collective import canary
+from bench.measure import canary
 
 
 def _reading(when: str, us_1mib: float, rng: np.random.Generator, spread: float = 0.05) -> dict:

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.collective.timer import Timer
+from bench.measure.timer import Timer
 
 CANARY = "canary.jsonl"
 FACTOR = 1.25  # medians this factor apart or more (the VM's modes differ by ~3x)...
@@ -30,10 +30,10 @@ COPIES = {"memcpy_GBps": (4 << 20, 1), "memcpy_256KiB_GBps": (64 << 10, 16)}  # 
 
 def measure(comm: Any, when: str) -> dict[str, Any]:
     """One reading on every rank of ``comm`` (collective), timed by the harness's loop
-    (:mod:`bench.collective.timer`); the record on rank 0, {} elsewhere."""
+    (:mod:`bench.measure.timer`); the record on rank 0, {} elsewhere."""
     from mpi4py import MPI
 
-    from bench.collective.ranks import worst_over_ranks
+    from bench.measure.ranks import worst_over_ranks
 
     out: dict[str, Any] = {"when": when, "time_unix": time.time(), "world_size": comm.size}
     timer = Timer(before=comm.Barrier)

@@ -1,9 +1,9 @@
-"""The harness's one timing loop (bench/collective/timer.py): what happens around each iteration,
+"""The harness's one timing loop (bench/measure/timer.py): what happens around each iteration,
 in which order, what a sample is, and how runs take turns; exact, with a clock that counts."""
 
 from __future__ import annotations
 
-from bench.collective.timer import Timer
+from bench.measure.timer import Timer
 
 
 class Events:

@@ -9,8 +9,8 @@ from typing import Any, Protocol
 
 from mpi4py import MPI
 
-from bench.collective.ranks import worst_over_ranks
-from bench.collective.stats import summarize
+from bench.measure.ranks import worst_over_ranks
+from bench.measure.stats import summarize
 
 TIMER_DEVICE = ("; device_time_us_*: CUDA events recorded on the transport's stream just before "
                 "and after each iteration, max over ranks per iteration")

@@ -1,4 +1,4 @@
-"""Floors (``expect:``, bench/collective/floors.py) on recorded records: which case an entry
+"""Floors (``expect:``, bench/measure/floors.py) on recorded records: which case an entry
 covers, which falls below it, what the record and the run's line say, and that the run fails."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from bench.collective import floors
-from bench.collective.floors import Floor
 from bench.launch.selflaunch import Sweep
+from bench.measure import floors
+from bench.measure.floors import Floor
 from bench.store.records import SCHEMA_VERSION
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bench.collective import data
+from bench.measure import data
 from kernels.collective import resolve
 
 REDUCE = {"sum": np.add, "prod": np.multiply, "max": np.maximum, "min": np.minimum}

@@ -1,4 +1,4 @@
-"""Per-rank attribution on recorded per-rank data (bench/collective/attribution.py): the rank that
+"""Per-rank attribution on recorded per-rank data (bench/measure/attribution.py): the rank that
 waited least in the barrier arrived last, the longest sample finished last; who is named
 consistently late, and who is not."""
 
@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from bench.collective import attribution
-from bench.collective.timer import Timer
+from bench.measure import attribution
+from bench.measure.timer import Timer
 
 
 def arrays(n: int, late: dict[int, float], ranks: int = 4) -> tuple[np.ndarray, np.ndarray]:

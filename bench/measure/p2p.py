@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from mpi4py import MPI
 
-from bench.collective.timer import CLOCK, Clock, Timer
+from bench.measure.timer import CLOCK, Clock, Timer
 from kernels.transports.mpi import buffer_spec
 
 TAG, ACK_TAG, BW_TAG, SYNC_TAG = 11, 12, 13, 14  # ping-pong, acknowledgement, windows, barrier

@@ -1,7 +1,7 @@
 """The harness's clock and timing loop: the one place a measured path reads time (collective cases,
 the probe's point-to-point cases, the drift canary and training steps). One iteration:
 ``before`` (a barrier), clock, ``run``, ``after`` (a device sync), clock; asked for ``waits``, the
-clock is also read before the barrier (:mod:`bench.collective.attribution`). Starts no MPI."""
+clock is also read before the barrier (:mod:`bench.measure.attribution`). Starts no MPI."""
 
 from __future__ import annotations
 

@@ -15,13 +15,12 @@ from typing import Any
 import numpy as np
 from mpi4py import MPI
 
-from bench.collective import attribution, data, devicestats, metrics
-from bench.collective.case import Group
-from bench.collective.ranks import worst_over_ranks
-from bench.collective.scenario import Timing
-from bench.collective.stats import summarize
-from bench.collective.timer import Timer
 from bench.launch.rankstate import Where
+from bench.measure import attribution, data, devicestats, metrics
+from bench.measure.case import Group, Timing
+from bench.measure.ranks import worst_over_ranks
+from bench.measure.stats import summarize
+from bench.measure.timer import Timer
 from bench.store import kinds
 from kernels.algorithm import VENDOR, Problem, get_algorithm
 from kernels.bytecount import bytes_sent
@@ -32,7 +31,7 @@ from kernels.transports.base import Plan, Transport, views
 from kernels.transports.hostmem import hugepage_bytes
 
 TIMER = "time.perf_counter_ns around each iteration, after a barrier; max over ranks per iteration"
-# each rank's wait in that barrier, on its own clock: who arrived last (bench.collective.attribution)
+# each rank's wait in that barrier, on its own clock: who arrived last (bench.measure.attribution)
 
 
 def idle_barrier(comm: MPI.Comm, poll_s: float = 2e-3) -> None:
