@@ -46,7 +46,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         p = sub.add_parser(cmd.name, help=cmd.help, description=cmd.help,
                            epilog=cmd.example_for_help())
         cmd.configure(p)
-        p.set_defaults(_handler=cmd.handler)
+        p.set_defaults(_handler=cmd.handler, _parser=p)
     return parser
 
 
@@ -58,8 +58,15 @@ def main(argv: list[str] | None = None) -> int:
     # interrupted run (bench/launch/signals.py).
     args_in = sys.argv[1:] if argv is None else argv
     arm_if_rank_of_users_job(["commbench", *args_in], os.environ)
+    if not args_in:  # bare `commbench`: the commands, not an error about a missing one
+        build_parser().print_help()
+        return 0
     try:
-        args = build_parser(args_in[0] if args_in else None).parse_args(args_in)
+        args, extras = build_parser(args_in[0]).parse_known_args(args_in)
+        if extras:  # said by the command's own parser: `commbench: run: ...`, with a hint
+            from bench.hints import unknown
+
+            args._parser.error(unknown(extras, args._parser))
     except SystemExit as e:  # --help (0), or a bad flag said in one line (2)
         return int(e.code or 0)
     try:

@@ -8,17 +8,17 @@ import argparse
 import functools
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psutil
 
 from bench.argtypes import UsageError
-from bench.collective import flags, nccl_log
+from bench.collective import flags, nccl_log, skips
 from bench.collective import variants as var
-from bench.collective.progress import TTY_ENV
+from bench.collective.progress import PROGRESS_ENV, TTY_ENV
 from bench.collective.scenario import (
     CollectiveScenario,
     ScenarioError,
@@ -32,6 +32,9 @@ from bench.store import meta, resume
 from bench.store.records import read_meta, write_meta
 from bench.store.resume import RunDirError
 from kernels.transports import TRANSPORTS
+
+if TYPE_CHECKING:
+    from bench.collective.case import Group
 
 
 def run_collective(args: argparse.Namespace, sc: CollectiveScenario, sizes: tuple[int, ...]) -> int:
@@ -88,12 +91,16 @@ def pick_sizes(args: argparse.Namespace, sc: Any, given: tuple[int, ...],
 def _self_launch(args: argparse.Namespace, sc: CollectiveScenario, given: tuple[int, ...]) -> int:
     try:  # every check before anything is launched or written
         sizes, where = pick_sizes(args, sc, given, default_world_size(sc))
+        if not args.allow_empty and (why := skips.device_only_without_gpu(
+                sc.transports, meta.visible_gpu_count())):
+            raise UsageError(why)
         check_sizes(sc, sizes, where)
         check_memory(sc, str(args.scenario), max(sizes), psutil.virtual_memory().available)
         plan = resume.plan_run(sc, args.out, args.resume)
     except RunDirError as e:
         raise UsageError(str(e)) from None
     kind = CollectiveKind(args, sc, plan.run_dir, plan.resuming)
+    kind.sizes = sizes  # the whole run's case count, for its one progress bar
     if plan.resuming and all(kind.first(w) is None for w in sizes):
         say(f"commbench: nothing to resume: every case of {plan.run_dir} has a record")
         return 0
@@ -118,7 +125,8 @@ def start_sweep(kind: CollectiveKind, plan: resume.RunPlan, source: Path, sizes:
     if len(getattr(kind, "envs", ())) > 1:  # a job per environment and world size; a job's
         info["environments"] = [dict(e) for e in kind.envs]  # first_case is its index
     kind.scenario_file = flags.write_yaml(kind.sc, plan.run_dir)  # what the ranks read, overrides in
-    return Sweep(plan.run_dir, info, **how).run(kind, sizes, lock, after=after)
+    return Sweep(plan.run_dir, info, **how, allow_empty=getattr(kind.args, "allow_empty", False)
+                 ).run(kind, sizes, lock, after=after)
 
 
 class CollectiveKind:
@@ -127,6 +135,7 @@ class CollectiveKind:
 
     mpiexec: launcher.Mpiexec | None = None
     scenario_file: Path | None = None  # the run directory's scenario.yaml, once written
+    sizes: tuple[int, ...] = ()  # the run's world sizes, where the progress counts the run
 
     def __init__(self, args: argparse.Namespace, sc: CollectiveScenario, run_dir: Path,
                  resuming: bool) -> None:
@@ -154,18 +163,31 @@ class CollectiveKind:
         """The next environment after ``start`` with a case to run at ``world``, or None."""
         return next((i for i in range(start + 1, len(self.envs)) if self._pending(world, i)), None)
 
-    def _pending(self, world: int, index: int) -> bool:
+    def _groups(self, world: int, index: int) -> Iterator[Group]:
         from bench.collective.case import groups
 
         for rpn in self.sc.ranks_per_node:  # self-launched: one host, so auto is the world size
-            for g in groups(self.sc, world, world if rpn == "auto" else int(rpn),
-                            jobs=(self.envs[index],)):
-                for alg in g.algorithms:
-                    key = resume.collective_key(g.collective, alg, g.transport, g.world_size,
-                                                g.ranks_per_node, g.nbytes, g.dtype, g.op)
-                    if key not in self._done:
-                        return True
+            yield from groups(self.sc, world, world if rpn == "auto" else int(rpn),
+                              jobs=(self.envs[index],))
+
+    def _pending(self, world: int, index: int) -> bool:
+        for g in self._groups(world, index):
+            for alg in g.algorithms:
+                key = resume.collective_key(g.collective, alg, g.transport, g.world_size,
+                                            g.ranks_per_node, g.nbytes, g.dtype, g.op)
+                if key not in self._done:
+                    return True
         return False
+
+    def _progress(self, world: int, start: int) -> str | None:
+        """``DONE/TOTAL`` for the job at (``world``, ``start``): the run's groups before it (in
+        the sweep's order) and all of them; None when the kind does not count them."""
+        if not self.sizes or not isinstance(self.sc, CollectiveScenario):
+            return None
+        jobs = [(w, i) for w in self.sizes for i in range(len(self.envs))]
+        counts = {j: sum(1 for _ in self._groups(*j)) for j in jobs}
+        before = sum(counts[j] for j in jobs[:jobs.index((world, start))])
+        return f"{before}/{sum(counts.values())}"
 
     def _logs_nccl(self) -> bool:
         """Whether a job may run a vendor call on an NCCL transport (whose choices it logs)."""
@@ -183,6 +205,8 @@ class CollectiveKind:
                str(self.scenario_file), "--out", str(self.run_dir), "--world-sizes", str(world)]
         if self.args.no_progress:
             cmd.append("--no-progress")
+        if getattr(self.args, "format", None):
+            cmd += ["--format", self.args.format]
         env = dict(os.environ, **{launcher.WORKER_ENV: self.run_dir.name, var.JOB_ENV: str(start)})
         env.update(self.envs[start])  # the variants' settings: read by the library as it starts
         if self.logs_nccl:
@@ -192,6 +216,8 @@ class CollectiveKind:
             env[resume.RESUME_ENV] = "1"
         if sys.stderr.isatty():
             env[TTY_ENV] = "1"
+        if (count := self._progress(world, start)) is not None:
+            env[PROGRESS_ENV] = count
         return cmd, env
 
     def failed(self, job: JobResult) -> str:
@@ -275,7 +301,8 @@ def in_job(args: argparse.Namespace, job: CollectiveJob) -> int:
         comm.Abort(1)
     if worker_of or comm.rank != 0:
         return 0
-    code = finish_run(run_dir, read_meta(run_dir))  # rank 0 of the user's job
+    code = finish_run(run_dir, read_meta(run_dir),  # rank 0 of the user's job
+                      allow_empty=getattr(args, "allow_empty", False))
     job.after(run_dir)
     return code
 
@@ -326,7 +353,8 @@ class CollectiveJob:
                         f"settings ({' '.join(f'{k}={x}' for k, x in v.settings)}); commbench's "
                         "own launch starts one per variant", sys.stdout)
         run_job(RunContext(run_dir, run_id, self.sc, self.sizes,
-                           progress=not self.args.no_progress, resume=resuming, jobs=jobs))
+                           progress=not self.args.no_progress, resume=resuming, jobs=jobs,
+                           fmt=getattr(self.args, "format", None) or "commbench"))
 
     def after(self, run_dir: Path) -> None:
         finisher(self.args)(run_dir)
