@@ -11,7 +11,7 @@ FOREIGN: dict[str, str] = {
     "-g": "nccl-tests' -g (GPUs per thread): commbench runs one rank per GPU, so -n sets the "
           "world size",
     "-m": "OSU's -m MIN:MAX (message sizes) is -b MIN -e MAX here",
-    "-G": "nccl-tests' -G (CUDA graph launches) is the nccl_graph transport here: -t nccl_graph",
+    "-G": "nccl-tests' -G (CUDA graph launches) is the nccl-graph transport here: -t nccl-graph",
     "-N": "nccl-tests' -N (run cycles) has no flag: the scenario's timing.repetitions",
 }
 
