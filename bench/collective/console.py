@@ -14,16 +14,22 @@ Head = tuple[str, int, int, str]  # collective, world size, ranks per node, tran
 
 
 class Table(Protocol):
+    def key(self, head: Head) -> tuple[Any, ...]:
+        """What opens a new table when it changes."""
     def banner(self, head: Head, oversubscribed: bool, style: str) -> str: ...
     def rows(self, records: Sequence[Mapping[str, Any]]) -> list[str]: ...
     def footer(self, records: Sequence[Mapping[str, Any]]) -> str | None: ...
 
 
 class CommbenchTable:
-    """commbench's own: one row per record, its statistic and spread."""
+    """commbench's own: a table per job (world size, ranks per node, transport), one row per
+    record with its collective, its statistic and spread."""
+
+    def key(self, head: Head) -> tuple[Any, ...]:
+        return head[1:]
 
     def banner(self, head: Head, oversubscribed: bool, style: str) -> str:
-        return table.banner(*head, oversubscribed, style)
+        return table.banner(*head[1:], oversubscribed, style)
 
     def rows(self, records: Sequence[Mapping[str, Any]]) -> list[str]:
         return [table.row(r) for r in records]
@@ -33,7 +39,11 @@ class CommbenchTable:
 
 
 class NcclTestsTable:
-    """nccl-tests': one row per size, out of place and in place side by side, and its footer."""
+    """nccl-tests': a table per collective, one row per size, out of place and in place side by
+    side, and its footer."""
+
+    def key(self, head: Head) -> tuple[Any, ...]:
+        return head
 
     def banner(self, head: Head, oversubscribed: bool, style: str) -> str:
         collective, world, rpn, transport = head
@@ -62,7 +72,7 @@ class Console:
     fmt: str = DEFAULT
     style: str = "commbench"
     enabled: bool = True
-    _head: Head | None = None
+    _key: tuple[Any, ...] | None = None
     _table: list[Mapping[str, Any]] = field(default_factory=list)  # the open table's records
     _job: list[Mapping[str, Any]] = field(default_factory=list)  # every record of the job
 
@@ -72,10 +82,10 @@ class Console:
 
     def head(self, head: Head, oversubscribed: bool) -> None:
         """Open the table of ``head`` unless it is the open one."""
-        if head == self._head:
+        if TABLES[self.fmt].key(head) == self._key:
             return
         self._close_table()
-        self._head = head
+        self._key = TABLES[self.fmt].key(head)
         self.say(TABLES[self.fmt].banner(head, oversubscribed, self.style))
 
     def case(self, records: Sequence[Mapping[str, Any]]) -> None:
@@ -96,6 +106,6 @@ class Console:
         self._job = []
 
     def _close_table(self) -> None:
-        if self._head is not None and (foot := TABLES[self.fmt].footer(self._table)):
+        if self._key is not None and (foot := TABLES[self.fmt].footer(self._table)):
             self.say(foot)
-        self._head, self._table = None, []
+        self._key, self._table = None, []

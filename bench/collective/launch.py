@@ -303,6 +303,9 @@ def in_job(args: argparse.Namespace, job: CollectiveJob) -> int:
         return 0
     code = finish_run(run_dir, read_meta(run_dir),  # rank 0 of the user's job
                       allow_empty=getattr(args, "allow_empty", False))
+    from bench.store import summary
+
+    say(summary.of_run(run_dir, read_meta(run_dir)))  # the run's closing line
     job.after(run_dir)
     return code
 

@@ -257,8 +257,11 @@ class Sweep:
         return guard.exit_code
 
     def _finish(self) -> int:
-        say(f"# {count_records(self.run_dir)} records in {self.run_dir / 'results.jsonl'}")
-        return finish_run(self.run_dir, self.info, self.failures, self.allow_empty)
+        from bench.store import summary
+
+        code = finish_run(self.run_dir, self.info, self.failures, self.allow_empty)
+        say(summary.of_run(self.run_dir, self.info))  # the run's closing line
+        return code
 
 
 def finish_run(run_dir: Path, info: dict[str, Any], failures: int = 0,

@@ -58,7 +58,8 @@ def test_a_run_that_measured_nothing_fails_unless_allowed(tmp_path: Path) -> Non
     res = subprocess.run([*argv, "--out", str(tmp_path / "a")], capture_output=True, text=True,
                          env=env, cwd=ROOT, timeout=240)
     assert res.returncode == 1, res.stderr[-2000:]
-    last = res.stderr.splitlines()[-1]
+    last = res.stderr.splitlines()[-2]
+    assert res.stderr.splitlines()[-1] == "# failed: 0 cases recorded; canary: steady"
     assert last.startswith("commbench: nothing measured: transport nccl: ")
     assert last.endswith("; --allow-empty accepts an empty run")
     meta = json.loads((tmp_path / "a" / "meta.json").read_text())
