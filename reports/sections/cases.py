@@ -19,12 +19,17 @@ SHOWN = {**{f: f for f in ("run", "status", "kind", "collective", "transport", "
 def _name(r: dict[str, object]) -> str:
     if r.get("kind") == "training":
         return f"{r.get('strategy')} · {r.get('model')}"
+    if r.get("kind") == "advice":  # a predicted layout (Which strategy ranks them)
+        return f"{r.get('layout')} · {r.get('model')}"
     return str(r.get("algorithm"))
 
 
 def _time_us(r: dict[str, object]) -> object:
     if r.get("kind") == "training":
         t = r.get("step_time_ms_median")
+        return t * 1e3 if isinstance(t, float) and t == t else None
+    if r.get("kind") == "advice":
+        t = r.get("step_time_ms")
         return t * 1e3 if isinstance(t, float) and t == t else None
     return r.get("time_us_median")
 
