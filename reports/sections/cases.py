@@ -34,6 +34,12 @@ def _time_us(r: dict[str, object]) -> object:
     return r.get("time_us_median")
 
 
+def _error(r: dict[str, object]) -> str:
+    """The record's error; blank where it has none (NaN in a frame beside failed records)."""
+    e = r.get("error")
+    return e if isinstance(e, str) else ""
+
+
 def rows(df: pd.DataFrame, limit: int) -> list[dict[str, object]]:
     failed_first = df.assign(_ok=(df["status"] == "ok")).sort_values(
         ["_ok", *ORDER], kind="stable", na_position="last")
@@ -43,7 +49,7 @@ def rows(df: pd.DataFrame, limit: int) -> list[dict[str, object]]:
         out.append({**{k: r.get(col) for k, col in SHOWN.items()}, "name": _name(r),
                     "size": format_size(int(nbytes)) if nbytes == nbytes and nbytes else "",
                     "time_us": _time_us(r),
-                    "note": r.get("error") or ("oversubscribed" if r.get("oversubscribed") else "")})
+                    "note": _error(r) or ("oversubscribed" if r.get("oversubscribed") else "")})
     return out
 
 
