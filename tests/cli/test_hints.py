@@ -53,3 +53,17 @@ def test_run_help_says_the_letters_that_differ_from_nccl_tests(
     assert " ".join(flags.DIFFER.split()) in text
     for letter in ("-n", "-c", "-i", "-a", "-t"):
         assert f"{letter} is the" in flags.DIFFER or f"{letter} the" in flags.DIFFER
+
+
+@pytest.mark.parametrize(("raw", "line"), [
+    ({"world_size": [2]}, "s: world_size: unknown key (did you mean world_sizes?)"),
+    ({"timing": {"warmpu": 2}}, "s: timing.warmpu: unknown key (did you mean warmup?)"),
+    ({"zzzz": 1}, "s: zzzz: unknown key"),
+])
+def test_an_unknown_scenario_key_gets_did_you_mean(raw: dict[str, object], line: str) -> None:
+    from bench.scenario_base import ScenarioError, parse_scenario
+
+    base = {"collectives": ["all_reduce"], "sizes": {"min": 8, "max": 64}}
+    with pytest.raises(ScenarioError) as e:
+        parse_scenario({**base, **raw}, "s")
+    assert str(e.value) == line
