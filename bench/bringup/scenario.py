@@ -31,8 +31,9 @@ class BringupScenario(Frozen):
         "collectives of every stage"))
     algorithms: Annotated[list[str], Field(min_length=1)] = Field(["native", "ring"], description=(
         "algorithms of every collective (native: the vendor's)"))
-    sizes: Annotated[list[Size], Field(min_length=1)] = Field(["64KiB", "4MiB"], description=(
-        "message sizes: comma-separated; the largest decides the verdict (bandwidth)"))
+    sizes: Annotated[list[Size], Field(min_length=1)] = Field(
+        ["64KiB", "4MiB"], validate_default=True, description=(  # parsed: a str would warn
+            "message sizes: comma-separated; the largest decides the verdict (bandwidth)"))
     groups_at_once: PositiveInt | None = Field(None, description=(
         "at most this many groups of a stage's round measure at the same time (default: all; "
         "1 where the hosts share one machine's cores, as a testbed's do, so that peers are not "
