@@ -26,7 +26,7 @@ import pytest
 
 from tests.conftest import ROOT, clean_env
 
-PAGES = sorted((ROOT / "docs").glob("*.md")) + [ROOT / "README.md"]
+PAGES = [*sorted((ROOT / "docs").glob("*.md")), ROOT / "README.md"]
 MARKER = re.compile(r"^<!-- (output|output-format|output-shape|excerpt): (.+?) -->\n```[^\n]*\n(.*?)^```",
                     re.M | re.S)
 BLOCK = re.compile(r"^```([^\n]*)\n(.*?)^```", re.M | re.S)
