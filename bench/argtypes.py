@@ -52,7 +52,8 @@ class OneLineParser(argparse.ArgumentParser):
     """argparse, but its errors are one line on stderr and exit 2."""
 
     def error(self, message: str) -> NoReturn:
-        sys.exit(say(UsageError(message, self.prog.removeprefix("commbench "))))
+        # "commbench run" says "commbench: run: ...", "commbench" itself "commbench: ..."
+        sys.exit(say(UsageError(message, self.prog.removeprefix("commbench").strip())))
 
 
 def _typed(name: str, example: str, fn: Callable[[str], Any]) -> Callable[[str], Any]:

@@ -62,10 +62,16 @@ def main(argv: list[str] | None = None) -> int:
         build_parser().print_help()
         return 0
     try:
-        args, extras = build_parser(args_in[0]).parse_known_args(args_in)
-        if extras:  # said by the command's own parser: `commbench: run: ...`, with a hint
-            from bench.hints import unknown
+        parser = build_parser(args_in[0])
+        from bench.commands import COMMANDS
+        from bench.hints import command, unknown
 
+        # registered(): no discovery, so a rank's `commbench run` still imports run's module alone
+        if COMMANDS.registered(args_in[0]) is None and (
+                why := command(args_in[0], COMMANDS.names())) is not None:
+            parser.error(why)
+        args, extras = parser.parse_known_args(args_in)
+        if extras:  # said by the command's own parser: `commbench: run: ...`, with a hint
             args._parser.error(unknown(extras, args._parser))
     except SystemExit as e:  # --help (0), or a bad flag said in one line (2)
         return int(e.code or 0)

@@ -16,6 +16,15 @@ FOREIGN: dict[str, str] = {
 }
 
 
+def command(name: str, known: list[str]) -> str | None:
+    """The one-line error for a command ``name`` that is not one of ``known`` (None: it is)."""
+    if name in known or name.startswith("-"):
+        return None
+    near = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+    hint = f"did you mean {near[0]}? " if near else ""
+    return f"unknown command {name!r} ({hint}commands: {', '.join(known)})"
+
+
 def unknown(extras: list[str], parser: argparse.ArgumentParser) -> str:
     """The one-line error for ``extras`` that ``parser`` did not take, with a hint where one fits."""
     message = f"unrecognized arguments: {' '.join(extras)}"

@@ -67,3 +67,13 @@ def test_an_unknown_scenario_key_gets_did_you_mean(raw: dict[str, object], line:
     with pytest.raises(ScenarioError) as e:
         parse_scenario({**base, **raw}, "s")
     assert str(e.value) == line
+
+
+def test_an_unknown_command_and_top_level_errors_are_prefixed_once(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "rnu")
+    assert (code, out) == (2, "")
+    assert err.startswith("commbench: unknown command 'rnu' (did you mean run? commands: ")
+    assert err.count("\n") == 1
+    assert run(capsys, "--bogus") == (2, "", "commbench: the following arguments are required: "
+                                             "COMMAND\n")
