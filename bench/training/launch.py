@@ -51,7 +51,8 @@ def handle(args: argparse.Namespace, sc: TrainingScenario, sizes: tuple[int, ...
     from bench.collective.launch import finisher
 
     info = plan.open(sc, args.scenario, sizes, _mpi_or_none())
-    return Sweep(plan.run_dir, info).run(kind, sizes, lock, after=finisher(args))
+    return Sweep(plan.run_dir, info, allow_empty=getattr(args, "allow_empty", False)).run(
+        kind, sizes, lock, after=finisher(args))
 
 
 def _mpi_or_none() -> dict[str, str] | None:
