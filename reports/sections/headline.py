@@ -48,7 +48,7 @@ def rows(data: ReportData) -> list[dict[str, Any]]:
     return out
 
 
-@section("headline", 1)
+@section("headline", 1, reads=("collective",))
 def build(data: ReportData, opts: Options) -> Section:
     frame = data.frame
     return Section("headline", "Headline", "", {
