@@ -19,8 +19,8 @@ SOURCE = """\
 {% else %}<li class="bad"><strong>No records</strong>: nothing was measured (the run's
 <code>meta.json</code> says why).</li>{% endif %}
 {% for r in ctx.rows %}
-<li data-collective="{{ r.collective }}"><b>{{ r.title }}</b>, {{ r.world }} ranks{% if ctx.several %}
-[{{ r.run }}]{% endif %}: fastest {% for p in r.ranges %}{{ p.best }} at {{ p.range }}{% if
+<li data-collective="{{ r.collective }}"><b>{{ r.title }}</b>, {{ r.world }} ranks
+{%- if ctx.several %} [{{ r.run }}]{% endif %}: fastest {% for p in r.ranges %}{{ p.best }} at {{ p.range }}{% if
 p.native_lo is not none and p.best != "native" %} ({{ p.native_lo|num }}{% if p.native_hi != p.native_lo
 %}–{{ p.native_hi|num }}{% endif %}× native){% endif %}{{ "; " if not loop.last }}{% endfor %}.</li>
 {% endfor %}
