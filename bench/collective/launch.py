@@ -18,6 +18,7 @@ import psutil
 from bench.argtypes import UsageError
 from bench.collective import flags, nccl_log, skips
 from bench.collective import variants as var
+from bench.collective.console import DEFAULT as DEFAULT_TABLE
 from bench.collective.progress import PROGRESS_ENV, TTY_ENV
 from bench.collective.scenario import (
     CollectiveScenario,
@@ -357,7 +358,7 @@ class CollectiveJob:
                         "own launch starts one per variant", sys.stdout)
         run_job(RunContext(run_dir, run_id, self.sc, self.sizes,
                            progress=not self.args.no_progress, resume=resuming, jobs=jobs,
-                           fmt=getattr(self.args, "format", None) or "commbench"))
+                           fmt=getattr(self.args, "format", None) or DEFAULT_TABLE))
 
     def after(self, run_dir: Path) -> None:
         finisher(self.args)(run_dir)

@@ -20,6 +20,7 @@ from mpi4py import MPI
 
 from bench.collective import canary, floors, harness, nccl_log, skips
 from bench.collective.case import Group, groups
+from bench.collective.console import DEFAULT as DEFAULT_TABLE
 from bench.collective.console import Console
 from bench.collective.progress import Progress, of_run
 from bench.collective.scenario import CollectiveScenario
@@ -51,7 +52,7 @@ class RunContext:
     resume: bool = False  # skip cases that have a record in results.jsonl
     done_keys: frozenset[CaseKey] = frozenset()
     jobs: tuple[Settings, ...] | None = None  # the environments of this job's cases (None: all)
-    fmt: str = "commbench"  # the table printed (bench/collective/console.py TABLES)
+    fmt: str = DEFAULT_TABLE  # the table printed (bench/collective/console.py TABLES)
 
     def done(self, g: Group, algorithm: str) -> bool:
         """True when ``algorithm`` of group ``g`` has a record already (a resumed run)."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from reports.aggregate import iter_groups, panel_title
-from reports.data import ReportData
+from reports.data import VENDOR, ReportData
 from reports.sections import Options, Section, section
 from reports.sections.choose import communicating, ranges, winners
 
@@ -20,9 +20,7 @@ SOURCE = """\
 <code>meta.json</code> says why).</li>{% endif %}
 {% for r in ctx.rows %}
 <li data-collective="{{ r.collective }}"><b>{{ r.title }}</b>, {{ r.world }} ranks
-{%- if ctx.several %} [{{ r.run }}]{% endif %}: fastest {% for p in r.ranges %}{{ p.best }} at {{ p.range }}{% if
-p.native_lo is not none and p.best != "native" %} ({{ p.native_lo|num }}{% if p.native_hi != p.native_lo
-%}–{{ p.native_hi|num }}{% endif %}× native){% endif %}{{ "; " if not loop.last }}{% endfor %}.</li>
+{%- if ctx.several %} [{{ r.run }}]{% endif %}: fastest {{ r.ranges|join("; ") }}.</li>
 {% endfor %}
 </ul>
 {% if ctx.rows %}<p class="note">Fastest: the lowest median time at each size (What to choose has
@@ -44,8 +42,18 @@ def rows(data: ReportData) -> list[dict[str, Any]]:
         per_size = winners(top)
         first = per_size[per_size["ranks_per_node"] == per_size["ranks_per_node"].iloc[0]]
         out.append({"run": run, "collective": coll, "world": int(first["world_size"].iloc[0]),
-                    "title": panel_title((coll, transport, dtype, op)), "ranges": ranges(first)})
+                    "title": panel_title((coll, transport, dtype, op)),
+                    "ranges": [_said(p) for p in ranges(first)]})
     return out
+
+
+def _said(p: dict[str, Any]) -> str:
+    """One range in words: "ring at 64KiB – 16MiB (1.2–1.5× native)"."""
+    lo, hi = p["native_lo"], p["native_hi"]
+    if lo is None or p["best"] == VENDOR:
+        return f"{p['best']} at {p['range']}"
+    margin = f"{lo:.3g}" if lo == hi else f"{lo:.3g}–{hi:.3g}"
+    return f"{p['best']} at {p['range']} ({margin}× native)"
 
 
 @section("headline", 1, reads=("collective",))
