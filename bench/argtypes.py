@@ -56,7 +56,8 @@ class OneLineParser(argparse.ArgumentParser):
     """argparse, but its errors are one line on stderr and exit 2."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"commbench: {UsageError(message, self.prog.removeprefix('commbench '))}\n")
+        # "commbench run" says "commbench: run: ...", "commbench" itself "commbench: ..."
+        self.exit(2, f"commbench: {UsageError(message, self.prog.removeprefix('commbench').strip())}\n")
 
 
 def _typed(name: str, example: str, fn: Callable[[str], Any]) -> Callable[[str], Any]:

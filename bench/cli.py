@@ -47,7 +47,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         p = sub.add_parser(cmd.name, help=cmd.help, description=cmd.help,
                            epilog=cmd.example_for_help())
         cmd.configure(p)
-        p.set_defaults(_handler=cmd.handler)
+        p.set_defaults(_handler=cmd.handler, _parser=p)
     return parser
 
 
@@ -67,8 +67,21 @@ def main(argv: list[str] | None = None) -> int:
     # interrupted run (bench/launch/signals.py).
     args_in = sys.argv[1:] if argv is None else argv
     arm_if_rank_of_users_job(["commbench", *args_in], os.environ)
+    if not args_in:  # bare `commbench`: the commands, not an error about a missing one
+        build_parser().print_help()
+        return 0
     try:
-        args = build_parser(args_in[0] if args_in else None).parse_args(args_in)
+        parser = build_parser(args_in[0])
+        from bench.commands import COMMANDS
+        from bench.hints import command, unknown
+
+        # registered(): no discovery, so a rank's `commbench run` still imports run's module alone
+        if COMMANDS.registered(args_in[0]) is None and (
+                why := command(args_in[0], COMMANDS.names())) is not None:
+            parser.error(why)
+        args, extras = parser.parse_known_args(args_in)
+        if extras:  # said by the command's own parser: `commbench: run: ...`, with a hint
+            args._parser.error(unknown(extras, args._parser))
     except SystemExit as e:  # --help (0), or a bad flag said in one line (2)
         return int(e.code or 0)
     try:

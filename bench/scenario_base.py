@@ -94,13 +94,14 @@ def read_yaml(path: Path) -> Any:
         raise ScenarioError(f"{path}: YAML nested too deeply") from None
 
 
-def one_line(e: ValidationError) -> str:
-    """Pydantic's first error as ``key.path: message``."""
+def one_line(e: ValidationError, model: type[BaseModel] | None = None) -> str:
+    """Pydantic's first error as ``key.path: message``; an unknown key of ``model`` (or of a
+    model nested in it) with the nearest known key ("did you mean")."""
     err = e.errors()[0]
     loc = ".".join(str(x) for x in err["loc"] if x not in ("list", "sweep", "all", "mapping"))
     msg = str(err["msg"]).removeprefix("Value error, ")
     if err["type"] == "extra_forbidden":
-        msg = "unknown key"
+        msg = "unknown key" + _did_you_mean(model, err["loc"])
     return f"{loc}: {msg}" if loc else msg
 
 
@@ -110,7 +111,26 @@ def revalidated(sc: Any, where: str, **changes: Any) -> Any:
     try:
         return type(sc).model_validate({**sc.model_dump(), **changes})
     except ValidationError as e:
-        raise ScenarioError(f"{where}: {one_line(e)}" if where else one_line(e)) from None
+        line = one_line(e, type(sc))
+        raise ScenarioError(f"{where}: {line}" if where else line) from None
+
+
+def _did_you_mean(model: type[BaseModel] | None, loc: tuple[Any, ...]) -> str:
+    """`` (did you mean KEY?)`` for the last key of ``loc``, looked up through ``model``'s nested
+    models; '' when none is near or the path leaves the models."""
+    import difflib
+    import typing
+
+    for key in loc[:-1]:
+        field = model.model_fields.get(str(key)) if model is not None else None
+        if field is None:
+            return ""
+        kinds = [field.annotation, *typing.get_args(field.annotation)]
+        model = next((t for t in kinds if isinstance(t, type) and issubclass(t, BaseModel)), None)
+    if model is None:
+        return ""
+    near = difflib.get_close_matches(str(loc[-1]), list(model.model_fields), n=1, cutoff=0.6)
+    return f" (did you mean {near[0]}?)" if near else ""
 
 
 def load_scenario(path: Path | str) -> Any:
@@ -130,8 +150,9 @@ def parse_scenario(raw: Any, source: str = "<scenario>") -> Any:
         raise ScenarioError(f"{source}: kind: unknown kind {kind!r}; valid: "
                             f"{', '.join(KINDS.names())}")
     try:
-        return lazy(KINDS.get(kind).model).model_validate(raw)
+        model = lazy(KINDS.get(kind).model)
+        return model.model_validate(raw)
     except ValidationError as e:
-        raise ScenarioError(f"{source}: {one_line(e)}") from None
+        raise ScenarioError(f"{source}: {one_line(e, model)}") from None
     except RecursionError:
         raise ScenarioError(f"{source}: nested too deeply") from None

@@ -10,7 +10,7 @@ from typing import Any
 import pandas as pd
 from markupsafe import Markup
 from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
+from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullLocator
 
 from bench.units import format_size
 from reports.data import VENDOR
@@ -31,20 +31,31 @@ def algorithm_colors(algorithms: Sequence[str]) -> dict[str, str]:
     return colors
 
 
-def _size_axis(ax: object) -> None:
+MAX_TICKS = 9  # labelled sizes per axis: every k-th measured size beyond this
+MIN_DECADES = 0.3  # a log y axis spans at least 10^this (2x): a 1 % gap must not fill the panel
+CHAR_IN = 0.065  # inches per character of a legend label at fontsize 8, plus its line and gap
+LEGEND_PAD_IN = 0.5
+
+
+def _size_axis(ax: object, sizes: Sequence[float] = ()) -> None:
+    """A log2 size axis, ticked at the measured ``sizes`` (every k-th when there are many)."""
     ax.set_xscale("log", base=2)  # type: ignore[attr-defined]
-    ax.xaxis.set_major_locator(LogLocator(base=4))  # type: ignore[attr-defined]
+    ticks = sorted({float(s) for s in sizes if s and s > 0})
+    step = max(1, math.ceil(len(ticks) / MAX_TICKS))
+    ax.xaxis.set_major_locator(  # type: ignore[attr-defined]
+        FixedLocator(ticks[::step]) if ticks else LogLocator(base=4))
     ax.xaxis.set_major_formatter(FuncFormatter(  # type: ignore[attr-defined]
         lambda v, _: format_size(int(v)) if v >= 1 and float(v).is_integer() else ""))
     ax.tick_params(axis="x", labelrotation=45)  # type: ignore[attr-defined]
     ax.xaxis.set_minor_locator(NullLocator())  # type: ignore[attr-defined]
 
 
-def size_panel(ax: Any, title: str, ylabel: str, logy: bool) -> None:
-    """A panel against message size: its axes, title and labels."""
-    _size_axis(ax)
+def size_panel(ax: Any, title: str, ylabel: str, logy: bool, sizes: Sequence[float] = ()) -> None:
+    """A panel against message size (ticked at ``sizes``, the measured ones): axes, title, labels."""
+    _size_axis(ax, sizes)
     if logy:
         _log_y(ax)
+        _min_span(ax)
     ax.set_title(title)
     ax.set_xlabel("message size")
     ax.set_ylabel(ylabel)
@@ -56,6 +67,14 @@ def _log_y(ax: Any) -> None:
     ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0), numticks=8))
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
     ax.yaxis.set_minor_locator(NullLocator())
+
+
+def _min_span(ax: Any) -> None:
+    """Widen a log y axis narrower than :data:`MIN_DECADES` about its geometric centre."""
+    lo, hi = ax.get_ylim()
+    if lo > 0 and hi > 0 and math.log10(hi / lo) < MIN_DECADES:
+        mid, half = math.sqrt(lo * hi), 10 ** (MIN_DECADES / 2)
+        ax.set_ylim(mid / half, mid * half)
 
 
 def _line(ax: object, x: pd.Series, y: pd.Series, alg: str, run_index: int, label: str,
@@ -93,11 +112,28 @@ def _finish(fig: Figure, title: str) -> Markup:
     for ax in fig.axes:
         for h, lab in zip(*ax.get_legend_handles_labels()):
             seen.setdefault(lab, h)
+    _legend_room(fig, list(seen))
     fig.legend(list(seen.values()), list(seen.keys()), loc="upper left", fontsize=8,
                bbox_to_anchor=(fig.subplotpars.right + 0.005, 1 - 0.5 / fig.get_figheight()),
                frameon=False)
     fig.suptitle(title)
     return to_svg(fig, title)
+
+
+def _legend_room(fig: Figure, labels: Sequence[str]) -> None:
+    """Widen ``fig`` on the right until its longest legend label fits whole (the axes keep
+    their size): run ids in multi-run reports are long."""
+    if not labels:
+        return
+    width = fig.get_figwidth()
+    p = fig.subplotpars
+    need = CHAR_IN * max(map(len, labels)) + LEGEND_PAD_IN
+    room = width * (1 - p.right)
+    if need <= room:
+        return
+    wide = width + need - room
+    fig.set_figwidth(wide)
+    fig.subplots_adjust(left=p.left * width / wide, right=p.right * width / wide)
 
 
 def _lines(sub: pd.DataFrame, x: str, panels: Sequence[tuple[Any, str]], runs: Sequence[str],
@@ -129,7 +165,7 @@ def by_world_size(points: pd.DataFrame, runs: Sequence[str], y: str, ylabel: str
         fig, axes = _panels(len(worlds), 2 if len(worlds) == 4 else min(len(worlds), 3))
         for w, ax in zip(worlds, axes):
             _lines(points[points["where"] == w], "nbytes", [(ax, y)], runs, colors)
-            size_panel(ax, w, ylabel, logy)
+            size_panel(ax, w, ylabel, logy, points.loc[points["where"] == w, "nbytes"].unique())
         return _finish(fig, title)
 
 

@@ -100,3 +100,10 @@ def test_the_date_and_commit_finders_find_them() -> None:
     assert not COMMIT.search("commit the run directories as the baselines")
     assert BENCHMARK.search("--nproc-per-node 2 -m bench.perf.training_overhead").group(1) == \
         "bench.perf.training_overhead"
+
+
+def test_the_index_lists_every_page() -> None:
+    index = (DOCS / "index.md").read_text(encoding="utf-8")
+    listed = {t.split("#")[0] for t in re.findall(r"^\| \[[^\]]+\]\(([^)]+)\)", index, re.M)}
+    pages = {p.name for p in DOCS.glob("*.md")} - {"index.md"}
+    assert pages <= listed, f"docs/index.md does not list {sorted(pages - listed)}"

@@ -20,7 +20,7 @@ from bench.launch.mpijob import MpiJob, MpiKind, in_job, inside, one_world, star
 from bench.launch.selflaunch import say
 from bench.measure import floors
 from bench.scenario_base import revalidated
-from bench.store.records import iter_records, read_meta
+from bench.store.records import iter_records, read_meta, write_meta
 
 VERDICT = "verdict.json"
 INTERRUPTED = {"during": "{}", "next_step": "commbench run --resume {run} finishes it"}
@@ -95,7 +95,9 @@ class BringupJob(MpiJob):
         sc = BringupScenario.model_validate(read_meta(run_dir)["scenario"])
         v = judge(iter_records(run_dir, samples=False), sc.slow_pct)
         (run_dir / VERDICT).write_text(json.dumps(v.as_dict(), indent=1) + "\n")
-        say(f"# bring-up verdict: {'ok' if v.ok else 'NOT ok'}")
+        meta = read_meta(run_dir)
+        write_meta(run_dir, {**meta, "verdict": v.word})  # the report's run table shows it
+        say(f"# bring-up verdict: {v.word if v.ok else 'NOT ok'}")
         for line in v.lines():
             say(f"#   {line}")
         super().after(run_dir)

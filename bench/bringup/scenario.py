@@ -36,8 +36,9 @@ class BringupScenario(Frozen):
         "the transport every stage measures over, the one the training job will use (`commbench "
         "list` names them): mpi (host buffers), torch (torch.distributed: gloo on CPU, NCCL on "
         "GPU buffers), nccl (NCCL through CuPy, GPU buffers)"))
-    sizes: Annotated[list[Size], Field(min_length=1)] = Field(["64KiB", "4MiB"], description=(
-        "message sizes: comma-separated; the largest decides the verdict (bandwidth)"))
+    sizes: Annotated[list[Size], Field(min_length=1)] = Field(
+        ["64KiB", "4MiB"], validate_default=True, description=(  # parsed: a str would warn
+            "message sizes: comma-separated; the largest decides the verdict (bandwidth)"))
     groups_at_once: PositiveInt | None = Field(None, description=(
         "at most this many groups of a stage's round measure at the same time (default: all; "
         "1 where the hosts share one machine's cores, as a testbed's do, so that peers are not "

@@ -57,6 +57,19 @@ class Verdict:
     def bad_links(self) -> list[str]:
         return [link for link, f in self.links.items() if self.status_of(f) != OK]
 
+    @property
+    def judged(self) -> bool:
+        """Whether any stage had a reference to judge against: one host alone has no peer (and,
+        without a profile, no prediction), so an "ok" there would be evidence of nothing."""
+        return any(self.hosts.values()) or any(self.links.values()) or bool(self.cluster)
+
+    @property
+    def word(self) -> str:
+        """The verdict in a word or three: ok, not ok, or not judged (one host)."""
+        if not self.ok:
+            return "not ok"
+        return "ok" if self.judged else f"not judged ({_hosts(len(self.hosts))})"
+
     def lines(self) -> list[str]:
         """One line per host and link that is not ok, then the cluster's; or that all is ok."""
         out = []
@@ -68,6 +81,9 @@ class Verdict:
         for f in self.cluster:
             if f.status != OK:
                 out.append(f"cluster: {_word(f)} ({f.stage} stage: {f.evidence})")
+        if not out and not self.judged:
+            return [f"not judged: {_hosts(len(self.hosts))}, nothing to compare a host with (a "
+                    "profile gives each case a prediction to be judged against)"]
         return out or [f"every host ({len(self.hosts)}) and link ({len(self.links)}) ok"]
 
     def as_dict(self) -> dict[str, Any]:
@@ -75,8 +91,13 @@ class Verdict:
             return [{"name": n, "status": self.status_of(f),
                      "findings": [vars(x) for x in f]} for n, f in table.items()]
 
-        return {"ok": self.ok, "hosts": rows(self.hosts), "links": rows(self.links),
+        return {"ok": self.ok, "judged": self.judged, "word": self.word,
+                "hosts": rows(self.hosts), "links": rows(self.links),
                 "cluster": [vars(x) for x in self.cluster], "lines": self.lines()}
+
+
+def _hosts(n: int) -> str:
+    return "one host" if n == 1 else f"{n} hosts"
 
 
 def _word(f: Finding) -> str:

@@ -65,13 +65,21 @@ FLAGS: tuple[Flag, ...] = (
 )
 
 
+# Letters of nccl-tests that mean something else here (said by `run --help`; docs/running.md).
+DIFFER = ("Letters that differ from nccl-tests: -n is the world sizes (nccl-tests: iterations), "
+          "-c the collectives (nccl-tests: check), -i the timed iterations (nccl-tests: step "
+          "bytes), -a the algorithms (nccl-tests: average mode), -t the transports (nccl-tests: "
+          "threads per process). -g has no equivalent (one rank per GPU: -n); OSU's -m MIN:MAX "
+          "is -b MIN -e MAX.")
+
+
 def dest(flag: Flag) -> str:
     return "axis_" + "_".join(flag.key)
 
 
 def add_flags(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("axes as nccl-tests and OSU spell them (a scenario without a file, "
-                             "or over the file's keys)")
+                             "or over the file's keys)", DIFFER)
     for f in FLAGS:
         g.add_argument(*f.names, dest=dest(f), default=None, metavar="X", help=f.help)
 

@@ -7,9 +7,10 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psutil
 
@@ -17,7 +18,8 @@ from bench import argtypes
 from bench.argtypes import UsageError
 from bench.collective import nccl_log
 from bench.collective import variants as var
-from bench.collective.progress import TTY_ENV
+from bench.collective.console import DEFAULT as DEFAULT_TABLE
+from bench.collective.progress import PROGRESS_ENV, TTY_ENV
 from bench.collective.scenario import (
     CollectiveScenario,
     ScenarioError,
@@ -27,10 +29,14 @@ from bench.collective.scenario import (
 from bench.launch import launcher
 from bench.launch.mpijob import MpiJob, MpiKind, finisher, in_job, inside, start_sweep
 from bench.launch.selflaunch import JobResult, say
+from bench.measure import skips
 from bench.store import meta, resume
 from bench.store.records import KEY_FIELDS
 from bench.store.resume import RunDirError
 from kernels.transports import TRANSPORTS
+
+if TYPE_CHECKING:
+    from bench.measure.case import Group
 
 
 def run(args: argparse.Namespace, sc: CollectiveScenario, sizes: tuple[int, ...]) -> int:
@@ -82,18 +88,24 @@ def pick_sizes(args: argparse.Namespace, sc: Any, given: tuple[int, ...],
 def _self_launch(args: argparse.Namespace, sc: CollectiveScenario, given: tuple[int, ...]) -> int:
     try:  # every check before anything is launched or written
         sizes, where = pick_sizes(args, sc, given, default_world_size(sc))
+        if not args.allow_empty and (why := skips.device_only_without_gpu(
+                sc.transports, meta.visible_gpu_count())):
+            raise UsageError(why)
         check_sizes(sc, sizes, where)
         check_memory(sc, str(args.scenario), max(sizes), psutil.virtual_memory().available)
         plan = resume.plan_run(sc, args.out, args.resume)
     except RunDirError as e:
         raise UsageError(str(e)) from None
     kind = CollectiveKind(args, sc, plan.run_dir, plan.resuming)
+    kind.sizes = sizes  # the whole run's case count, for its one progress bar
     return start_sweep(kind, plan, args.scenario, sizes, finisher(args))
 
 
 class CollectiveKind(MpiKind):
     """One mpiexec per world size and environment (``start``: its index in :attr:`envs`; variants
     under settings run in jobs of their own); a failed job ends the sweep."""
+
+    sizes: tuple[int, ...] = ()  # the run's world sizes, where the progress counts the run
 
     def __init__(self, args: argparse.Namespace, sc: CollectiveScenario, run_dir: Path,
                  resuming: bool) -> None:
@@ -114,18 +126,31 @@ class CollectiveKind(MpiKind):
         """The next environment after ``start`` with a case to run at ``world``, or None."""
         return next((i for i in range(start + 1, len(self.envs)) if self._pending(world, i)), None)
 
-    def _pending(self, world: int, index: int) -> bool:
+    def _groups(self, world: int, index: int) -> Iterator[Group]:
         from bench.collective.case import groups
 
         for rpn in self.sc.ranks_per_node:  # self-launched: one host, so auto is the world size
-            for g in groups(self.sc, world, world if rpn == "auto" else int(rpn),
-                            jobs=(self.envs[index],)):
-                for alg in g.algorithms:
-                    key = resume.collective_key(g.collective, alg, g.transport, g.world_size,
-                                                g.ranks_per_node, g.nbytes, g.dtype, g.op)
-                    if key not in self._done:
-                        return True
+            yield from groups(self.sc, world, world if rpn == "auto" else int(rpn),
+                              jobs=(self.envs[index],))
+
+    def _pending(self, world: int, index: int) -> bool:
+        for g in self._groups(world, index):
+            for alg in g.algorithms:
+                key = resume.collective_key(g.collective, alg, g.transport, g.world_size,
+                                            g.ranks_per_node, g.nbytes, g.dtype, g.op)
+                if key not in self._done:
+                    return True
         return False
+
+    def _progress(self, world: int, start: int) -> str | None:
+        """``DONE/TOTAL`` for the job at (``world``, ``start``): the run's groups before it (in
+        the sweep's order) and all of them; None when the kind does not count them."""
+        if not self.sizes:
+            return None
+        jobs = [(w, i) for w in self.sizes for i in range(len(self.envs))]
+        counts = {j: sum(1 for _ in self._groups(*j)) for j in jobs}
+        before = sum(counts[j] for j in jobs[:jobs.index((world, start))])
+        return f"{before}/{sum(counts.values())}"
 
     def _logs_nccl(self) -> bool:
         """Whether a job may run a vendor call on an NCCL transport (whose choices it logs)."""
@@ -144,6 +169,8 @@ class CollectiveKind(MpiKind):
                                           f"p{world}-env{start}"))
         if sys.stderr.isatty():
             env[TTY_ENV] = "1"
+        if (count := self._progress(world, start)) is not None:
+            env[PROGRESS_ENV] = count
         return env
 
     def failed(self, job: JobResult) -> str:
@@ -182,7 +209,8 @@ class CollectiveJob(MpiJob):
                         f"settings ({' '.join(f'{k}={x}' for k, x in v.settings)}); commbench's "
                         "own launch starts one per variant", sys.stdout)
         run_job(RunContext(run_dir, run_id, self.sc, self.sizes,
-                           progress=not self.args.no_progress, done_keys=self.done, jobs=jobs))
+                           progress=not self.args.no_progress, done_keys=self.done, jobs=jobs,
+                           fmt=getattr(self.args, "format", None) or DEFAULT_TABLE))
 
     def record_key(self, rec: dict[str, Any]) -> tuple[Any, ...] | None:
         """A measured case (or a wrong one): :func:`bench.store.resume.collective_key`."""

@@ -14,14 +14,16 @@ from typing import Any
 
 from mpi4py import MPI
 
-from bench.collective import mpi_t, nccl_log, table
+from bench.collective import mpi_t, nccl_log
 from bench.collective.case import groups
-from bench.collective.progress import Progress
+from bench.collective.console import DEFAULT as DEFAULT_TABLE
+from bench.collective.console import Console
+from bench.collective.progress import Progress, of_run
 from bench.collective.scenario import CollectiveScenario
 from bench.collective.variants import JOB_ENV, Settings
 from bench.launch.threadlevel import thread_fields
 from bench.launch.watchdog import Watchdog
-from bench.measure import attribution, canary, floors, harness
+from bench.measure import canary, floors, harness, skips
 from bench.measure.case import Group
 from bench.measure.recording import oversubscribed_comm, recording, topology_for
 from bench.store.records import ResultWriter
@@ -42,6 +44,7 @@ class RunContext:
     progress: bool = True
     done_keys: frozenset[CaseKey] = frozenset()  # resumed: the cases with a record, skipped
     jobs: tuple[Settings, ...] | None = None  # the environments of this job's cases (None: all)
+    fmt: str = DEFAULT_TABLE  # the table printed (bench/collective/console.py TABLES)
 
     def done(self, g: Group, algorithm: str) -> bool:
         """True when ``algorithm`` of group ``g`` has a record already (a resumed run)."""
@@ -55,6 +58,7 @@ def run_job(ctx: RunContext, out: Any = sys.stdout) -> int:
     world = MPI.COMM_WORLD
     log = nccl_log.RankLog.of_this_process(os.environ) if world.rank == 0 else None
     written = 0
+    con = Console(out, ctx.fmt, ctx.scenario.timing.style, enabled=world.rank == 0)
     with recording(world, ctx.run_dir) as (dog, writer):
         env = os.environ.get(JOB_ENV, "0")  # one job per environment when a scenario has variants
         _canary(ctx, world, f"start of job p={world.size}"
@@ -62,10 +66,11 @@ def run_job(ctx: RunContext, out: Any = sys.stdout) -> int:
         for w in ctx.world_sizes:
             sub = world.Split(0 if world.rank < w else MPI.UNDEFINED, world.rank)
             if sub != MPI.COMM_NULL:
-                written += _run_world(ctx, sub, dog, writer, out, log)
+                written += _run_world(ctx, sub, dog, writer, con, log)
                 sub.Free()
             world.Barrier()
             _canary(ctx, world, f"after world size {w}")
+    con.close()
     return written
 
 
@@ -77,7 +82,7 @@ def _canary(ctx: RunContext, comm: MPI.Comm, when: str) -> None:
 
 
 def _run_world(ctx: RunContext, comm: MPI.Comm, dog: Watchdog, writer: ResultWriter | None,
-               out: Any, log: nccl_log.RankLog | None = None) -> int:
+               con: Console, log: nccl_log.RankLog | None = None) -> int:
     sc = ctx.scenario
     # mpi4py makes a communicator's context for pickled messages (a collective, with the GIL
     # held) at its first such call: made here, not inside a case, where a hung peer would block
@@ -92,12 +97,14 @@ def _run_world(ctx: RunContext, comm: MPI.Comm, dog: Watchdog, writer: ResultWri
         plan += [(topo, g) for g in groups(sc, comm.size, topo.ranks_per_node, notes, ctx.jobs)]
     if comm.rank == 0:
         for line in notes:
-            print(f"# note: {line}", file=out, flush=True)
-    bar = Progress(len(plan), enabled=ctx.progress and comm.rank == 0)
+            con.say(f"# note: {line}")
+            skips.note(ctx.run_dir, line)
+    done, total = of_run(os.environ) or (0, len(plan))  # the whole run's count where known
+    bar = Progress(total, enabled=ctx.progress and comm.rank == 0, done=done)
     extra = {"run_id": ctx.run_id, "scenario": sc.name, "oversubscribed": over,
              "hugepages": sc.hugepages, **thread_fields(), **(emu.describe() if emu else {})}
     hosts = comm.allgather(socket.gethostname())  # named by a case below its floor
-    written, shown = 0, None
+    written = 0
     try:
         for transport_name in sc.transports:
             try:
@@ -105,17 +112,15 @@ def _run_world(ctx: RunContext, comm: MPI.Comm, dog: Watchdog, writer: ResultWri
                 transport = emu.wrap(transport) if emu is not None else transport
             except TransportUnavailable as e:
                 if comm.rank == 0:
-                    print(f"# skipped transport {transport_name}: {e}", file=out, flush=True)
+                    con.say(f"# skipped transport {transport_name}: {e}")
+                    skips.note(ctx.run_dir, f"transport {transport_name}: {e}")
                 continue
             for topo, g in plan:
                 if g.transport != transport_name:
                     continue
-                head = (g.collective, g.world_size, g.ranks_per_node, g.transport)
-                if comm.rank == 0 and head != shown:
-                    print(table.banner(*head, over, sc.timing.style), file=out, flush=True)
-                    shown = head
+                con.head((g.collective, g.world_size, g.ranks_per_node, g.transport), over)
                 env = harness.Env(comm, transport, topo, extra, dog.where)
-                written += _run_group(ctx, env, g, dog, writer, bar, out, log, hosts)
+                written += _run_group(ctx, env, g, dog, writer, bar, con, log, hosts)
             transport.close()
     finally:
         bar.close()
@@ -123,7 +128,7 @@ def _run_world(ctx: RunContext, comm: MPI.Comm, dog: Watchdog, writer: ResultWri
 
 
 def _run_group(ctx: RunContext, env: harness.Env, g: Group, dog: Watchdog,
-               writer: ResultWriter | None, bar: Progress, out: Any,
+               writer: ResultWriter | None, bar: Progress, con: Console,
                log: nccl_log.RankLog | None = None, hosts: list[str] | None = None) -> int:
     todo = tuple(a for a in g.algorithms if not ctx.done(g, a))  # resumed: only cases without a record
     if not todo:
@@ -142,11 +147,7 @@ def _run_group(ctx: RunContext, env: harness.Env, g: Group, dog: Watchdog,
         assert writer is not None
         floors.hold(rec, ctx.scenario.expect, hosts or [])
         writer.write(rec)
-        print(table.row(rec), file=out, flush=True)
-        for line in attribution.notes(rec):  # a rank or host consistently late
-            print(f"# note: {line}", file=out, flush=True)
-        if rec["status"] == floors.BELOW:
-            print(f"# BELOW FLOOR: {floors.line(rec)}", file=out, flush=True)
+    con.case(records)  # its rows; the ranks late in it are said once, at the job's end
     return len(records)
 
 

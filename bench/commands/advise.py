@@ -14,7 +14,7 @@ from bench.commands import needs_torch, new_run_dir, register
 
 def configure(p: argparse.ArgumentParser) -> None:
     what = p.add_mutually_exclusive_group(required=True)
-    what.add_argument("--model", help="a reference model (commbench list models: gpt-6.7b, ...)")
+    what.add_argument("--model", help="a reference model (`commbench list models`: gpt-6.7b, ...)")
     what.add_argument("--from", dest="from_run", type=in_path,
                       help="a training run: predicted vs measured for its strategies, compute "
                            "from its world-size-1 steps")

@@ -1,4 +1,5 @@
 """``commbench list``: collectives with their algorithms, transports and shipped scenarios;
+``list models`` and ``list profiles``: the reference models and the cost-model profiles;
 ``--markdown`` prints the docs' algorithm tables from the registry (a test holds the docs to it)."""
 
 from __future__ import annotations
@@ -16,6 +17,10 @@ SCENARIO_DIR = Path(__file__).resolve().parents[2] / "scenarios"
 
 
 def configure(p: argparse.ArgumentParser) -> None:
+    p.add_argument("what", nargs="?", choices=("models", "profiles"), default=None,
+                   help="models: the reference models and what each config sets; profiles: the "
+                        "cost-model profiles, what each sets and its source (default: "
+                        "collectives, algorithms, transports and scenarios)")
     p.add_argument("--scenarios", type=in_path, default=SCENARIO_DIR,
                    help="folder of scenario files to list (default: the shipped ones)")
     p.add_argument("--markdown", action="store_true",
@@ -25,6 +30,11 @@ def configure(p: argparse.ArgumentParser) -> None:
 def handle(args: argparse.Namespace) -> int:
     if args.markdown:
         print(markdown(), end="")
+        return 0
+    if args.what is not None:
+        from bench import catalogs
+
+        print("\n".join(catalogs.models() if args.what == "models" else catalogs.profiles()))
         return 0
     print("collectives and their algorithms:")
     for name in coll.names():
@@ -69,5 +79,6 @@ def _description(path: Path) -> str:
         and raw.get("description") else ""
 
 
-register("list", "list collectives, algorithms, transports and scenarios", configure, handle,
+register("list", "list collectives, algorithms, transports and scenarios; list models, list "
+         "profiles", configure, handle,
          example="", offline=True)

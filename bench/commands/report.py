@@ -20,8 +20,10 @@ def configure(p: argparse.ArgumentParser) -> None:
                         "report-A+B+....html beside the first run)")
     p.add_argument("--max-rows", type=positive_int, default=2000,
                    help="table rows written inline (default 2000)")
-    p.add_argument("--max-figures", type=nonneg_int, default=3,
-                   help="figure panels per section (default 3)")
+    from reports.sections import Options  # the one place the default is stated
+
+    p.add_argument("--max-figures", type=nonneg_int, default=Options.max_panels,
+                   help=f"figure panels per section (default {Options.max_panels})")
     p.add_argument("--strict", action="store_true",
                    help="refuse a run whose results.jsonl has a bad line (default: skip it, say so)")
 

@@ -6,8 +6,9 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from bench.argtypes import in_path, out_dir, world_list, world_sizes_arg
-from bench.collective import flags
+from bench.argtypes import UsageError, in_path, out_dir, world_list, world_sizes_arg
+from bench.collective import flags, ncclfmt
+from bench.collective.console import TABLES
 from bench.collective.scenario import (
     ScenarioError,
     load_scenario,
@@ -42,6 +43,13 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--timing-style", choices=("commbench", "osu"), default=None,
                    help="headline statistic, overriding the scenario's timing.style (osu: each "
                         "rank's mean over the loop, averaged over ranks)")
+    p.add_argument("--allow-empty", action="store_true",
+                   help="exit 0 when every case was skipped (default: a run that measured "
+                        "nothing fails, naming why)")
+    p.add_argument("--format", choices=tuple(TABLES), default=None,
+                   help="the table printed while it measures: commbench's (default) or "
+                        "nccl-tests' (one row per size, out of place and in place side by side "
+                        "from -a native,native_inplace, and its footer)")
     flags.add_flags(p)
 
 
@@ -76,6 +84,8 @@ def scenario_of(args: argparse.Namespace) -> Any:
     raw = read_yaml(args.scenario) if args.scenario is not None else None
     if raw is not None and not isinstance(raw, dict):
         raise ScenarioError(f"{args.scenario}: a scenario is a mapping of keys")
+    if getattr(args, "format", None) == "nccl-tests" and raw is None and args.axis_algorithms is None:
+        args.axis_algorithms = ",".join(ncclfmt.SIDES)  # what nccl-tests measures
     source = str(args.scenario) if args.scenario is not None else "command line"
     sc = flags.scenario_from(raw, args, source)
     if args.scenario is None:
@@ -87,7 +97,21 @@ def handle(args: argparse.Namespace) -> int:
     """The scenario's kind runs it (its entry, registered in ``bench/<kind>/__init__.py``) at
     ``--world-sizes`` or the scenario's."""
     sc = with_overrides(scenario_of(args), args)
+    if getattr(args, "format", None) == "nccl-tests":
+        only_vendor(sc)
     return int(lazy(KINDS.get(sc.kind).run)(args, sc, world_sizes_arg(args) or tuple(sc.world_sizes)))
+
+
+def only_vendor(sc: Any) -> None:
+    """``--format nccl-tests`` prints the vendor call only: its table has no algorithm column."""
+    if sc.kind != "collective":
+        raise UsageError(f"--format nccl-tests: prints collective sweeps; {sc.name} is of kind "
+                         f"{sc.kind!r}", "run")
+    for c in sc.collectives:
+        if other := [a for a in sc.algorithms_for(c) if a not in ncclfmt.SIDES]:
+            raise UsageError(f"--format nccl-tests: its table holds the vendor call only "
+                             f"(native out of place, native_inplace in place); {c} also runs "
+                             f"{', '.join(other)}: -a native,native_inplace", "run")
 
 
 register("run", "run a scenario (self-launched, or inside an MPI job)", configure, handle,

@@ -81,7 +81,7 @@ class ConcurrentScenario(Frozen):
         "ranks to launch when self-launched (default: 4)"))
     ranks_per_node: PositiveInt | Literal["auto"] = Field("auto", description=(
         "ranks per node for members node/across (auto: by host name)"))
-    sizes: Annotated[list[Size], Field(min_length=1)] = Field(["1MiB"], description=(
+    sizes: Annotated[list[Size], Field(min_length=1)] = Field(["1MiB"], validate_default=True, description=(
         "message sizes of every group and overlap case"))
     dtype: str = "float32"
     groups: list[GroupSpec] = Field([], description="communicators that run at once (none, or 2+)")

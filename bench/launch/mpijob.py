@@ -70,7 +70,8 @@ def start_sweep(kind: MpiKind, plan: resume.RunPlan, source: Path, sizes: tuple[
         info["environments"] = [dict(e) for e in kind.envs]  # first_case is its index
     kind.scenario_file = write_yaml(kind.sc, plan.run_dir)  # what the ranks read, overrides in
     return Sweep(plan.run_dir, info, isolate=not getattr(kind.args, "no_isolate", False),
-                 **how).run(kind, sizes, lock, after=after)
+                 allow_empty=getattr(kind.args, "allow_empty", False), **how
+                 ).run(kind, sizes, lock, after=after)
 
 
 class MpiKind:
@@ -121,6 +122,8 @@ class MpiKind:
                str(self.scenario_file), "--out", str(self.run_dir), "--world-sizes", str(world)]
         if self.args.no_progress:
             cmd.append("--no-progress")
+        if getattr(self.args, "format", None):  # the terminal table's style (run's --format)
+            cmd += ["--format", self.args.format]
         env = dict(os.environ, **{launcher.WORKER_ENV: self.run_dir.name})
         env.update(self.job_env(world, start))
         if self.resuming:
@@ -210,7 +213,11 @@ def in_job(args: argparse.Namespace, job: MpiJob) -> int:
         comm.Abort(1)
     if worker_of or comm.rank != 0:
         return 0
-    code = finish_run(run_dir, read_meta(run_dir))  # rank 0 of the user's job
+    code = finish_run(run_dir, read_meta(run_dir),  # rank 0 of the user's job
+                      allow_empty=getattr(args, "allow_empty", False))
+    from bench.store import summary
+
+    say(summary.of_run(run_dir, read_meta(run_dir)))  # the run's closing line
     job.after(run_dir)
     return code
 

@@ -20,7 +20,7 @@ import psutil
 from bench.launch import forensics, inflight, isolate, loopback, rankstate, scratch, shmclean
 from bench.launch.signals import JOB_ENV, SignalGuard, end_job, end_leftovers, interrupted, tree
 from bench.launch.watchdog import TIMEOUT_EXIT
-from bench.measure import floors
+from bench.measure import floors, skips
 from bench.store.kinds import now
 from bench.store.records import iter_records, write_meta
 
@@ -165,6 +165,7 @@ class Sweep:
     during: str = "case '{}'"
     next_step: str = "(finish with --resume {run})"
     isolate: bool = True  # run each job in a private network namespace where the kernel allows
+    allow_empty: bool = False  # a run that recorded nothing ends ok (else failed: skips.py)
 
     def stop(self) -> None:
         self.stopped = True
@@ -239,13 +240,19 @@ class Sweep:
         return guard.exit_code
 
     def _finish(self) -> int:
-        say(f"# {count_records(self.run_dir)} records in {self.run_dir / 'results.jsonl'}")
-        return finish_run(self.run_dir, self.info, self.failures)
+        from bench.store import summary
+
+        code = finish_run(self.run_dir, self.info, self.failures, self.allow_empty)
+        say(summary.of_run(self.run_dir, self.info))  # the run's closing line
+        return code
 
 
-def finish_run(run_dir: Path, info: dict[str, Any], failures: int = 0) -> int:
+def finish_run(run_dir: Path, info: dict[str, Any], failures: int = 0,
+               allow_empty: bool = False) -> int:
     """A run's end in its ``meta.json`` (``info``): failed for failed jobs, cases below their
-    floors or wrong, each said; returns the exit code (0 or 1)."""
+    floors or wrong, or no record at all (unless ``allow_empty``), each said; returns the exit
+    code (0 or 1)."""
+    empty = not failures and not allow_empty and count_records(run_dir) == 0
     wrong = sum(1 for r in _records(run_dir) if r.get("status") == "wrong")
     below = floors.failures(_records(run_dir))
     reasons = []
@@ -256,6 +263,8 @@ def finish_run(run_dir: Path, info: dict[str, Any], failures: int = 0) -> int:
     if wrong:
         reasons.append(f"{wrong} case{'s' if wrong > 1 else ''} wrong (elements differ from "
                        "the exact expected values)")
+    if empty:
+        reasons.append(skips.empty_reason(run_dir))
     for stale in ("signal", "interrupted_case"):  # from an interrupted run now resumed
         info.pop(stale, None)
     info.update(status="failed" if reasons else "ok", reason="; ".join(reasons) or None,
@@ -265,6 +274,8 @@ def finish_run(run_dir: Path, info: dict[str, Any], failures: int = 0) -> int:
         say(f"commbench: below its floor: {line}")
     if wrong:
         say(f"commbench: {reasons[-1]}: the run failed")
+    if empty:
+        say(f"commbench: {reasons[-1]}")
     return 1 if reasons else 0
 
 

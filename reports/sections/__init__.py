@@ -14,7 +14,7 @@ from reports.data import ReportData, Run
 
 @dataclass(frozen=True)
 class Options:
-    max_panels: int = 3  # figures per section; the rest are listed by name
+    max_panels: int = 8  # figures per section (nccl-tests' 8 collectives); the rest are listed by name
     max_subplots: int = 4  # world sizes per figure, evenly spread when there are more
     max_rows: int = 2000  # table rows written inline; the rest are counted
     latency_max_bytes: int = parse_size("64KiB")  # "small messages" for the latency figure

@@ -11,7 +11,7 @@ from reports.svg import later
 
 
 @section("bandwidth", 10, reads=("collective",))
-def build(data: ReportData, opts: Options) -> Section:
+def build(data: ReportData, opts: Options) -> Section | None:
     shown, left_out = panels(data.ok_collectives(), opts.max_panels)
     figs = []
     for title, df in shown:
@@ -26,6 +26,8 @@ def build(data: ReportData, opts: Options) -> Section:
                                      f" — {title}", logy=True, max_subplots=opts.max_subplots)
                if not small.empty else None)
         figs.append({"title": title, "bandwidth": bw, "latency": lat})
+    if not figs:  # no successful collective record: the headline and All cases say so
+        return None
     return Section("bandwidth", "Bandwidth", "bandwidth.html.j2",
                    {"figures": figs, "left_out": left_out,
                     "latency_max": format_size(opts.latency_max_bytes)})

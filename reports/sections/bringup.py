@@ -24,9 +24,10 @@ def _rows(v: Verdict, table: dict[str, Any], kind: str) -> list[dict[str, Any]]:
     for name, findings in table.items():
         w = v.worst(findings)
         shown = w or (findings[0] if findings else None)
-        out.append({"kind": kind, "name": name, "status": w.status if w else OK,
+        out.append({"kind": kind, "name": name,
+                    "status": w.status if w else OK if shown else "not judged",
                     "by": w.by_pct if w else None, "stage": shown.stage if shown else "",
-                    "evidence": shown.evidence if shown else "no stage measured it"})
+                    "evidence": shown.evidence if shown else "nothing to compare it with"})
     return out
 
 
@@ -42,7 +43,7 @@ def _run(run: Run, opts: Options) -> dict[str, Any] | None:
               "size": format_size(int(r["nbytes"])), "nbytes": int(r["nbytes"]),
               "busbw": r.get("busbw_gbps"), "expected": r.get("expected_busbw_gbps"),
               "pct": r.get("pct_of_expected"), "status": r["status"]} for r in recs]
-    return {"label": run.label, "ok": v.ok, "slow_pct": slow, "lines": v.lines(),
+    return {"label": run.label, "ok": v.ok, "word": v.word, "slow_pct": slow, "lines": v.lines(),
             "rows": _rows(v, dict(v.hosts), "host") + _rows(v, dict(v.links), "link"),
             "cluster": [vars(f) for f in v.cluster], "cases": cases[: opts.max_rows],
             "more": max(0, len(cases) - opts.max_rows)}

@@ -19,6 +19,8 @@ SHOWN = {**{f: f for f in ("run", "status", "kind", "collective", "transport", "
 def _name(r: dict[str, object]) -> str:
     if r.get("kind") == "training":
         return f"{r.get('strategy')} · {r.get('model')}"
+    if r.get("kind") == "advice":  # a predicted layout (Which strategy ranks them)
+        return f"{r.get('layout')} · {r.get('model')}"
     return str(r.get("algorithm"))
 
 
@@ -26,7 +28,16 @@ def _time_us(r: dict[str, object]) -> object:
     if r.get("kind") == "training":
         t = r.get("step_time_ms_median")
         return t * 1e3 if isinstance(t, float) and t == t else None
+    if r.get("kind") == "advice":
+        t = r.get("step_time_ms")
+        return t * 1e3 if isinstance(t, float) and t == t else None
     return r.get("time_us_median")
+
+
+def _error(r: dict[str, object]) -> str:
+    """The record's error; blank where it has none (NaN in a frame beside failed records)."""
+    e = r.get("error")
+    return e if isinstance(e, str) else ""
 
 
 def rows(df: pd.DataFrame, limit: int) -> list[dict[str, object]]:
@@ -38,7 +49,7 @@ def rows(df: pd.DataFrame, limit: int) -> list[dict[str, object]]:
         out.append({**{k: r.get(col) for k, col in SHOWN.items()}, "name": _name(r),
                     "size": format_size(int(nbytes)) if nbytes == nbytes and nbytes else "",
                     "time_us": _time_us(r),
-                    "note": r.get("error") or ("oversubscribed" if r.get("oversubscribed") else "")})
+                    "note": _error(r) or ("oversubscribed" if r.get("oversubscribed") else "")})
     return out
 
 

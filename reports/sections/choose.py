@@ -48,9 +48,17 @@ def ranges(per_size: pd.DataFrame) -> list[dict[str, object]]:
     return out
 
 
+def communicating(df: pd.DataFrame) -> pd.DataFrame:
+    """Records of two ranks or more: at world size 1 nothing crosses a link and the time is the
+    call's overhead floor, which no choice of algorithm is about."""
+    return df[df["world_size"] > 1]
+
+
 @section("choose", 40, reads=("collective",))
-def build(data: ReportData, opts: Options) -> Section:
-    per_size = winners(data.ok_collectives())
+def build(data: ReportData, opts: Options) -> Section | None:
+    per_size = winners(communicating(data.ok_collectives()))
+    if per_size.empty:
+        return None
     tables = []
     for key, g in iter_groups(per_size, GROUP):
         run, coll, transport, dtype, op, world, rpn = key

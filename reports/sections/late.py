@@ -8,7 +8,8 @@ from typing import Any
 import pandas as pd
 
 from bench.measure import floors
-from bench.measure.attribution import LATE_SHARE, describe
+from bench.measure.attribution import LATE_SHARE
+from bench.measure.lateness import LATE_MIN_US, summarize
 from reports.data import ReportData, Run
 from reports.sections import Options, Section, section
 
@@ -22,12 +23,18 @@ SOURCE = """\
 <ul>{% for h in ctx.hangs %}<li><b>{{ h.run }}</b>: case '{{ h.case }}' {{ h.why }}</li>{% endfor %}</ul>
 {% endif %}
 {% if ctx.rows %}
-<p class="note">A rank (or host) is named when it was the last to arrive at, or to finish, the
-call in at least {{ ctx.share }} % of a case's iterations by a clear margin (each rank's wait in
-the iteration's barrier and its own time, on its own clock: docs/measuring.md).</p>
-<table class="sortable"><thead><tr><th>run</th><th>kind</th><th>case</th><th>late</th></tr></thead>
-<tbody>{% for r in ctx.rows %}<tr><td>{{ r.run }}</td><td>{{ r.kind }}</td><td>{{ r.case }}</td>
-<td>{{ r.late }}</td></tr>{% endfor %}</tbody></table>
+<p class="note">A rank (or host) is named in a case when it was the last to arrive at, or to
+finish, the call in at least {{ ctx.share }} % of the case's iterations by a clear margin (each
+rank's wait in the iteration's barrier and its own time, on its own clock: docs/measuring.md);
+one row per rank and moment over the run, margins under {{ ctx.min_us }} µs left out.</p>
+<table class="sortable"><thead><tr><th>run</th><th>who</th><th>was last to</th>
+<th class="n">cases</th><th class="n">of</th><th class="n">median margin (µs)</th>
+<th class="n">largest (µs)</th><th>in</th></tr></thead>
+<tbody>{% for r in ctx.rows %}<tr><td>{{ r.run }}</td><td>{{ r.who }}</td>
+<td>{{ "arrive" if r.at == "arrived" else "finish" }}</td><td class="n">{{ r.cases }}</td>
+<td class="n">{{ r.of }}</td><td class="n" data-v="{{ r.median_us|sortval }}">{{ r.median_us|num }}</td>
+<td class="n" data-v="{{ r.max_us|sortval }}">{{ r.max_us|num }}</td><td>{{ r.worst }}</td></tr>
+{% endfor %}</tbody></table>
 {% endif %}
 """
 
@@ -42,15 +49,14 @@ def hangs(run: Run) -> list[dict[str, Any]]:
 
 
 def rows(df: pd.DataFrame, limit: int) -> list[dict[str, Any]]:
+    """Per run, one row per rank (or host) and moment it was late at (:func:`summarize`)."""
     if "late" not in df.columns:
         return []
     out = []
-    for r in df.to_dict("records"):
-        for entry in r.get("late") if isinstance(r.get("late"), list) else []:
-            case = (f"{r.get('collective')} {r.get('algorithm')} {int(r['nbytes'])} B "
-                    f"p={r.get('world_size')}")
-            out.append({"run": r["run"], "kind": r["kind"], "case": case,
-                        "late": describe(entry, int(r.get("iters") or 0))})
+    for run, g in df.groupby("run", sort=True):
+        recs = [{**r, "late": r["late"] if isinstance(r.get("late"), list) else []}
+                for r in g.to_dict("records")]
+        out += [{"run": run, **s} for s in summarize(recs)]
     return out[:limit]
 
 
@@ -64,4 +70,5 @@ def build(data: ReportData, opts: Options) -> Section | None:
         return None
     return Section("late", "Late ranks, hangs and floors", "",
                    {"hangs": found, "rows": late, "below": below,
-                    "share": round(100 * LATE_SHARE)}, source=SOURCE)
+                    "share": round(100 * LATE_SHARE), "min_us": f"{LATE_MIN_US:g}"},
+                   source=SOURCE)

@@ -27,11 +27,11 @@ def bars(train: pd.DataFrame, several_runs: bool) -> pd.DataFrame:
     return agg
 
 
-@section("memory", 30, reads=("collective", "training"))
-def build(data: ReportData, opts: Options) -> Section:
+@section("memory", 30, reads=("training",))
+def build(data: ReportData, opts: Options) -> Section | None:
     train = data.ok("training")
-    if train.empty:
-        return Section("memory", "Memory", "memory.html.j2", {"rows": [], "figure": None})
+    if train.empty:  # a collective sweep's buffers are 2 x the size per rank: nothing to show
+        return None
     train = train.assign(loss_max_abs_diff=pd.to_numeric(train["loss_max_abs_diff"],
                                                          errors="coerce"))
     agg = bars(train, len(data.runs) > 1)

@@ -81,6 +81,9 @@ def measurement(run: Run) -> dict[str, Any]:
         if "samples_are_summaries" in df else 0
     profiles = sorted({str(p) for p in df.loc[predicted, "profile"].dropna()}) \
         if "profile" in df else []
+    meta_profile = run.meta.get("profile")  # advise keeps its profile in the run's meta
+    if predicted.any() and not profiles and isinstance(meta_profile, dict) and meta_profile.get("name"):
+        profiles = [str(meta_profile["name"])]
     probe = int((df["kind"] == "probe").sum())
     return {"timers": timers, "iters": _range(df["iters"]), "warmup": _range(df["warmup"]),
             "probe": probe, "cases": len(df) - probe,

@@ -1,5 +1,6 @@
-"""Scaling efficiency: ``E_time(p) = T(p0)/T(p)`` and ``E_bus(p) = busbw(p)/busbw(p1)`` (p0 the
-smallest world size, p1 the smallest above 1). docs/results.md, "The HTML report"."""
+"""Scaling efficiency: ``E_time(p) = T(p0)/T(p)`` and ``E_bus(p) = busbw(p)/busbw(p0)``, p0 the
+smallest world size above 1: world size 1 moves nothing (its time is the overhead floor), so it is
+left out. docs/results.md, "The HTML report"."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from reports import figures
 from reports.aggregate import iter_groups, panels, points, scaling_sizes
 from reports.data import ReportData
 from reports.sections import Options, Section, section
+from reports.sections.choose import communicating
 from reports.svg import later
 
 
@@ -35,8 +37,8 @@ def efficiency(pts: pd.DataFrame, sizes: list[int]) -> list[dict[str, object]]:
 
 
 @section("scaling", 20, reads=("collective",))
-def build(data: ReportData, opts: Options) -> Section:
-    shown, left_out = panels(data.ok_collectives(), opts.max_panels)
+def build(data: ReportData, opts: Options) -> Section | None:
+    shown, left_out = panels(communicating(data.ok_collectives()), opts.max_panels)
     out = []
     for title, df in shown:
         pts = points(df)
@@ -48,5 +50,7 @@ def build(data: ReportData, opts: Options) -> Section:
         out.append({"title": title,
                     "figure": later(figures.scaling, pts, data.labels, sizes, f"Scaling — {title}"),
                     "rows": efficiency(pts, sizes)[: opts.max_rows]})
+    if not out:  # one world size above 1: nothing to scale
+        return None
     return Section("scaling", "Scaling efficiency", "scaling.html.j2",
                    {"panels": out, "left_out": left_out})

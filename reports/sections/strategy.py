@@ -38,15 +38,17 @@ def _bars(rows: list[dict[str, Any]], title: str) -> Markup:
         ax.set_yticks(y, labels)
         ax.invert_yaxis()
         ax.set_xlabel("predicted step time (ms)")
-        ax.legend(fontsize=7, loc="lower right")
         ax.set_title(title, fontsize=9)
+        # below the axes, never over a bar: one column per part
+        fig.legend(*ax.get_legend_handles_labels(), fontsize=7, loc="lower center",
+                   ncol=min(len(parts), 6), frameon=False)
         mem.barh(y, [r["mem_total_bytes"] / GIB for r in rows],
                  color=["#55a868" if r["fits"] else "#c44e52" for r in rows])
         limit = rows[0].get("memory_limit_bytes")
         if limit:
             mem.axvline(limit / GIB, color="black", linestyle="--", linewidth=1)
         mem.set_xlabel("memory per rank (GiB)")
-        fig.tight_layout()
+        fig.tight_layout(rect=(0, 0.45 / fig.get_figheight() * (1 + len(parts) // 6), 1, 1))
         return to_svg(fig, title)
 
 

@@ -15,10 +15,13 @@ def test_bringup_runs_says_its_verdict_and_resumes_only_what_is_missing(tmp_path
     res = commbench("bringup", "--world-size", "2", "--sizes", "1KiB,64KiB", "--out", str(out),
                     "--no-progress")
     assert res.returncode == 0, res.stderr[-2000:]
-    assert "# bring-up verdict: ok" in res.stderr and res.stdout.strip().endswith("report.html")
+    # one host, no profile: nothing to judge against, and it says so
+    assert "# bring-up verdict: not judged (one host)" in res.stderr
+    assert res.stdout.strip().endswith("report.html")
     keys = sorted((r["kind"], r["stage"], r["algorithm"], r["nbytes"]) for r in iter_records(out))
     assert keys == [("bringup", "host", a, n) for a in ("native", "ring") for n in (1024, 65536)]
     assert json.loads((out / "verdict.json").read_text())["ok"] is True
+    assert read_meta(out)["verdict"] == "not judged (one host)"  # the report's run table says it
     assert 'id="bringup"' in (out / "report.html").read_text()
     lines = (out / "results.jsonl").read_text().splitlines()
     dropped = json.loads(lines[-1])

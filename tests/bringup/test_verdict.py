@@ -154,3 +154,15 @@ def test_a_suspect_slow_again_alone_is_named_with_that_evidence() -> None:
     assert w is not None and (w.stage, w.by_pct) == ("pairs, re-measured alone", 75.0)
     assert w.evidence.endswith(": 0.5 GB/s busbw against a reference group's 2, medians of 3 "
                                "blocks each alone")
+
+
+def test_one_host_alone_is_not_judged() -> None:
+    """One host and no profile: no stage has a reference, so the verdict says so, not "ok"."""
+    rec = {"stage": "host", "group_hosts": ["solo"], "collective": "all_reduce",
+           "algorithm": "native", "nbytes": 4 << 20, "status": "ok", "busbw_gbps": 5.0,
+           "time_us_mean": 100.0, "world_size": 2}
+    v = judge([rec], 25)
+    assert (v.ok, v.judged, v.word) == (True, False, "not judged (one host)")
+    assert v.lines() == ["not judged: one host, nothing to compare a host with (a profile gives "
+                         "each case a prediction to be judged against)"]
+    assert v.as_dict()["word"] == "not judged (one host)"

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from bench.cli import main
-from bench.collective import canary
 from bench.gate.compare import compare_runs
 from bench.gate.decide import Decision, Rule
 from bench.gate.keys import KEY
 from bench.gate.several import UNDECIDED, needed, verdict
+from bench.measure import canary
 from tests.gate.test_compare import write
 
 RECORDED = Path(__file__).parents[1] / "data" / "gate"

@@ -199,7 +199,7 @@ def test_report_section_file_appears_in_its_place_on_the_page(tmp_path: Path) ->
 def test_built_in_sections_keep_their_page_order() -> None:
     from reports.sections import SECTIONS
 
-    assert SECTIONS.names() == ["bringup", "bandwidth", "scaling", "memory", "choose",
+    assert SECTIONS.names() == ["headline", "bringup", "bandwidth", "scaling", "memory", "choose",
                                 "concurrent", "strategy", "comparison", "prediction", "probe",
                                 "late", "cases", "method"]
 

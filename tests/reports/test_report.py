@@ -57,8 +57,9 @@ def three_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[Path], st
 def test_render_run_writes_report_html_next_to_results(one_run: tuple[Path, str]) -> None:
     run, html = one_run
     assert (run / "report.html").is_file()
-    for section in ("bandwidth", "scaling", "memory", "choose", "cases", "method"):
+    for section in ("headline", "bandwidth", "scaling", "choose", "cases", "method"):
         assert f'<section id="{section}">' in html
+    assert '<section id="memory">' not in html  # no training record: the section is hidden
     assert html.count("<svg") >= 3  # bandwidth, latency, scaling
 
 
@@ -94,8 +95,14 @@ def test_failed_cases_render_first_with_their_error(one_run: tuple[Path, str]) -
     assert "rank 1 exited with code 9" in cases or "timeout after 120 s" in cases
 
 
-def test_memory_section_explains_itself_when_empty(one_run: tuple[Path, str]) -> None:
-    assert 'id="memory-empty"' in one_run[1]
+def test_world_size_1_is_out_of_what_to_choose_and_scaling(one_run: tuple[Path, str]) -> None:
+    html = one_run[1]
+    for sec in ("choose", "scaling"):
+        body = html[html.index(f'<section id="{sec}">'):]
+        body = body[:body.index("</section>")]
+        assert "world size 1<" not in body  # no What to choose table of world size 1
+        assert not re.search(r"<td>[\d.]+\w*B</td><td class=\"n\">1</td>", body)  # no scaling row
+        assert re.search(r"<td>[\d.]+\w*B</td><td class=\"n\">2</td>", body) or sec == "choose"
 
 
 def test_three_runs_overlay_and_ratio_table(three_runs: tuple[list[Path], str]) -> None:
@@ -115,7 +122,6 @@ def test_three_runs_overlay_and_ratio_table(three_runs: tuple[list[Path], str]) 
 def test_memory_section_renders_training_records(three_runs: tuple[list[Path], str]) -> None:
     html = three_runs[1]
     memory = html[html.index('<section id="memory">'):html.index('<section id="choose">')]
-    assert 'id="memory-empty"' not in memory
     assert "<svg" in memory and "zero1" in memory and "optimizer state" in memory
 
 
@@ -148,8 +154,10 @@ def test_report_command_rejects_missing_and_bad_runs(tmp_path: Path,
 
 
 def test_empty_and_all_failed_runs_still_render(tmp_path: Path) -> None:
-    empty = Path(render_run(synthetic.write_run(tmp_path / "empty", [])))
-    assert "No successful collective records to plot." in empty.read_text()
+    empty = Path(render_run(synthetic.write_run(tmp_path / "empty", []))).read_text()
+    assert "<strong>No records</strong>" in empty
+    for hidden in ("bandwidth", "scaling", "choose", "memory"):
+        assert f'<section id="{hidden}">' not in empty
     failed = synthetic.write_run(tmp_path / "failed",
                                  [synthetic.failed_record("ring", 2, 8, "rank 1 died")])
     html = Path(render_run(failed)).read_text()

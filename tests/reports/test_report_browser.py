@@ -1,8 +1,10 @@
 """The report in a real browser: headless Chromium opens it from file:// with no console message,
-its table script runs, and its figures are drawn (screenshot pixels in the plot colours)."""
+its table script runs, and its figures are drawn (screenshot pixels in the plot colours); the
+DOM it builds holds the headline first, a figure for every measured collective, and no ``nan``."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -39,10 +41,15 @@ def console(proc: subprocess.CompletedProcess[str]) -> list[str]:
     return [ln for ln in proc.stderr.splitlines() if ":CONSOLE" in ln]
 
 
+COLLECTIVES = ("all_reduce", "all_gather", "broadcast", "reduce_scatter")
+
+
 @pytest.fixture(scope="module")
 def page(tmp_path_factory: pytest.TempPathFactory) -> Path:
     base = tmp_path_factory.mktemp("browser")
-    recs = [*synthetic.collective_records(synthetic.Spec(world_sizes=(2, 4), samples=12)),
+    spec = synthetic.Spec(world_sizes=(1, 2, 4), samples=12)
+    recs = [*({**r, "collective": c} for c in COLLECTIVES
+              for r in synthetic.collective_records(spec)),
             synthetic.failed_record("ring", 4, 64, "timeout")]
     run = synthetic.write_run(base / "run", recs)
     return render_report([run], base / "report.html")
@@ -74,3 +81,22 @@ def test_figures_are_drawn(page: Path, tmp_path: Path) -> None:
         target = np.array([int(colour[i:i + 2], 16) for i in (1, 3, 5)])
         near = (np.abs(rgb - target).sum(axis=2) < 40).sum()
         assert near > 150, f"{colour}: {near} pixels; figures not drawn?"
+
+
+def test_the_dom_holds_the_headline_first_every_collective_plotted_and_no_nan(
+        page: Path, tmp_path: Path) -> None:
+    proc = open_page(page, tmp_path, "--dump-dom")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    dom = proc.stdout
+    assert re.findall(r'<section id="(\w+)">', dom)[0] == "headline"
+    head = dom[dom.index('<section id="headline">'):]
+    head = head[:head.index("</section>")]
+    assert "1 of " in head and "cases failed" in head
+    assert sorted(re.findall(r'data-collective="(\w+)"', head)) == sorted(COLLECTIVES)
+    bandwidth = dom[dom.index('<section id="bandwidth">'):]
+    bandwidth = bandwidth[:bandwidth.index("</section>")]
+    plotted = re.findall(r"<h3>(\w+) · mpi · float32 · sum</h3>\s*<figure><svg", bandwidth)
+    assert sorted(plotted) == sorted(COLLECTIVES)
+    text = re.sub(r"<svg.*?</svg>", "", dom, flags=re.S)  # figures' own ids are not page text
+    text = re.sub(r"<(script|style)>.*?</\1>", "", text, flags=re.S)
+    assert not re.search(r"\bnan\b", re.sub(r"<[^>]+>", " ", text), re.I)
