@@ -20,8 +20,7 @@ def applies(job: Job, collective: str) -> str | None:
 
 
 def busbw(job: Job, collective: str) -> float:
-    f = (job.p - 1) / job.p
-    across = 2 * f * job.node_net if job.nodes == 2 else f * job.node_net * tree.EFFICIENCY
+    across = tree.across(job) * (1.0 if job.nodes == 2 else tree.EFFICIENCY)
     return min(nvls.intra(job, collective), across)
 
 
