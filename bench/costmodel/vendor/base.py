@@ -53,6 +53,16 @@ class Job:
         """The hardware class of one intra-node hop: nvlink or pci."""
         return "nvlink" if self.fabric.switch == "nvswitch" else "pci"
 
+    def hop(self, table: dict[str, dict[str, float]], hw: str, proto: str) -> float:
+        """A hop latency (us) of NCCL's ``table`` on ``hw``, LL's on NVLink scaled by the
+        fabric's factor."""
+        scale = self.fabric.ll_nvlink_hop if hw == "nvlink" and proto == "LL" else 1.0
+        return table[hw][proto] * scale
+
+    def base(self, table: dict[str, float], proto: str) -> float:
+        """A base latency (us) of NCCL's ``table``, LL's scaled by the fabric's factor."""
+        return table[proto] * (self.fabric.ll_base if proto == "LL" else 1.0)
+
     @property
     def log2_nodes(self) -> int:
         return int(math.log2(self.nodes)) if self.nodes > 1 else 0

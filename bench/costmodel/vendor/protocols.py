@@ -23,6 +23,8 @@ class Protocol:
     def cap(self, job: Job, channels: int) -> float:
         """Bytes/s the protocol can carry over ``channels`` channels (NCCL's caps)."""
         f, i2 = job.fabric, min(job.nodes, 3) - 1
+        if self.name == "LL" and f.ll_cap is not None:
+            return f.ll_cap
         if self.name == "LL":
             row = K.LL_MAX[f.generation] if job.nodes == 1 else K.LL_MAX_CPU[
                 "amd" if f.cpu == "amd" else "intel"]
@@ -33,10 +35,12 @@ class Protocol:
 
     def bandwidth(self, job: Job, busbw: float, channels: int | None = None) -> float:
         """The protocol's bus bandwidth on an algorithm of Simple bus bandwidth ``busbw`` run
-        over ``channels`` of the fabric's channels (default all): the channels' share of it."""
+        over ``channels`` of the fabric's channels (default all): Simple and LL128 get the
+        channels' share of it; LL's ceiling is NCCL's total (llMaxBw), not per channel."""
         full = job.fabric.channels
         used = full if channels is None else min(channels, full)
-        return min(busbw * self.efficiency * used / full, self.cap(job, used))
+        share = 1.0 if self.name == "LL" else used / full
+        return min(busbw * self.efficiency * share, self.cap(job, used))
 
     def available(self, job: Job) -> bool:
         return self.name != "LL128" or job.fabric.switch == "nvswitch"

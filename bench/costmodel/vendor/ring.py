@@ -25,9 +25,10 @@ def busbw(job: Job, collective: str) -> float:
 def latency(job: Job, collective: str, proto: str) -> float:
     n = steps(collective, job.p)
     inter = 0 if job.nodes == 1 else (2 if collective == "all_reduce" else 1) * (job.nodes - 1)
-    intra = HOP[job.hw][proto] if job.nodes == 1 else max(HOP[job.hw][proto], NET_OVERHEAD[proto])
+    hop = job.hop(HOP, job.hw, proto)
+    intra = hop if job.nodes == 1 else max(hop, NET_OVERHEAD[proto])
     net = (tree.HOP if job.l == 1 else HOP)["net"][proto]
-    return (BASE[proto] + (n - inter) * intra + inter * net) * US
+    return (job.base(BASE, proto) + (n - inter) * intra + inter * net) * US
 
 
 ALGORITHM = VendorAlgorithm(

@@ -66,8 +66,8 @@ def busbw(job: Job, collective: str) -> float:
 
 
 def latency(job: Job, collective: str, proto: str) -> float:
-    return (BASE[proto] + 2 * ((job.l - 1) * HOP[job.hw][proto]
-                               + job.log2_nodes * HOP["net"][proto])) * US
+    return (job.base(BASE, proto) + 2 * ((job.l - 1) * job.hop(HOP, job.hw, proto)
+                                         + job.log2_nodes * HOP["net"][proto])) * US
 
 
 ALGORITHM = VendorAlgorithm("Tree", ("all_reduce",), ("LL", "LL128", "Simple"), always, busbw,
