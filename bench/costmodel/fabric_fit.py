@@ -69,9 +69,9 @@ def fit_profile(base: Profile, points: Sequence[Point],
     for _ in range(2 if len(parameters) > 1 else 1):
         for key in parameters:
 
-            def at(x: float, key: str = key) -> Profile:
-                assert prof.fabric is not None
-                return replace(prof, fabric=replace(prof.fabric, **{key: x}))
+            def at(x: float, key: str = key, now: Profile = prof) -> Profile:
+                assert now.fabric is not None
+                return replace(now, fabric=replace(now.fabric, **{key: x}))
 
             x = _golden(lambda v: _loss(at(v), points), 0.05, 1.0)
             prof, fitted[key] = at(x), x

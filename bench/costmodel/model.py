@@ -2,7 +2,8 @@
 string (``64x8``, ``8,8,4``, ``64x8:leaf=16:oversub=2``, ``64x8:nics=8:cyclic``, ``36x4:domain=18``;
 docs/predict.md, "Topology and profiles"). ``domain=T``: an NVLink domain spans T trays (the
 spec's nodes; GB200 NVL72: 18 trays of 4), so the model's node, inside which messages take
-NVLink, is the domain, its NICs all its trays' (what NCCL's multi-node NVLink does too). A world size of p ranks takes the cluster's first p ranks
+NVLink, is the domain, its NICs all its trays' (what NCCL's multi-node NVLink does too).
+A world size of p ranks takes the cluster's first p ranks
 (:meth:`Cluster.place`); more ranks than the cluster has add nodes like its largest one, under
 leaves of the same size (:attr:`Placed.scaled_out` says so)."""
 
