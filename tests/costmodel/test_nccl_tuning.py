@@ -135,3 +135,33 @@ def test_nvls_across_nodes_needs_collnet_and_nvlstree_takes_it() -> None:
     # 2 x log2i(4) x 20.9 (l.428)
     assert bandwidth(c, "all_reduce", "NVLSTree", "Simple") == pytest.approx(12 * 16 * 32 / 62)
     assert latency(c, "all_reduce", "NVLSTree", "Simple") == pytest.approx(25 + 4 * 20.9)
+
+
+def test_recorded_nccl_log_24_h100s() -> None:
+    """tests/data/nccl/tuning-2.2x.log (NVIDIA/nccl#1453): 3 nodes of 8 H100s, 16 channels, as
+    NCCL printed its picks and estimates. Inputs read off the log: Tree LL at 128 B is 25.2 us
+    + 128 B at 8.67 GB/s = Intel's >2-node llMaxBw 20.4 (l.179) x 0.85 (the TREE pattern,
+    l.336) x 0.5; Tree LL128 at 256 KiB and Ring Simple at 8 GiB both fit 12 GB/s per channel
+    between nodes. The log names no NVLS graph: NVLS is left out."""
+    g = Graph(16, 12.0, 12.0)
+    c = Comm(3, 24, {"Ring": g, "Tree": g}, tree_pattern="tree")
+    for nbytes, algo, proto, logged in ((128, "Tree", "LL", 25.214764),
+                                        (262144, "Tree", "LL128", 54.707825),
+                                        (8589934592, "Ring", "Simple", 86069.968750)):
+        d = decide(c, "all_reduce", nbytes)
+        assert d is not None and (d.algorithm, d.protocol) == (algo, proto)
+        assert d.time_us == pytest.approx(logged, rel=5e-4)  # float32 in NCCL: 0.035 % at 8 GiB
+
+
+def test_recorded_nccl_log_broadcast_two_ranks() -> None:
+    """tests/data/nccl/tuning-2.29.log (NCCL 2.29.7, 2 ranks over sockets): its table prints
+    Ring LL 9.3 us / 1.2 GB/s, LL128 18.0 / 0 (off: no NVLink), Simple 22.4 / 2.4 - one network
+    hop over one ring (sameChannels) - and picks Simple on 1, 2, then 4 channels from 32 KiB."""
+    g = Graph(4, 0.6, 0.6, same_channels=True)
+    c = Comm(2, 2, {"Ring": g, "Tree": g}, intra="pci")
+    assert [round(latency(c, "broadcast", "Ring", p), 1) for p in ("LL", "Simple")] == [9.3, 22.4]
+    assert [bandwidth(c, "broadcast", "Ring", p) for p in ("LL", "LL128", "Simple")] == \
+        pytest.approx([1.2, 0.0, 2.4])
+    got = [decide(c, "broadcast", n) for n in (32768, 65536, 131072, 134217728)]
+    assert [(d.algorithm, d.protocol, d.channels) for d in got if d] == [
+        ("Ring", "Simple", 1), ("Ring", "Simple", 2), ("Ring", "Simple", 4), ("Ring", "Simple", 4)]

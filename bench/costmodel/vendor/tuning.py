@@ -31,6 +31,7 @@ class Graph:
     bw_intra: float
     bw_inter: float
     latency_inter: float = 0.0
+    same_channels: bool = False  # every channel the same ring: broadcast/reduce pay one hop
 
 
 @dataclass(frozen=True)
@@ -164,7 +165,9 @@ def latency(c: Comm, coll: str, a: str, p: str) -> float:
     if a == "Ring":
         if coll in ("broadcast", "reduce"):
             hw = c.intra if n == 1 else "net"
-            hop = K.HW[hw]["Tree" if p == "Simple" else "Ring"][pi]  # graphs differ per channel
+            if g.same_channels:
+                return lat + K.HW[hw]["Ring"][pi]
+            hop = K.HW[hw]["Tree" if p == "Simple" else "Ring"][pi]  # channels differ: chunks
             return lat + steps * hop
         over = 0.0
         if n > 1:
