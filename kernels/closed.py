@@ -88,6 +88,14 @@ ClosedForm = Callable[["Ctx"], "Estimate | Compiled | str"]
 class Ctx:
     problem: Problem
     net: Fabric
+    max_generated: int | None = None  # a form that generates per-rank schedules stops here
+
+    def generates(self) -> str | None:
+        """Why a form that generates its schedule per rank does not apply here (p beyond the
+        caller's ``max_generated``: its arrays grow as p x steps), or None."""
+        if self.max_generated is not None and self.p > self.max_generated:
+            return (f"it generates per-rank schedules, evaluated up to p = {self.max_generated}")
+        return None
 
     @property
     def p(self) -> int:
@@ -285,15 +293,46 @@ class Ctx:
         steps = reduce_steps + plain_steps
         if self.p == 1 or steps == 0:
             return estimate(0.0, steps, 0, 0)
+        nb = self.n // (k * self.p) * self.e
+        if self.need(contiguous=True, leaves="uniform") is None:
+            cmax, crossing = self._channel_cmax(k, nb)
+            t = reduce_steps * (cmax + self.gamma * k * nb) + plain_steps * cmax
+            return estimate(t, steps, steps * k * nb, steps * crossing * nb)
         net = self.net
         src, dst, j = self.channel_hops(k)
         cls = net.cls(src, dst)
-        nb = self.n // (k * self.p) * self.e
         cmax = float((net.o * j + net.alpha[cls] + nb / net.rates(src, dst, cls)).max())
         x = cls != INTRA
         crossing = int(np.bincount(src[x], minlength=self.p).max()) if x.any() else 0
         t = reduce_steps * (cmax + self.gamma * k * nb) + plain_steps * cmax
         return estimate(t, steps, steps * k * nb, steps * crossing * nb)
+
+    def _channel_cmax(self, k: int, nb: float) -> tuple[float, int]:
+        """The dearest message of one step of k channel rings and the most node-crossing
+        messages any rank sends, without per-rank arrays (equal nodes in node order, uniform
+        leaves). Channel c (j = c+1) crosses from local c mod l; cnt(a) channels cross from local
+        a. An intra message from a shares a's port with its k - cnt(a) intra messages; one
+        crossing from a shares a's NIC share with its cnt(a) crossings, the node's NICs (and a
+        leaf's uplink) with the k crossings of its channel set."""
+        net, l, nn = self.net, self.l, self.N  # noqa: E741
+        if nn == 1:  # every channel's hop stays in the node: k flows on every port
+            return net.o * k + net.alpha[INTRA] + nb * k / net.beta[INTRA], 0
+        c = np.arange(k)
+        cnt = np.bincount(c % l, minlength=l)
+        costs = []
+        if l > 1:
+            costs.append(net.o * k + net.alpha[INTRA] + nb * (k - cnt.min()) / net.beta[INTRA])
+        rate = np.minimum(net.rank_cap[0] / cnt[c % l], net.node_cap / k)
+        alpha = net.alpha[INTER]
+        if self.leaves > 1:  # the last node of each leaf crosses to the next leaf
+            spine = np.minimum(rate, net.up_cap[0] / k)
+            costs.append(float((net.o * (c + 1) + net.alpha[SPINE] + nb / spine).max()))
+            if self.L == 1:
+                rate = spine
+                alpha = net.alpha[SPINE]
+        if self.leaves == 1 or self.L > 1:
+            costs.append(float((net.o * (c + 1) + alpha + nb / rate).max()))
+        return max(costs), int(cnt.max())
 
     def pat(self, reduce: bool) -> Estimate:
         """PAT (p, l powers of two, ranks numbered node by node, one leaf): at distance 2^d each

@@ -29,7 +29,7 @@ def shifts(p: int, pairs: bool) -> Compiled:
 
 def generated(x: Ctx, pairs: bool) -> Estimate | Compiled | str:
     """Sendrecv's messages generated (``pairs`` or all at once), evaluated exactly."""
-    why = x.need(equal=False, contiguous=True)
+    why = x.need(equal=False, contiguous=True) or x.generates()
     if why:
         return why
     if x.p == 1:
