@@ -226,11 +226,19 @@ class Ctx:
 
     def one_block_shifts(self) -> tuple[float, float]:
         """p-1 shifts (offsets 1..p-1) of one n/p block: the summed step costs and the most
-        bytes any rank sends across nodes."""
-        k = np.arange(1, self.p)
+        bytes any rank sends across nodes. Offset q l + m costs what any q strictly between 0
+        and N-1 costs for that m (the shift leaves every node on both sides), so one such q
+        stands for N-2 of them: l x 3 shifts priced, not p."""
+        l, nn = self.l, self.N  # noqa: E741
+        qs = sorted({0, 1, nn - 1} if nn > 2 else set(range(nn)))
+        weight = {q: (nn - 2 if 0 < q < nn - 1 else 1) for q in qs}
+        k = np.asarray([q * l + m for q in qs for m in range(l) if 0 < q * l + m < self.p])
+        w = np.asarray([weight[int(x) // l] for x in k], dtype=np.float64)
+        if k.size == 0:
+            return 0.0, 0.0
         costs, crosses = self.shift_costs(k, np.full(k.shape, float(self.b)))
-        inter = float(crosses.sum(axis=0).max()) * self.b if self.p > 1 else 0.0
-        return float(costs.sum()), inter
+        inter = float((crosses * w[:, None]).sum(axis=0).max()) * self.b
+        return float((costs * w).sum()), inter
 
     def ring_pass(self, reduce: bool) -> Estimate:
         """p-1 ring steps of one block (reduced or not), each at the dearest hop's pace."""
@@ -264,8 +272,9 @@ class Ctx:
 
     def ring_max(self, nbytes: float, flows: int = 1, wrap: bool = True) -> float:
         """The dearest hop of a ring (or chain) over the ranks in node order."""
-        costs = list(self.edge_costs(nbytes, flows, wrap))
-        if max(self.net.placed.node_sizes) > 1:
+        edges = self.edge_costs(nbytes, flows, wrap)
+        costs = [float(edges.max())] if edges.size else []
+        if self.net.placed.node_sizes[0] > 1 or max(self.net.placed.node_sizes) > 1:
             costs.append(self.intra(nbytes))
         return max(costs, default=0.0)
 

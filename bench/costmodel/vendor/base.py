@@ -33,7 +33,8 @@ class Job:
         """The job on ``fabric``; a topology's ``nics=K`` overrides the fabric's NIC count."""
         if placed.nics_per_node is not None:
             fabric = replace(fabric, nics=placed.nics_per_node)
-        return cls(placed.world, max(placed.node_sizes), placed.num_nodes, placed.num_leaves,
+        busiest = placed.node_sizes[0] if placed.equal_nodes else max(placed.node_sizes)
+        return cls(placed.world, busiest, placed.num_nodes, placed.num_leaves,
                    placed.oversubscription, fabric)
 
     @property
