@@ -259,6 +259,9 @@ class Ctx:
         if nn < 2:
             return np.zeros(0)
         a = np.arange(nn if wrap else nn - 1)
+        if pl.num_leaves == 1 and pl.equal_nodes:  # every hop alike: no per-node arrays read
+            rate = min(float(net.rank_cap[0]), net.node_cap / flows)
+            return np.full(a.size, net.o + net.alpha[INTER] + nbytes / rate)
         b = (a + 1) % nn
         leaf = np.asarray(pl.leaf_of)
         rate = np.minimum(np.minimum(self.node_rank_cap[a], self.node_rank_cap[b]),
