@@ -28,13 +28,62 @@ def shifts(p: int, pairs: bool) -> Compiled:
 
 
 def generated(x: Ctx, pairs: bool) -> Estimate | Compiled | str:
-    """Sendrecv's messages generated (``pairs`` or all at once), evaluated exactly."""
-    why = x.need(equal=False, contiguous=True) or x.generates()
+    """Sendrecv's messages generated (``pairs`` or all at once), evaluated exactly; on equal
+    nodes in node order under uniform leaves, priced without them (:func:`hop_costs`)."""
+    why = x.need(equal=False, contiguous=True)
     if why:
         return why
     if x.p == 1:
         return Estimate(x.net.copy_time(x.n * x.e), 1, 0, 0, "generated")
-    return shifts(x.p, pairs)
+    if x.need(leaves="uniform") is None:
+        return _symmetric(x, pairs)
+    return x.generates() or shifts(x.p, pairs)
+
+
+def hop_costs(x: Ctx) -> np.ndarray:
+    """Cost of a whole-buffer message r -> r+1 by its link class (intra, inter, spine) on equal
+    nodes in node order under uniform leaves: a step of such messages puts one flow on every
+    port, NIC share, node and leaf uplink it crosses (a node's last rank is its only one to
+    cross, a leaf's last node its only one to leave it)."""
+    net, nb = x.net, x.n * x.e
+    share = float(net.rank_cap[0])
+    out = np.full(3, np.nan)
+    out[0] = net.o + net.alpha[0] + nb / net.beta[0]
+    if x.N > 1:
+        out[1] = net.o + net.alpha[1] + nb / min(share, net.node_cap)
+        out[2] = net.o + net.alpha[2] + nb / min(share, net.node_cap, float(net.up_cap[0]))
+    return out
+
+
+def _symmetric(x: Ctx, pairs: bool) -> Estimate:
+    p, l, nb = x.p, x.l, x.n * x.e  # noqa: E741
+    cost = hop_costs(x)
+    inter = nb if x.N > 1 else 0
+    if not pairs:  # one step: the dearest class present
+        present = [0] if l > 1 else []
+        if x.N > 1:
+            present += [1] if x.leaves == 1 or x.L > 1 else []
+            present += [2] if x.leaves > 1 else []
+        return Estimate(float(cost[present].max()), 1, nb, inter, "closed form")
+    r = np.arange(p)  # classes per rank (cheap arrays, no schedule): the phases' critical path
+    node = r // l
+    nxt = (r + 1) % p
+    leaf = node // (x.L if x.leaves > 1 else x.N)
+    cls = np.where(node == nxt // l, 0, np.where(leaf == leaf[nxt], 1, 2))
+    c = cost[cls]
+    last = p - 1 if p % 2 else -1
+    first = np.where((r % 2 == 0) & (r != last), c, 0.0)  # step 1 ends at each end of its msg
+    ready = first.copy()
+    np.maximum.at(ready, nxt[(r % 2 == 0) & (r != last)], first[(r % 2 == 0) & (r != last)])
+    odd = r[r % 2 == 1]
+    done = np.maximum(ready[odd], ready[nxt[odd]]) + c[odd]
+    after = ready.copy()
+    np.maximum.at(after, odd, done)
+    np.maximum.at(after, nxt[odd], done)
+    t = float(after.max())
+    if last >= 0:
+        t = max(t, float(max(after[last], after[0]) + c[last]))
+    return Estimate(t, 3 if p % 2 else 2, nb, inter, "closed form")
 
 
 def _closed(x: Ctx) -> Estimate | Compiled | str:
