@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 from kernels.closed import CLASS_NAMES, INTER, INTRA, SPINE
 from kernels.topology import Topology
@@ -68,7 +68,11 @@ class Cluster:
 
     def place(self, world: int) -> Placed:
         """The first ``world`` ranks (adding nodes like its largest when it holds fewer), placed;
-        with NVLink domains over trays, each domain is one node of the model."""
+        with NVLink domains over trays, each domain is one node of the model. Cached: a
+        placement of a million ranks is built once per cluster and world size."""
+        return _place(self, world)
+
+    def _place(self, world: int) -> Placed:
         if world < 1:
             raise TopologyError(f"world size must be >= 1, got {world}")
         t = self.trays_per_domain
@@ -86,6 +90,11 @@ class Cluster:
         nics = None if self.nics_per_node is None else self.nics_per_node * t
         return Placed(tuple(renum[n] for n in node_of_phys), tuple(leaf_ids[x] for x in leaf_of),
                       leaf_nodes, self.oversubscription, nics, world > self.world, self)
+
+
+@lru_cache(maxsize=16)
+def _place(cluster: Cluster, world: int) -> Placed:
+    return cluster._place(world)
 
 
 def _assign(sizes: list[int], placement: str) -> list[int]:

@@ -55,6 +55,28 @@ def hop_costs(x: Ctx) -> np.ndarray:
     return out
 
 
+@lru_cache(maxsize=32)
+def _pair_paths(p: int, l: int, per_leaf: int  # noqa: E741 - ranks per node
+                ) -> tuple[frozenset[int], frozenset[tuple[int, ...]], tuple[int, ...] | None]:
+    """The paths of ``pairs`` on p ranks in nodes of l, leaves of ``per_leaf`` nodes, by link
+    class (0 intra, 1 inter, 2 spine, 3 none): the first phase's messages (class of x -> x+1,
+    x even and not the odd-p last), each second-phase message s -> s+1 (s odd) as (class of the
+    message that readied s, of the one that readied s+1, its own) and, for odd p, the third
+    (p-1 -> 0) as (p-3's, p-2's, 0's, its own). Computed once per structure, not per size."""
+    r = np.arange(p)
+    node, nxt = r // l, (r + 1) % p
+    leaf = node // per_leaf
+    cls = np.where(node == nxt // l, 0, np.where(leaf == leaf[nxt], 1, 2))
+    last = p - 1 if p % 2 else -1
+    even = r[(r % 2 == 0) & (r != last)]
+    ready = np.full(p, 3)  # the class of the first-phase message each rank took part in
+    ready[even], ready[nxt[even]] = cls[even], cls[even]
+    odd = r[r % 2 == 1]
+    paths = frozenset(zip(ready[odd].tolist(), ready[nxt[odd]].tolist(), cls[odd].tolist()))
+    third = (int(cls[p - 3]), int(cls[p - 2]), int(ready[0]), int(cls[last])) if last > 0 else None
+    return frozenset(cls[even].tolist()) or frozenset({3}), paths, third
+
+
 def _symmetric(x: Ctx, pairs: bool) -> Estimate:
     p, l, nb = x.p, x.l, x.n * x.e  # noqa: E741
     cost = hop_costs(x)
@@ -65,24 +87,12 @@ def _symmetric(x: Ctx, pairs: bool) -> Estimate:
             present += [1] if x.leaves == 1 or x.L > 1 else []
             present += [2] if x.leaves > 1 else []
         return Estimate(float(cost[present].max()), 1, nb, inter, "closed form")
-    r = np.arange(p)  # classes per rank (cheap arrays, no schedule): the phases' critical path
-    node = r // l
-    nxt = (r + 1) % p
-    leaf = node // (x.L if x.leaves > 1 else x.N)
-    cls = np.where(node == nxt // l, 0, np.where(leaf == leaf[nxt], 1, 2))
-    c = cost[cls]
-    last = p - 1 if p % 2 else -1
-    first = np.where((r % 2 == 0) & (r != last), c, 0.0)  # step 1 ends at each end of its msg
-    ready = first.copy()
-    np.maximum.at(ready, nxt[(r % 2 == 0) & (r != last)], first[(r % 2 == 0) & (r != last)])
-    odd = r[r % 2 == 1]
-    done = np.maximum(ready[odd], ready[nxt[odd]]) + c[odd]
-    after = ready.copy()
-    np.maximum.at(after, odd, done)
-    np.maximum.at(after, nxt[odd], done)
-    t = float(after.max())
-    if last >= 0:
-        t = max(t, float(max(after[last], after[0]) + c[last]))
+    c = np.append(cost, 0.0)  # class 3: nothing (a rank idle in a phase)
+    singles, paths, third = _pair_paths(p, l, x.L if x.leaves > 1 else x.N)
+    t = max(float(c[list(singles)].max()), max(max(c[a], c[b]) + c[m] for a, b, m in paths))
+    if third is not None:
+        a, m, z, w = third
+        t = max(t, float(max(c[a] + c[m], c[z]) + c[w]))
     return Estimate(t, 3 if p % 2 else 2, nb, inter, "closed form")
 
 
