@@ -31,7 +31,7 @@ from bench.costmodel.fabric_fit import Point, fit_profile
 from bench.costmodel.model import parse_topology
 from bench.costmodel.predict import predict
 from bench.costmodel.profile import Profile, load_profile
-from bench.costmodel.vendor.choose import choose
+from bench.costmodel.vendor.choose import choose, fastest
 from bench.units import parse_size
 from benchmarks import results
 
@@ -166,6 +166,19 @@ def main() -> int:
         below = min(f.world for f in figs if f.profile == name)
         print(f"# {name}: {_calibrated(name.split(':', 1)[1], below).fitted} (fitted on the "
               f"default all_reduce figures >= 1 MiB of fewer than {below} GPUs)")
+    print()
+    print("# NCCL's pick at scale (all_reduce, 256 MiB, h100-ib400, N x 8, leaves of 32 nodes, "
+          "2:1 above them): the model's pick, its predicted busbw, and the fastest")
+    for nodes in (1, 2, 4, 8, 16, 64, 256, 1024):
+        spec = f"{nodes}x8:leaf=32:oversub=2"
+        pl = parse_topology(spec).place(nodes * 8)
+        fab = load_profile("h100-ib400").fabric
+        assert fab is not None
+        c, best = choose(pl, fab, "all_reduce", 256 * MiB), fastest(pl, fab, "all_reduce",
+                                                                      256 * MiB)
+        assert not isinstance(c, str) and not isinstance(best, str)
+        print(f"#   {spec:<24} {c.label:<16} {c.busbw / 1e9:7.1f} GB/s   fastest {best.label:<16}"
+              f" {best.busbw / 1e9:7.1f}")
     print("# sources:")
     for key, text in sources.items():
         print(f"#   {key}: {text}")

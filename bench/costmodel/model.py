@@ -14,6 +14,8 @@ from collections import Counter
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 
+import numpy as np
+
 from kernels.closed import CLASS_NAMES, INTER, INTRA, SPINE
 from kernels.topology import Topology
 
@@ -151,9 +153,16 @@ class Placed:
         return tuple(sorted(range(self.world), key=self.node_of.__getitem__))  # a stable sort
 
     @cached_property
+    def node_array(self) -> np.ndarray:
+        """``node_of`` as an int64 array (built once: the cost model reads it per job)."""
+        return np.asarray(self.node_of, dtype=np.int64)
+
+    @cached_property
     def contiguous(self) -> bool:
         """Ranks numbered node by node (what block placement gives): rank order is node order."""
-        return all(a <= b for a, b in zip(self.node_of, self.node_of[1:]))
+        if self.cluster.placement == "block":  # nodes numbered by first rank: never decreasing
+            return True
+        return bool((np.diff(self.node_array) >= 0).all())
 
     @cached_property
     def uniform_leaves(self) -> bool:
