@@ -7,11 +7,13 @@ log(predicted / measured) busbw, everything else kept from the base profile (doc
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+import statistics
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from bench.collective import metrics
-from bench.costmodel.model import Cluster
+from bench.costmodel.model import Cluster, parse_topology
 from bench.costmodel.profile import Profile
 from bench.costmodel.vendor.choose import choose
 
@@ -26,17 +28,22 @@ class Point:
     busbw_gbps: float  # measured
 
 
-def _loss(prof: Profile, points: Sequence[Point]) -> float:
+def errors(prof: Profile, points: Sequence[Point]) -> list[float]:
+    """Predicted / measured - 1 of each point's busbw on ``prof``."""
     assert prof.fabric is not None
-    total = 0.0
+    out = []
     for pt in points:
         placed = pt.cluster.place(pt.cluster.world)
         c = choose(placed, prof.fabric, pt.collective, pt.nbytes)
         if isinstance(c, str):
             raise ValueError(f"fabric fit: {c}")
-        got = metrics.busbw_gbps(pt.collective, placed.world, pt.nbytes, c.time_s)
-        total += math.log(got / pt.busbw_gbps) ** 2
-    return total
+        out.append(metrics.busbw_gbps(pt.collective, placed.world, pt.nbytes, c.time_s)
+                   / pt.busbw_gbps - 1)
+    return out
+
+
+def _loss(prof: Profile, points: Sequence[Point]) -> float:
+    return sum(math.log1p(e) ** 2 for e in errors(prof, points))
 
 
 def _golden(f, lo: float, hi: float, steps: int = 40) -> float:
@@ -75,6 +82,26 @@ def fit_profile(base: Profile, points: Sequence[Point],
 
             x = _golden(lambda v: _loss(at(v), points), 0.05, 1.0)
             prof, fitted[key] = at(x), x
-    return replace(prof, name=f"{base.name}-fitted",
+    yaml = dict(base.fabric_yaml)
+    if "ring_efficiency" in fitted:
+        yaml["ring_efficiency"] = round(fitted["ring_efficiency"], 4)
+    if "nic_efficiency" in fitted:
+        yaml["nics"] = {**(yaml.get("nics") or {}), "efficiency": round(fitted["nic_efficiency"], 4)}
+    return replace(prof, name=f"{base.name}-fitted", fabric_yaml=yaml,
                    fitted={**(base.fitted or {}), "fabric": {k: round(v, 4) for k, v in fitted.items()},
                            "fabric_points": len(points)})
+
+
+def points_from_records(recs: Iterable[dict[str, Any]]) -> list[Point]:
+    """The vendor all_reduce curves of measured collective records (``native``, equal nodes):
+    one point per (nodes, ranks per node, size), the median busbw of its records."""
+    by: dict[tuple[int, int, int], list[float]] = {}
+    for r in recs:
+        rpn, nodes = r.get("ranks_per_node"), r.get("nodes")
+        if (r.get("collective") != "all_reduce" or not str(r.get("algorithm", "")).startswith(
+                "native") or not rpn or not nodes or rpn != rpn or nodes != nodes
+                or not (r.get("busbw_gbps") or 0) > 0):
+            continue
+        by.setdefault((int(nodes), int(rpn), int(r["nbytes"])), []).append(float(r["busbw_gbps"]))
+    return [Point(parse_topology(f"{n}x{rpn}"), "all_reduce", nb, statistics.median(v))
+            for (n, rpn, nb), v in sorted(by.items())]
