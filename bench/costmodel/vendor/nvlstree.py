@@ -5,10 +5,11 @@ Latency (NCCL's form): one NVLink hop (25 us) + 2 log2(N) network hops of 20.9 u
 
 from __future__ import annotations
 
+from bench.costmodel.vendor import constants as K
 from bench.costmodel.vendor import nvls, tree
 from bench.costmodel.vendor.base import US, Job, VendorAlgorithm
 
-HOP_NVLINK, HOP_NET = 25.0, 20.9
+HOP_NVLINK, HOP_NET = K.HW["nvlink"]["NVLSTree"][2], K.HW["net"]["NVLSTree"][2]
 
 
 def applies(job: Job, collective: str) -> str | None:
