@@ -157,7 +157,7 @@ def test_a_profile_without_fabric_still_skips_native() -> None:
     assert got[0].estimate is None and "no fabric" in got[0].why
 
 
-@pytest.mark.parametrize("profile", ["h100-ib400", "h200-ib400", "p5en-h200-efa", "b200-ib400",
+@pytest.mark.parametrize("profile", ["h100-ib400", "h200-ib400", "p5en-h200-efa", "b200-ib400", "gb200-nvl72",
                                      "a100-ib200", "l40s-pcie-8gpu"])
 def test_every_gpu_preset_prices_every_collective(profile: str) -> None:
     from kernels import collective as coll
