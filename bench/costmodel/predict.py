@@ -150,7 +150,8 @@ def predict(profile: Profile, placed: Placed, collective: str, sizes: Sequence[i
         if count >= 1 and count not in seen:
             seen.add(count)
             problems.append(Problem(placed.topology, count, ITEMSIZE[dtype], spec.key, 0))
-    vendor = any(a.is_vendor for a in algs)  # its reference: every schedule of the collective
+    # a measured vendor curve scales the best schedule: price every schedule only then
+    vendor = any(a.is_vendor for a in algs) and bool(profile.native.get(spec.name))
     got = {a.name: estimate_sizes(a, problems, net, max_schedule_ranks)
            for a in algorithms_of(spec.name) if not a.is_vendor and (vendor or a in algs)}
     for i, problem in enumerate(problems):
