@@ -88,6 +88,14 @@ ClosedForm = Callable[["Ctx"], "Estimate | Compiled | str"]
 class Ctx:
     problem: Problem
     net: Fabric
+    max_generated: int | None = None  # a form that generates per-rank schedules stops here
+
+    def generates(self) -> str | None:
+        """Why a form that generates its schedule per rank does not apply here (p beyond the
+        caller's ``max_generated``: its arrays grow as p x steps), or None."""
+        if self.max_generated is not None and self.p > self.max_generated:
+            return (f"it generates per-rank schedules, evaluated up to p = {self.max_generated}")
+        return None
 
     @property
     def p(self) -> int:
@@ -218,11 +226,19 @@ class Ctx:
 
     def one_block_shifts(self) -> tuple[float, float]:
         """p-1 shifts (offsets 1..p-1) of one n/p block: the summed step costs and the most
-        bytes any rank sends across nodes."""
-        k = np.arange(1, self.p)
+        bytes any rank sends across nodes. Offset q l + m costs what any q strictly between 0
+        and N-1 costs for that m (the shift leaves every node on both sides), so one such q
+        stands for N-2 of them: l x 3 shifts priced, not p."""
+        l, nn = self.l, self.N  # noqa: E741
+        qs = sorted({0, 1, nn - 1} if nn > 2 else set(range(nn)))
+        weight = {q: (nn - 2 if 0 < q < nn - 1 else 1) for q in qs}
+        k = np.asarray([q * l + m for q in qs for m in range(l) if 0 < q * l + m < self.p])
+        w = np.asarray([weight[int(x) // l] for x in k], dtype=np.float64)
+        if k.size == 0:
+            return 0.0, 0.0
         costs, crosses = self.shift_costs(k, np.full(k.shape, float(self.b)))
-        inter = float(crosses.sum(axis=0).max()) * self.b if self.p > 1 else 0.0
-        return float(costs.sum()), inter
+        inter = float((crosses * w[:, None]).sum(axis=0).max()) * self.b
+        return float((costs * w).sum()), inter
 
     def ring_pass(self, reduce: bool) -> Estimate:
         """p-1 ring steps of one block (reduced or not), each at the dearest hop's pace."""
@@ -243,6 +259,9 @@ class Ctx:
         if nn < 2:
             return np.zeros(0)
         a = np.arange(nn if wrap else nn - 1)
+        if pl.num_leaves == 1 and pl.equal_nodes:  # every hop alike: no per-node arrays read
+            rate = min(float(net.rank_cap[0]), net.node_cap / flows)
+            return np.full(a.size, net.o + net.alpha[INTER] + nbytes / rate)
         b = (a + 1) % nn
         leaf = np.asarray(pl.leaf_of)
         rate = np.minimum(np.minimum(self.node_rank_cap[a], self.node_rank_cap[b]),
@@ -256,8 +275,9 @@ class Ctx:
 
     def ring_max(self, nbytes: float, flows: int = 1, wrap: bool = True) -> float:
         """The dearest hop of a ring (or chain) over the ranks in node order."""
-        costs = list(self.edge_costs(nbytes, flows, wrap))
-        if max(self.net.placed.node_sizes) > 1:
+        edges = self.edge_costs(nbytes, flows, wrap)
+        costs = [float(edges.max())] if edges.size else []
+        if self.net.placed.node_sizes[0] > 1 or max(self.net.placed.node_sizes) > 1:
             costs.append(self.intra(nbytes))
         return max(costs, default=0.0)
 
@@ -285,15 +305,46 @@ class Ctx:
         steps = reduce_steps + plain_steps
         if self.p == 1 or steps == 0:
             return estimate(0.0, steps, 0, 0)
+        nb = self.n // (k * self.p) * self.e
+        if self.need(contiguous=True, leaves="uniform") is None:
+            cmax, crossing = self._channel_cmax(k, nb)
+            t = reduce_steps * (cmax + self.gamma * k * nb) + plain_steps * cmax
+            return estimate(t, steps, steps * k * nb, steps * crossing * nb)
         net = self.net
         src, dst, j = self.channel_hops(k)
         cls = net.cls(src, dst)
-        nb = self.n // (k * self.p) * self.e
         cmax = float((net.o * j + net.alpha[cls] + nb / net.rates(src, dst, cls)).max())
         x = cls != INTRA
         crossing = int(np.bincount(src[x], minlength=self.p).max()) if x.any() else 0
         t = reduce_steps * (cmax + self.gamma * k * nb) + plain_steps * cmax
         return estimate(t, steps, steps * k * nb, steps * crossing * nb)
+
+    def _channel_cmax(self, k: int, nb: float) -> tuple[float, int]:
+        """The dearest message of one step of k channel rings and the most node-crossing
+        messages any rank sends, without per-rank arrays (equal nodes in node order, uniform
+        leaves). Channel c (j = c+1) crosses from local c mod l; cnt(a) channels cross from local
+        a. An intra message from a shares a's port with its k - cnt(a) intra messages; one
+        crossing from a shares a's NIC share with its cnt(a) crossings, the node's NICs (and a
+        leaf's uplink) with the k crossings of its channel set."""
+        net, l, nn = self.net, self.l, self.N  # noqa: E741
+        if nn == 1:  # every channel's hop stays in the node: k flows on every port
+            return net.o * k + net.alpha[INTRA] + nb * k / net.beta[INTRA], 0
+        c = np.arange(k)
+        cnt = np.bincount(c % l, minlength=l)
+        costs = []
+        if l > 1:
+            costs.append(net.o * k + net.alpha[INTRA] + nb * (k - cnt.min()) / net.beta[INTRA])
+        rate = np.minimum(net.rank_cap[0] / cnt[c % l], net.node_cap / k)
+        alpha = net.alpha[INTER]
+        if self.leaves > 1:  # the last node of each leaf crosses to the next leaf
+            spine = np.minimum(rate, net.up_cap[0] / k)
+            costs.append(float((net.o * (c + 1) + net.alpha[SPINE] + nb / spine).max()))
+            if self.L == 1:
+                rate = spine
+                alpha = net.alpha[SPINE]
+        if self.leaves == 1 or self.L > 1:
+            costs.append(float((net.o * (c + 1) + alpha + nb / rate).max()))
+        return max(costs), int(cnt.max())
 
     def pat(self, reduce: bool) -> Estimate:
         """PAT (p, l powers of two, ranks numbered node by node, one leaf): at distance 2^d each

@@ -16,6 +16,10 @@ def configure(p: argparse.ArgumentParser) -> None:
                    help="profile (preset or file) for what the runs cannot tell: link classes "
                         "they never crossed, device figures")
     p.add_argument("--name", default=None, help="the profile's name (default: the file's stem)")
+    p.add_argument("--fabric", action="store_true",
+                   help="fit the --base profile's fabric (ring and NIC efficiencies) on the runs' "
+                        "vendor all_reduce curves (native records: commbench runs or imported "
+                        "nccl-tests logs) instead of alpha-beta; predict then extrapolates it")
     p.add_argument("--no-mpi-switch", action="store_true",
                    help="fit no MPI eager/rendezvous switch from the probe's ping-pong sizes: "
                         "alpha-beta only, and a base's switch dropped")

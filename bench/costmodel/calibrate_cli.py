@@ -141,6 +141,8 @@ def calibrate_command(args: argparse.Namespace, say: Callable[[str], None]) -> i
         got = _load(args.runs)
     except (StoreError, ProfileError) as e:
         return fail(str(e).splitlines()[0])
+    if getattr(args, "fabric", False):
+        return _fabric(args, base, got, say)
     points, why = _points(got.recs)
     notes = [f"calibrate: {n} predicted records of {run} not used: a prediction is never fitted"
              for run, n in got.predicted.items()]
@@ -191,6 +193,33 @@ def calibrate_command(args: argparse.Namespace, say: Callable[[str], None]) -> i
             say(f"calibrate: warning: poor fit: median |error| {pct(float(np.median(a)))} over "
                 f"{len(points)} points (above {pct(POOR_FIT)}){bound}: {args.output} does not "
                 f"model {runs}")
+    print(args.output)
+    return 0
+
+
+def _fabric(args: argparse.Namespace, base: Profile | None, got: Loaded,
+            say: Callable[[str], None]) -> int:
+    """``--fabric``: the base's fabric refitted on the runs' vendor all_reduce curves."""
+    from bench.costmodel.fabric_fit import errors, fit_profile, points_from_records
+
+    if base is None or base.fabric is None:
+        raise UsageError("--fabric needs --base, a profile with a fabric (e.g. h100-ib400)",
+                         "calibrate")
+    pts = points_from_records(got.recs)
+    if not pts:
+        raise UsageError(f"{', '.join(map(str, args.runs))}: no native all_reduce records on "
+                         "equal nodes to fit the fabric on", "calibrate")
+    try:
+        prof = fit_profile(base, pts)
+    except ValueError as e:
+        raise UsageError(str(e).splitlines()[0], "calibrate") from None
+    prof = replace(prof, name=args.name or args.output.stem)
+    save_profile(prof, args.output)
+    fitted = (prof.fitted or {}).get("fabric", {})
+    err = sorted(abs(e) for e in errors(prof, pts))
+    say(f"calibrate: fabric fitted on {len(pts)} points: "
+        + ", ".join(f"{k} {v}" for k, v in fitted.items())
+        + f"; |error| median {err[len(err) // 2]:.1%}, worst {err[-1]:.1%}")
     print(args.output)
     return 0
 

@@ -14,13 +14,17 @@ from typing import Any
 from bench.argtypes import CommbenchError
 
 SWITCHES = ("nvswitch", "pcie")
+GENERATIONS = ("volta", "ampere", "hopper", "blackwell")  # NCCL's tuning tables per generation
+CPUS = ("intel", "amd", "arm")
 NETWORKS = ("rail", "fat_tree")
 DEFAULT_RING_EFFICIENCY = 1.0  # nominal: a preset states its measured fraction
 DEFAULT_NIC_EFFICIENCY = 1.0
 DEFAULT_CHANNELS_PER_NIC = 2  # channels = 2 per NIC unless stated (NCCL runs ~2 per NIC)
 _KEYS = {"devices", "switch", "port_bytes_per_s", "ring_efficiency", "devices_per_switch",
          "switch_uplink_bytes_per_s", "sockets", "socket_link_bytes_per_s", "nics", "network",
-         "nvls", "collnet", "channels"}
+         "nvls", "collnet", "channels", "generation", "cpu", "trays", "latency",
+         "ll_bytes_per_s"}
+_LATENCY = {"ll_base", "ll_nvlink_hop", "p2p_base_us", "p2p_peer_us"}
 _NICS = {"count", "bytes_per_s", "efficiency"}
 _NETWORK = {"kind", "rails"}
 
@@ -47,6 +51,16 @@ class Fabric:
     switch_uplink: float | None = None  # pcie
     sockets: int = 1
     socket_link: float | None = None  # pcie, sockets > 1
+    generation: str = "hopper"  # which row of NCCL's tuning tables (vendor model)
+    cpu: str = "intel"  # the host CPU: NCCL's LL cap and network overhead across nodes
+    trays: int = 1  # an NVLink domain over several trays (NVL72: 72 devices, 18 trays)
+    # NCCL's latency constants are Hopper-era: a fabric may scale LL's base and NVLink-hop
+    # latencies, and state its point-to-point latency (us: fixed + per peer) and LL's ceiling
+    ll_base: float = 1.0
+    ll_nvlink_hop: float = 1.0
+    p2p_base_us: float | None = None  # None: one Simple hop of the intra or network link
+    p2p_peer_us: float = 1.0
+    ll_cap: float | None = None  # bytes/s of bus bandwidth LL reaches (None: NCCL's llMaxBw)
 
     @property
     def nic_achievable(self) -> float:
@@ -128,7 +142,22 @@ def parse_fabric(raw: Any, where: str, *, intra_beta: float | None, inter_beta: 
     rails = _int(where, "network.rails", net.get("rails", count if kind == "rail" else 1))
     pcie = {k: raw[k] for k in ("devices_per_switch", "switch_uplink_bytes_per_s", "sockets",
                                 "socket_link_bytes_per_s") if k in raw}
+    generation, cpu = raw.get("generation", "hopper"), raw.get("cpu", "intel")
+    if generation not in GENERATIONS:
+        raise FabricError(f"{where}: fabric.generation: expected one of {', '.join(GENERATIONS)}, "
+                          f"got {generation!r}")
+    if cpu not in CPUS:
+        raise FabricError(f"{where}: fabric.cpu: expected one of {', '.join(CPUS)}, got {cpu!r}")
+    lat = _block(where, raw, "latency", _LATENCY)
     fab = Fabric(
+        ll_base=_num(where, "latency.ll_base", lat.get("ll_base", 1.0)),
+        ll_nvlink_hop=_num(where, "latency.ll_nvlink_hop", lat.get("ll_nvlink_hop", 1.0)),
+        p2p_base_us=(None if lat.get("p2p_base_us") is None
+                     else _num(where, "latency.p2p_base_us", lat["p2p_base_us"])),
+        p2p_peer_us=_num(where, "latency.p2p_peer_us", lat.get("p2p_peer_us", 1.0)),
+        ll_cap=(None if raw.get("ll_bytes_per_s") is None
+                else _num(where, "ll_bytes_per_s", raw["ll_bytes_per_s"])),
+        generation=generation, cpu=cpu, trays=_int(where, "trays", raw.get("trays", 1)),
         devices=devices, switch=switch, port=_num(where, "port_bytes_per_s", port),
         ring_efficiency=_num(where, "ring_efficiency",
                              raw.get("ring_efficiency", DEFAULT_RING_EFFICIENCY), frac=True),
@@ -181,6 +210,9 @@ def _contradictions(f: Fabric, where: str, pcie_keys: set[str]) -> None:
          f"{f.devices} devices do not split evenly over PCIe switches of "
          f"{f.devices_per_switch}"),
         (f.devices % f.sockets != 0, f"{f.devices} devices do not split over {f.sockets} sockets"),
+        (f.devices % f.trays != 0, f"{f.devices} devices do not split evenly over {f.trays} trays"),
+        (f.trays > 1 and f.switch != "nvswitch",
+         "trays > 1 (an NVLink domain over trays) needs switch: nvswitch"),
         (f.sockets > 1 and f.switch == "pcie" and f.socket_link is None,
          "sockets > 1 needs socket_link_bytes_per_s"),
     ]

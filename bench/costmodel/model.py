@@ -1,6 +1,9 @@
 """The topology model: ranks on nodes, nodes under leaf switches, leaves under spines, from a spec
-string (``64x8``, ``8,8,4``, ``64x8:leaf=16:oversub=2``, ``64x8:nics=8:cyclic``; docs/predict.md,
-"Topology and profiles"). A world size of p ranks takes the cluster's first p ranks
+string (``64x8``, ``8,8,4``, ``64x8:leaf=16:oversub=2``, ``64x8:nics=8:cyclic``, ``36x4:domain=18``;
+docs/predict.md, "Topology and profiles"). ``domain=T``: an NVLink domain spans T trays (the
+spec's nodes; GB200 NVL72: 18 trays of 4), so the model's node, inside which messages take
+NVLink, is the domain, its NICs all its trays' (what NCCL's multi-node NVLink does too).
+A world size of p ranks takes the cluster's first p ranks
 (:meth:`Cluster.place`); more ranks than the cluster has add nodes like its largest one, under
 leaves of the same size (:attr:`Placed.scaled_out` says so)."""
 
@@ -9,7 +12,9 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
+
+import numpy as np
 
 from bench.argtypes import CommbenchError
 from kernels.closed import CLASS_NAMES, INTER, INTRA, SPINE
@@ -17,7 +22,8 @@ from kernels.topology import Topology
 
 PLACEMENTS = ("block", "cyclic")
 OPTIONS = {"leaf": ("nodes_per_leaf", int), "oversub": ("oversubscription", float),
-           "nics": ("nics_per_node", int)}  # spec option -> Cluster field, its type
+           "nics": ("nics_per_node", int), "domain": ("trays_per_domain", int)}
+# spec option -> Cluster field, its type
 __all__ = ["CLASS_NAMES", "INTER", "INTRA", "SPINE", "Cluster", "Placed", "TopologyError",
            "parse_topology"]
 
@@ -32,7 +38,8 @@ class Cluster:
     placement: str = "block"
     nodes_per_leaf: int | None = None  # None: a single switch joins every node (no spine level)
     oversubscription: float = 1.0
-    nics_per_node: int | None = None  # None: the profile's
+    nics_per_node: int | None = None  # None: the profile's; per tray with trays_per_domain
+    trays_per_domain: int = 1  # an NVLink domain over several of the spec's nodes (trays)
     spec: str = ""
 
     def __post_init__(self) -> None:
@@ -47,6 +54,12 @@ class Cluster:
             raise TopologyError(f"{where}: oversub must be a number >= 1")
         if self.nics_per_node is not None and self.nics_per_node < 1:
             raise TopologyError(f"{where}: nics must be >= 1")
+        t = self.trays_per_domain
+        if t < 1:
+            raise TopologyError(f"{where}: domain must be >= 1 tray")
+        if t > 1 and (len(self.node_sizes) % t or len(set(self.node_sizes)) > 1):
+            raise TopologyError(f"{where}: domain={t} needs equal trays, a whole number of "
+                                f"domains ({len(self.node_sizes)} trays)")
 
     @property
     def world(self) -> int:
@@ -57,10 +70,16 @@ class Cluster:
         return len(self.node_sizes)
 
     def place(self, world: int) -> Placed:
-        """The first ``world`` ranks (adding nodes like its largest when it holds fewer), placed."""
+        """The first ``world`` ranks (adding nodes like its largest when it holds fewer), placed;
+        with NVLink domains over trays, each domain is one node of the model. Cached: a
+        placement of a million ranks is built once per cluster and world size."""
+        return _place(self, world)
+
+    def _place(self, world: int) -> Placed:
         if world < 1:
             raise TopologyError(f"world size must be >= 1, got {world}")
-        sizes = list(self.node_sizes)
+        t = self.trays_per_domain
+        sizes = [sum(self.node_sizes[i:i + t]) for i in range(0, len(self.node_sizes), t)]
         big = max(sizes)
         sizes += [big] * max(0, -(-(world - sum(sizes)) // big))  # nodes like its largest
         node_of_phys = _assign(sizes, self.placement)[:world]
@@ -71,9 +90,14 @@ class Cluster:
         leaves = sorted(set(leaf_of))
         leaf_ids = {x: i for i, x in enumerate(leaves)}
         leaf_nodes = tuple(min(leaf, len(sizes) - x * leaf) for x in leaves)
+        nics = None if self.nics_per_node is None else self.nics_per_node * t
         return Placed(tuple(renum[n] for n in node_of_phys), tuple(leaf_ids[x] for x in leaf_of),
-                      leaf_nodes, self.oversubscription, self.nics_per_node,
-                      world > self.world, self)
+                      leaf_nodes, self.oversubscription, nics, world > self.world, self)
+
+
+@lru_cache(maxsize=16)
+def _place(cluster: Cluster, world: int) -> Placed:
+    return cluster._place(world)
 
 
 def _assign(sizes: list[int], placement: str) -> list[int]:
@@ -130,9 +154,16 @@ class Placed:
         return tuple(sorted(range(self.world), key=self.node_of.__getitem__))  # a stable sort
 
     @cached_property
+    def node_array(self) -> np.ndarray:
+        """``node_of`` as an int64 array (built once: the cost model reads it per job)."""
+        return np.asarray(self.node_of, dtype=np.int64)
+
+    @cached_property
     def contiguous(self) -> bool:
         """Ranks numbered node by node (what block placement gives): rank order is node order."""
-        return all(a <= b for a, b in zip(self.node_of, self.node_of[1:]))
+        if self.cluster.placement == "block":  # nodes numbered by first rank: never decreasing
+            return True
+        return bool((np.diff(self.node_array) >= 0).all())
 
     @cached_property
     def uniform_leaves(self) -> bool:
@@ -152,7 +183,9 @@ class Placed:
         sizes = self.node_sizes
         shape = f"{len(sizes)}x{sizes[0]}" if self.equal_nodes else ",".join(map(str, sizes))
         leaves = f", {self.num_leaves} leaves" if self.num_leaves > 1 else ""
-        return f"{shape} ({self.cluster.placement}{leaves})"
+        t = self.cluster.trays_per_domain
+        trays = f", NVLink domains of {t} trays" if t > 1 else ""
+        return f"{shape} ({self.cluster.placement}{leaves}{trays})"
 
 
 def parse_topology(spec: str) -> Cluster:
@@ -183,7 +216,7 @@ def parse_topology(spec: str) -> Cluster:
                 kw[field] = kind(val)
             else:
                 raise TopologyError(f"{where}: unknown option {opt!r} (leaf=, oversub=, nics=, "
-                                    "block, cyclic)")
+                                    "domain=, block, cyclic)")
         except ValueError as e:
             if isinstance(e, TopologyError):
                 raise

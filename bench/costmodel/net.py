@@ -32,7 +32,7 @@ class Net:
         bw = profile.copy_bandwidth
         curve = profile.device.get("copy_bandwidth_curve") or ([[1.0, bw]] if bw else None)
         self._copy = np.log(np.asarray(curve, dtype=np.float64)).T if curve else None  # log n, bw
-        self.node = np.asarray(placed.node_of, dtype=np.int64)
+        self.node = placed.node_array
         self.leaf = np.asarray(placed.leaf_of, dtype=np.int64)[self.node]
         sizes = np.asarray(placed.node_sizes, dtype=np.float64)
         self.node_cap = self.nics * self.beta[INTER]

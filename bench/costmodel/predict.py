@@ -29,6 +29,9 @@ from kernels.ops import ITEMSIZE
 
 __all__ = ["Estimate", "Prediction", "estimate_case", "native_ratio", "predict", "record"]
 MAX_SCHEDULE_RANKS = 256
+# A closed form that generates its schedule (per-rank arrays: the pipelined trees, Bruck,
+# send/recv) costs time and memory in p x steps; beyond this it is skipped with the reason.
+MAX_GENERATED_RANKS = 32768
 
 
 @dataclass(frozen=True)
@@ -67,7 +70,7 @@ def plan_case(alg: Algorithm, problem: Problem, net: Net,
     elif alg.closed is not None and net.mpi is not None:
         why = "closed forms price no MPI protocol switch (the profile's mpi)"
     elif alg.closed is not None:
-        got = alg.closed(Ctx(problem, net))
+        got = alg.closed(Ctx(problem, net, MAX_GENERATED_RANKS))
         if isinstance(got, Compiled):
             return Job(got)
         if not isinstance(got, str):
@@ -147,7 +150,8 @@ def predict(profile: Profile, placed: Placed, collective: str, sizes: Sequence[i
         if count >= 1 and count not in seen:
             seen.add(count)
             problems.append(Problem(placed.topology, count, ITEMSIZE[dtype], spec.key, 0))
-    vendor = any(a.is_vendor for a in algs)  # its reference: every schedule of the collective
+    # a measured vendor curve scales the best schedule: price every schedule only then
+    vendor = any(a.is_vendor for a in algs) and bool(profile.native.get(spec.name))
     got = {a.name: estimate_sizes(a, problems, net, max_schedule_ranks)
            for a in algorithms_of(spec.name) if not a.is_vendor and (vendor or a in algs)}
     for i, problem in enumerate(problems):

@@ -175,9 +175,9 @@ def test_generated_symbolic_builds_equal_the_compiled_build(spec: str, p: int) -
 
 # --- closed forms against the schedule-evaluated model, p <= 128 ---------------------------
 
-TOPOLOGIES = [("1x16", 16), ("4x4", 16), ("16x1", 16), ("2x8", 16), ("8x2:leaf=2:oversub=2", 16),
-              ("8x4:leaf=4:oversub=3", 32), ("3x4", 12), ("8,8,4", 20), ("4x4:cyclic", 12),
-              ("16x8", 128), ("32x4:leaf=8:oversub=2", 128)]
+TOPOLOGIES = [("1x16", 16), ("4x2:leaf=1", 8), ("4x4", 16), ("16x1", 16), ("2x8", 16),
+              ("8x2:leaf=2:oversub=2", 16), ("8x4:leaf=4:oversub=3", 32), ("3x4", 12),
+              ("8,8,4", 20), ("4x4:cyclic", 12), ("16x8", 128), ("32x4:leaf=8:oversub=2", 128)]
 
 
 def _with_closed_form() -> list[Algorithm]:

@@ -129,3 +129,40 @@ def test_closed_forms_decline_a_profile_with_the_mpi_switch() -> None:
     why = plan_case(get_algorithm("all_reduce", "ring"),
                     Problem(net.placed.topology, 1 << 22, 4, "all_reduce", 0), net)
     assert isinstance(why, str) and "MPI protocol switch" in why and "p = 256" in why
+
+
+def test_nvl72_domains_group_trays_and_count_bytes_per_link() -> None:
+    """GB200 NVL72: 36 trays of 4 in domains of 18 are 2 nodes of 72 for the model; a ring
+    all_reduce in node order crosses between domains twice per ring, 2(p-1)/p x n bytes per
+    rank in all, of which only the domain's two boundary ranks send across."""
+    from kernels.algorithm import Problem as Pr
+    from kernels.bytecount import bytes_sent
+
+    c = parse_topology("36x4:domain=18")
+    pl = c.place(c.world)
+    assert (c.world, pl.node_sizes, pl.num_nodes) == (144, (72, 72), 2)
+    assert pl.node_of[:72] == (0,) * 72 and pl.node_of[72:] == (1,) * 72
+    assert pl.describe() == "2x72 (block, NVLink domains of 18 trays)"
+    assert parse_topology("36x4:domain=18:nics=4").place(144).nics_per_node == 72
+    assert parse_topology("36x4:domain=18").place(1440).node_sizes == (72,) * 20
+    n = 144 * 1024  # elements
+    alg = get_algorithm("all_reduce", "ring")
+    scheds = alg.schedules(Pr(pl.topology, n, 4, "all_reduce", 0))
+    got = [bytes_sent(s, pl.topology, 4) for s in scheds]
+    assert {b.total for b in got} == {2 * 143 * 1024 * 4}
+    crossing = sorted(r for r, b in enumerate(got) if b.inter)
+    assert crossing == [71, 143] and {got[r].inter for r in crossing} == {2 * 143 * 1024 * 4}
+    net = Net(pl, load_profile("gb200-nvl72"))
+    assert net.nics == 72 and net.cls(0, 71) == 0 and net.cls(71, 72) == 1
+
+
+@pytest.mark.parametrize(("spec", "why"), [
+    ("35x4:domain=18", "domain=18 needs equal trays, a whole number of domains (35 trays)"),
+    ("36x4:domain=0", "domain must be >= 1 tray"),
+])
+def test_bad_domains_are_one_line(spec: str, why: str) -> None:
+    from bench.costmodel.model import TopologyError
+
+    with pytest.raises(TopologyError, match=None) as e:
+        parse_topology(spec)
+    assert str(e.value) == f"topology {spec!r}: {why}"

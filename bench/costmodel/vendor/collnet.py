@@ -6,11 +6,13 @@ and later (src/graph/tuning.cc); this model applies that factor always. Latency 
 
 from __future__ import annotations
 
+from bench.costmodel.vendor import constants as K
 from bench.costmodel.vendor import nvls
 from bench.costmodel.vendor.base import US, Job, VendorAlgorithm
 
 EFFICIENCY = 0.85
-HOP_NVLINK, HOP_PCI, HOP_NET, ARITY = 3.7, 3.7, 31.0, 0.4
+HOP_NVLINK, HOP_PCI, HOP_NET = (K.HW[hw]["CollNetDirect"][2] for hw in ("nvlink", "pci", "net"))
+ARITY = 0.4  # us of serialization per local rank (tuning.cc)
 
 
 def applies(job: Job, collective: str) -> str | None:

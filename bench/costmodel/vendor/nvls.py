@@ -6,9 +6,10 @@ plus one network hop of 18 us across nodes."""
 
 from __future__ import annotations
 
+from bench.costmodel.vendor import constants as K
 from bench.costmodel.vendor.base import US, Job, VendorAlgorithm
 
-HOP_NVLINK, HOP_NET = 25.0, 18.0
+HOP_NVLINK, HOP_NET = K.HW["nvlink"]["NVLS"][2], K.HW["net"]["NVLS"][2]
 
 
 def applies(job: Job, collective: str) -> str | None:

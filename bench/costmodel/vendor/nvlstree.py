@@ -5,10 +5,11 @@ Latency (NCCL's form): one NVLink hop (25 us) + 2 log2(N) network hops of 20.9 u
 
 from __future__ import annotations
 
+from bench.costmodel.vendor import constants as K
 from bench.costmodel.vendor import nvls, tree
 from bench.costmodel.vendor.base import US, Job, VendorAlgorithm
 
-HOP_NVLINK, HOP_NET = 25.0, 20.9
+HOP_NVLINK, HOP_NET = K.HW["nvlink"]["NVLSTree"][2], K.HW["net"]["NVLSTree"][2]
 
 
 def applies(job: Job, collective: str) -> str | None:
@@ -20,8 +21,7 @@ def applies(job: Job, collective: str) -> str | None:
 
 
 def busbw(job: Job, collective: str) -> float:
-    f = (job.p - 1) / job.p
-    across = 2 * f * job.node_net if job.nodes == 2 else f * job.node_net * tree.EFFICIENCY
+    across = tree.across(job) * (1.0 if job.nodes == 2 else tree.EFFICIENCY)
     return min(nvls.intra(job, collective), across)
 
 

@@ -2,14 +2,14 @@
 receives, outside its tuning table. Alltoallv's S is the busiest rank's bytes, priced as
 alltoall's (exact for the balanced matrices; a skewed one at its busiest rank as if its blocks
 were even). Latency: one hop (NCCL's Simple ring hop, 3.4 us NVLink, 5.7 us PCIe, 14 us
-network) plus the network proxy's overhead (1 us) per remote peer."""
+network) or the fabric's ``latency.p2p_base_us``, plus ``latency.p2p_peer_us`` (default 1 us,
+the proxy's overhead) per peer: NCCL posts a send and a receive to each peer in turn."""
 
 from __future__ import annotations
 
 from bench.costmodel.vendor.base import US, Job, VendorAlgorithm, always
 
 HOP = {"nvlink": 3.4, "pci": 5.7, "net": 14.0}
-PER_PEER = 1.0
 
 
 def busbw(job: Job, collective: str) -> float:
@@ -24,8 +24,10 @@ def busbw(job: Job, collective: str) -> float:
 
 
 def latency(job: Job, collective: str, proto: str) -> float:
-    remote = 0 if job.nodes == 1 else (1 if collective == "sendrecv" else job.p - job.l)
-    return (HOP["net" if job.nodes > 1 else job.hw] + remote * PER_PEER) * US
+    f = job.fabric
+    peers = 1 if collective == "sendrecv" else job.p - 1
+    base = f.p2p_base_us if f.p2p_base_us is not None else HOP["net" if job.nodes > 1 else job.hw]
+    return (base + peers * f.p2p_peer_us) * US
 
 
 ALGORITHM = VendorAlgorithm("P2P", ("alltoall", "alltoallv", "sendrecv"), ("Simple",), always, busbw, latency,

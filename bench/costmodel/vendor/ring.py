@@ -8,14 +8,14 @@ the network proxy's overhead (1 us, 3 us with Simple). Figures from NCCL's tunin
 
 from __future__ import annotations
 
+from bench.costmodel.vendor import constants as K
 from bench.costmodel.vendor import tree
 from bench.costmodel.vendor.base import US, Job, VendorAlgorithm, always, steps
 
-BASE = {"LL": 6.6, "LL128": 14.0, "Simple": 8.4}
-HOP = {"nvlink": {"LL": 0.6, "LL128": 1.9, "Simple": 3.4},
-       "pci": {"LL": 1.0, "LL128": 2.5, "Simple": 5.7},
-       "net": {"LL": 2.7, "LL128": 4.0, "Simple": 14.0}}
-NET_OVERHEAD = {"LL": 1.0, "LL128": 1.0, "Simple": 3.0}
+BASE = dict(zip(K.PROTOCOLS, K.BASE["Ring"]))
+HOP = {hw: dict(zip(K.PROTOCOLS, K.HW[hw]["Ring"])) for hw in ("nvlink", "pci", "net")}
+# the network proxy's overhead per step across nodes (Intel), tripled for Simple (tuning.cc)
+NET_OVERHEAD = {p: K.NET_OVERHEAD["intel"] * (3 if p == "Simple" else 1) for p in K.PROTOCOLS}
 
 
 def busbw(job: Job, collective: str) -> float:
@@ -25,9 +25,10 @@ def busbw(job: Job, collective: str) -> float:
 def latency(job: Job, collective: str, proto: str) -> float:
     n = steps(collective, job.p)
     inter = 0 if job.nodes == 1 else (2 if collective == "all_reduce" else 1) * (job.nodes - 1)
-    intra = HOP[job.hw][proto] if job.nodes == 1 else max(HOP[job.hw][proto], NET_OVERHEAD[proto])
+    hop = job.hop(HOP, job.hw, proto)
+    intra = hop if job.nodes == 1 else max(hop, NET_OVERHEAD[proto])
     net = (tree.HOP if job.l == 1 else HOP)["net"][proto]
-    return (BASE[proto] + (n - inter) * intra + inter * net) * US
+    return (job.base(BASE, proto) + (n - inter) * intra + inter * net) * US
 
 
 ALGORITHM = VendorAlgorithm(

@@ -35,7 +35,7 @@ def _generated(p: int) -> Compiled:
 
 def _closed(x: Ctx) -> Estimate | Compiled | str:
     """Bruck's messages, generated per step (evaluated exactly)."""
-    return x.need(equal=False, contiguous=True) or _generated(x.p)
+    return x.need(equal=False, contiguous=True) or x.generates() or _generated(x.p)
 
 
 @algorithm("bruck", "all_gather", shape=BLOCKS, closed=_closed, sent=all_but_own)

@@ -67,6 +67,9 @@ def _generated(order: tuple[int, ...], k: int) -> Compiled:
 
 def _closed(x: Ctx) -> Estimate | Compiled | str:
     """Both trees' messages, generated step by step (evaluated exactly)."""
+    why = x.generates()
+    if why:
+        return why
     if x.p == 1:
         return Estimate(0.0, 0, 0, 0, "generated")
     return _generated(x.order, num_chunks(x.n, x.e))

@@ -36,8 +36,9 @@ def _closed(x: Ctx) -> Estimate | str:
         return why
     p, b = x.p, x.b
     ds = np.array([1 << i for i in range((p - 1).bit_length())], dtype=np.int64)
-    j = np.arange(p)
-    m = np.array([int(((j & d) != 0).sum()) for d in ds], dtype=np.int64)
+    # ranks j < p with bit d set: d per full period of 2d, plus the tail's excess over d
+    m = np.array([(p // (2 * d)) * d + max(0, p % (2 * d) - d) for d in ds.tolist()],
+                 dtype=np.int64)
     t = x.net.copy_time((p + (m[0] if len(m) else 0)) * b)
     inter = 0.0
     if len(ds):

@@ -34,7 +34,8 @@ def _closed(x: Ctx) -> Estimate | str:
         return why
     nb = x.n * x.e
     bits = [1 << i for i in range((x.p - 1).bit_length())]
-    u = np.arange(x.p)
+    # p a power of two: every holder has its partner, and an odd u waits on every step
+    u = np.arange(x.p) if x.p & (x.p - 1) else np.asarray([1 if x.p > 1 else 0])
     low = np.where(u == 0, 1, u & -u)
     ready = np.zeros(x.p)
     crossing = 0

@@ -36,9 +36,11 @@ def _closed(x: Ctx) -> Estimate | str:
     if x.p == 1:
         return estimate(0.0, 0, 0, 0)
     b = x.n // k * x.e
-    edges = list(x.edge_costs(b, 1, wrap=False))
-    hops = edges + [x.intra(b)] * (x.p - 1 - len(edges))
-    t = sum(hops) + (k - 1) * max(hops)
+    edges = x.edge_costs(b, 1, wrap=False)
+    inside = x.p - 1 - edges.size  # the other hops stay in a node, each alone on its ports
+    top = [float(edges.max())] if edges.size else []
+    t = float(edges.sum()) + inside * x.intra(b) if inside else float(edges.sum())
+    t += (k - 1) * max(top + ([x.intra(b)] if inside else []))
     return estimate(t, k + x.p - 2, x.n * x.e, x.n * x.e * (x.N > 1))
 
 

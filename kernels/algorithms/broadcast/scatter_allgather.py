@@ -33,9 +33,12 @@ def _closed(x: Ctx) -> Estimate | str:
     if p == 1:
         return estimate(0.0, 0, 0, 0)
     bits = [1 << i for i in range(p.bit_length() - 1)]
-    v = np.arange(p)
+    # ready and δ grow with v's set bits above its local index a = v mod l and depend on a
+    # below: v = 0 and, per a, a with every higher bit set stand for all p ranks
+    high = (p - 1) & ~(l - 1)
+    v = np.arange(p) if l >= p else np.asarray([0, *(high | a for a in range(1, l))])
     low = np.where(v == 0, p, v & -v)
-    ready, sc_inter = np.zeros(p), np.zeros(p)
+    ready, sc_inter = np.zeros(v.size), np.zeros(v.size)
     for d in bits:  # arrival at v: the hops of its bits; then v sends at every d < lowbit(v)
         c, crosses = x.by_distance(d, d * b, tree=True)
         ready += np.where(v & d, c, 0.0) + np.where(d < low, c, 0.0)
@@ -44,7 +47,7 @@ def _closed(x: Ctx) -> Estimate | str:
              if c is not None]
     hi, lo = max(costs), min(costs)
     a = v % l
-    delta = np.minimum(a, l - 1 - a) if len(costs) == 2 and hi > costs[0] else np.zeros(p)
+    delta = np.minimum(a, l - 1 - a) if len(costs) == 2 and hi > costs[0] else np.zeros(v.size)
     t = float((ready - delta * (hi - lo)).max()) + (p - 1) * hi
     ring_inter = np.where((a == l - 1) & (x.N > 1), (p - 1) * b, 0.0)
     return estimate(t, len(bits) + p - 1, 2 * (x.n * x.e - b), float((sc_inter + ring_inter).max()))
