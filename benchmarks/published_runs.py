@@ -236,39 +236,11 @@ def row(run: Run, keep: int, exhaustive_upto: int) -> tuple[str, float | None, i
     over = "" if pubr.fits else f" (does NOT fit: {pubr.memory.total / 2**30:.0f} GiB)"
     preferred = ([best] if rank != 1 else []) + \
         ([first] if rank_own != 1 and first.layout != best.layout else [])
-    reasons = "".join(f"\n{why(pubr, other, jobs, run.batch)}" for other in preferred)
+    from bench.advise.why import why
+
+    reasons = "".join(f"\n    {why(pubr, other, jobs, run.batch)}" for other in preferred)
     return (f"{head} {pred:>5.0f} {err:>+5.0%} {rk:>7} {timing:>12}  {mine}; "
             f"{margin:+.1%}) vs {pubr.layout.label}{over}{theirs}{reasons}"), err, rank_own
-
-
-def terms(res, jobs, batch: int) -> dict[str, float]:  # type: ignore[no-untyped-def]
-    """:attr:`Step.terms` of a priced layout, its compute split into the compute without
-    recomputation (the same layout priced without it) and the ``recompute`` it adds."""
-    from bench.advise.evaluate import evaluate
-
-    out = dict(res.step.terms)
-    if res.layout.recompute != "none":
-        plain = evaluate(jobs(batch // res.layout.data), res.layout.recomputing("none"))
-        out["recompute"] = out["compute"] - plain.step.compute
-        out["compute"] = plain.step.compute
-    return out
-
-
-def why(pub, other, jobs, batch: int) -> str:  # type: ignore[no-untyped-def]
-    """The model's reason to prefer ``other`` to the published layout, from the two priced
-    steps: the term that differs most (compute, recompute, bubble, optimizer, exposed
-    communication by group), then every term of both side by side (published / other, seconds)
-    and their memory per rank."""
-    from bench.advise.step import differs_most
-
-    tp, to = terms(pub, jobs, batch), terms(other, jobs, batch)
-    keys = [k for k in dict.fromkeys([*tp, *to]) if tp.get(k, 0.0) or to.get(k, 0.0)]
-    side = ", ".join(f"{k} {tp.get(k, 0.0):.2f}/{to.get(k, 0.0):.2f}" for k in keys)
-    most = differs_most(tp, to)
-    d = to.get(most, 0.0) - tp.get(most, 0.0)
-    return (f"    why {other.layout.label}: {most} {d:+.2f} s; step {pub.step.time:.2f}/"
-            f"{other.step.time:.2f} s = {side}; memory {pub.memory.total / 2**30:.0f}/"
-            f"{other.memory.total / 2**30:.0f} GiB")
 
 
 if __name__ == "__main__":

@@ -9,11 +9,12 @@ from dataclasses import dataclass
 
 from bench.advise.achieved import Achieved, Efficiency
 from bench.advise.comm import Bytes
+from bench.advise.compare import Spec, chosen, label, matches
 from bench.advise.compute import Compute, Flops
-from bench.advise.evaluate import Job
+from bench.advise.evaluate import Job, Result, evaluate
 from bench.advise.interference import Measured
 from bench.advise.layout import Layout
-from bench.advise.search import NoFit, Ranked, search, smallest_fit
+from bench.advise.search import NoFit, Ranked, layouts, search, smallest_fit
 from bench.advise.shape import Shape
 from bench.advise.software import Software, software_of
 from bench.advise.timing import Timer
@@ -106,3 +107,22 @@ class Question:
                         f"device.memory_bytes ({jobs(1).memory_limit / 2**30:.0f} GiB) per rank: "
                         f"{where}")
         return ranked
+
+    def compare(self, world: int, spec: Spec, jobs: Callable[[int], Job] | None = None
+                ) -> Result:
+        """The user's layout ``spec`` (:mod:`bench.advise.compare`) at ``world`` ranks: its
+        fastest variant that fits, else the one nearest to fitting; AdviceError where the
+        search offers no layout of that description."""
+        jobs = jobs or self.jobs()
+        found = [evaluate(jobs(b), lay)
+                 for lay, b in layouts(self.shape.model, world, self.global_batch, self.bucket_mb,
+                                       self.amps, self.software.recomputes,
+                                       self.software.context_parallel)
+                 if matches(spec, lay)]
+        got = chosen(found, lambda r: r.fits)
+        if got is None:
+            raise AdviceError(f"--compare {label(spec)}: no such layout at {world} ranks with a "
+                              f"global batch of {self.global_batch} (degrees must multiply to "
+                              f"the world size, the data degree divide the batch, the tensor "
+                              f"degree the heads; micro-batches as the search offers them)")
+        return got  # type: ignore[no-any-return]

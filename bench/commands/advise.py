@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import math
 
+from bench.advise.compare import parse_compare
 from bench.advise.flags import add_shape_flags
 from bench.argtypes import in_path, out_dir, positive_float, positive_int, ranged_float, world_list
 from bench.commands import NEEDS_TORCH, new_run_dir, register, said
@@ -52,6 +53,11 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--interference", type=in_path, default=None,
                    help="a concurrent run (kind: concurrent): price each group with its measured "
                         "slowdown beside the others, and overlap by its measured overlap %%")
+    p.add_argument("--compare", type=parse_compare, action="append", default=None,
+                   metavar="LAYOUT[,LAYOUT...]",
+                   help="price your own layouts beside the ranking: tp=8,pp=8,dp=24 (keys dp, tp, "
+                        "pp, cp, m, v, ep, strategy, schedule, recompute; a key given again starts "
+                        "the next layout; what is not named is the search's best choice)")
     p.add_argument("--all", action="store_true",
                    help="price and record every layout (default: only those that can rank in "
                         "the first --top + 1; the rows are the same)")
