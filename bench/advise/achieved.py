@@ -197,6 +197,18 @@ class Achieved:
         loss = loss_s(self.eff, ctx.shape, lay.tensor, ctx.my_pieces, micro, c)
         return ((1 + BACKWARD_TIMES) * fwd + again + loss) * lay.microbatches
 
+    def recomputed(self, ctx: CommContext) -> float:
+        """What full recomputation adds: one more forward of the rank's transformer layers (the
+        software checkpoints the layers; the embedding, the head and the loss are not rerun:
+        Megatron-LM's ``checkpointed_forward`` wraps the layers only)."""
+        lay = ctx.layout
+        layers = getattr(ctx.shape.model.config, "layers", 0)
+        blocks = frozenset(i for i in ctx.my_pieces if 1 <= i <= layers) \
+            if isinstance(ctx.shape.model.config, GPTConfig) else ctx.my_pieces
+        micro = max(1, ctx.batch // lay.microbatches)
+        return stage_s(piece_forward_s, self.eff, ctx.shape, lay.tensor, blocks, micro,
+                       lay.context) * lay.microbatches
+
     def optimizer(self, ctx: CommContext) -> float:
         """Adam on the parameters this rank updates, at memory bandwidth, and
         :func:`accumulation_s`; a ps worker updates nothing (its server does)."""

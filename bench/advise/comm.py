@@ -44,7 +44,7 @@ class CommContext:
     @functools.cached_property
     def stage_starts(self) -> tuple[int, ...]:
         """First piece of each stage, then the number of pieces."""
-        return stage_starts(self.shape.piece_sizes, self.layout.stages)
+        return stage_starts(self.shape.cut_sizes, self.layout.stages)
 
     @property
     def my_stages(self) -> list[int]:
@@ -54,7 +54,7 @@ class CommContext:
     @property
     def my_pieces(self) -> frozenset[int]:
         lay = self.layout
-        return rank_pieces(self.shape.piece_sizes, lay.stages_per_rank, self.pp, lay.pipeline)
+        return rank_pieces(self.shape.cut_sizes, lay.stages_per_rank, self.pp, lay.pipeline)
 
     @functools.cached_property
     def params(self) -> tuple[Param, ...]:
@@ -83,7 +83,7 @@ def _representatives(shape: Shape, pipeline: int, per_rank: int) -> tuple[int, .
     for pp in range(pipeline):
         mine = local_stages(per_rank, pp, pipeline)
         sig = (tuple((shape.piece_sizes[i], shape.piece_flops[i])
-                     for i in sorted(rank_pieces(shape.piece_sizes, per_rank, pp, pipeline))),
+                     for i in sorted(rank_pieces(shape.cut_sizes, per_rank, pp, pipeline))),
                0 in mine, pipeline * per_rank - 1 in mine)
         seen.setdefault(sig, pp)
     return tuple(seen.values())

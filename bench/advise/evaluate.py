@@ -95,8 +95,8 @@ def _cached(job: Job, kind: str, lay: Layout, make: Callable[[], Any]) -> Any:
 
 
 def _knobs(job: Job, lay: Layout) -> float:
-    """What the layout's knobs multiply compute by (:func:`bench.advise.compute.factor`)."""
-    return factor(job.compute, lay.checkpoint, job.precision.act_scale(lay.amp) == 1)
+    """What autocast multiplies compute by (:func:`bench.advise.compute.factor`)."""
+    return factor(job.compute, job.precision.act_scale(lay.amp) == 1)
 
 
 def memory_of(job: Job, lay: Layout) -> Memory:
@@ -113,8 +113,8 @@ def floor(job: Job, lay: Layout, calls: bool = False) -> float:
     out = 0.0
     stages = _cached(job, "compute", lay, lambda: _compute(job, lay))
     waits = _axes_exposed(job, lay) if calls else None
-    for i, (compute, opt) in enumerate(stages):
-        c = compute * knobs
+    for i, (compute, opt, again) in enumerate(stages):
+        c = (compute + (again if lay.checkpoint else 0.0)) * knobs
         wait = 0.0
         if waits is not None:
             every, again = waits[i]
@@ -153,9 +153,11 @@ def _exposed(job: Job, lay: Layout) -> list[tuple[float, float]]:
     return out
 
 
-def _compute(job: Job, lay: Layout) -> list[tuple[float, float]]:
-    """(compute before the knobs, optimizer) of each representative stage."""
-    return [(job.compute.seconds(ctx), job.compute.optimizer(ctx)) for ctx in _contexts(job, lay)]
+def _compute(job: Job, lay: Layout) -> list[tuple[float, float, float]]:
+    """(compute before the knobs, optimizer, what full recomputation adds) of each
+    representative stage."""
+    return [(job.compute.seconds(ctx), job.compute.optimizer(ctx), job.compute.recomputed(ctx))
+            for ctx in _contexts(job, lay)]
 
 
 def evaluate(job: Job, lay: Layout, mem: Memory | None = None) -> Result:
@@ -164,7 +166,8 @@ def evaluate(job: Job, lay: Layout, mem: Memory | None = None) -> Result:
     priced_stages = _cached(job, "priced", lay, lambda: _priced(job, lay))
     computes = _cached(job, "compute", lay, lambda: _compute(job, lay))
     overlap = bool(job.timer.profile.device.get("overlaps_communication", True))
-    for priced, (compute, opt) in zip(priced_stages, computes):
+    for priced, (compute, opt, again) in zip(priced_stages, computes):
+        compute = compute + (again if lay.checkpoint else 0.0)
         st = step_time(priced, compute * knobs, lay.microbatches, lay.pipeline,
                        lay.stages_per_rank, overlap, opt, lay.checkpoint)
         if job.measured is not None and overlap:

@@ -59,6 +59,21 @@ class Shape:
         return tuple(out)
 
     @functools.cached_property
+    def cut_sizes(self) -> tuple[int, ...]:
+        """What the software's pipeline balances its stages by, per piece
+        (``Software.pipeline_balance``): the parameters, or for a GPT a slot per layer (the
+        embedding's and the head's pieces weigh 1 against a layer's ``pieces`` under
+        ``layers``: they go with the first and last layers; a slot each under
+        ``layers+embeddings``)."""
+        balance = self.software.pipeline_balance
+        layers = getattr(self.model.config, "layers", 0)
+        if balance == "parameters" or not isinstance(self.model.config, GPTConfig):
+            return self.piece_sizes
+        n = self.model.num_pieces
+        slot = n if balance == "layers" else 1
+        return tuple(slot if 1 <= i <= layers else 1 for i in range(n))
+
+    @functools.cached_property
     def piece_kind(self) -> tuple[int, ...]:
         """Each piece's first piece of its kind (the same parameters, tensor-parallel styles,
         FLOPs and blockness): what is priced per piece is priced once per kind."""
