@@ -17,6 +17,7 @@ from bench.advise.layout import Layout
 from bench.advise.search import NoFit, Ranked, layouts, search, smallest_fit
 from bench.advise.shape import Shape
 from bench.advise.software import Software, software_of
+from bench.advise.tiles import Tiles, parse_tiles
 from bench.advise.timing import Timer
 from bench.costmodel.model import Cluster
 from bench.costmodel.profile import Profile, ProfileError
@@ -50,10 +51,19 @@ def device_compute(profile: Profile) -> Compute:
         eff = Efficiency(peak, float(dev["gemm_efficiency"]), float(dev.get("gemm_latency_s", 0.0)),
                          device_key(profile, "memory_bandwidth_bytes_per_s"),
                          software_of(dev).attention,
-                         float(dev.get("memory_efficiency", Efficiency.memory)))
+                         float(dev.get("memory_efficiency", Efficiency.memory)),
+                         _tiles(dev))
     except ValueError as e:
         raise ProfileError(f"{profile.path or profile.name}: {e}") from None
     return Achieved(eff, sixteen)
+
+
+def _tiles(dev: dict[str, object]) -> Tiles | None:
+    """The device's tiles where the profile states ``sm_count`` and ``gemm_tiles``."""
+    if "sm_count" not in dev or "gemm_tiles" not in dev:
+        return None
+    return Tiles(int(dev["sm_count"]), parse_tiles(str(dev["gemm_tiles"])),  # type: ignore[call-overload]
+                 float(dev.get("gemm_tile_reuse", 0.0)))  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
