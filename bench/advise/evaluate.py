@@ -94,6 +94,13 @@ def _cached(job: Job, kind: str, lay: Layout, make: Callable[[], Any]) -> Any:
     return _memo(job, (kind, plain), make)
 
 
+def fixed_s(job: Job, lay: Layout) -> float:
+    """The software's own time per micro-batch on each of the rank's stages
+    (``device.microbatch_overhead_s``, :class:`bench.advise.software.Software`), for the step:
+    micro-batches x stages per rank x the overhead."""
+    return lay.microbatches * lay.stages_per_rank * job.shape.software.microbatch_overhead_s
+
+
 def _knobs(job: Job, lay: Layout) -> float:
     """What autocast multiplies compute by (:func:`bench.advise.compute.factor`)."""
     return factor(job.compute, job.precision.act_scale(lay.amp) == 1)
@@ -114,7 +121,7 @@ def floor(job: Job, lay: Layout, calls: bool = False) -> float:
     stages = _cached(job, "compute", lay, lambda: _compute(job, lay))
     waits = _axes_exposed(job, lay) if calls else None
     for i, (compute, opt, again) in enumerate(stages):
-        c = (compute + (again if lay.checkpoint else 0.0)) * knobs
+        c = (compute + (again if lay.checkpoint else 0.0)) * knobs + fixed_s(job, lay)
         wait = 0.0
         if waits is not None:
             every, again = waits[i]
@@ -168,7 +175,7 @@ def evaluate(job: Job, lay: Layout, mem: Memory | None = None) -> Result:
     overlap = bool(job.timer.profile.device.get("overlaps_communication", True))
     for priced, (compute, opt, again) in zip(priced_stages, computes):
         compute = compute + (again if lay.checkpoint else 0.0)
-        st = step_time(priced, compute * knobs, lay.microbatches, lay.pipeline,
+        st = step_time(priced, compute * knobs + fixed_s(job, lay), lay.microbatches, lay.pipeline,
                        lay.stages_per_rank, overlap, opt, lay.checkpoint)
         if job.measured is not None and overlap:
             st = job.measured.overlapped(st, priced)
