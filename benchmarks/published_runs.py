@@ -54,8 +54,11 @@ A100, H100 = 312e12, 989e12
 # vocabulary sharded over the tensor group (VocabParallelEmbedding since Shoeybi et al. 2019);
 # sequence parallelism came later (Korthikanti et al. 2022); its fused QKV Linear, unfused QKV
 # bias add and context copy, autograd's gradient accumulation and fp32 loss
-# (bench/advise/software.py: fused_qkv, elementwise, autograd_accumulation, fp32_loss).
-MEGATRON_SOFTWARE = MappingProxyType({"attention": "materialized", "overlaps_communication": False,
+# (bench/advise/software.py: fused_qkv, elementwise, autograd_accumulation, fp32_loss); its
+# pipeline splits the layers evenly, the embedding on the first stage, the head on the last
+# (pipeline_balance: layers).
+MEGATRON_SOFTWARE = MappingProxyType({"pipeline_balance": "layers", "attention": "materialized",
+                                      "overlaps_communication": False,
                                       "vocab_parallel": True, "elementwise": "megatron-2021",
                                       "fused_qkv": True, "autograd_accumulation": True,
                                       "fp32_loss": True})

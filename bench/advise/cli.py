@@ -128,7 +128,9 @@ def _advise(q: Question, worlds: list[int], say: Say, top: int, every: bool = Fa
         compared = [(name, r, why(best, r, jobs, q.global_batch)
                      if best is not None and r.layout != best.layout else "")
                     for name, r in mine]
-        print_ranked(ranked, jobs(1).memory_limit, top, say, err, compared)
+        peak = q.profile.device.get("flops_per_s")
+        flops = (q.shape.flops_per_sample, float(peak)) if peak else None
+        print_ranked(ranked, jobs(1).memory_limit, top, say, err, compared, flops)
         n = tied(ranked, err)
         recs += [record(r, i, ranked, q.shape.name, ctx, err, r.fits and i <= n)
                  for i, r in enumerate(ranked.results, 1)]

@@ -33,10 +33,18 @@ def _row(place: str, r: Result) -> str:
             f"{bounds:>19} {r.samples_per_s:>10.4g} {r.efficiency:>5.2f}  {comm or '-'}")
 
 
+def mfu(r: Result, world: int, flops_per_sample: float, peak: float) -> float:
+    """Model FLOPs utilization: the model's training FLOPs per sample (no recomputation
+    counted) x samples/s over the world's peak (device.flops_per_s)."""
+    return flops_per_sample * r.samples_per_s / (world * peak)
+
+
 def print_ranked(ranked: Ranked, limit: float | None, top: int, out: Callable[[str], None],
-                 band: Band, compared: Sequence[tuple[str, Result, str]] = ()) -> None:
+                 band: Band, compared: Sequence[tuple[str, Result, str]] = (),
+                 flops: tuple[float, float] | None = None) -> None:
     """The table; ``compared``: (the user's spec, its priced layout, why it differs from the
-    best) of each ``--compare`` layout."""
+    best) of each ``--compare`` layout; ``flops``: (model FLOPs per sample, device peak) for
+    the first choice's implied MFU."""
     lim = f" of {limit / GIB:.0f} GiB" if limit else ""
     n_tied = tied(ranked, band)
     out(f"# {band.describe}; '=' marks the layouts tied with the best")
@@ -71,5 +79,7 @@ def print_ranked(ranked: Ranked, limit: float | None, top: int, out: Callable[[s
               f"tied with {least}{n_tied - 1} more (marked '=')")
     else:
         by = f", {margin:.1%} faster than the runner-up: beyond the ±{band.rank:.0%} band"
+    util = "" if flops is None else \
+        f"; model FLOPs at {mfu(best, ranked.world, *flops):.0%} of device.flops_per_s (MFU)"
     out(f"# best at {ranked.world} ranks: {best.layout.label} "
-        f"({best.memory.total / GIB:.1f} GiB{lim} per rank{by}){more}")
+        f"({best.memory.total / GIB:.1f} GiB{lim} per rank{by}){more}{util}")
