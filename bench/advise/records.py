@@ -43,6 +43,7 @@ def record(r: Result, place: int, ranked: Ranked, model: str, context: dict[str,
         layout=lay.label, **{k: getattr(lay, k) for k in LAYOUT_FIELDS},
         fits=r.fits, memory_limit_bytes=r.limit,
         **{f"mem_{k}_bytes": getattr(mem, k) for k in MEMORY_TERMS},
+        memory_stage=r.memory.stage,  # the pipeline index of the rank that decides the fit
         compute_ms=st.compute * MS, bubble_ms=st.bubble * MS,
         comm_ms_by_type={k: v * MS for k, v in st.comm.items()},
         exposed_ms_by_type={k: v * MS for k, v in st.exposed.items()},
