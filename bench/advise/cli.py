@@ -72,7 +72,11 @@ def custom_model(args: argparse.Namespace) -> ModelSpec:
     """The GPT of ``--layers --hidden --heads``, or with ``--experts`` its mixture of experts."""
     seq = args.seq or 2048
     if getattr(args, "experts", None) is None:
-        return custom_gpt(args.layers, args.hidden, args.heads, seq, args.vocab)
+        try:
+            return custom_gpt(args.layers, args.hidden, args.heads, seq, args.vocab,
+                              args.ffn or 0, args.gated, args.kv_heads or 0)
+        except ValueError as e:
+            raise AdviceError(str(e)) from None
     if args.ffn is None:
         raise AdviceError("--experts needs --ffn, each expert's width (Mixtral 8x7B: 14336)")
     try:

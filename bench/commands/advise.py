@@ -25,7 +25,6 @@ def configure(p: argparse.ArgumentParser) -> None:
                    help="with --params: a mixture of experts of this many experts per layer "
                         "(with --ffn; expert parallelism is searched)")
     p.add_argument("--top-k", type=positive_int, default=2, help="with --experts: experts per token (2)")
-    p.add_argument("--ffn", type=positive_int, default=None, help="with --experts: each expert's width")
     p.add_argument("--capacity-factor", type=positive_float, default=1.25,
                    help="with --experts: assignments an expert takes, over the mean (1.25)")
     p.add_argument("--imbalance", type=ranged_float(1, math.inf, example="1.3"), default=1.0,
