@@ -1,7 +1,7 @@
 """Benchmark: ``advise``'s ranking held against same-cluster sweeps of measured layouts
 (benchmarks/ranking_sweeps.yaml, each row with its source).
 
-    .venv/bin/python -m benchmarks.advise_ranking [--only BLOOM,MT-NLG] [--write-band]
+    .venv/bin/python -m benchmarks.advise_ranking [--only BLOOM,MT-NLG] [--fit] [--write-band]
 
 Each row's layout is priced as it ran (its tensor, pipeline and data degrees, micro-batch size,
 schedule, data strategy, recomputation and software) and held against its measured s/it. Per
@@ -18,6 +18,11 @@ sweeps only (kept apart from the ``fit`` sweeps): ``step`` = the 80th percentile
 their rows (how far one predicted step may be off), ``rank`` = the 80th percentile of their
 rows' |error - sweep bias| (how far two layouts of one cluster may be off against each other:
 what ties layouts). ``--write-band`` writes them to bench/advise/band.yaml.
+
+``--fit`` fits the one constant fitted on these figures, the A100's ``device.gemm_sustained``
+(the share of the matmul microbenchmark's rate a training run's GEMMs sustain), on the fit
+sweeps' rows only: the value in (0, 1] whose median signed error over them is zero (bisection;
+1 where the model is already slow), written into the A100 profiles (FITTED) before the report.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import functools
+import re
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -39,6 +45,10 @@ from benchmarks import results
 
 DATA = Path(__file__).with_name("ranking_sweeps.yaml")
 BAND = Path(__file__).resolve().parents[1] / "bench" / "advise" / "band.yaml"
+# the profiles whose device.gemm_sustained --fit writes: the A100 preset and Jean Zay's
+FITTED = (Path(__file__).resolve().parents[1] / "bench" / "costmodel" / "profiles" / "a100-ib200.yaml",
+          DATA.parent / "profiles" / "jean-zay-a100-opa.yaml")
+FIT_KEY = "gemm_sustained"
 QUANTILE = 0.8  # the band's statistic: this quantile of |error|
 
 
@@ -55,6 +65,7 @@ class Row:
     recompute: str
     software: Mapping[str, object]
     source: str
+    fit: bool = True  # in the fit (of a fit sweep)
 
     @property
     def data(self) -> int:
@@ -99,7 +110,7 @@ def sweeps() -> list[Sweep]:
             rows.append(Row(r["gpus"], r["tp"], r["pp"], r["mbs"], r["batch"], r.get("v", 1),
                             measured, r.get("dp", sw["dp"]), r.get("recompute", sw["recompute"]),
                             MappingProxyType({**sw["software"], **r.get("software", {})}),
-                            r["source"]))
+                            r["source"], bool(r.get("fit", True))))
         prof = sw["profile"]
         if prof.endswith(".yaml"):
             prof = str(DATA.parent / prof)
@@ -119,8 +130,9 @@ def _shape(layers: int, hidden: int, heads: int, seq: int, vocab: int):  # type:
     return shape_of(custom_gpt(layers, hidden, heads, seq, vocab))
 
 
-def price(sweep: Sweep, row: Row):  # type: ignore[no-untyped-def]
-    """The row's layout as it ran, priced: a :class:`bench.advise.evaluate.Result`."""
+def price(sweep: Sweep, row: Row, device: Mapping[str, object] | None = None):  # type: ignore[no-untyped-def]
+    """The row's layout as it ran, priced: a :class:`bench.advise.evaluate.Result`; ``device``:
+    profile keys set over the sweep's (a fit's trial value)."""
     from bench.advise.evaluate import evaluate
     from bench.advise.layout import Layout
     from bench.advise.question import Question
@@ -131,7 +143,7 @@ def price(sweep: Sweep, row: Row):  # type: ignore[no-untyped-def]
     m = sweep.model
     shape = _shape(m["layers"], m["hidden"], m["heads"], m["seq"], m["vocab"])
     prof = load_profile(sweep.profile)
-    prof = dataclasses.replace(prof, device={**prof.device, **row.software})
+    prof = dataclasses.replace(prof, device={**prof.device, **row.software, **(device or {})})
     prec = MIXED if sweep.grad_bytes == MIXED.grad_bytes else dataclasses.replace(
         MIXED, name=f"{MIXED.name}, {8 * sweep.grad_bytes}-bit gradients",
         grad_bytes=sweep.grad_bytes)
@@ -172,13 +184,55 @@ def score(sweep: Sweep, predicted: list[float], fits: list[bool]) -> Scored:
     return Scored(rho, regret, agree, errors, percentile(known, 0.5) if known else None)
 
 
+def fit_sustained(all_sweeps: list[Sweep]) -> float:
+    """``device.gemm_sustained`` fitted on the fit sweeps' fit rows (module docstring),
+    written into :data:`FITTED`; prints what it did."""
+    from bench.advise.ranking import percentile
+
+    rows = [(s, r) for s in all_sweeps if s.role == "fit" for r in s.rows
+            if r.fit and r.measured_s is not None]
+
+    def median_error(value: float) -> float:
+        return percentile([price(s, r, {FIT_KEY: value}).step.time / r.measured_s - 1  # type: ignore[operator]
+                           for s, r in rows], 0.5)
+
+    lo, hi = 0.5, 1.0  # the error falls as the sustained share rises
+    if median_error(hi) >= 0:
+        value = hi
+    else:
+        for _ in range(20):  # to 5e-7
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if median_error(mid) > 0 else (lo, mid)
+        value = round((lo + hi) / 2, 4)
+    for path in FITTED:
+        text = path.read_text()
+        line = f"  {FIT_KEY}: {value}\n"
+        if f"  {FIT_KEY}:" in text:
+            text = re.sub(rf"^  {FIT_KEY}:.*\n", line, text, flags=re.M)
+        else:
+            text = re.sub(r"^(  gemm_efficiency:.*\n)", rf"\1{line}", text, flags=re.M)
+        path.write_text(text)
+    print(f"# fitted device.{FIT_KEY} = {value} on the {len(rows)} fit rows of the fit sweeps "
+          f"(median signed error {median_error(value):+.1%}); written into "
+          f"{', '.join(p.name for p in FITTED)}")
+    return value
+
+
 def main() -> None:
     ap = OneLineParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", type=name_list, default=None,
                     help="sweeps whose name contains one of these (BLOOM,MT-NLG)")
+    ap.add_argument("--fit", action="store_true",
+                    help="fit device.gemm_sustained on the fit sweeps and write it into the A100 "
+                         "profiles first")
     ap.add_argument("--write-band", action="store_true",
                     help="write the check sweeps' error band to bench/advise/band.yaml")
     args = ap.parse_args()
+    if args.fit:
+        if args.only:
+            print("--fit needs every sweep (no --only)", file=sys.stderr)
+            raise SystemExit(2)
+        fit_sustained(sweeps())
     chosen = [s for s in sweeps() if not args.only or any(o in s.name for o in args.only)]
     abs_err: dict[str, list[float]] = {"fit": [], "check": []}
     rel_err: dict[str, list[float]] = {"fit": [], "check": []}

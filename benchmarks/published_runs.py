@@ -56,8 +56,11 @@ A100, H100 = 312e12, 989e12
 # bias add and context copy, autograd's gradient accumulation and fp32 loss
 # (bench/advise/software.py: fused_qkv, elementwise, autograd_accumulation, fp32_loss); its
 # pipeline splits the layers evenly, the embedding on the first stage, the head on the last
-# (pipeline_balance: layers).
-MEGATRON_SOFTWARE = MappingProxyType({"pipeline_balance": "layers", "attention": "materialized",
+# (pipeline_balance: layers), and sends each stage boundary 1/t per tensor rank, all-gathered
+# after the receive (its scatter/gather optimization, arXiv 2104.04473 Section 4.1).
+MEGATRON_SOFTWARE = MappingProxyType({"pipeline_balance": "layers",
+                                      "pipeline_scatter_gather": True,
+                                      "attention": "materialized",
                                       "overlaps_communication": False,
                                       "vocab_parallel": True, "elementwise": "megatron-2021",
                                       "fused_qkv": True, "autograd_accumulation": True,

@@ -117,19 +117,31 @@ def _tensor_widths(shape: Shape, pieces: frozenset[int]) -> tuple[tuple[str, int
 
 def pipeline_calls(ctx: CommContext) -> list[Call]:
     """The layout's pipeline axis: torch.distributed.pipelining between stages, per microbatch and
-    boundary, a send forward, one backward and their mirror receives; exposed in full."""
+    boundary, a send forward, one backward and their mirror receives; exposed in full. Under
+    the software's ``pipeline_scatter_gather`` (Megatron-LM's scatter/gather optimization,
+    Narayanan et al. 2021, arXiv 2104.04473, Section 4.1) each tensor rank sends 1/t of the
+    boundary and the receiving stage all-gathers it over its tensor group."""
     m, last, c = ctx.layout.microbatches, ctx.layout.stages - 1, ctx.layout.context
     starts, unit = ctx.stage_starts, ctx.microbatch * ctx.bytes.act
+    split = ctx.layout.tensor if ctx.shape.software.pipeline_scatter_gather else 1
     out = []
+
+    def gathered(n: int, phase: str) -> list[Call]:
+        # after the stage's receive, not part of its layers' forward: not rerun by recomputation
+        return [Call("all_gather", n, m, "tensor", phase, False, rerun=False)] if split > 1 \
+            else []
+
     for s in ctx.my_stages:
         if s != last:  # output forward, its gradient back
             n = unit * (ctx.shape.boundary_elements(starts[s + 1]) // c)
-            out += [Call("send", n, m, "pipeline", "forward", False),
-                    Call("recv", n, m, "pipeline", "backward", False)]
+            out += [Call("send", n // split, m, "pipeline", "forward", False),
+                    Call("recv", n // split, m, "pipeline", "backward", False),
+                    *gathered(n, "backward")]
         if s != 0:  # input from the previous stage, its gradient back to it
             n = unit * (ctx.shape.boundary_elements(starts[s]) // c)
-            out += [Call("recv", n, m, "pipeline", "forward", False),
-                    Call("send", n, m, "pipeline", "backward", False)]
+            out += [Call("recv", n // split, m, "pipeline", "forward", False),
+                    Call("send", n // split, m, "pipeline", "backward", False),
+                    *gathered(n, "forward")]
     return out
 
 

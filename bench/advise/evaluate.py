@@ -154,7 +154,7 @@ def _exposed(job: Job, lay: Layout) -> list[tuple[float, float]]:
         for c, g in calls:
             t = job.timer.time(c, g).seconds * c.calls
             every += t
-            if c.phase == "forward" and c.group in RECOMPUTED_GROUPS:
+            if c.phase == "forward" and c.group in RECOMPUTED_GROUPS and c.rerun:
                 again += t
         out.append((every * (1 - 1e-12), again * (1 - 1e-12)))
     return out

@@ -48,7 +48,10 @@ def device_compute(profile: Profile) -> Compute:
     if "gemm_efficiency" not in dev:
         return Flops(peak, sixteen)
     try:
-        eff = Efficiency(peak, float(dev["gemm_efficiency"]), float(dev.get("gemm_latency_s", 0.0)),
+        # gemm_sustained: the share of the microbenchmark's rate a training run's GEMMs sustain
+        # (fitted: benchmarks/advise_ranking.py --fit; 1 where unstated)
+        gemm = float(dev["gemm_efficiency"]) * float(dev.get("gemm_sustained", 1.0))
+        eff = Efficiency(peak, gemm, float(dev.get("gemm_latency_s", 0.0)),
                          device_key(profile, "memory_bandwidth_bytes_per_s"),
                          software_of(dev).attention,
                          float(dev.get("memory_efficiency", Efficiency.memory)),

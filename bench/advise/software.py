@@ -55,6 +55,7 @@ class Software:
     deallocates_outputs: bool = False
     context_parallel: bool = False
     pipeline_balance: str = "parameters"
+    pipeline_scatter_gather: bool = False  # stage boundaries sent 1/t per tensor rank, gathered
     microbatch_overhead_s: float = 0.0  # the framework's own time per micro-batch and stage
 
     def __post_init__(self) -> None:

@@ -27,11 +27,11 @@ _DEVICE_TEXT = {"name", "attention", "compute_source", "elementwise", "pipeline_
                 "gemm_tiles"}
 _DEVICE_FLAGS = {"overlaps_communication", "vocab_parallel", "sequence_parallel", "fused_qkv",
                  "autograd_accumulation", "fp32_loss", "dropout", "deallocates_outputs",
-                 "context_parallel"}
+                 "context_parallel", "pipeline_scatter_gather"}
 _DEVICE = _DEVICE_TEXT | _DEVICE_FLAGS | {
     "memory_bytes", "memory_bandwidth_bytes_per_s", "flops_per_s", "flops_16bit_per_s",
     "gemm_efficiency", "gemm_latency_s", "memory_efficiency", "copy_bandwidth_curve", "gemm_points",
-    "sm_count", "gemm_tile_reuse", "microbatch_overhead_s"}
+    "sm_count", "gemm_tile_reuse", "microbatch_overhead_s", "gemm_sustained"}
 
 
 class ProfileError(ValueError):
