@@ -76,3 +76,26 @@ def test_pipeline_cut_by_software() -> None:
     assert shape.cut_sizes == shape.piece_sizes  # the default: parameters
     with pytest.raises(ValueError, match="pipeline_balance"):
         Software(pipeline_balance="even")
+
+
+def test_scatter_gather_sends_a_tensor_shard_and_gathers_it() -> None:
+    """Megatron-LM's scatter/gather: each tensor rank sends 1/t of the boundary; the receiver
+    all-gathers the whole over its tensor group; full recomputation does not issue it again."""
+    from bench.advise.comm import Bytes, CommContext, pipeline_calls
+    from bench.advise.software import Software
+    from bench.advise.step import Priced, recomputed
+
+    shape = shape_of(custom_gpt(8, 1024, 16, 2048, 50304))
+    lay = Layout(data=1, tensor=4, pipeline=4, microbatches=8)
+    whole = 2 * 2048 * 1024  # one sample's boundary, 16-bit
+    plain = pipeline_calls(CommContext(shape, lay, 8, Bytes(2, 2, 2), pp=1))
+    sg = pipeline_calls(CommContext(shape.under(Software(pipeline_scatter_gather=True)), lay, 8,
+                                    Bytes(2, 2, 2), pp=1))
+    assert {(c.op, c.nbytes) for c in plain} == {("send", whole), ("recv", whole)}
+    assert sorted((c.op, c.nbytes, c.group, c.phase) for c in sg) == sorted([
+        ("send", whole // 4, "pipeline", "forward"), ("recv", whole // 4, "pipeline", "backward"),
+        ("all_gather", whole, "tensor", "backward"),
+        ("recv", whole // 4, "pipeline", "forward"), ("send", whole // 4, "pipeline", "backward"),
+        ("all_gather", whole, "tensor", "forward")])
+    assert all(c.calls == 8 for c in sg)
+    assert recomputed([Priced(c, 1.0, "ring", "ring") for c in sg]) == []
