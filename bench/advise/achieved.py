@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from bench.advise.comm import CommContext
 from bench.advise.shape import Shape, local_params
 from bench.advise.software import ACCUMULATE_PASSES, DEFAULT, ELEMENTWISE, FP32_LOSS_BYTES, PACK_PASSES
+from bench.advise.tiles import Tiles
 from bench.models.configs import GPTConfig
 
 ELEMENT_BYTES = 2  # activations are 16-bit where the device has tensor-core peaks
@@ -33,6 +34,7 @@ class Efficiency:
     bandwidth: float  # device.memory_bandwidth_bytes_per_s
     attention: str = DEFAULT.attention  # device.attention
     memory: float = 1.0  # device.memory_efficiency: achieved / nominal bandwidth, in (0, 1]
+    tiles: Tiles | None = None  # device.sm_count and gemm_tiles: tile and wave quantization
 
     def __post_init__(self) -> None:
         if not 0 < self.gemm <= 1:
@@ -44,9 +46,17 @@ class Efficiency:
         """One GEMM (or one batched GEMM call): the roofline plus the fixed time."""
         return max(flops / (self.gemm * self.peak), self.memory_s(nbytes)) + self.latency
 
+    def gemm_time(self, g: Gemm) -> float:
+        """One GEMM call: with the device's tiles, its tiles and waves (:mod:`bench.advise.tiles`)
+        against its bytes, plus the fixed time; else :meth:`gemm_s`."""
+        if self.tiles is None:
+            return self.gemm_s(g.flops, g.nbytes(self.attention))
+        t = self.tiles.seconds(g.m, g.n, g.k, g.batch, self.gemm * self.peak / self.tiles.sms)
+        return max(t, self.memory_s(g.nbytes(self.attention))) + self.latency
+
     def efficiency(self, g: Gemm) -> float:
         """Achieved throughput / peak of one GEMM call, in (0, gemm]."""
-        return g.flops / self.peak / self.gemm_s(g.flops, g.nbytes(self.attention))
+        return g.flops / self.peak / self.gemm_time(g)
 
     def memory_s(self, nbytes: float) -> float:
         return nbytes / (self.memory * self.bandwidth)
@@ -98,8 +108,8 @@ def piece_forward_s(eff: Efficiency, shape: Shape, tensor: int, piece: int, micr
                     context: int = 1) -> float:
     """One forward of ``piece`` on a micro-batch of ``micro`` samples, on a context chunk of
     1 / ``context`` of each sequence (docs/advise.md, Compute)."""
-    t = sum(eff.gemm_s(g.flops, g.nbytes(eff.attention))
-            for g in block_gemms(shape, tensor, piece, micro, context) if not g.scores)
+    t = sum(eff.gemm_time(g) for g in block_gemms(shape, tensor, piece, micro, context)
+            if not g.scores)
     cfg = shape.model.config
     if isinstance(cfg, GPTConfig) and 1 <= piece <= cfg.layers:
         h, seq = cfg.embd, cfg.seq_len // context
@@ -134,8 +144,8 @@ def core_forward_s(eff: Efficiency, shape: Shape, tensor: int, piece: int, micro
                    context: int = 1) -> float:
     """One forward of the attention core of ``piece`` (a GPT block; else 0): what selective
     recomputation runs again (Korthikanti et al. 2022, Section 5)."""
-    t = sum(eff.gemm_s(g.flops, g.nbytes(eff.attention))
-            for g in block_gemms(shape, tensor, piece, micro, context) if g.scores)
+    t = sum(eff.gemm_time(g) for g in block_gemms(shape, tensor, piece, micro, context)
+            if g.scores)
     cfg = shape.model.config
     if eff.attention == "materialized" and isinstance(cfg, GPTConfig) and \
             1 <= piece <= cfg.layers:
@@ -196,6 +206,18 @@ class Achieved:
             if lay.selective else 0.0  # selective recomputation: the cores' forward again
         loss = loss_s(self.eff, ctx.shape, lay.tensor, ctx.my_pieces, micro, c)
         return ((1 + BACKWARD_TIMES) * fwd + again + loss) * lay.microbatches
+
+    def recomputed(self, ctx: CommContext) -> float:
+        """What full recomputation adds: one more forward of the rank's transformer layers (the
+        software checkpoints the layers; the embedding, the head and the loss are not rerun:
+        Megatron-LM's ``checkpointed_forward`` wraps the layers only)."""
+        lay = ctx.layout
+        layers = getattr(ctx.shape.model.config, "layers", 0)
+        blocks = frozenset(i for i in ctx.my_pieces if 1 <= i <= layers) \
+            if isinstance(ctx.shape.model.config, GPTConfig) else ctx.my_pieces
+        micro = max(1, ctx.batch // lay.microbatches)
+        return stage_s(piece_forward_s, self.eff, ctx.shape, lay.tensor, blocks, micro,
+                       lay.context) * lay.microbatches
 
     def optimizer(self, ctx: CommContext) -> float:
         """Adam on the parameters this rank updates, at memory bandwidth, and

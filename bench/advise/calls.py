@@ -27,6 +27,7 @@ class Call:
     overlap: bool  # may run under compute of its phase (the rule: bench.advise.step)
     algorithm: str | None = None  # a commbench all_reduce schedule (DDP hook); None: vendor
     itemsize: int = 4  # element size (schedules count elements)
+    rerun: bool = True  # a forward call full recomputation issues again (where its group's are)
 
     def __post_init__(self) -> None:
         if self.group not in GROUPS or self.phase not in PHASES:

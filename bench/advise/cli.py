@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bench.advise.band import band
+from bench.advise.compare import Spec, label
 from bench.advise.compute import Measured
 from bench.advise.custom import check_params, relative_gap
 from bench.advise.question import AdviceError, Question, device_key
@@ -16,7 +18,7 @@ from bench.advise.records import record, write_run
 from bench.advise.routing import Routing
 from bench.advise.search import Ranked
 from bench.advise.shape import Shape, custom_gpt, custom_moe, shape_of, with_seq
-from bench.advise.table import print_ranked
+from bench.advise.table import print_ranked, tied
 from bench.advise.timing import Timer
 from bench.advise.validate import (
     PLAIN,
@@ -27,6 +29,7 @@ from bench.advise.validate import (
     single_rank,
     training_records,
 )
+from bench.advise.why import why
 from bench.argtypes import param_count
 from bench.costmodel.model import parse_topology
 from bench.costmodel.profile import load_profile
@@ -69,7 +72,11 @@ def custom_model(args: argparse.Namespace) -> ModelSpec:
     """The GPT of ``--layers --hidden --heads``, or with ``--experts`` its mixture of experts."""
     seq = args.seq or 2048
     if getattr(args, "experts", None) is None:
-        return custom_gpt(args.layers, args.hidden, args.heads, seq, args.vocab)
+        try:
+            return custom_gpt(args.layers, args.hidden, args.heads, seq, args.vocab,
+                              args.ffn or 0, args.gated, args.kv_heads or 0)
+        except ValueError as e:
+            raise AdviceError(str(e)) from None
     if args.ffn is None:
         raise AdviceError("--experts needs --ffn, each expert's width (Mixtral 8x7B: 14336)")
     try:
@@ -103,11 +110,13 @@ def run_advice(args: argparse.Namespace, out: Path, say: Say) -> None:
     write_run(out, recs, {**meta, "profile": profile.provenance()})
 
 
-def _advise(q: Question, worlds: list[int], say: Say, top: int, every: bool = False
-            ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def _advise(q: Question, worlds: list[int], say: Say, top: int, every: bool = False,
+            specs: Sequence[Spec] = ()) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Answer ``q`` at each world size, printing its ranked tables: its records and their context.
-    Only the first ``top`` + 1 (the runner-up gives the margin) are priced unless ``every``."""
+    Only the first ``top`` + 1 (the runner-up gives the margin) are priced unless ``every``;
+    ``specs``: the user's own layouts (``--compare``), priced beside them."""
     jobs = q.jobs()
+    err = band()
     ctx = {"topology": q.cluster.spec, "global_batch": q.global_batch,
            "compute_source": jobs(1).compute.describe, "precision": q.precision.name}
     recs = []
@@ -118,8 +127,20 @@ def _advise(q: Question, worlds: list[int], say: Say, top: int, every: bool = Fa
         say(f"## {q.shape.name} on {w} ranks ({q.cluster.place(w).describe()}), global batch "
             f"{q.global_batch}, {q.precision.name} precision, "
             f"{len(ranked.results) + ranked.pruned} layouts{left}")
-        print_ranked(ranked, jobs(1).memory_limit, top, say)
-        recs += [record(r, i, ranked, q.shape.name, ctx) for i, r in enumerate(ranked.results, 1)]
+        best = ranked.best
+        mine = [(label(s), r) for s in specs for r in [q.compare(w, s, jobs)]]
+        compared = [(name, r, why(best, r, jobs, q.global_batch)
+                     if best is not None and r.layout != best.layout else "")
+                    for name, r in mine]
+        peak = q.profile.device.get("flops_per_s")
+        flops = (q.shape.flops_per_sample, float(peak)) if peak else None
+        print_ranked(ranked, jobs(1).memory_limit, top, say, err, compared, flops)
+        n = tied(ranked, err)
+        recs += [record(r, i, ranked, q.shape.name, ctx, err, r.fits and i <= n)
+                 for i, r in enumerate(ranked.results, 1)]
+        recs += [record(r, 0, ranked, q.shape.name, ctx, err,
+                        best is not None and r.fits and r.step.time <= best.step.time * (1 + err.rank),
+                        name) for name, r in mine]
     return recs, ctx
 
 
@@ -139,7 +160,8 @@ def _direct(args: argparse.Namespace, profile: Any, say: Say
                  PRECISIONS[args.precision or "mixed"], bucket_mb=args.bucket_mb,
                  measured=measured)
     worlds = list(args.world_sizes or [cluster.world])
-    recs, ctx = _advise(q, worlds, say, args.top, args.all)
+    recs, ctx = _advise(q, worlds, say, args.top, args.all,
+                        [s for v in args.compare or () for s in v])
     return recs, {"model": shape.name, "world_sizes": worlds, **ctx}
 
 

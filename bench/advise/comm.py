@@ -44,7 +44,7 @@ class CommContext:
     @functools.cached_property
     def stage_starts(self) -> tuple[int, ...]:
         """First piece of each stage, then the number of pieces."""
-        return stage_starts(self.shape.piece_sizes, self.layout.stages)
+        return stage_starts(self.shape.cut_sizes, self.layout.stages)
 
     @property
     def my_stages(self) -> list[int]:
@@ -54,7 +54,7 @@ class CommContext:
     @property
     def my_pieces(self) -> frozenset[int]:
         lay = self.layout
-        return rank_pieces(self.shape.piece_sizes, lay.stages_per_rank, self.pp, lay.pipeline)
+        return rank_pieces(self.shape.cut_sizes, lay.stages_per_rank, self.pp, lay.pipeline)
 
     @functools.cached_property
     def params(self) -> tuple[Param, ...]:
@@ -83,7 +83,7 @@ def _representatives(shape: Shape, pipeline: int, per_rank: int) -> tuple[int, .
     for pp in range(pipeline):
         mine = local_stages(per_rank, pp, pipeline)
         sig = (tuple((shape.piece_sizes[i], shape.piece_flops[i])
-                     for i in sorted(rank_pieces(shape.piece_sizes, per_rank, pp, pipeline))),
+                     for i in sorted(rank_pieces(shape.cut_sizes, per_rank, pp, pipeline))),
                0 in mine, pipeline * per_rank - 1 in mine)
         seen.setdefault(sig, pp)
     return tuple(seen.values())
@@ -117,19 +117,31 @@ def _tensor_widths(shape: Shape, pieces: frozenset[int]) -> tuple[tuple[str, int
 
 def pipeline_calls(ctx: CommContext) -> list[Call]:
     """The layout's pipeline axis: torch.distributed.pipelining between stages, per microbatch and
-    boundary, a send forward, one backward and their mirror receives; exposed in full."""
+    boundary, a send forward, one backward and their mirror receives; exposed in full. Under
+    the software's ``pipeline_scatter_gather`` (Megatron-LM's scatter/gather optimization,
+    Narayanan et al. 2021, arXiv 2104.04473, Section 4.1) each tensor rank sends 1/t of the
+    boundary and the receiving stage all-gathers it over its tensor group."""
     m, last, c = ctx.layout.microbatches, ctx.layout.stages - 1, ctx.layout.context
     starts, unit = ctx.stage_starts, ctx.microbatch * ctx.bytes.act
+    split = ctx.layout.tensor if ctx.shape.software.pipeline_scatter_gather else 1
     out = []
+
+    def gathered(n: int, phase: str) -> list[Call]:
+        # after the stage's receive, not part of its layers' forward: not rerun by recomputation
+        return [Call("all_gather", n, m, "tensor", phase, False, rerun=False)] if split > 1 \
+            else []
+
     for s in ctx.my_stages:
         if s != last:  # output forward, its gradient back
             n = unit * (ctx.shape.boundary_elements(starts[s + 1]) // c)
-            out += [Call("send", n, m, "pipeline", "forward", False),
-                    Call("recv", n, m, "pipeline", "backward", False)]
+            out += [Call("send", n // split, m, "pipeline", "forward", False),
+                    Call("recv", n // split, m, "pipeline", "backward", False),
+                    *gathered(n, "backward")]
         if s != 0:  # input from the previous stage, its gradient back to it
             n = unit * (ctx.shape.boundary_elements(starts[s]) // c)
-            out += [Call("recv", n, m, "pipeline", "forward", False),
-                    Call("send", n, m, "pipeline", "backward", False)]
+            out += [Call("recv", n // split, m, "pipeline", "forward", False),
+                    Call("send", n // split, m, "pipeline", "backward", False),
+                    *gathered(n, "forward")]
     return out
 
 

@@ -37,6 +37,10 @@ class Flops:
         """Not priced at peak (a lower bound)."""
         return 0.0
 
+    def recomputed(self, ctx: CommContext) -> float:
+        """What full recomputation adds: one more forward of the rank's compute."""
+        return self.seconds(ctx) * RECOMPUTE / 3
+
     @property
     def describe(self) -> str:
         return f"FLOPs / device.flops_per_s ({self.flops_per_s:.3g})"
@@ -62,6 +66,10 @@ class Measured:
         """Inside the measured step."""
         return 0.0
 
+    def recomputed(self, ctx: CommContext) -> float:
+        """One more forward of the scaled step (none where the record ran the knobs)."""
+        return 0.0 if self.knobs_included else (self.seconds(ctx) - self.fixed_s) * RECOMPUTE / 3
+
     @property
     def describe(self) -> str:
         return f"measured world-size-1 step ({self.step_s * 1e3:.3g} ms, {self.source})"
@@ -82,8 +90,8 @@ def rank_flops(ctx: CommContext) -> float:
     return flops + blocks * ATTENTION_FORWARD * cfg.seq_len ** 2 * cfg.embd
 
 
-def factor(compute: Compute, checkpoint: bool, sixteen: bool) -> float:
-    """What the knobs multiply compute by (docs/advise.md, Knobs)."""
+def factor(compute: Compute, sixteen: bool) -> float:
+    """What autocast multiplies compute (and its recomputation) by (docs/advise.md, Knobs)."""
     if isinstance(compute, Measured) and compute.knobs_included:
         return 1.0
-    return (1 + RECOMPUTE / 3 if checkpoint else 1.0) * compute.speed(sixteen)
+    return compute.speed(sixteen)

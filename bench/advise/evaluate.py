@@ -94,9 +94,16 @@ def _cached(job: Job, kind: str, lay: Layout, make: Callable[[], Any]) -> Any:
     return _memo(job, (kind, plain), make)
 
 
+def fixed_s(job: Job, lay: Layout) -> float:
+    """The software's own time per micro-batch on each of the rank's stages
+    (``device.microbatch_overhead_s``, :class:`bench.advise.software.Software`), for the step:
+    micro-batches x stages per rank x the overhead."""
+    return lay.microbatches * lay.stages_per_rank * job.shape.software.microbatch_overhead_s
+
+
 def _knobs(job: Job, lay: Layout) -> float:
-    """What the layout's knobs multiply compute by (:func:`bench.advise.compute.factor`)."""
-    return factor(job.compute, lay.checkpoint, job.precision.act_scale(lay.amp) == 1)
+    """What autocast multiplies compute by (:func:`bench.advise.compute.factor`)."""
+    return factor(job.compute, job.precision.act_scale(lay.amp) == 1)
 
 
 def memory_of(job: Job, lay: Layout) -> Memory:
@@ -113,8 +120,8 @@ def floor(job: Job, lay: Layout, calls: bool = False) -> float:
     out = 0.0
     stages = _cached(job, "compute", lay, lambda: _compute(job, lay))
     waits = _axes_exposed(job, lay) if calls else None
-    for i, (compute, opt) in enumerate(stages):
-        c = compute * knobs
+    for i, (compute, opt, again) in enumerate(stages):
+        c = (compute + (again if lay.checkpoint else 0.0)) * knobs + fixed_s(job, lay)
         wait = 0.0
         if waits is not None:
             every, again = waits[i]
@@ -147,15 +154,17 @@ def _exposed(job: Job, lay: Layout) -> list[tuple[float, float]]:
         for c, g in calls:
             t = job.timer.time(c, g).seconds * c.calls
             every += t
-            if c.phase == "forward" and c.group in RECOMPUTED_GROUPS:
+            if c.phase == "forward" and c.group in RECOMPUTED_GROUPS and c.rerun:
                 again += t
         out.append((every * (1 - 1e-12), again * (1 - 1e-12)))
     return out
 
 
-def _compute(job: Job, lay: Layout) -> list[tuple[float, float]]:
-    """(compute before the knobs, optimizer) of each representative stage."""
-    return [(job.compute.seconds(ctx), job.compute.optimizer(ctx)) for ctx in _contexts(job, lay)]
+def _compute(job: Job, lay: Layout) -> list[tuple[float, float, float]]:
+    """(compute before the knobs, optimizer, what full recomputation adds) of each
+    representative stage."""
+    return [(job.compute.seconds(ctx), job.compute.optimizer(ctx), job.compute.recomputed(ctx))
+            for ctx in _contexts(job, lay)]
 
 
 def evaluate(job: Job, lay: Layout, mem: Memory | None = None) -> Result:
@@ -164,8 +173,9 @@ def evaluate(job: Job, lay: Layout, mem: Memory | None = None) -> Result:
     priced_stages = _cached(job, "priced", lay, lambda: _priced(job, lay))
     computes = _cached(job, "compute", lay, lambda: _compute(job, lay))
     overlap = bool(job.timer.profile.device.get("overlaps_communication", True))
-    for priced, (compute, opt) in zip(priced_stages, computes):
-        st = step_time(priced, compute * knobs, lay.microbatches, lay.pipeline,
+    for priced, (compute, opt, again) in zip(priced_stages, computes):
+        compute = compute + (again if lay.checkpoint else 0.0)
+        st = step_time(priced, compute * knobs + fixed_s(job, lay), lay.microbatches, lay.pipeline,
                        lay.stages_per_rank, overlap, opt, lay.checkpoint)
         if job.measured is not None and overlap:
             st = job.measured.overlapped(st, priced)

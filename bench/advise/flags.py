@@ -19,6 +19,12 @@ def add_shape_flags(p: argparse.ArgumentParser, what: argparse._MutuallyExclusiv
     p.add_argument("--heads", type=positive_int, help="with --params: attention heads")
     p.add_argument("--kv-heads", type=positive_int, default=None,
                    help="with --params: grouped-query attention's key/value heads (default: "
-                        "--heads; what context parallelism gathers)")
+                        "--heads): the key and value projections' width, and what context "
+                        "parallelism gathers")
     p.add_argument("--vocab", type=positive_int, default=VOCAB,
                    help=f"with --params: vocabulary ({VOCAB})")
+    p.add_argument("--ffn", type=positive_int, default=None,
+                   help="with --params: the MLP's hidden width (default 4 x --hidden; with "
+                        "--experts: each expert's width, Mixtral 8x7B's 14336)")
+    p.add_argument("--gated", action="store_true",
+                   help="with --params: a gated MLP (SwiGLU: gate, up and down matrices, Llama's)")

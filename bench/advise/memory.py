@@ -107,7 +107,7 @@ def stage_activations(shape: Shape, lay: Layout, batch: int, prec: Precision,
     out = stage_output_bytes(shape, lay, micro, prec)
     last = lay.stages - 1  # the stage with the head: the logits, no output kept for a next stage
     weights = tuple(n * layer * scale + (logits if s == last else out) for n, s in
-                    zip(stage_layers(stage_starts(shape.piece_sizes, lay.stages), mine,
+                    zip(stage_layers(stage_starts(shape.cut_sizes, lay.stages), mine,
                                      cfg.layers), mine))
     return int(peak_held(lay.schedule, p, lay.microbatches, v, pp, weights))
 

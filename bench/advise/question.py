@@ -9,13 +9,15 @@ from dataclasses import dataclass
 
 from bench.advise.achieved import Achieved, Efficiency
 from bench.advise.comm import Bytes
+from bench.advise.compare import Spec, chosen, label, matches
 from bench.advise.compute import Compute, Flops
-from bench.advise.evaluate import Job
+from bench.advise.evaluate import Job, Result, evaluate
 from bench.advise.interference import Measured
 from bench.advise.layout import Layout
-from bench.advise.search import NoFit, Ranked, search, smallest_fit
+from bench.advise.search import NoFit, Ranked, layouts, search, smallest_fit
 from bench.advise.shape import Shape
 from bench.advise.software import Software, software_of
+from bench.advise.tiles import Tiles, parse_tiles
 from bench.advise.timing import Timer
 from bench.argtypes import CommbenchError
 from bench.costmodel.model import Cluster
@@ -47,13 +49,25 @@ def device_compute(profile: Profile) -> Compute:
     if "gemm_efficiency" not in dev:
         return Flops(peak, sixteen)
     try:
-        eff = Efficiency(peak, float(dev["gemm_efficiency"]), float(dev.get("gemm_latency_s", 0.0)),
+        # gemm_sustained: the share of the microbenchmark's rate a training run's GEMMs sustain
+        # (fitted: benchmarks/advise_ranking.py --fit; 1 where unstated)
+        gemm = float(dev["gemm_efficiency"]) * float(dev.get("gemm_sustained", 1.0))
+        eff = Efficiency(peak, gemm, float(dev.get("gemm_latency_s", 0.0)),
                          device_key(profile, "memory_bandwidth_bytes_per_s"),
                          software_of(dev).attention,
-                         float(dev.get("memory_efficiency", Efficiency.memory)))
+                         float(dev.get("memory_efficiency", Efficiency.memory)),
+                         _tiles(dev))
     except ValueError as e:
         raise ProfileError(f"{profile.path or profile.name}: {e}") from None
     return Achieved(eff, sixteen)
+
+
+def _tiles(dev: dict[str, object]) -> Tiles | None:
+    """The device's tiles where the profile states ``sm_count`` and ``gemm_tiles``."""
+    if "sm_count" not in dev or "gemm_tiles" not in dev:
+        return None
+    return Tiles(int(dev["sm_count"]), parse_tiles(str(dev["gemm_tiles"])),  # type: ignore[call-overload]
+                 float(dev.get("gemm_tile_reuse", 0.0)))  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
@@ -107,3 +121,22 @@ class Question:
                         f"device.memory_bytes ({jobs(1).memory_limit / 2**30:.0f} GiB) per rank: "
                         f"{where}")
         return ranked
+
+    def compare(self, world: int, spec: Spec, jobs: Callable[[int], Job] | None = None
+                ) -> Result:
+        """The user's layout ``spec`` (:mod:`bench.advise.compare`) at ``world`` ranks: its
+        fastest variant that fits, else the one nearest to fitting; AdviceError where the
+        search offers no layout of that description."""
+        jobs = jobs or self.jobs()
+        found = [evaluate(jobs(b), lay)
+                 for lay, b in layouts(self.shape.model, world, self.global_batch, self.bucket_mb,
+                                       self.amps, self.software.recomputes,
+                                       self.software.context_parallel)
+                 if matches(spec, lay)]
+        got = chosen(found, lambda r: r.fits)
+        if got is None:
+            raise AdviceError(f"--compare {label(spec)}: no such layout at {world} ranks with a "
+                              f"global batch of {self.global_batch} (degrees must multiply to "
+                              f"the world size, the data degree divide the batch, the tensor "
+                              f"degree the heads; micro-batches as the search offers them)")
+        return got  # type: ignore[no-any-return]

@@ -59,6 +59,21 @@ class Shape:
         return tuple(out)
 
     @functools.cached_property
+    def cut_sizes(self) -> tuple[int, ...]:
+        """What the software's pipeline balances its stages by, per piece
+        (``Software.pipeline_balance``): the parameters, or for a GPT a slot per layer (the
+        embedding's and the head's pieces weigh 1 against a layer's ``pieces`` under
+        ``layers``: they go with the first and last layers; a slot each under
+        ``layers+embeddings``)."""
+        balance = self.software.pipeline_balance
+        layers = getattr(self.model.config, "layers", 0)
+        if balance == "parameters" or not isinstance(self.model.config, GPTConfig):
+            return self.piece_sizes
+        n = self.model.num_pieces
+        slot = n if balance == "layers" else 1
+        return tuple(slot if 1 <= i <= layers else 1 for i in range(n))
+
+    @functools.cached_property
     def piece_kind(self) -> tuple[int, ...]:
         """Each piece's first piece of its kind (the same parameters, tensor-parallel styles,
         FLOPs and blockness): what is priced per piece is priced once per kind."""
@@ -90,7 +105,7 @@ class Shape:
         heads = getattr(cfg, "heads", 0)
         if not heads:
             return 0
-        kv = self.kv_heads or heads
+        kv = self.kv_heads or getattr(cfg, "kv_heads", 0) or heads
         return 2 * max(1, kv // tensor) * (cfg.embd // heads)
 
     @property
@@ -142,12 +157,18 @@ def local_params(shape: Shape, tensor: int, pieces: frozenset[int]) -> tuple[Par
                  for p in shape.params if p.piece in pieces)
 
 
-def custom_gpt(layers: int, hidden: int, heads: int, seq: int, vocab: int = VOCAB) -> ModelSpec:
-    """A GPT of the reference family (:mod:`bench.models.gpt`) of this shape, not in the catalog."""
-    cfg = GPTConfig(layers=layers, heads=heads, embd=hidden, vocab=vocab, seq_len=seq)
+def custom_gpt(layers: int, hidden: int, heads: int, seq: int, vocab: int = VOCAB,
+               mlp_width: int = 0, gated: bool = False, kv_heads: int = 0) -> ModelSpec:
+    """A GPT of the reference family (:mod:`bench.models.gpt`) of this shape, not in the catalog:
+    its MLP ``mlp_width`` wide (0: 4 x hidden), ``gated`` (SwiGLU), ``kv_heads`` key/value heads
+    (0: the heads)."""
+    cfg = GPTConfig(layers=layers, heads=heads, embd=hidden, vocab=vocab, seq_len=seq,
+                    mlp_width=mlp_width, gated=gated, kv_heads=kv_heads)
     from bench.models.spec import ModelSpec, family_call  # torch once it is built, not before
 
-    return ModelSpec(f"gpt-L{layers}-h{hidden}-a{heads}", cfg, build=family_call("gpt", "build", cfg),
+    name = f"gpt-L{layers}-h{hidden}-a{heads}" + (f"-kv{kv_heads}" if kv_heads else "") + \
+        (f"-f{mlp_width}" if mlp_width else "") + ("-swiglu" if gated else "")
+    return ModelSpec(name, cfg, build=family_call("gpt", "build", cfg),
                      batch=family_call("gpt", "make_batch", cfg), loss=family_call("gpt", "loss"))
 
 
@@ -170,4 +191,5 @@ def with_seq(model: ModelSpec, seq: int) -> ModelSpec:
         return model
     if isinstance(cfg, MoEConfig):
         return custom_moe(dataclasses.replace(cfg, seq_len=seq))
-    return custom_gpt(cfg.layers, cfg.embd, cfg.heads, seq, cfg.vocab)
+    return custom_gpt(cfg.layers, cfg.embd, cfg.heads, seq, cfg.vocab, cfg.mlp_width, cfg.gated,
+                      cfg.kv_heads)

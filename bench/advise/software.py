@@ -21,6 +21,13 @@ from dataclasses import dataclass, fields
 from bench.models.configs import TPLinear
 
 ATTENTION = ("flash", "materialized")
+# pipeline_balance: how the software cuts the pieces into stages. parameters: the balanced split
+# by parameter count (torch.distributed.pipelining as bench.training runs it); layers: the
+# transformer layers split evenly, the embedding on the first stage and the head on the last
+# (Megatron-LM's); layers+embeddings: the embedding and the head each take a layer's slot
+# (Megatron-DeepSpeed's --pp-partition-method 'type:transformer|embedding', BLOOM-176B's:
+# bigscience tr11-176B-ml/chronicles-prequel.md, "Rebalancing layers").
+BALANCE = ("parameters", "layers", "layers+embeddings")
 # elementwise: (x h, x h / t) elements read + written per token per block, forward, counted
 # from the block: fused = two layer norms (4h), two bias-dropout-residual adds (6h), bias + GeLU
 # (8h/t); megatron-2021 adds the QKV bias add (6h/t) and the context's contiguous copy (2h/t)
@@ -47,8 +54,17 @@ class Software:
     dropout: bool = True
     deallocates_outputs: bool = False
     context_parallel: bool = False
+    pipeline_balance: str = "parameters"
+    pipeline_scatter_gather: bool = False  # stage boundaries sent 1/t per tensor rank, gathered
+    microbatch_overhead_s: float = 0.0  # the framework's own time per micro-batch and stage
 
     def __post_init__(self) -> None:
+        if self.pipeline_balance not in BALANCE:
+            raise ValueError(f"device.pipeline_balance: expected one of {', '.join(BALANCE)}, "
+                             f"got {self.pipeline_balance!r}")
+        if self.microbatch_overhead_s < 0:
+            raise ValueError(f"device.microbatch_overhead_s: expected >= 0, got "
+                             f"{self.microbatch_overhead_s}")
         if self.attention not in ATTENTION:
             raise ValueError(f"device.attention: expected one of {', '.join(ATTENTION)}, "
                              f"got {self.attention!r}")

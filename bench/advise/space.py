@@ -47,7 +47,9 @@ class Space:
     @functools.cached_property
     def points(self) -> tuple[Point, ...]:
         out = []
-        tensors = [t for t in divisors(self.world) if t == 1 or _passes(check_degree, self.model, t)]
+        kv = getattr(self.model.config, "kv_heads", 0)  # tensor ranks hold whole key/value heads
+        tensors = [t for t in divisors(self.world) if t == 1 or (
+            _passes(check_degree, self.model, t) and not (kv and kv % t))]
         for c in self.contexts():
             for t in tensors:
                 if (self.world // c) % t:

@@ -72,7 +72,8 @@ def differs_most(a: Mapping[str, float], b: Mapping[str, float]) -> str:
 def recomputed(priced: list[Priced]) -> list[Priced]:
     """The forward calls full recomputation issues again, in the backward (module docstring)."""
     return [dataclasses.replace(p, call=dataclasses.replace(p.call, phase="backward"))
-            for p in priced if p.call.phase == "forward" and p.call.group in RECOMPUTED_GROUPS]
+            for p in priced if p.call.phase == "forward" and p.call.group in RECOMPUTED_GROUPS
+            and p.call.rerun]
 
 
 def bubble(compute: float, microbatches: int, pipeline: int, stages_per_rank: int) -> float:

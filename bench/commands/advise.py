@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import math
 
+from bench.advise.compare import parse_compare
 from bench.advise.flags import add_shape_flags
 from bench.argtypes import in_path, out_dir, positive_float, positive_int, ranged_float, world_list
 from bench.commands import needs_torch, new_run_dir, register
@@ -23,7 +24,6 @@ def configure(p: argparse.ArgumentParser) -> None:
                    help="with --params: a mixture of experts of this many experts per layer "
                         "(with --ffn; expert parallelism is searched)")
     p.add_argument("--top-k", type=positive_int, default=2, help="with --experts: experts per token (2)")
-    p.add_argument("--ffn", type=positive_int, default=None, help="with --experts: each expert's width")
     p.add_argument("--capacity-factor", type=positive_float, default=1.25,
                    help="with --experts: assignments an expert takes, over the mean (1.25)")
     p.add_argument("--imbalance", type=ranged_float(1, math.inf, example="1.3"), default=1.0,
@@ -51,6 +51,11 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--interference", type=in_path, default=None,
                    help="a concurrent run (kind: concurrent): price each group with its measured "
                         "slowdown beside the others, and overlap by its measured overlap %%")
+    p.add_argument("--compare", type=parse_compare, action="append", default=None,
+                   metavar="LAYOUT[,LAYOUT...]",
+                   help="price your own layouts beside the ranking: tp=8,pp=8,dp=24 (keys dp, tp, "
+                        "pp, cp, m, v, ep, strategy, schedule, recompute; a key given again starts "
+                        "the next layout; what is not named is the search's best choice)")
     p.add_argument("--all", action="store_true",
                    help="price and record every layout (default: only those that can rank in "
                         "the first --top + 1; the rows are the same)")

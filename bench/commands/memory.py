@@ -63,11 +63,12 @@ def handle(args: argparse.Namespace) -> int:
         from bench.advise.custom import check_params
 
         check_params(args.params, total)
-    print(f"# {model.name}: {total / 1e9:.3f}B parameters; per-rank {args.units}, rank 0, {prec.name} "
+    print(f"# {model.name}: {total / 1e9:.3f}B parameters; per-rank {args.units} of the rank that "
+          f"decides whether it fits (the heaviest: `rank`), {prec.name} "
           f"precision (params {prec.param_bytes} B, grads {prec.grad_bytes} B, optimizer "
           f"K={prec.optim_per_param} B per parameter); batch {args.batch_size} per replica")
     print(f"{'strategy':>20} {'ranks':>6} {'params':>8} {'grads':>8} {'optim':>8} "
-          f"{'transient':>9} {'activ.':>8} {'total':>8}")
+          f"{'transient':>9} {'activ.':>8} {'total':>8} {'rank':>5}")
     for spec in specs:
         for w in sizes:
             try:
@@ -78,13 +79,22 @@ def handle(args: argparse.Namespace) -> int:
             except ValueError as e:
                 print(f"{spec.label:>20} {w:>6}   n/a: {str(e).split(': ', 1)[-1]}")
                 continue
-            e = predict(model, spec, w, 0, prec, batch=args.batch_size, params=ps)
+            r, e = _heaviest(model, spec, w, prec, args.batch_size, ps, predict)
             act = "-" if e.activations is None else f"{e.activations / unit:8.2f}"
             print(f"{spec.label:>20} {w:>6} {e.params / unit:8.2f} {e.grads / unit:8.2f} "
-                  f"{e.optim / unit:8.2f} {e.transient / unit:9.2f} {act:>8} {e.total / unit:8.2f}")
+                  f"{e.optim / unit:8.2f} {e.transient / unit:9.2f} {act:>8} {e.total / unit:8.2f}"
+                  f" {r:>5}")
     if args.params:
         _zero_stages(model, ps, sizes, prec, args.units)
     return 0
+
+
+def _heaviest(model, spec, world: int, prec, batch: int, ps, predict):  # type: ignore[no-untyped-def]
+    """(rank, estimate) of the rank holding the most (the first of equals): a pipeline's
+    stages, a tensor group's shards and ZeRO's uneven chunks differ by rank; rank 0 alone can
+    understate the one that decides whether the strategy fits."""
+    got = [(r, predict(model, spec, world, r, prec, batch=batch, params=ps)) for r in range(world)]
+    return max(got, key=lambda x: (x[1].total, -x[0]))
 
 
 def _model(args: argparse.Namespace, get):  # type: ignore[no-untyped-def]

@@ -12,10 +12,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from bench.collective import metrics
 from bench.costmodel.model import Cluster, parse_topology
 from bench.costmodel.profile import Profile
 from bench.costmodel.vendor.choose import choose
+from bench.measure import metrics
 
 PARAMETERS = ("ring_efficiency", "nic_efficiency")
 

@@ -24,13 +24,15 @@ _TOP = {"name", "source", "overhead_s", "gamma_s_per_byte", "hot_send_s_per_byte
         "links", "device", "native", "fitted", "slow", "fabric", "mpi"}
 MPI_KEYS = {"eager_limit_bytes": "eager_limit", "rendezvous_s": "rendezvous",
             "eager_s_per_byte": "eager_per_byte"}  # YAML key -> Mpi field
-_DEVICE_TEXT = {"name", "attention", "compute_source", "elementwise"}
+_DEVICE_TEXT = {"name", "attention", "compute_source", "elementwise", "pipeline_balance",
+                "gemm_tiles"}
 _DEVICE_FLAGS = {"overlaps_communication", "vocab_parallel", "sequence_parallel", "fused_qkv",
                  "autograd_accumulation", "fp32_loss", "dropout", "deallocates_outputs",
-                 "context_parallel"}
+                 "context_parallel", "pipeline_scatter_gather"}
 _DEVICE = _DEVICE_TEXT | _DEVICE_FLAGS | {
     "memory_bytes", "memory_bandwidth_bytes_per_s", "flops_per_s", "flops_16bit_per_s",
-    "gemm_efficiency", "gemm_latency_s", "memory_efficiency", "copy_bandwidth_curve", "gemm_points"}
+    "gemm_efficiency", "gemm_latency_s", "memory_efficiency", "copy_bandwidth_curve", "gemm_points",
+    "sm_count", "gemm_tile_reuse", "microbatch_overhead_s", "gemm_sustained"}
 
 
 class ProfileError(CommbenchError, ValueError):

@@ -77,10 +77,17 @@ class GPTConfig:
     embd: int
     vocab: int
     seq_len: int  # block size; batches use this many tokens per sample
+    mlp_width: int = 0  # the MLP's hidden width (0: 4 x embd, GPT's)
+    gated: bool = False  # a gated MLP (SwiGLU: gate, up and down matrices; Llama's)
+    kv_heads: int = 0  # grouped-query attention's key/value heads (0: every head has its own)
 
     def __post_init__(self) -> None:
         if self.embd % self.heads:
             raise ValueError(f"embd {self.embd} is not a multiple of heads {self.heads}")
+        if self.kv_heads and (self.kv_heads < 0 or self.heads % self.kv_heads):
+            raise ValueError(f"key/value heads {self.kv_heads} must divide the {self.heads} heads")
+        if self.mlp_width < 0:
+            raise ValueError(f"mlp_width must be >= 0, got {self.mlp_width}")
 
     @property
     def head_dim(self) -> int:
@@ -88,7 +95,17 @@ class GPTConfig:
 
     @property
     def mlp_hidden(self) -> int:
-        return 4 * self.embd
+        return self.mlp_width or 4 * self.embd
+
+    @property
+    def kv_width(self) -> int:
+        """Outputs of the key (and of the value) projection: key/value heads x head width."""
+        return (self.kv_heads or self.heads) * self.head_dim
+
+    @property
+    def mlp_modules(self) -> tuple[str, ...]:
+        """The MLP's Linears in ``named_parameters`` order (gated: the gate ``fc``, ``up``)."""
+        return ("mlp.fc", "mlp.up", "mlp.proj") if self.gated else ("mlp.fc", "mlp.proj")
 
     @property
     def pieces(self) -> int:
@@ -101,7 +118,7 @@ class GPTConfig:
         out: list[tuple[str, tuple[int, ...]]] = [
             ("pieces.0.wte.weight", (self.vocab, e)), ("pieces.0.wpe.weight", (self.seq_len, e))]
         for i in range(1, self.layers + 1):
-            for mod in ("ln1", "attn.q", "attn.k", "attn.v", "attn.proj", "ln2", "mlp.fc", "mlp.proj"):
+            for mod in ("ln1", "attn.q", "attn.k", "attn.v", "attn.proj", "ln2", *self.mlp_modules):
                 path = f"pieces.{i}.{mod}"
                 w = lin.get(path)
                 weight = (w.out_features, w.in_features) if w else (e,)
@@ -111,13 +128,16 @@ class GPTConfig:
                 (f"pieces.{head}.lm_head.weight", (self.vocab, e)))
 
     def tp_linears(self) -> dict[str, TPLinear]:
-        """Megatron: q/k/v and fc column-parallel, the projections after them row-parallel."""
-        e, f = self.embd, self.mlp_hidden
+        """Megatron: q/k/v and fc (and a gated MLP's up) column-parallel, the projections after
+        them row-parallel."""
+        e, f, kv = self.embd, self.mlp_hidden, self.kv_width
         plan = {}
         for i in range(1, self.layers + 1):
-            for name in ("attn.q", "attn.k", "attn.v"):
-                plan[f"pieces.{i}.{name}"] = TPLinear("colwise", e, e)
+            for name, out in (("attn.q", e), ("attn.k", kv), ("attn.v", kv)):
+                plan[f"pieces.{i}.{name}"] = TPLinear("colwise", e, out)
             plan[f"pieces.{i}.mlp.fc"] = TPLinear("colwise", e, f)
+            if self.gated:
+                plan[f"pieces.{i}.mlp.up"] = TPLinear("colwise", e, f)
             plan[f"pieces.{i}.attn.proj"] = TPLinear("rowwise", e, e)
             plan[f"pieces.{i}.mlp.proj"] = TPLinear("rowwise", f, e)
         return plan

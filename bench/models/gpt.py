@@ -1,7 +1,9 @@
 """A nanoGPT-like decoder: token + position embeddings, pre-LayerNorm blocks of causal
-self-attention and a GELU MLP, final LayerNorm and an *untied* LM head (tying would put one
-weight on the first and last pipeline stage). Separate q/k/v projections let Megatron-style
-column sharding split whole heads; the head count follows the (possibly sharded) width."""
+self-attention and a GELU MLP (or, ``gated``, a SwiGLU MLP: Llama's), final LayerNorm and an
+*untied* LM head (tying would put one weight on the first and last pipeline stage). Separate
+q/k/v projections let Megatron-style column sharding split whole heads; the head count follows
+the (possibly sharded) width; with ``kv_heads``, keys and values have fewer heads, each shared
+by heads / kv_heads query heads (grouped-query attention)."""
 
 from __future__ import annotations
 
@@ -33,8 +35,8 @@ class Attention(nn.Module):
         super().__init__()
         self.head_dim = cfg.head_dim
         self.q = nn.Linear(cfg.embd, cfg.embd)
-        self.k = nn.Linear(cfg.embd, cfg.embd)
-        self.v = nn.Linear(cfg.embd, cfg.embd)
+        self.k = nn.Linear(cfg.embd, cfg.kv_width)
+        self.v = nn.Linear(cfg.embd, cfg.kv_width)
         self.proj = nn.Linear(cfg.embd, cfg.embd)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -43,8 +45,11 @@ class Attention(nn.Module):
         def heads(y: torch.Tensor) -> torch.Tensor:
             return y.view(b, t, -1, self.head_dim).transpose(1, 2)
 
-        y = F.scaled_dot_product_attention(heads(self.q(x)), heads(self.k(x)), heads(self.v(x)),
-                                           is_causal=True)
+        q, k, v = heads(self.q(x)), heads(self.k(x)), heads(self.v(x))
+        if k.shape[1] != q.shape[1]:  # grouped-query: each key/value head serves a group
+            k = k.repeat_interleave(q.shape[1] // k.shape[1], dim=1)
+            v = v.repeat_interleave(q.shape[1] // v.shape[1], dim=1)
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         return self.proj(y.transpose(1, 2).reshape(b, t, -1))
 
 
@@ -52,9 +57,12 @@ class MLP(nn.Module):
     def __init__(self, cfg: GPTConfig) -> None:
         super().__init__()
         self.fc = nn.Linear(cfg.embd, cfg.mlp_hidden)
+        self.up = nn.Linear(cfg.embd, cfg.mlp_hidden) if cfg.gated else None
         self.proj = nn.Linear(cfg.mlp_hidden, cfg.embd)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.up is not None:  # SwiGLU: silu(gate) x up
+            return self.proj(F.silu(self.fc(x)) * self.up(x))
         return self.proj(F.gelu(self.fc(x)))
 
 

@@ -10,11 +10,11 @@ import pytest
 import yaml
 
 from bench.cli import main
-from bench.collective import metrics
 from bench.costmodel.fabric_fit import Point, fit_profile
 from bench.costmodel.model import parse_topology
 from bench.costmodel.profile import load_profile
 from bench.costmodel.vendor.choose import choose
+from bench.measure import metrics
 
 DATA = Path(__file__).parents[1] / "data" / "import"
 
