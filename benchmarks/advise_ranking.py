@@ -130,11 +130,8 @@ def _shape(layers: int, hidden: int, heads: int, seq: int, vocab: int):  # type:
     return shape_of(custom_gpt(layers, hidden, heads, seq, vocab))
 
 
-def price(sweep: Sweep, row: Row, device: Mapping[str, object] | None = None):  # type: ignore[no-untyped-def]
-    """The row's layout as it ran, priced: a :class:`bench.advise.evaluate.Result`; ``device``:
-    profile keys set over the sweep's (a fit's trial value)."""
-    from bench.advise.evaluate import evaluate
-    from bench.advise.layout import Layout
+def question(sweep: Sweep, row: Row, device: Mapping[str, object] | None = None):  # type: ignore[no-untyped-def]
+    """advise's question for the row: its model, cluster, batch, precision and software."""
     from bench.advise.question import Question
     from bench.costmodel.model import parse_topology
     from bench.costmodel.profile import load_profile
@@ -147,7 +144,16 @@ def price(sweep: Sweep, row: Row, device: Mapping[str, object] | None = None):  
     prec = MIXED if sweep.grad_bytes == MIXED.grad_bytes else dataclasses.replace(
         MIXED, name=f"{MIXED.name}, {8 * sweep.grad_bytes}-bit gradients",
         grad_bytes=sweep.grad_bytes)
-    q = Question(shape, prof, parse_topology(f"{row.gpus // 8}x8"), row.batch, prec)
+    return Question(shape, prof, parse_topology(f"{row.gpus // 8}x8"), row.batch, prec)
+
+
+def price(sweep: Sweep, row: Row, device: Mapping[str, object] | None = None):  # type: ignore[no-untyped-def]
+    """The row's layout as it ran, priced: a :class:`bench.advise.evaluate.Result`; ``device``:
+    profile keys set over the sweep's (a fit's trial value)."""
+    from bench.advise.evaluate import evaluate
+    from bench.advise.layout import Layout
+
+    q = question(sweep, row, device)
     per_replica = row.batch // row.data
     lay = Layout(row.data, row.tp, row.pp, dp=row.dp, microbatches=per_replica // row.mbs,
                  schedule="interleaved" if row.v > 1 else "1f1b", stages_per_rank=row.v)
@@ -218,6 +224,27 @@ def fit_sustained(all_sweeps: list[Sweep]) -> float:
     return value
 
 
+def first_choice(sweep: Sweep, res: list) -> str:  # type: ignore[type-arg]
+    """advise's own first choice at the world size of the sweep's best measured layout, among
+    the layouts the sweep's software runs (its data strategies and recomputations), against its
+    prediction of that measured layout: how much faster it claims to be."""
+    ran = [i for i, r in enumerate(sweep.rows) if r.measured_s is not None]
+    if not ran:
+        return "no measured layout"
+    best = min(ran, key=lambda i: sweep.rows[i].gpus * sweep.rows[i].measured_s  # type: ignore[operator]
+               / sweep.rows[i].batch)
+    row = sweep.rows[best]
+    dps = {r.dp for r in sweep.rows if r.gpus == row.gpus}
+    recs = {r.recompute for r in sweep.rows if r.gpus == row.gpus}
+    q = question(sweep, row)
+    ranked = q.answer(row.gpus, keep=2, select=lambda lay: lay.dp in dps and lay.recompute in recs)
+    top = ranked.results[0]
+    gain = res[best].step.time / top.step.time - 1
+    return (f"advise's first choice at {row.gpus} GPUs on the sweep's software: "
+            f"{top.layout.label}, {top.step.time:.1f} s/it: a {gain:+.1%} speed-up claimed over "
+            f"its prediction of the best measured layout ({row.label})")
+
+
 def main() -> None:
     ap = OneLineParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", type=name_list, default=None,
@@ -257,6 +284,7 @@ def main() -> None:
                 abs_err[sw.role].append(abs(e))
                 if sc.bias is not None:
                     rel_err[sw.role].append(abs(e - sc.bias))
+        print(f"   {first_choice(sw, res)}")
         if len(sw.rows) >= 3:
             met["of"] += 1
             met["rho"] += sc.rho is not None and sc.rho >= 0.8
