@@ -8,6 +8,8 @@ import math
 from dataclasses import dataclass
 from typing import ClassVar, Literal, Protocol
 
+from bench.argtypes import CommbenchError
+
 Style = Literal["colwise", "rowwise"]
 
 
@@ -80,7 +82,7 @@ class GPTConfig:
 
     def __post_init__(self) -> None:
         if self.embd % self.heads:
-            raise ValueError(f"embd {self.embd} is not a multiple of heads {self.heads}")
+            raise CommbenchError(f"embd {self.embd} is not a multiple of heads {self.heads}")
 
     @property
     def head_dim(self) -> int:
@@ -139,9 +141,9 @@ class MoEConfig(GPTConfig):
     def __post_init__(self) -> None:
         super().__post_init__()
         if not 1 <= self.top_k <= self.experts:
-            raise ValueError(f"top_k {self.top_k} must lie in 1..experts ({self.experts})")
+            raise CommbenchError(f"top_k {self.top_k} must lie in 1..experts ({self.experts})")
         if self.capacity_factor <= 0:
-            raise ValueError(f"capacity_factor must be > 0, got {self.capacity_factor}")
+            raise CommbenchError(f"capacity_factor must be > 0, got {self.capacity_factor}")
 
     def parameter_shapes(self) -> None:
         """None: its experts and router are read from the built model."""
