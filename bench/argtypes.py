@@ -19,10 +19,11 @@ MAX_LIST = 4096  # entries one comma-separated list may hold
 MAX_WORLD = 1 << 20  # ranks in one job: the largest training clusters hold ~10^5 accelerators
 
 
-class CommbenchError(Exception):
+class CommbenchError(ValueError):
     """Bad input the user can fix, raised where it is detected: ``bench/cli.py`` says its first
     line as ``commbench: <command>: <cause>`` and exits 2. Anything else a command raises is a
-    bug and stays a traceback, so a computation is never wrapped to turn its errors into this."""
+    bug and stays a traceback, so a computation is never wrapped to turn its errors into this.
+    A ValueError, so code that tells a bad value from a good one by ValueError still does."""
 
 
 class UsageError(CommbenchError):

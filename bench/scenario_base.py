@@ -49,6 +49,24 @@ class Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", strict=False)
 
 
+class Scenario(Frozen):
+    """What every kind's scenario is: its ``name``, its ``kind`` (a kind narrows it to the name
+    it registers) and ``world_sizes`` (a field, or a property where a kind runs one job), what
+    ``commbench run`` launches."""
+
+    name: str
+    kind: str
+
+    def revalidated(self, where: str, **changes: Any) -> Any:
+        """This scenario with ``changes`` (values a command line gave), validated again;
+        :class:`ScenarioError` (one line, after ``where``) when they do not fit it."""
+        try:
+            return type(self).model_validate({**self.model_dump(), **changes})
+        except ValidationError as e:
+            line = one_line(e, type(self))
+            raise ScenarioError(f"{where}: {line}" if where else line) from None
+
+
 class _UniqueKeyLoader(yaml.SafeLoader):
     """SafeLoader that rejects a key given twice (PyYAML silently keeps the last one)."""
 
@@ -103,16 +121,6 @@ def one_line(e: ValidationError, model: type[BaseModel] | None = None) -> str:
     if err["type"] == "extra_forbidden":
         msg = "unknown key" + _did_you_mean(model, err["loc"])
     return f"{loc}: {msg}" if loc else msg
-
-
-def revalidated(sc: Any, where: str, **changes: Any) -> Any:
-    """``sc`` with ``changes`` (values a command line gave), validated again by its model;
-    :class:`ScenarioError` (one line, after ``where``) when they do not fit it."""
-    try:
-        return type(sc).model_validate({**sc.model_dump(), **changes})
-    except ValidationError as e:
-        line = one_line(e, type(sc))
-        raise ScenarioError(f"{where}: {line}" if where else line) from None
 
 
 def _did_you_mean(model: type[BaseModel] | None, loc: tuple[Any, ...]) -> str:

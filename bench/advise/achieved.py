@@ -16,6 +16,7 @@ from bench.advise.comm import CommContext
 from bench.advise.shape import Shape, local_params
 from bench.advise.software import ACCUMULATE_PASSES, DEFAULT, ELEMENTWISE, FP32_LOSS_BYTES, PACK_PASSES
 from bench.advise.tiles import Tiles
+from bench.argtypes import CommbenchError
 from bench.models.configs import GPTConfig
 
 ELEMENT_BYTES = 2  # activations are 16-bit where the device has tensor-core peaks
@@ -38,9 +39,9 @@ class Efficiency:
 
     def __post_init__(self) -> None:
         if not 0 < self.gemm <= 1:
-            raise ValueError(f"device.gemm_efficiency must be in (0, 1], got {self.gemm}")
+            raise CommbenchError(f"device.gemm_efficiency must be in (0, 1], got {self.gemm}")
         if not 0 < self.memory <= 1:
-            raise ValueError(f"device.memory_efficiency must be in (0, 1], got {self.memory}")
+            raise CommbenchError(f"device.memory_efficiency must be in (0, 1], got {self.memory}")
 
     def gemm_s(self, flops: float, nbytes: float) -> float:
         """One GEMM (or one batched GEMM call): the roofline plus the fixed time."""

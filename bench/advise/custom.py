@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass
 from typing import ClassVar
 
-from bench.argtypes import param_count
+from bench.argtypes import CommbenchError, param_count
 from bench.models.catalog import ModelInfo
 from bench.training.analytic import Param
 
@@ -18,7 +18,7 @@ def flat_params(total: int, tensors: int = FLAT_TENSORS) -> list[Param]:
     """``total`` parameters as ``tensors`` 1-D tensors of near-equal size (one piece each): the
     ZeRO paper's accounting, where every stage divides the model states evenly."""
     if total < 1:
-        raise ValueError(f"--params must be >= 1, got {total}")
+        raise CommbenchError(f"--params must be >= 1, got {total}")
     n = min(tensors, total)
     base, extra = divmod(total, n)
     return [Param(f"pieces.{i}.weight", (base + (i < extra),), i) for i in range(n)]
@@ -33,10 +33,10 @@ def check_params(text: str, built: int) -> None:
     asked = param_count(text)
     gap = relative_gap(asked, built)
     if gap > PARAMS_TOLERANCE:
-        raise ValueError(f"--params {text}: the shape (--layers --hidden --heads) gives "
-                         f"{built / 1e9:.3g}B parameters, {gap:.0%} apart (at most "
-                         f"{PARAMS_TOLERANCE:.0%}); give --params {built / 1e9:.3g}B or fix the "
-                         "shape")
+        raise CommbenchError(f"--params {text}: the shape (--layers --hidden --heads) gives "
+                             f"{built / 1e9:.3g}B parameters, {gap:.0%} apart (at most "
+                             f"{PARAMS_TOLERANCE:.0%}); give --params {built / 1e9:.3g}B or fix the "
+                             "shape")
 
 
 def relative_gap(asked: int, built: int) -> float:

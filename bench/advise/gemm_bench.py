@@ -14,6 +14,7 @@ from typing import Any
 
 from bench.advise.achieved import Gemm, block_gemms
 from bench.advise.shape import Shape
+from bench.argtypes import CommbenchError
 from bench.costmodel.profile import Profile
 
 WARMUP = 3  # untimed calls per shape (the first call on a device also starts its thread pool)
@@ -61,7 +62,7 @@ def resolve_device(name: str) -> str:
 
     has = torch.cuda.is_available()
     if name == "cuda" and not has:
-        raise ValueError("--device cuda: torch sees no CUDA device (use --device cpu or auto)")
+        raise CommbenchError("--device cuda: torch sees no CUDA device (use --device cpu or auto)")
     return "cuda" if name == "auto" and has else ("cpu" if name == "auto" else name)
 
 

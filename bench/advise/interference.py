@@ -87,5 +87,5 @@ def load(run: Path) -> Measured:
         frac = sum(at) / len(at) / 100.0
     if not slow and frac is None:
         raise CommbenchError(f"--interference {run}: no group named {', '.join(GROUPS)} (or dp, tp, "
-                         "pp) measured alone and together, and no overlap case")
+                             "pp) measured alone and together, and no overlap case")
     return Measured(slow, beside, frac, str(run))

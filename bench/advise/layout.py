@@ -12,6 +12,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from bench.argtypes import CommbenchError
 from bench.training.stages import SCHEDULES
 from bench.training.strategy import strategies
 
@@ -46,22 +47,22 @@ class Layout:
         for k in ("data", "tensor", "pipeline", "microbatches", "stages_per_rank", "expert",
                   "context"):
             if getattr(self, k) < 1:
-                raise ValueError(f"{k} degree must be >= 1, got {getattr(self, k)}")
+                raise CommbenchError(f"{k} degree must be >= 1, got {getattr(self, k)}")
         if self.schedule not in SCHEDULES:
-            raise ValueError(f"unknown schedule {self.schedule!r}; valid: {', '.join(SCHEDULES)}")
+            raise CommbenchError(f"unknown schedule {self.schedule!r}; valid: {', '.join(SCHEDULES)}")
         if self.amp not in AMPS:
-            raise ValueError(f"unknown amp {self.amp!r}; valid: {', '.join(AMPS)}")
+            raise CommbenchError(f"unknown amp {self.amp!r}; valid: {', '.join(AMPS)}")
         if self.data % self.expert:
-            raise ValueError(f"expert degree {self.expert} does not divide the data degree "
-                             f"{self.data}")
+            raise CommbenchError(f"expert degree {self.expert} does not divide the data degree "
+                                 f"{self.data}")
         if self.checkpoint and self.selective:
-            raise ValueError("full and selective recomputation exclude each other")
+            raise CommbenchError("full and selective recomputation exclude each other")
         if self.servers and (self.tensor > 1 or self.pipeline > 1):
-            raise ValueError("server ranks serve pure data parallelism: no tensor or pipeline "
-                             "with them")
+            raise CommbenchError("server ranks serve pure data parallelism: no tensor or pipeline "
+                                 "with them")
         if self.context > 1 and (self.servers or self.expert > 1):
-            raise ValueError("context parallelism runs beside a data strategy over whole "
-                             "weights: no parameter servers or expert parallelism with it")
+            raise CommbenchError("context parallelism runs beside a data strategy over whole "
+                                 "weights: no parameter servers or expert parallelism with it")
 
     @property
     def world(self) -> int:
@@ -90,7 +91,7 @@ class Layout:
     def recomputing(self, recompute: str) -> Layout:
         """The layout with another recomputation (one of :data:`RECOMPUTES`)."""
         if recompute not in RECOMPUTES:
-            raise ValueError(f"unknown recomputation {recompute!r}; valid: {', '.join(RECOMPUTES)}")
+            raise CommbenchError(f"unknown recomputation {recompute!r}; valid: {', '.join(RECOMPUTES)}")
         return dataclasses.replace(self, checkpoint=recompute == "full",
                                    selective=recompute == "selective")
 
@@ -143,7 +144,7 @@ def as_layout(spec: StrategySpec, world: int) -> Layout:
     ValueError for checkpointing of a piece list or a fraction, which the advice does not model."""
     lay = spec.strategy.layout(spec.options, world)
     if spec.checkpoint not in (True, False):
-        raise ValueError(f"checkpoint {spec.checkpoint!r}: the advice models every piece or none")
+        raise CommbenchError(f"checkpoint {spec.checkpoint!r}: the advice models every piece or none")
     return dataclasses.replace(lay, checkpoint=bool(spec.checkpoint), amp=spec.precision)
 
 

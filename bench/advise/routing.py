@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+from bench.argtypes import CommbenchError
+
 
 @dataclass(frozen=True)
 class Routing:
@@ -19,7 +21,7 @@ class Routing:
 
     def __post_init__(self) -> None:
         if self.imbalance < 1:
-            raise ValueError(f"imbalance is max/mean tokens per expert: >= 1, got {self.imbalance}")
+            raise CommbenchError(f"imbalance is max/mean tokens per expert: >= 1, got {self.imbalance}")
 
     def fractions(self, layer: int, experts: int, ep: int, capacity_factor: float
                   ) -> tuple[Fraction, Fraction]:

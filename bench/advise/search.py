@@ -17,11 +17,12 @@ from bench.advise.layout import Layout
 from bench.advise.memory import layout_memory
 from bench.advise.software import DEFAULT
 from bench.advise.space import Space
+from bench.argtypes import CommbenchError
 from bench.models.catalog import ModelInfo
 from bench.training.strategy import strategies
 
 
-class NoFit(ValueError):
+class NoFit(CommbenchError):
     """No layout of the world size fits; the message names the smallest world size that does."""
 
 
@@ -80,8 +81,8 @@ def search(jobs: Jobs, model: ModelInfo, world: int, global_batch: int,
                                             recomputes, context_parallel)
              if select is None or select(lay)]
     if not cands:
-        raise ValueError(f"no layout of {model.name} runs on {world} ranks with a global batch "
-                         f"of {global_batch} (the data degree must divide it)")
+        raise CommbenchError(f"no layout of {model.name} runs on {world} ranks with a global batch "
+                             f"of {global_batch} (the data degree must divide it)")
     if keep is None:
         return Ranked(world, sorted((evaluate(jobs(b), lay) for lay, b in cands), key=_order))
     out: list[Result] = []

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from bench.advise.flags import VOCAB
 from bench.advise.routing import Routing
 from bench.advise.software import DEFAULT, Software
+from bench.argtypes import CommbenchError
 from bench.models.configs import GPTConfig, MoEConfig, TPLinear
 from bench.training.analytic import Param, parameters, tp_local, tp_plan_of
 
@@ -36,7 +37,7 @@ class Shape:
     def __post_init__(self) -> None:
         heads = getattr(self.model.config, "heads", 0)
         if self.kv_heads is not None and (self.kv_heads < 1 or not heads or heads % self.kv_heads):
-            raise ValueError(f"key/value heads {self.kv_heads} must divide the {heads} heads")
+            raise CommbenchError(f"key/value heads {self.kv_heads} must divide the {heads} heads")
 
     def under(self, software: Software) -> Shape:
         """The same model under other software (a new shape: caches keyed by it start empty)."""
@@ -186,7 +187,7 @@ def with_seq(model: ModelSpec, seq: int) -> ModelSpec:
     """The same GPT with another sequence length (the position table follows it)."""
     cfg = model.config
     if not isinstance(cfg, GPTConfig):
-        raise ValueError(f"--seq: model {model.name} has no sequence (it is a {cfg.family})")
+        raise CommbenchError(f"--seq: model {model.name} has no sequence (it is a {cfg.family})")
     if seq == cfg.seq_len:
         return model
     if isinstance(cfg, MoEConfig):

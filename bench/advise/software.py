@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 
+from bench.argtypes import CommbenchError
 from bench.models.configs import TPLinear
 
 ATTENTION = ("flash", "materialized")
@@ -66,11 +67,11 @@ class Software:
             raise ValueError(f"device.microbatch_overhead_s: expected >= 0, got "
                              f"{self.microbatch_overhead_s}")
         if self.attention not in ATTENTION:
-            raise ValueError(f"device.attention: expected one of {', '.join(ATTENTION)}, "
-                             f"got {self.attention!r}")
+            raise CommbenchError(f"device.attention: expected one of {', '.join(ATTENTION)}, "
+                                 f"got {self.attention!r}")
         if self.elementwise not in ELEMENTWISE:
-            raise ValueError(f"device.elementwise: expected one of {', '.join(ELEMENTWISE)}, "
-                             f"got {self.elementwise!r}")
+            raise CommbenchError(f"device.elementwise: expected one of {', '.join(ELEMENTWISE)}, "
+                                 f"got {self.elementwise!r}")
 
     @property
     def flash(self) -> bool:

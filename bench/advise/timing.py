@@ -16,6 +16,7 @@ import numpy as np
 
 from bench.advise.calls import Call
 from bench.advise.layout import Layout
+from bench.argtypes import CommbenchError
 from bench.costmodel.model import Cluster, Placed
 from bench.costmodel.net import Net
 from bench.costmodel.predict import Estimate, estimate_sizes, native_ratio
@@ -130,7 +131,7 @@ class Timer:
                 g: GroupNet) -> Timed:
         spec, p = coll.resolve(op), g.placed.world
         if not found:
-            raise ValueError(f"no algorithm of {op} can be modelled on a group of {p} ranks")
+            raise CommbenchError(f"no algorithm of {op} can be modelled on a group of {p} ranks")
         best = min(found, key=lambda k: found[k].time_s)
         t = found[best].time_s
         ratio = native_ratio(self.profile, spec.name, VENDOR, pr.nbytes, p, "mean") \

@@ -19,7 +19,6 @@ from bench.launch import launcher
 from bench.launch.mpijob import MpiJob, MpiKind, in_job, inside, one_world, start_sweep
 from bench.launch.selflaunch import say
 from bench.measure import floors
-from bench.scenario_base import revalidated
 from bench.store.records import iter_records, read_meta, write_meta
 
 VERDICT = "verdict.json"
@@ -31,7 +30,7 @@ def run(args: argparse.Namespace, sc: BringupScenario, sizes: tuple[int, ...] = 
     world = one_world(sizes, "a bring-up runs one job", "bringup") or sc.world_size
     if not inside():
         world = world or max(2, psutil.cpu_count(logical=True) or 1)
-    sc = revalidated(sc, "bringup", world_size=world)
+    sc = sc.revalidated("bringup", world_size=world)
     job = BringupJob(args, sc)
     plan = None if inside() else job.planned()
     if plan is None:

@@ -10,13 +10,13 @@ from pydantic import Field, model_validator
 from bench.collective.scenario import CollectiveScenario, Size
 from bench.measure.case import Timing
 from bench.measure.floors import Floor
-from bench.scenario_base import Frozen, PositiveInt
+from bench.scenario_base import PositiveInt, Scenario
 
 STAGES = ("host", "pairs", "all", "scale")
 Stage = Literal["host", "pairs", "all", "scale"]
 
 
-class BringupScenario(Frozen):
+class BringupScenario(Scenario):
     """Every host alone, disjoint pairs of hosts, all hosts, and the cluster at 2, 4, ... hosts;
     a verdict per host and link."""
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from bench.measure.pairs import rounds
+
 
 @dataclass(frozen=True)
 class Group:
@@ -26,18 +28,9 @@ def host_ranks(names: Sequence[str]) -> list[list[int]]:
 
 
 def pair_rounds(n: int) -> list[Round]:
-    """Every pair of ``n`` hosts exactly once, in rounds of disjoint pairs (the circle method:
-    n-1 rounds for even n, n rounds with one host idle each for odd n)."""
-    if n < 2:
-        return []
-    slots = list(range(n)) + ([-1] if n % 2 else [])
-    m = len(slots)
-    rounds = []
-    for _ in range(m - 1):
-        pairs = [(slots[i], slots[m - 1 - i]) for i in range(m // 2)]
-        rounds.append(tuple(Group(tuple(sorted(p))) for p in pairs if -1 not in p))
-        slots = [slots[0], slots[-1], *slots[1:-1]]
-    return rounds
+    """Every pair of ``n`` hosts exactly once, in rounds of disjoint pairs: the probe's rounds
+    (:func:`bench.measure.pairs.rounds`), n-1 for even n, n with one host idle each for odd n."""
+    return [tuple(Group(pair) for pair in r) for r in rounds(n)] if n >= 2 else []
 
 
 def scale_counts(n: int) -> list[int]:

@@ -23,9 +23,10 @@ from bench.collective.variants import Item, Variant
 from bench.emulate.config import Emulate
 from bench.measure.case import Timing
 from bench.measure.floors import Floor
-from bench.scenario_base import (  # the loader, for this kind's readers
+from bench.scenario_base import (
     Frozen,
     PositiveInt,
+    Scenario,  # the loader, for this kind's readers
     ScenarioError,
     load_scenario,
     parse_scenario,
@@ -95,7 +96,7 @@ Algorithms = Annotated[
 ]
 
 
-class CollectiveScenario(Frozen):
+class CollectiveScenario(Scenario):
     name: str
     description: str = ""
     kind: Literal["collective"] = "collective"

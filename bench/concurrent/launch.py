@@ -20,13 +20,12 @@ from bench.launch.mpijob import (
     one_world,
     sweep_or_job,
 )
-from bench.scenario_base import revalidated
 
 DEFAULT_WORLD = 4  # ranks of a self-launched run that names none
 def run(args: argparse.Namespace, sc: ConcurrentScenario, sizes: tuple[int, ...] = ()) -> int:
     """Run ``sc``; ``sizes``: ``--world-sizes`` of ``commbench run`` (at most one)."""
     world = one_world(sizes, "a concurrent run is one job") or sc.world_size or DEFAULT_WORLD
-    sc = revalidated(sc, "", world_size=world)
+    sc = sc.revalidated("", world_size=world)
     if inside():
         from bench.launch.threadlevel import request
 

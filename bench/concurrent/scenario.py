@@ -9,7 +9,7 @@ from pydantic import Field, field_validator, model_validator
 
 from bench.collective.scenario import Size, _canonical
 from bench.measure.case import Timing
-from bench.scenario_base import Frozen, PositiveInt
+from bench.scenario_base import Frozen, PositiveInt, Scenario
 from kernels.algorithm import VENDOR, algorithm_names
 
 # a self-launched concurrent job runs BLAS on one thread per rank (docs/concurrency.md)
@@ -71,7 +71,7 @@ class OverlapSpec(Frozen):
         return self
 
 
-class ConcurrentScenario(Frozen):
+class ConcurrentScenario(Scenario):
     """Groups of communicators at once, and communication overlapped with compute."""
 
     name: str = "concurrent"

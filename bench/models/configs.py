@@ -8,6 +8,8 @@ import math
 from dataclasses import dataclass
 from typing import ClassVar, Literal, Protocol
 
+from bench.argtypes import CommbenchError
+
 Style = Literal["colwise", "rowwise"]
 
 
@@ -83,11 +85,12 @@ class GPTConfig:
 
     def __post_init__(self) -> None:
         if self.embd % self.heads:
-            raise ValueError(f"embd {self.embd} is not a multiple of heads {self.heads}")
+            raise CommbenchError(f"embd {self.embd} is not a multiple of heads {self.heads}")
         if self.kv_heads and (self.kv_heads < 0 or self.heads % self.kv_heads):
-            raise ValueError(f"key/value heads {self.kv_heads} must divide the {self.heads} heads")
+            raise CommbenchError(f"key/value heads {self.kv_heads} must divide the {self.heads} "
+                                 "heads")
         if self.mlp_width < 0:
-            raise ValueError(f"mlp_width must be >= 0, got {self.mlp_width}")
+            raise CommbenchError(f"mlp_width must be >= 0, got {self.mlp_width}")
 
     @property
     def head_dim(self) -> int:
@@ -159,9 +162,9 @@ class MoEConfig(GPTConfig):
     def __post_init__(self) -> None:
         super().__post_init__()
         if not 1 <= self.top_k <= self.experts:
-            raise ValueError(f"top_k {self.top_k} must lie in 1..experts ({self.experts})")
+            raise CommbenchError(f"top_k {self.top_k} must lie in 1..experts ({self.experts})")
         if self.capacity_factor <= 0:
-            raise ValueError(f"capacity_factor must be > 0, got {self.capacity_factor}")
+            raise CommbenchError(f"capacity_factor must be > 0, got {self.capacity_factor}")
 
     def parameter_shapes(self) -> None:
         """None: its experts and router are read from the built model."""

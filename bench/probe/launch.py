@@ -23,7 +23,6 @@ from bench.launch.mpijob import (
 )
 from bench.launch.selflaunch import JobResult, say
 from bench.probe.scenario import ProbeScenario, Setup
-from bench.scenario_base import revalidated
 from bench.store import resume
 from bench.store.records import iter_records, read_meta
 from bench.store.resume import RunDirError
@@ -39,10 +38,10 @@ def run(args: argparse.Namespace, sc: ProbeScenario, sizes: tuple[int, ...] = ()
     if getattr(args, "resume", None) is not None:
         raise UsageError(f"--resume: {NOT_RESUMED}", "probe")
     if given := one_world(sizes, "a probe measures one world size", "probe"):
-        sc = revalidated(sc, "probe", world_size=given)
+        sc = sc.revalidated("probe", world_size=given)
     if not inside():
         world = sc.world_size or sc.default_world_size(psutil.cpu_count(logical=True) or 1)
-        sc = revalidated(sc, "probe", world_size=world)
+        sc = sc.revalidated("probe", world_size=world)
     return sweep_or_job(ProbeKind, args, sc, sc.world_size, **INTERRUPTED)
 
 

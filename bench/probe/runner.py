@@ -17,12 +17,12 @@ from mpi4py import MPI
 from bench.costmodel.delay import LinkDelay
 from bench.measure import harness
 from bench.measure.p2p import PairCase, pair_max
+from bench.measure.pairs import peer_in, rounds
 from bench.measure.timer import CLOCK, Clock
 from bench.probe.confirm import Check, Confirm, Plan, plan
 from bench.probe.links import Layout, flows
 from bench.probe.outliers import z_for
 from bench.probe.record import Samples, Settings, block_record, pair_record
-from bench.probe.schedule import peer_in, rounds
 from bench.probe.verdict import Retest, retest, retests_text
 
 Sink = Callable[[dict[str, Any]], object]

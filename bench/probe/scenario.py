@@ -16,7 +16,7 @@ from bench.emulate.config import Emulate
 from bench.probe.confirm import Confirm
 from bench.probe.links import Layout, from_launch, from_placed
 from bench.probe.record import Settings
-from bench.scenario_base import Frozen, PositiveInt
+from bench.scenario_base import PositiveInt, Scenario
 from bench.units import parse_size
 
 _ZERO = re.compile(r"\s*0+(?:\.0*)?\s*[A-Za-z]*\s*")
@@ -38,7 +38,7 @@ def _size(value: object) -> int:
 Size = Annotated[int, BeforeValidator(_size)]
 
 
-class ProbeScenario(Frozen):
+class ProbeScenario(Scenario):
     """Every pair of ranks: one-way latency, uni- and bidirectional bandwidth per size."""
 
     name: str = "probe"

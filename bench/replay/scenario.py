@@ -12,7 +12,7 @@ from pydantic import Field, model_validator
 
 from bench.measure.case import Timing
 from bench.replay.calls import ITEMSIZE
-from bench.scenario_base import Frozen, PositiveInt
+from bench.scenario_base import Frozen, PositiveInt, Scenario
 from kernels.collective import resolve
 from kernels.ops import ITEMSIZE as HARNESS_ITEMSIZE
 
@@ -102,7 +102,7 @@ def group_label(group: tuple[int, ...] | list[int]) -> str:
     return ",".join(map(str, g))
 
 
-class ReplayScenario(Frozen):
+class ReplayScenario(Scenario):
     """A job's step of communication, replayed call by call through the harness."""
 
     name: str = "replay"

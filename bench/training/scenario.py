@@ -18,7 +18,7 @@ from pydantic import (
 )
 
 from bench.models.catalog import CATALOG, ModelInfo
-from bench.scenario_base import Frozen
+from bench.scenario_base import Frozen, Scenario
 from bench.training.strategy import Strategy as StrategyDef
 from bench.training.strategy import strategies
 
@@ -133,7 +133,7 @@ class StrategySpec(Frozen):
 Strategy = Annotated[StrategySpec, BeforeValidator(_from_string)]
 
 
-class TrainingScenario(Frozen):
+class TrainingScenario(Scenario):
     name: str
     description: str = ""
     kind: Literal["training"] = "training"

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import numpy as np
 
+from bench.measure.pairs import rounds
 from bench.probe.links import Layout, flows, from_launch
 from bench.probe.record import Samples, Settings, pair_record
-from bench.probe.schedule import rounds
 from bench.store.records import SCHEMA_VERSION, ResultWriter, write_meta
 
 ALPHA = {"intra": 2e-6, "inter": 2e-5}  # s

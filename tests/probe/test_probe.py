@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 
 from bench.costmodel.profile import load_profile
+from bench.measure.pairs import rounds
 from bench.probe.fit import fit_probe
 from bench.probe.links import from_launch
 from bench.probe.outliers import find, flagged
-from bench.probe.schedule import rounds
 from bench.store.records import load_results, read_meta
 from tests.conftest import ROOT, commbench, run_mpi
 from tests.helpers.probe_records import ALPHA, BETA, LAYOUT, SlowNode, probe_run, synthetic

@@ -1,5 +1,6 @@
-"""The probe's rounds: a round-robin tournament (the circle method, a bye per round for odd p), so
-every pair meets exactly once and a round's pairs are disjoint (they run at once)."""
+"""Rounds of disjoint pairs, the one pairing of the probe (ranks) and bring-up (hosts): a
+round-robin tournament (the circle method, a bye per round for odd p), so every pair meets
+exactly once and a round's pairs are disjoint (they run at once)."""
 
 from __future__ import annotations
 
