@@ -15,13 +15,15 @@ PROFILE_PARTS = {"links": "links", "device": "device", "fabric": "fabric", "nati
 
 
 def models() -> list[str]:
-    """One line per model: name, family, every size of its config."""
+    """One line per model: name, family, every size of its config that has no default or
+    differs from it (a GPT's default MLP width, ungated, every head its own key/value head)."""
     from bench.models import CATALOG
 
     out = ["models (bench/models/catalog.py; --model of training scenarios, advise and memory):"]
     for name in CATALOG.names():
         cfg = CATALOG.get(name).config
-        sets = " ".join(f"{f.name}={getattr(cfg, f.name)}" for f in dataclasses.fields(cfg))
+        sets = " ".join(f"{f.name}={getattr(cfg, f.name)}" for f in dataclasses.fields(cfg)
+                        if f.default is dataclasses.MISSING or getattr(cfg, f.name) != f.default)
         out.append(f"  {name:<14} {cfg.family:<8} {sets}")
     return out
 
