@@ -18,8 +18,12 @@ def group_key(group: str, mode: str, rnd: int, nbytes: int) -> tuple[Any, ...]:
 
 
 def overlap_key(case: Mapping[str, Any], nbytes: int) -> tuple[Any, ...]:
-    """One overlap case: its collective, algorithm and progress at the requested ``nbytes``."""
-    return ("overlap", case["collective"], case["algorithm"], case["progress"], int(nbytes))
+    """One overlap case: its collective (as its record names it), algorithm and progress at the
+    requested ``nbytes``."""
+    from kernels.collective import resolve
+
+    return ("overlap", resolve(case["collective"]).name, case["algorithm"], case["progress"],
+            int(nbytes))
 
 
 def communicators(members: str | Sequence[Sequence[int]], topo: Topology) -> list[list[int]]:

@@ -25,7 +25,7 @@ from kernels.ops import ITEMSIZE
 from kernels.topology import Topology
 from kernels.transports import TRANSPORTS
 
-Emit = Callable[[dict[str, Any]], None]
+Emit = Callable[..., None]  # the records of one step, written at once
 THREADS = "a thread per communicator on ranks in several (MPI_THREAD_MULTIPLE)"
 SEPARATE = "each communicator on ranks of its own (no rank in two)"
 BACKGROUND = "the other groups run their collective back to back until the measured one is done"
@@ -180,11 +180,11 @@ def run_groups(world: MPI.Comm, sc: ConcurrentScenario, emit: Emit | None,
                         if emit is None or gathered is None:
                             continue
                         others = [n for n in names if n != victim] if together else []
-                        for r in (r for part in gathered for r in part):
-                            emit({**r, **extra, "kind": "concurrent", "group": victim,
-                                  "mode": mode, "round": rnd, "together_with": others,
-                                  "requested_nbytes": nbytes,
-                                  "concurrency": THREADS if several else SEPARATE,
-                                  "background": BACKGROUND if together else None})
+                        emit(*({**r, **extra, "kind": "concurrent", "group": victim,  # at once:
+                                "mode": mode, "round": rnd, "together_with": others,  # a step is
+                                "requested_nbytes": nbytes,  # resumed whole
+                                "concurrency": THREADS if several else SEPARATE,
+                                "background": BACKGROUND if together else None}
+                               for part in gathered for r in part))
     finally:
         ctl.Free()

@@ -48,8 +48,10 @@ class ResultWriter:
         self._durable = durable
         self._f = self.path.open("a", encoding="utf-8")
 
-    def write(self, record: Mapping[str, Any]) -> None:
-        self._f.write(json.dumps(record, separators=(",", ":"), allow_nan=False) + "\n")
+    def write(self, *records: Mapping[str, Any]) -> None:
+        """``records`` in one write: a case's records are on disk together or not at all."""
+        self._f.write("".join(json.dumps(r, separators=(",", ":"), allow_nan=False) + "\n"
+                              for r in records))
         if self._durable:
             self._f.flush()
             os.fsync(self._f.fileno())
