@@ -7,7 +7,8 @@ by the factor (the other keys untouched, as when one algorithm regresses) and th
 as ``commbench compare`` would. With one RUN it is compared with a scaled copy of itself (no
 run-to-run noise: an upper bound). With several runs of the same code, every run in turn is the
 current one and K of the others are its baselines (all combinations, up to ``--max-trials``):
-real run-to-run noise, and with K >= 2 the gate's noise floor. Factor 1.0 is always included: its
+real run-to-run noise, and with K >= 2 every baseline's verdict combined (an undecided key is not
+flagged). Factor 1.0 is always included: its
 rate is the false-alarm rate.
 """
 
@@ -27,7 +28,6 @@ from bench.gate.compare import Side, compare_case
 from bench.gate.decide import Rule
 from bench.gate.flags import add_rule_flags, rule_from
 from bench.gate.keys import KEY, Case, InputError, Key, load_cases
-from bench.gate.noise import estimate
 from benchmarks import results
 
 _WORLD = KEY.index("world_size")
@@ -42,7 +42,6 @@ def scaled(case: Case, factor: float) -> Case:
 def detection(base: Side, cur: Mapping[Key, Case], factor: float,
               rule: Rule) -> dict[int, tuple[int, int]]:
     """Per world size: (keys flagged slower, keys tested)."""
-    noise = estimate(base.runs, rule)
     out: dict[int, tuple[int, int]] = {}
     for k, b in base.cases.items():
         c = cur.get(k)
@@ -50,7 +49,7 @@ def detection(base: Side, cur: Mapping[Key, Case], factor: float,
             continue
         if float(np.median(c.array())) * max(factor - 1, 0.05) < rule.min_abs:
             continue  # below the timer resolution floor at this factor: undecidable by design
-        row = compare_case(k, base, Side.of([{**cur, k: scaled(c, factor)}]), rule, noise)
+        row = compare_case(k, base, Side.of([{**cur, k: scaled(c, factor)}]), rule)
         if row.outcome.startswith("reference"):
             continue
         hit, n = out.get(k[_WORLD], (0, 0))

@@ -6,7 +6,7 @@ from typing import Any
 
 from bench.gate.compare import GateResult
 from bench.gate.keys import describe
-from bench.gate.table import ORDER, RANK
+from bench.gate.table import ORDER, RANK, verdict
 from reports.sections import Section
 
 
@@ -21,7 +21,8 @@ def gate_rows(res: GateResult) -> dict[str, Any]:
                      "high": d.high if d else None, "p": d.p_slower if d else None,
                      "need": d.needed if d else None,
                      "detail": r.detail})
-    return {"passed": not res.failures, "failures": len(res.failures), "total": len(res.rows),
+    return {"passed": res.exit_code == 0, "failures": len(res.failures), "total": len(res.rows),
+            "undecided": len(res.undecided),
             "counts": [(o, res.count(o)) for o in ORDER if res.count(o)], "rows": rows}
 
 
@@ -29,4 +30,4 @@ def gate_section(res: GateResult) -> Section:
     return Section("gate", "Regression gate", "gate.html.j2", {
         **gate_rows(res), "base_label": "baseline", "cur_label": "current",
         "baseline": res.baseline, "baselines": len(res.baselines), "current": str(res.current),
-        "rule": res.rule})
+        "rule": res.rule, "verdict": verdict(res)})

@@ -1,6 +1,7 @@
 """A bring-up inside one MPI job: every stage's rounds, each round's groups of hosts at once, each
-group a communicator running the scenario's cases through the collective harness; records reach
-rank 0 after each round, tagged with the stage and the group's hosts."""
+group a communicator running the scenario's cases through the collective harness over the
+scenario's transport; records reach rank 0 after each round, tagged with the stage and the
+group's hosts."""
 
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ def _measure(sub: MPI.Comm, sc: BringupScenario, extra: dict[str, Any],
     topo = Topology.from_hosts(sub.allgather(socket.gethostname()))
     rpn = topo.ranks_per_node  # ValueError when hosts hold different numbers of ranks
     cases = sc.cases(sub.size, sizes)
-    transport = TRANSPORTS.get("mpi").create(sub)
+    transport = TRANSPORTS.get(sc.transport).create(sub)
     out: list[dict[str, Any]] = []
     try:
         for g in groups(cases, sub.size, rpn):

@@ -31,6 +31,10 @@ class BringupScenario(Frozen):
         "collectives of every stage"))
     algorithms: Annotated[list[str], Field(min_length=1)] = Field(["native", "ring"], description=(
         "algorithms of every collective (native: the vendor's)"))
+    transport: str = Field("mpi", description=(
+        "the transport every stage measures over, the one the training job will use (`commbench "
+        "list` names them): mpi (host buffers), torch (torch.distributed: gloo on CPU, NCCL on "
+        "GPU buffers), nccl (NCCL through CuPy, GPU buffers)"))
     sizes: Annotated[list[Size], Field(min_length=1)] = Field(
         ["64KiB", "4MiB"], validate_default=True, description=(  # parsed: a str would warn
             "message sizes: comma-separated; the largest decides the verdict (bandwidth)"))
@@ -68,6 +72,7 @@ class BringupScenario(Frozen):
         """The collective cases each group of ``world`` ranks runs (at ``sizes``)."""
         return CollectiveScenario(name=self.name, collectives=self.collectives,
                                   algorithms=self.algorithms, sizes=sizes or self.sizes,
+                                  transports=[self.transport],
                                   world_sizes=[world], timing=self.timing, check=True,
                                   case_timeout_s=self.case_timeout_s)
 

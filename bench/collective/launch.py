@@ -126,7 +126,8 @@ def start_sweep(kind: CollectiveKind, plan: resume.RunPlan, source: Path, sizes:
     if len(getattr(kind, "envs", ())) > 1:  # a job per environment and world size; a job's
         info["environments"] = [dict(e) for e in kind.envs]  # first_case is its index
     kind.scenario_file = flags.write_yaml(kind.sc, plan.run_dir)  # what the ranks read, overrides in
-    return Sweep(plan.run_dir, info, **how, allow_empty=getattr(kind.args, "allow_empty", False)
+    return Sweep(plan.run_dir, info, isolate=not getattr(kind.args, "no_isolate", False),
+                 allow_empty=getattr(kind.args, "allow_empty", False), **how
                  ).run(kind, sizes, lock, after=after)
 
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from mpi4py import MPI
 
-from bench.collective import canary, floors, harness, nccl_log, skips
+from bench.collective import canary, floors, harness, mpi_t, nccl_log, skips
 from bench.collective.case import Group, groups
 from bench.collective.console import DEFAULT as DEFAULT_TABLE
 from bench.collective.console import Console
@@ -216,11 +216,16 @@ def _run_group(ctx: RunContext, env: harness.Env, g: Group, dog: Watchdog,
 def _annotate(sc: CollectiveScenario, g: Group, family: str, records: list[dict[str, Any]],
               log: nccl_log.RankLog | None) -> None:
     """A variant's record: ``variant_of`` and ``settings``; a vendor call's on NCCL, what NCCL
-    logged it chose while the group ran (``nccl_chosen``) and the settings it took."""
+    logged it chose while the group ran (``nccl_chosen``) and the settings it took; on MPI,
+    ``mpi_chosen`` and what the library holds for the variant's settings (``mpi_settings``)."""
     variants = sc.variants()
     for rec in records:
         if (v := variants.get(rec["algorithm"])) is not None:
             rec.update(variant_of=v.of, settings=dict(v.env))
+        if family == "mpi" and get_algorithm(g.collective, g.base(rec["algorithm"])).is_vendor:
+            rec["mpi_chosen"] = mpi_t.NOT_REPORTED  # neither MPICH nor Open MPI reports it
+            if v is not None and (names := mpi_t.variables_to_read(v.env)):
+                rec["mpi_settings"] = mpi_t.held(names)  # what the library made of them
     if log is None:
         return
     chunk = log.take()  # every group's lines, so the next NCCL group reads its own only

@@ -9,6 +9,7 @@ from typing import Any
 from bench.argtypes import out_dir
 from bench.commands import register
 from bench.commands.probe import given, model_flags, run_kind, validated
+from bench.launch import isolate
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -18,6 +19,7 @@ def configure(p: argparse.ArgumentParser) -> None:
                    help="run directory (default: runs/<time>-bringup)")
     p.set_defaults(bringup_fields=model_flags(p, BringupScenario, skip=("timing", "expect")), resume=None)
     p.add_argument("--no-progress", action="store_true", help="no line per stage round")
+    isolate.add_flag(p)
     p.add_argument("--no-report", action="store_true", help="no HTML report at the end")
 
 

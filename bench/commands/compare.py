@@ -12,7 +12,7 @@ from bench.collective import canary
 from bench.commands import register, said
 from bench.gate.flags import add_rule_flags, rule_from
 
-COMPARE = ("threshold", "alpha", "reference", "run_alpha", "strict", "min_abs")
+COMPARE = ("threshold", "alpha", "reference", "strict", "min_abs")
 
 
 def configure(p: argparse.ArgumentParser) -> None:
@@ -36,8 +36,9 @@ def handle(args: argparse.Namespace) -> int:
     rule = rule_from(args, COMPARE)
     with said("compare", InputError):
         res = compare_runs(args.baseline, args.current, rule)
-    print(render(res, everything=args.all))
-    for line in canary_notes(args.baseline, args.current):
+    machine, notes = canary_notes(args.baseline, args.current)
+    print(render(res, everything=args.all, machine=machine))
+    for line in notes:
         print(f"# note: {line}")
     if args.html:
         from reports.gate_section import gate_section
@@ -49,17 +50,19 @@ def handle(args: argparse.Namespace) -> int:
     return res.exit_code
 
 
-def canary_notes(baselines: list[Path], current: Path) -> list[str]:
-    """Where the drift canaries say a run changed speed, or the runs ran on machines (or modes)
-    of different speed."""
+def canary_notes(baselines: list[Path], current: Path) -> tuple[bool | None, list[str]]:
+    """Whether the drift canaries say the machine changed (None: no run recorded any), and a
+    note where a run changed speed or the runs ran on machines (or modes) of different speed."""
     cur = canary.read(current)
     out = [f"{current}: {canary.WARNING} ({line})" for line in canary.assess(cur)]
+    seen = bool(cur)
     for b in baselines:
         base = canary.read(b)
+        seen = seen and bool(base)
         out += [f"{b}: {canary.WARNING} ({line})" for line in canary.assess(base)]
         out += [f"canaries of {b} and {current} disagree, so the machine differed between them: "
                 f"{line}" for line in canary.disagree(base, cur)]
-    return out
+    return (bool(out) if seen or out else None), out
 
 
 register("compare", "compare a run against baseline run(s); exit 1 on a regression", configure,

@@ -121,7 +121,7 @@ def _network() -> Facts:
 
 def _listening() -> Facts:
     """Where a run would listen (:mod:`bench.launch.loopback`), and this host's interfaces."""
-    from bench.launch import launcher, loopback
+    from bench.launch import isolate, launcher, loopback
 
     mpi = launcher.probe_library()
     try:
@@ -138,6 +138,7 @@ def _listening() -> Facts:
         out[f"{label}: left open"] = fam.left_open or "nothing"
         out[f"{label}: settings"] = [f"{k}={v}" for k, v in fam.env.items()]
     out["collective launcher"] = how
+    out["isolation"] = isolate.decide().line  # where a self-launched one-host job runs
     out["override"] = loopback.OVERRIDE
     out["interfaces"] = [f"{name}: {', '.join(addrs) or 'no address'}"
                          for name, addrs in loopback.interfaces().items()]

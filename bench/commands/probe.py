@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from bench.argtypes import name_list, nonneg_int, out_dir, positive_float, positive_int, world_size
 from bench.commands import register, said
+from bench.launch import isolate
 
 if TYPE_CHECKING:
     from pydantic.fields import FieldInfo
@@ -62,6 +63,7 @@ def configure(p: argparse.ArgumentParser) -> None:
                         "links, with --topology; a profile's slow: entries make a node or link slow")
     p.add_argument("--topology", default=None, help="the emulated cluster, e.g. 4x2 (with --emulate)")
     p.add_argument("--no-progress", action="store_true", help="no line per round")
+    isolate.add_flag(p)
 
 
 def scenario_of(args: argparse.Namespace) -> Any:

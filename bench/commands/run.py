@@ -16,6 +16,7 @@ from bench.collective.scenario import (
     parse_scenario,
 )
 from bench.commands import register
+from bench.launch import isolate
 from bench.launch.threadlevel import LEVELS as THREAD_LEVELS
 from bench.scenario_base import KINDS, read_yaml
 from bench.store.records import StoreError, read_meta
@@ -33,6 +34,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--world-sizes", type=world_list, default=None,
                    help="comma-separated world sizes, overriding the scenario's")
     p.add_argument("--no-progress", action="store_true", help="no progress output")
+    isolate.add_flag(p)
     p.add_argument("--no-report", action="store_true",
                    help="measure only: the last line is the run directory "
                         "(`commbench report RUN` writes the report later, anywhere)")

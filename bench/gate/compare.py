@@ -1,33 +1,34 @@
 """Compare a current run against one or several baseline runs: one :class:`Row` per key, and a
-verdict (exit 1 on a :data:`FAILING` outcome). Several baselines tell the run-to-run noise."""
+verdict (exit 1 on a :data:`FAILING` outcome, 2 when a key is undecided). Several baselines are
+each held to the one-baseline rule (:mod:`bench.gate.several`)."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 
 from bench.gate.decide import Decision, Rule, decide
 from bench.gate.keys import DETERMINISTIC, KEY, Case, InputError, Key, load_cases, pooled
-from bench.gate.noise import Noise, estimate, floor_of
 from bench.gate.reference import REFERENCE, relative
+from bench.gate.several import UNDECIDED, combined
 
 FAILING = frozenset({"slower", "changed", "failed"})
 # Outcomes of keys whose timing does not gate (unless Rule.strict): the vendor reference itself
 # (not the code under test) and oversubscribed cases (stalls, not code, move their numbers).
-DEMOTED = {"reference": {"slower": "reference slower", "faster": "reference faster"},
-           "oversubscribed": {"slower": "noisy slower", "faster": "noisy faster"}}
+DEMOTED = {"reference": {o: f"reference {o}" for o in ("slower", "faster", UNDECIDED)},
+           "oversubscribed": {o: f"noisy {o}" for o in ("slower", "faster", UNDECIDED)}}
 
 
 @dataclass(frozen=True)
 class Row:
     key: Key
     kind: str
-    outcome: str  # slower | faster | same | untested | changed | failed | fixed | both failed
-    # | only in baseline | only in current
+    outcome: str  # slower | faster | same | undecided | untested | changed | failed | fixed
+    # | both failed | only in baseline | only in current
     decision: Decision | None = None
     detail: str = ""
     base_median: float = math.nan
@@ -57,8 +58,13 @@ class GateResult:
         return sum(1 for r in self.rows if r.outcome == outcome)
 
     @property
+    def undecided(self) -> list[Row]:
+        """Keys some baselines call slower and others not (they gate: never a pass)."""
+        return [r for r in self.rows if r.outcome == UNDECIDED]
+
+    @property
     def exit_code(self) -> int:
-        return 1 if self.failures else 0
+        return 1 if self.failures else 2 if self.undecided else 0
 
 
 def exact_changes(base: Case, cur: Case) -> str:
@@ -84,7 +90,7 @@ def status_row(base: Case, cur: Case) -> Row | None:
 
 def demoted(outcome: str, rule: Rule, base: Case, cur: Case) -> str:
     """``outcome``, but slower / faster of a key whose timing does not gate (:data:`DEMOTED`)."""
-    if rule.strict or outcome not in ("slower", "faster"):
+    if rule.strict or outcome not in DEMOTED["reference"]:
         return outcome
     if rule.reference and cur.key[KEY.index("algorithm")] == REFERENCE:
         return DEMOTED["reference"][outcome]
@@ -116,8 +122,22 @@ class Side:
         return np.concatenate(parts)  # type: ignore[arg-type]
 
 
-def compare_case(key: Key, base_side: Side, cur_side: Side, rule: Rule,
-                 noise: Mapping[Key, Noise] | None = None) -> Row:
+def compare_case(key: Key, base_side: Side, cur_side: Side, rule: Rule) -> Row:
+    """The key's row: against the one baseline run, or against each of several (combined)."""
+    row = compare_one(key, base_side, cur_side, rule)
+    if len(base_side.runs) < 2 or row.decision is None or row.outcome == "changed":
+        return row
+    each = [compare_one(key, Side.of([r]), cur_side, rule) for r in base_side.runs if key in r]
+    decisions = [r.decision for r in each if r.decision is not None]
+    if len(decisions) < len(each):  # a baseline run failed this key: the pooled status row says
+        return row
+    d = combined(row.decision, decisions)
+    base, cur = base_side.cases[key], cur_side.cases[key]
+    return replace(row, outcome=demoted(d.verdict, rule, base, cur), decision=d)
+
+
+def compare_one(key: Key, base_side: Side, cur_side: Side, rule: Rule) -> Row:
+    """The one-baseline rule, the baselines' samples pooled."""
     base, cur = base_side.cases[key], cur_side.cases[key]
     if (done := status_row(base, cur)) is not None:
         return done
@@ -130,8 +150,7 @@ def compare_case(key: Key, base_side: Side, cur_side: Side, rule: Rule,
     if relative_to:
         b, c = rel_b, rel_c  # type: ignore[assignment]
     d = decide(b, c, rule, summaries=base.summaries or cur.summaries,
-               blocks=(base.blocks, cur.blocks), abs_diff=meds[1] - meds[0],
-               floor=floor_of(key, noise or {}))
+               blocks=(base.blocks, cur.blocks), abs_diff=meds[1] - meds[0])
     if changed:
         return Row(cur.key, cur.kind, "changed", d, changed, *meds)
     return Row(cur.key, cur.kind, demoted(d.verdict, rule, base, cur), d,
@@ -159,6 +178,6 @@ def compare_runs(baseline: Path | Sequence[Path], current: Path,
         raise InputError(f"no common keys between {', '.join(map(str, paths))} "
                          f"({len(base.cases)} keys) and {current} ({len(cur)} keys): "
                          "not runs of the same scenario?")
-    side, noise = Side.of([cur]), estimate(base.runs, rule)
-    rows = [compare_case(k, base, side, rule, noise) for k in base.cases if k in cur]
+    side = Side.of([cur])
+    rows = [compare_case(k, base, side, rule) for k in base.cases if k in cur]
     return GateResult(tuple(paths), Path(current), rule, rows + one_sided(base.cases, cur))

@@ -1,6 +1,6 @@
 """Deciding one key (lower is better): slower only when a one-sided Mann-Whitney U test is
 significant and the bootstrap interval of median(current)/median(baseline) lies above ``1 +
-max(threshold, drift, floor)``, the medians at least ``min_abs`` apart; faster is the mirror
+max(threshold, drift)``, the medians at least ``min_abs`` apart; faster is the mirror
 image. The rule in full: docs/compare.md."""
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ class Rule:
     # below it a Python-timed loop measures its own call overhead, not the collective
     reference: bool = False  # decide algorithms on their time relative to native (reference.py)
     strict: bool = False  # also fail oversubscribed cases and the reference itself
-    run_alpha: float = 0.001  # one-sided level of the run-to-run noise floor (several baselines)
 
 
 @dataclass(frozen=True)
@@ -37,7 +36,7 @@ class Decision:
     high: float
     p_slower: float
     p_faster: float
-    needed: float  # the effect the interval had to clear (threshold, drift or floor: the largest)
+    needed: float  # the effect the interval had to clear (threshold or drift: the larger)
     method: str
 
 
@@ -63,29 +62,28 @@ def interval(cur: np.ndarray, base: np.ndarray, rule: Rule) -> tuple[float, floa
 
 
 def decide(base: np.ndarray, cur: np.ndarray, rule: Rule, summaries: bool = False,
-           blocks: int | tuple[int, int] = 1, abs_diff: float | None = None,
-           floor: float = 0.0) -> Decision:
+           blocks: int | tuple[int, int] = 1, abs_diff: float | None = None) -> Decision:
     """Slower, faster or same for one key from its raw samples (lower is better). ``blocks``:
     repetition blocks of both, or (baseline's, current's); ``abs_diff``: the difference of the
-    raw medians when ``base``/``cur`` are relative samples; ``floor``: run-to-run noise."""
+    raw medians when ``base``/``cur`` are relative samples."""
     from scipy import stats  # imported on use: the CLI starts without scipy
     base_blocks, cur_blocks = blocks if isinstance(blocks, tuple) else (blocks, blocks)
     base = base[np.isfinite(base)]
     cur = cur[np.isfinite(cur)]
     if base.size == 0 or cur.size == 0:
         return Decision("untested", math.nan, math.nan, math.nan, math.nan, math.nan,
-                        max(rule.threshold, floor), "no samples")
+                        rule.threshold, "no samples")
     ratio = float(np.median(cur) / np.median(base))
     diff = abs(abs_diff if abs_diff is not None else float(np.median(cur) - np.median(base)))
     if diff < rule.min_abs:
         return Decision("same", ratio, math.nan, math.nan, math.nan, math.nan,
-                        max(rule.threshold, floor), f"difference of medians under {rule.min_abs:g}")
+                        rule.threshold, f"difference of medians under {rule.min_abs:g}")
     if summaries or min(base.size, cur.size) < MIN_SAMPLES:
-        need = max(rule.threshold, floor)
+        need = rule.threshold
         verdict = ("slower" if ratio > 1 + need else "faster" if ratio < 1 / (1 + need) else "same")
         return Decision(verdict, ratio, ratio, ratio, math.nan, math.nan, need,
                         "point ratio only (summaries or too few samples: no noise estimate)")
-    needed = max(rule.threshold, drift(base, base_blocks), drift(cur, cur_blocks), floor)
+    needed = max(rule.threshold, drift(base, base_blocks), drift(cur, cur_blocks))
     p_slow = float(stats.mannwhitneyu(cur, base, alternative="greater").pvalue)
     p_fast = float(stats.mannwhitneyu(cur, base, alternative="less").pvalue)
     maybe_slow = p_slow < rule.alpha and ratio > 1 + needed

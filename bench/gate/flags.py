@@ -31,8 +31,6 @@ FLAGS = {f.field: f for f in (
     Flag("alpha", "--alpha", "one-sided significance level of the U test", probability),
     Flag("reference", "--relative", "decide each algorithm on its time relative to native "
          "measured beside it"),
-    Flag("run_alpha", "--run-alpha", "with several baselines: one-sided level of the run-to-run "
-         "noise floor", probability, "A"),
     Flag("strict", "--strict", "also fail on oversubscribed cases"),
     Flag("min_abs", "--min-abs", "smallest difference of medians that counts, in µs",
          nonneg_float, "US"),

@@ -10,10 +10,13 @@ import numpy as np
 from bench.gate.compare import GateResult, Row
 from bench.gate.keys import KEY, SAMPLES, describe
 
-ORDER = ("failed", "changed", "slower", "faster", "reference slower", "reference faster",
-         "noisy slower", "noisy faster", "fixed", "both failed", "untested", "only in baseline",
+ORDER = ("failed", "changed", "slower", "undecided", "faster", "reference slower",
+         "reference faster", "reference undecided", "noisy slower", "noisy faster",
+         "noisy undecided", "fixed", "both failed", "untested", "only in baseline",
          "only in current", "same")
-SHOWN = frozenset(ORDER[:11])
+SHOWN = frozenset(ORDER[:ORDER.index("untested") + 1])
+UNDECIDED_LINE = ("the baselines disagree more than the effect you gate on: add baselines or use "
+                  "`commbench ab`")
 RANK = {o: i for i, o in enumerate(ORDER)}
 
 
@@ -37,27 +40,53 @@ def table(res: GateResult, head: str, sides: tuple[str, str], everything: bool,
     """``head``, the column header, a line per row shown (failing first, then by ratio), the
     counts, ``notes`` and the verdict."""
     rows = sorted((r for r in res.rows if everything or r.outcome in SHOWN),
-                  key=lambda r: (RANK.get(r.outcome, len(ORDER)), -(r.decision.ratio
-                                 if r.decision and math.isfinite(r.decision.ratio) else 0)))
+                  key=lambda r: (RANK.get(r.outcome, len(ORDER)), -_ratio(r, 0.0)))
     counts = ", ".join(f"{res.count(o)} {o}" for o in ORDER if res.count(o))
-    verdict = (f"FAIL: {len(res.failures)} of {len(res.rows)} keys regressed"
-               if res.failures else f"PASS: no regression in {len(res.rows)} keys")
     return "\n".join([head, f"{'# outcome':<17} {sides[0]:>10} {sides[1]:>10} {'':<2} {'ratio':>7} "
                       f"{'interval':<17} {'need':>5} {'p(slower)':>8} key",
-                      *map(line, rows), f"# {counts}", *notes, verdict])
+                      *map(line, rows), *extremes(res, rows), f"# {counts}", *notes,
+                      verdict(res)])
 
 
-def render(res: GateResult, everything: bool = False) -> str:
+def verdict(res: GateResult) -> str:
+    """The last line: FAIL (exit 1), UNDECIDED (exit 2) or PASS (exit 0)."""
+    if res.failures:
+        return f"FAIL: {len(res.failures)} of {len(res.rows)} keys regressed"
+    if res.undecided:
+        return f"UNDECIDED: {len(res.undecided)} of {len(res.rows)} keys: {UNDECIDED_LINE}"
+    return f"PASS: no regression in {len(res.rows)} keys"
+
+
+def _ratio(r: Row, missing: float = math.nan) -> float:
+    return r.decision.ratio if r.decision and math.isfinite(r.decision.ratio) else missing
+
+
+def extremes(res: GateResult, shown: list[Row]) -> list[str]:
+    """The largest and smallest ratio among the keys the table does not list, so a pass shows
+    how close it came."""
+    rest = [r for r in res.rows if r not in shown and math.isfinite(_ratio(r))]
+    if not rest:
+        return []
+    hi, lo = max(rest, key=_ratio), min(rest, key=_ratio)
+    return ["# extremes of the keys not listed (largest and smallest ratio):",
+            *map(line, dict.fromkeys((hi, lo)))]
+
+
+def render(res: GateResult, everything: bool = False, machine: bool | None = None) -> str:
+    """The gate's table; ``machine``: whether the drift canaries say the machine changed between
+    or during the runs (None: no canary recorded)."""
     rule = res.rule
     k = len(res.baselines)
-    source = (f"# noise floor: spread of the {k} baseline runs' medians (pooled per case group, "
-              f"Student-t bound at {rule.run_alpha:g})" if k > 1 else
+    source = (f"# {k} baselines: each key is held to the rule against each baseline run alone; "
+              f"slower only when slower than every one, undecided when only some say slower "
+              f"(need: the effect over the pooled median that clears every baseline)" if k > 1 else
               "# one baseline run: run-to-run noise unknown (give two or more baselines to measure it)")
     head = (f"# commbench compare  baseline={res.baseline}  current={res.current}\n"
             f"# slower = U test p<{rule.alpha} (one-sided) and the {rule.confidence:.0%} bootstrap "
             f"interval of median(current)/median(baseline) above 1+need, need = max("
-            f"{rule.threshold:.0%}, block drift{', noise floor' if k > 1 else ''})\n{source}")
-    return table(res, head, ("baseline", "current"), everything, [*machine_shift(res), *blind(res)])
+            f"{rule.threshold:.0%}, block drift)\n{source}")
+    return table(res, head, ("baseline", "current"), everything,
+                 [*machine_shift(res, machine), *blind(res)])
 
 
 def by_world(res: GateResult, value: Callable[[Row], float | None]) -> list[tuple[object, list[float]]]:
@@ -83,14 +112,20 @@ def blind(res: GateResult) -> list[str]:
     return out
 
 
-def machine_shift(res: GateResult) -> list[str]:
-    """A note per world size whose keys moved together (median ratio beyond 1.5x either way)."""
+def machine_shift(res: GateResult, machine: bool | None) -> list[str]:
+    """A note per world size whose keys moved together (median ratio beyond 1.5x either way),
+    blaming the machine only where the drift canaries (``machine``) say it changed."""
     out = []
     ratios = by_world(res, lambda r: r.cur_median / r.base_median
                       if r.base_median > 0 and math.isfinite(r.cur_median) else None)
+    why = {True: "the drift canaries say the machine changed (notes below): rerun, or use "
+                 "--relative",
+           False: "the drift canaries saw the same machine, so the code or the stack under it "
+                  "changed",
+           None: "no drift canary was recorded, so nothing tells the machine from the code"}
     for w, ratio in ratios:
         med = float(np.median(ratio))
         if len(ratio) >= 4 and not 1 / 1.5 < med < 1.5:
             out.append(f"# note: at world_size={w} the median key is {med:.2f}x the baseline: "
-                       "the machine was busier or different in one run; rerun, or use --relative")
+                       f"{why[machine]}")
     return out

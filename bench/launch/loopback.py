@@ -122,21 +122,42 @@ class Listener:
 
 
 def listening(pids: Iterable[int]) -> list[Listener]:
-    """The listening TCP sockets of the processes ``pids`` (those gone or unreadable skipped)."""
+    """The listening TCP sockets of the processes ``pids`` (those gone or unreadable skipped),
+    read in each process's own network namespace (``/proc/PID/net/tcp*``: psutil reads the
+    caller's, where an isolated job's sockets are not)."""
     import psutil
 
     out: set[Listener] = set()
     for pid in pids:
         try:
-            proc = psutil.Process(pid)
-            name = proc.name()
-            conns = proc.net_connections(kind="tcp")
+            name = psutil.Process(pid).name()
+            inodes = {link[8:-1] for fd in os.listdir(f"/proc/{pid}/fd")
+                      if (link := _readlink(f"/proc/{pid}/fd/{fd}")).startswith("socket:[")}
+            for table in ("tcp", "tcp6"):
+                with open(f"/proc/{pid}/net/{table}", encoding="ascii") as f:
+                    rows = [ln.split() for ln in f.readlines()[1:]]
+                out.update(Listener(*_address(r[1]), pid, name) for r in rows
+                           if r[3] == _LISTEN and r[9] in inodes)
         except (psutil.Error, OSError):
             continue
-        for c in conns:
-            if c.status == psutil.CONN_LISTEN and c.laddr:
-                out.add(Listener(str(c.laddr.ip), int(c.laddr.port), pid, name))
     return sorted(out)
+
+
+_LISTEN = "0A"  # TCP_LISTEN in /proc/net/tcp's st column (include/net/tcp_states.h)
+
+
+def _readlink(path: str) -> str:
+    try:
+        return os.readlink(path)
+    except OSError:
+        return ""
+
+
+def _address(field: str) -> tuple[str, int]:
+    """``/proc/net/tcp``'s ``ADDR:PORT`` in hex (the address in 32-bit words of host order)."""
+    addr, port = field.split(":")
+    raw = b"".join(bytes.fromhex(addr[i:i + 8])[::-1] for i in range(0, len(addr), 8))
+    return str(ipaddress.ip_address(raw)), int(port, 16)
 
 
 def exposed(listeners: Iterable[Listener]) -> list[Listener]:

@@ -19,7 +19,7 @@ import psutil
 
 from bench.argtypes import UsageError
 from bench.collective import floors, skips
-from bench.launch import forensics, inflight, loopback, rankstate, scratch, shmclean
+from bench.launch import forensics, inflight, isolate, loopback, rankstate, scratch, shmclean
 from bench.launch.signals import JOB_ENV, SignalGuard, end_job, end_leftovers, interrupted, tree
 from bench.launch.watchdog import TIMEOUT_EXIT
 from bench.scenario_base import ScenarioError
@@ -185,6 +185,7 @@ class Sweep:
     # how an interrupted run's line names the case and says what to do next ({run}: run_dir)
     during: str = "case '{}'"
     next_step: str = "(finish with --resume {run})"
+    isolate: bool = True  # run each job in a private network namespace where the kernel allows
     allow_empty: bool = False  # a run that recorded nothing ends ok (else failed: skips.py)
 
     def stop(self) -> None:
@@ -216,7 +217,10 @@ class Sweep:
     def _loop(self, kind: Kind, sizes: tuple[int, ...], guard: SignalGuard) -> JobResult | None:
         self.info.setdefault("jobs", [])
         self.info.setdefault("warnings", [])
-        self.save(launcher=kind.launcher, status="running")
+        iso = isolate.decide(self.isolate)
+        self.save(launcher=kind.launcher, status="running", isolation=iso.as_meta())
+        if not iso.isolated and self.isolate:  # refused: say so once; turned off: the user knows
+            say(f"# {iso.line}")
         last = None
         for w in sizes:
             start = kind.first(w)
@@ -224,12 +228,12 @@ class Sweep:
                 cmd, env = kind.command(w, start)
                 confined = loopback.confine(env, kind.family)  # one host: listen on loopback only
                 self.info["listen"] = confined.as_meta()
-                last = run_job(cmd, confined.env, self.run_dir, w, guard, start)
+                last = run_job(iso.wrap(cmd), confined.env, self.run_dir, w, guard, start)
                 self.info["jobs"].append(last.as_meta())
                 self.save()
                 if last.strays and last.signal is None:
                     self.warn(f"world size {w}: killed {last.strays} processes left by the launcher")
-                if wide := loopback.unexpected(last.listening, kind.family):
+                if not iso.isolated and (wide := loopback.unexpected(last.listening, kind.family)):
                     self.warn(f"world size {w}: the job listened beyond loopback, where its "
                               f"settings should have kept it: {', '.join(map(str, wide))}")
                 if last.stuck:

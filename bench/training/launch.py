@@ -51,7 +51,8 @@ def handle(args: argparse.Namespace, sc: TrainingScenario, sizes: tuple[int, ...
     from bench.collective.launch import finisher
 
     info = plan.open(sc, args.scenario, sizes, _mpi_or_none())
-    return Sweep(plan.run_dir, info, allow_empty=getattr(args, "allow_empty", False)).run(
+    return Sweep(plan.run_dir, info, isolate=not getattr(args, "no_isolate", False),
+                 allow_empty=getattr(args, "allow_empty", False)).run(
         kind, sizes, lock, after=finisher(args))
 
 

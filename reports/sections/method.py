@@ -41,6 +41,13 @@ def _emulated(run: Run) -> str | None:
             f"delayed as profile {emu.get('profile')} prices them; vendor calls left out")
 
 
+def _isolation(iso: Any) -> str | None:
+    """meta.json's ``isolation`` as one line (bench/launch/isolate.py), or None (older runs)."""
+    if not isinstance(iso, dict):
+        return None
+    return f"{'on' if iso.get('isolated') else 'off'} ({iso.get('why')})"
+
+
 def environment(run: Run) -> list[tuple[str, str]]:
     m = run.meta
     host = m.get("host") if isinstance(m.get("host"), dict) else {}
@@ -51,7 +58,8 @@ def environment(run: Run) -> list[tuple[str, str]]:
         ("source", m.get("source", "commbench")), ("scenario", name), ("description", desc),
         ("emulated", _emulated(run)),
         ("status", m.get("status")), ("started", m.get("started")), ("finished", m.get("finished")),
-        ("launcher", m.get("launcher")), ("commit", m.get("commit")),
+        ("launcher", m.get("launcher")), ("isolation", _isolation(m.get("isolation"))),
+        ("commit", m.get("commit")),
         ("host", host.get("hostname")), ("cpu", host.get("cpu")),
         ("cores (logical/physical)", f"{host.get('cores_logical')}/{host.get('cores_physical')}"
          if host else None),

@@ -90,3 +90,13 @@ def test_a_cpu_starved_host_is_named_in_the_host_stage(tmp_path: Path) -> None:
     (host,) = [h for h in verdict["hosts"] if h["name"] == "tu-1"]
     assert [f["stage"] for f in host["findings"] if f["status"] == "slow"] == \
         ["host, re-measured alone"]  # slow among its peers, then again alone
+
+
+def test_over_the_torch_transport_the_paced_host_is_named_and_nothing_else(tmp_path: Path) -> None:
+    # the stages as the training job would move its bytes: torch.distributed (gloo on CPU)
+    rc, verdict, out, _ = bringup(((3, Pace(SLOW, SLOW)),), tmp_path / "run", "--stages", "pairs",
+                                  "--transport", "torch")
+    assert named(verdict) == (["tu-3"], []), verdict["lines"]
+    assert rc == 1 and "host tu-3: slow by" in out
+    recs = [json.loads(x) for x in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
+    assert recs and {r["transport"] for r in recs} == {"torch"}

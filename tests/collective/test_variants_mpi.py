@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.collective import mpi_t
 from bench.collective.launch import CollectiveKind
 from bench.collective.scenario import load_scenario
 from bench.gate.keys import key_of
@@ -56,11 +57,20 @@ def _records_differ_by_settings(run: Path, a: str, b: str) -> list[dict[str, str
                    for r in by[n])
     assert settings[0] != settings[1]
     assert len({key_of(r) for r in recs}) == 6  # compare and the gate tell all six cases apart
+    assert {r["mpi_chosen"] for r in recs} == {mpi_t.NOT_REPORTED}
+    assert all("mpi_settings" not in r for r in by["native"])
     meta = read_meta(run)
     assert meta["status"] == "ok"
     assert meta["environments"] == [{}, *settings]  # one job per environment
     assert [j.get("first_case", 0) for j in meta["jobs"]] == [0, 1, 2]
     return settings
+
+
+def _held(run: Path, name: str) -> dict[str, object]:
+    """What the library held for a variant's settings (read through MPI_T), one value per size."""
+    got = [r["mpi_settings"] for r in iter_records(run, samples=False) if r["algorithm"] == name]
+    assert len(got) == 2 and got[0] == got[1]
+    return got[0]
 
 
 def _order(cmd: list[str], env: dict[str, str]) -> str:
@@ -79,6 +89,13 @@ def test_two_mpich_settings_run_and_their_records_differ(tmp_path: Path) -> None
     rd, ring = _records_differ_by_settings(run, "mpich-rd", "mpich-ring")
     assert rd == {"MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM": "recursive_doubling"}
     assert ring == {"MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM": "ring"}
+    # MPICH holds each algorithm as a code of its own (0 is auto), and reads beside it the two
+    # variables that let its device override the MPIR-level choice
+    held = [_held(run, n) for n in ("mpich-rd", "mpich-ring")]
+    codes = [h["MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM"] for h in held]
+    assert all(isinstance(c, int) and c > 0 for c in codes) and codes[0] != codes[1]
+    assert all(set(h) == {"MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM", "MPIR_CVAR_DEVICE_COLLECTIVES",
+                          "MPIR_CVAR_ALLREDUCE_DEVICE_COLLECTIVE"} for h in held)
 
     # The environments of the jobs commbench starts for them make MPICH add in another order.
     kind = CollectiveKind(argparse.Namespace(no_progress=True, thread_level=None,
@@ -108,6 +125,8 @@ def test_two_open_mpi_settings_run_and_their_records_differ(
     assert "Open MPI" in read_meta(run)["mpi"]["library"]
     rd, ring = _records_differ_by_settings(run, "ompi-rd", "ompi-ring")
     assert ring["OMPI_MCA_coll_tuned_allreduce_algorithm"] == "ring"
+    assert _held(run, "ompi-ring") == {"OMPI_MCA_coll_tuned_use_dynamic_rules": "true",
+                                       "OMPI_MCA_coll_tuned_allreduce_algorithm": "ring"}
 
     ompiexec = ompi_python.parent / "mpiexec"
     cmd = [str(ompiexec), "-n", "4", "--host", "localhost:4", "--oversubscribe", "--bind-to",

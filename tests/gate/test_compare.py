@@ -197,8 +197,8 @@ def test_the_gate_flags_are_the_rules_defaults_and_spellings() -> None:
     names = tuple(FLAGS)
     assert rule_from(compare.parse_args(["a", "b"]), names) == Rule()
     got = rule_from(compare.parse_args(["a", "b", "--threshold", "10", "--relative", "--min-abs",
-                                        "2", "--run-alpha", "0.01", "--strict"]), names)
-    assert got == Rule(threshold=0.1, reference=True, min_abs=2.0, run_alpha=0.01, strict=True)
+                                        "2", "--strict"]), names)
+    assert got == Rule(threshold=0.1, reference=True, min_abs=2.0, strict=True)
     spelled = {o for a in ab._actions for o in a.option_strings}
     assert {"--threshold", "--relative", "--min-abs", "--strict", "--alpha"} <= spelled
     assert ab.parse_args(["x", "y", "s.yaml"]).threshold == Rule().threshold * 100
