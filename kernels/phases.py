@@ -129,6 +129,17 @@ def pat_step(order: np.ndarray, d: int, gather: bool) -> CStep:
     return runs(order[g], order[to][g], g, atom, not gather)
 
 
+Moves = list[tuple[int, int, Sequence[int]]]  # one step's (src, dst, block indices), posted in order
+
+
+def post(b: StepBuilder, blocks: Sequence[Range], moves: Moves, *, reduce: bool) -> None:
+    """One step of ``moves``, each a :func:`move_runs` of its blocks (:func:`calls` compiles
+    the same step with numpy)."""
+    st = b.step()
+    for src, dst, group in moves:
+        move_runs(b, src, dst, [blocks[q] for q in group], reduce=reduce, step=st)
+
+
 def calls(moves: Sequence[tuple[int, int, Sequence[int]]], reduce: bool) -> CStep:
     """A step of :func:`move_runs` calls ``(src, dst, blocks)`` on the symbolic build (block r
     is atom r), in posting order, generated."""
