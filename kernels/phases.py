@@ -150,6 +150,18 @@ def calls(moves: Sequence[tuple[int, int, Sequence[int]]], reduce: bool) -> CSte
     return runs(src, dst, key, atom, reduce)
 
 
+def hop_moves(nodes: Sequence[Sequence[int]], shift: int) -> Moves:
+    """Every node k passes node k+1 (mod N) the blocks of node k - ``shift``'s ranks, the j-th
+    from its holder on k (local index j mod l_k) to its holder on k+1 (j mod l_(k+1)); one move
+    per pair of holders, posted where its first block is (:func:`node_hops` generates it)."""
+    pairs: dict[tuple[int, int], list[int]] = {}
+    for k, node in enumerate(nodes):
+        nxt = nodes[(k + 1) % len(nodes)]
+        for j, r in enumerate(nodes[(k - shift) % len(nodes)]):
+            pairs.setdefault((node[j % len(node)], nxt[j % len(nxt)]), []).append(r)
+    return [(src, dst, group) for (src, dst), group in pairs.items()]
+
+
 def node_hops(nodes: Sequence[Sequence[int]], shift: int, reduce: bool) -> CStep:
     """Every node k passes node k+1 (mod N) the blocks of node k - ``shift``'s ranks, each from
     its holder on k to its holder on k+1 (the j-th rank of the owner's: local index j mod l_k to
