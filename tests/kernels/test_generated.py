@@ -11,8 +11,10 @@ import numpy as np
 import pytest
 
 from kernels import collective as coll
-from kernels.algorithm import Algorithm, Problem, algorithms_of
-from kernels.compiled import compile_schedules
+from kernels.algorithm import Algorithm, Problem, algorithms_of, get_algorithm
+from kernels.algorithms.all_reduce import double_tree, tree
+from kernels.compiled import Compiled, compile_schedules
+from kernels.phases import node_order
 from kernels.topology import Topology
 
 GENERATED = [a for c in coll.names() for a in algorithms_of(c)
@@ -38,8 +40,11 @@ def _same(alg: Algorithm, top: Topology, n: int, root: int) -> None:
             alg.shape.generate(sym)
         assert "node" in str(e) or "topology" in str(e)
         return
-    ref, got = compile_schedules(built, sym.count, hot=False), alg.shape.generate(sym)
-    where = (alg.name, top.world, top.node_of, n, root)
+    _equal(compile_schedules(built, sym.count, hot=False), alg.shape.generate(sym),
+           (alg.name, top.world, top.node_of, n, root))
+
+
+def _equal(ref: Compiled, got: Compiled, where: tuple[object, ...]) -> None:
     assert (got.world, got.k, len(got.steps)) == (ref.world, ref.k, len(ref.steps)), where
     for g, r in zip(got.steps, ref.steps):
         for f in fields(r):
@@ -56,3 +61,21 @@ def test_the_generator_is_the_build(alg: Algorithm) -> None:
         for n in sorted({spec.round_count(x * p, p) for x in (1, 7, 1 << 20)}):
             for root in roots:
                 _same(alg, top, n, root)
+
+
+@pytest.mark.parametrize("module", [tree, double_tree], ids=["tree", "double_tree"])
+def test_the_trees_generated_pipelines_are_the_builds(module: object) -> None:
+    """tree and double_tree price by their closed form's generated pipeline (``_generated``,
+    numpy): it is their build compiled, for 2..12 ranks on every node shape and 1 to 16 chunks."""
+    name = module.__name__.rsplit(".", 1)[1]  # type: ignore[attr-defined]
+    alg = get_algorithm("all_reduce", name)
+    assert alg.shape is not None
+    for top in _topologies():
+        for n in (1, 300_000, 1 << 22):  # k = 1, a few, the most chunks
+            real = Problem(top, n, 4, "all_reduce", 0)
+            sym = Problem(top, alg.shape.count(real), alg.shape.itemsize(real), "all_reduce", 0)
+            if top.world > 1:
+                k = module.num_chunks(n, 4)  # type: ignore[attr-defined]
+                _equal(compile_schedules(alg.schedules(sym), sym.count, hot=False),
+                       module._generated(tuple(node_order(top)), k),  # type: ignore[attr-defined]
+                       (name, top.node_of, n))
