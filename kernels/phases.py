@@ -1,7 +1,8 @@
 """Pieces shared by several algorithms (not algorithms of their own): ranks in node order, one
 message per run of adjacent blocks, the power-of-two :class:`Fold` of recursive doubling and
 halving, which rank of a node holds which block in the hierarchical algorithms (that of local
-index j: local index j mod l on a node of l ranks), PAT's steps, and :func:`replay`.
+index j: local index j mod l on a node of l ranks), PAT's steps, and one step of moves both
+as builder calls (:func:`post`) and compiled with numpy (:func:`calls`).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kernels.compiled import Compiled, CStep, runs
+from kernels.compiled import CStep, runs
 from kernels.schedule import Range, StepBuilder
 from kernels.topology import Topology
 
@@ -90,16 +91,6 @@ def held(topology: Topology, rank: int) -> int:
 def span(blocks: Sequence[Range], lo: int, hi: int) -> Range:
     """Blocks ``lo..hi-1`` (contiguous) as one element range."""
     return Range(blocks[lo].start, blocks[hi - 1].stop)
-
-
-def replay(b: StepBuilder, compiled: Compiled, atoms: Sequence[Range]) -> None:
-    """A generated schedule as builder moves, one step per step, atom i being ``atoms[i]``:
-    for algorithms whose build is their generator (proven by the verifier like any build)."""
-    for cs in compiled.steps:
-        st = b.step()
-        for s, d, lo, hi, r in zip(cs.src.tolist(), cs.dst.tolist(), cs.lo.tolist(),
-                                   cs.hi.tolist(), cs.reduce.tolist()):
-            b.move(s, d, span(atoms, lo, hi), reduce=r, step=st)
 
 
 def pat_dims(p: int) -> list[int]:
