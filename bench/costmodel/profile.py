@@ -242,7 +242,8 @@ def from_mapping(raw: Any, where: str) -> Profile:
                    native=dict(spec.native or {}), fitted=spec.fitted,
                    slow=tuple(Slow(x.factor, node=x.node, link=x.link) for x in spec.slow or ()),
                    fabric=fabric, fabric_yaml=dict(raw["fabric"]) if fabric else {},
-                   mpi=mpi and Mpi(mpi.eager_limit_bytes, mpi.rendezvous_s, mpi.eager_s_per_byte))
+                   mpi=Mpi(mpi.eager_limit_bytes, mpi.rendezvous_s, mpi.eager_s_per_byte)
+                   if mpi else None)
 
 
 def presets() -> list[str]:

@@ -74,7 +74,10 @@ def steps(parent: Sequence[int], k: int) -> list[list[tuple[int, int, int, bool]
     parent the next chunk its subtree has fully reduced, and passes each child the next chunk
     it holds final (:func:`pipeline` generates the same with numpy)."""
     m = len(parent)
-    kids = [[c for c in range(m) if parent[c] == v] for v in range(m)]
+    kids: list[list[int]] = [[] for _ in range(m)]
+    for c, v in enumerate(parent):
+        if v >= 0:
+            kids[v].append(c)
     root = parent.index(-1)
     got = [[0] * k for _ in range(m)]  # per chunk, the children's sums a position reduced in
     up, final = [0] * m, [0] * m  # chunks sent to the parent; chunks held final
@@ -85,7 +88,7 @@ def steps(parent: Sequence[int], k: int) -> list[list[tuple[int, int, int, bool]
         # a second child waits while its sibling sends the same chunk (no double reduction)
         send = [ready[v] and not (first[v] != v and ready[first[v]] and up[first[v]] == up[v])
                 for v in range(m)]
-        down = [c for v in range(m) for c in kids[v] if final[c] < final[v]]
+        down = {c for v in range(m) for c in kids[v] if final[c] < final[v]}
         out.append([move for v in range(m) for move in
                     ([(v, parent[v], up[v], True)] if send[v] else [])
                     + [(v, c, final[c], False) for c in kids[v] if c in down]])
