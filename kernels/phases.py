@@ -1,7 +1,8 @@
 """Pieces shared by several algorithms (not algorithms of their own): ranks in node order, one
 message per run of adjacent blocks, the power-of-two :class:`Fold` of recursive doubling and
 halving, which rank of a node holds which block in the hierarchical algorithms (that of local
-index j: local index j mod l on a node of l ranks), PAT's steps, and :func:`replay`.
+index j: local index j mod l on a node of l ranks), PAT's steps, and one step of moves both
+as builder calls (:func:`post`) and compiled with numpy (:func:`calls`).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kernels.compiled import Compiled, CStep, runs
+from kernels.compiled import CStep, runs
 from kernels.schedule import Range, StepBuilder
 from kernels.topology import Topology
 
@@ -92,16 +93,6 @@ def span(blocks: Sequence[Range], lo: int, hi: int) -> Range:
     return Range(blocks[lo].start, blocks[hi - 1].stop)
 
 
-def replay(b: StepBuilder, compiled: Compiled, atoms: Sequence[Range]) -> None:
-    """A generated schedule as builder moves, one step per step, atom i being ``atoms[i]``:
-    for algorithms whose build is their generator (proven by the verifier like any build)."""
-    for cs in compiled.steps:
-        st = b.step()
-        for s, d, lo, hi, r in zip(cs.src.tolist(), cs.dst.tolist(), cs.lo.tolist(),
-                                   cs.hi.tolist(), cs.reduce.tolist()):
-            b.move(s, d, span(atoms, lo, hi), reduce=r, step=st)
-
-
 def pat_dims(p: int) -> list[int]:
     """0, 1, ..., ceil(log2 p) - 1: the dimensions (distances 2^d) of PAT's steps."""
     return list(range((p - 1).bit_length()))
@@ -129,6 +120,17 @@ def pat_step(order: np.ndarray, d: int, gather: bool) -> CStep:
     return runs(order[g], order[to][g], g, atom, not gather)
 
 
+Moves = list[tuple[int, int, Sequence[int]]]  # one step's (src, dst, block indices), posted in order
+
+
+def post(b: StepBuilder, blocks: Sequence[Range], moves: Moves, *, reduce: bool) -> None:
+    """One step of ``moves``, each a :func:`move_runs` of its blocks (:func:`calls` compiles
+    the same step with numpy)."""
+    st = b.step()
+    for src, dst, group in moves:
+        move_runs(b, src, dst, [blocks[q] for q in group], reduce=reduce, step=st)
+
+
 def calls(moves: Sequence[tuple[int, int, Sequence[int]]], reduce: bool) -> CStep:
     """A step of :func:`move_runs` calls ``(src, dst, blocks)`` on the symbolic build (block r
     is atom r), in posting order, generated."""
@@ -137,6 +139,18 @@ def calls(moves: Sequence[tuple[int, int, Sequence[int]]], reduce: bool) -> CSte
     key = np.repeat(np.arange(len(moves)), sizes)
     src, dst = (np.asarray([m[x] for m in moves], np.int64)[key] for x in (0, 1))
     return runs(src, dst, key, atom, reduce)
+
+
+def hop_moves(nodes: Sequence[Sequence[int]], shift: int) -> Moves:
+    """Every node k passes node k+1 (mod N) the blocks of node k - ``shift``'s ranks, the j-th
+    from its holder on k (local index j mod l_k) to its holder on k+1 (j mod l_(k+1)); one move
+    per pair of holders, posted where its first block is (:func:`node_hops` generates it)."""
+    pairs: dict[tuple[int, int], list[int]] = {}
+    for k, node in enumerate(nodes):
+        nxt = nodes[(k + 1) % len(nodes)]
+        for j, r in enumerate(nodes[(k - shift) % len(nodes)]):
+            pairs.setdefault((node[j % len(node)], nxt[j % len(nxt)]), []).append(r)
+    return [(src, dst, group) for (src, dst), group in pairs.items()]
 
 
 def node_hops(nodes: Sequence[Sequence[int]], shift: int, reduce: bool) -> CStep:

@@ -6,31 +6,19 @@ is a valid what-if); the vendor model declines it."""
 
 from __future__ import annotations
 
-import contextlib
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Literal
 
 from bench.argtypes import CommbenchError
+from bench.costmodel.fields import Count, Fraction, Positive
+from bench.scenario_base import Frozen
 
-SWITCHES = ("nvswitch", "pcie")
-GENERATIONS = ("volta", "ampere", "hopper", "blackwell")  # NCCL's tuning tables per generation
-CPUS = ("intel", "amd", "arm")
-NETWORKS = ("rail", "fat_tree")
-DEFAULT_RING_EFFICIENCY = 1.0  # nominal: a preset states its measured fraction
-DEFAULT_NIC_EFFICIENCY = 1.0
 DEFAULT_CHANNELS_PER_NIC = 2  # channels = 2 per NIC unless stated (NCCL runs ~2 per NIC)
-_KEYS = {"devices", "switch", "port_bytes_per_s", "ring_efficiency", "devices_per_switch",
-         "switch_uplink_bytes_per_s", "sockets", "socket_link_bytes_per_s", "nics", "network",
-         "nvls", "collnet", "channels", "generation", "cpu", "trays", "latency",
-         "ll_bytes_per_s"}
-_LATENCY = {"ll_base", "ll_nvlink_hop", "p2p_base_us", "p2p_peer_us"}
-_NICS = {"count", "bytes_per_s", "efficiency"}
-_NETWORK = {"kind", "rails"}
 
 
 class FabricError(CommbenchError, ValueError):
-    """Raised by :func:`parse_fabric`; the profile loader turns it into a ProfileError."""
+    """A fabric that contradicts itself or its profile; the profile loader names the file."""
 
 
 @dataclass(frozen=True)
@@ -45,22 +33,22 @@ class Fabric:
     network: str  # rail | fat_tree
     rails: int
     channels: int
-    nvls: float | None = None  # achievable bytes/s per port per direction of in-switch reduction
-    collnet: float | None = None  # achievable bytes/s per NIC of in-network reduction
-    devices_per_switch: int | None = None  # pcie
-    switch_uplink: float | None = None  # pcie
-    sockets: int = 1
-    socket_link: float | None = None  # pcie, sockets > 1
-    generation: str = "hopper"  # which row of NCCL's tuning tables (vendor model)
-    cpu: str = "intel"  # the host CPU: NCCL's LL cap and network overhead across nodes
-    trays: int = 1  # an NVLink domain over several trays (NVL72: 72 devices, 18 trays)
+    nvls: float | None  # achievable bytes/s per port per direction of in-switch reduction
+    collnet: float | None  # achievable bytes/s per NIC of in-network reduction
+    devices_per_switch: int | None  # pcie
+    switch_uplink: float | None  # pcie
+    sockets: int
+    socket_link: float | None  # pcie, sockets > 1
+    generation: str  # which row of NCCL's tuning tables (vendor model)
+    cpu: str  # the host CPU: NCCL's LL cap and network overhead across nodes
+    trays: int  # an NVLink domain over several trays (NVL72: 72 devices, 18 trays)
     # NCCL's latency constants are Hopper-era: a fabric may scale LL's base and NVLink-hop
     # latencies, and state its point-to-point latency (us: fixed + per peer) and LL's ceiling
-    ll_base: float = 1.0
-    ll_nvlink_hop: float = 1.0
-    p2p_base_us: float | None = None  # None: one Simple hop of the intra or network link
-    p2p_peer_us: float = 1.0
-    ll_cap: float | None = None  # bytes/s of bus bandwidth LL reaches (None: NCCL's llMaxBw)
+    ll_base: float
+    ll_nvlink_hop: float
+    p2p_base_us: float | None  # None: one Simple hop of the intra or network link
+    p2p_peer_us: float
+    ll_cap: float | None  # bytes/s of bus bandwidth LL reaches (None: NCCL's llMaxBw)
 
     @property
     def nic_achievable(self) -> float:
@@ -85,110 +73,89 @@ class Fabric:
         return used * self.nic_achievable
 
 
-def _num(where: str, key: str, value: Any, *, frac: bool = False) -> float:
-    if isinstance(value, str):
-        with contextlib.suppress(ValueError):
-            value = float(value)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
-            or value <= 0 or (frac and value > 1):
-        want = "a number in (0, 1]" if frac else "a number > 0"
-        raise FabricError(f"{where}: fabric.{key}: expected {want}, got {value!r}")
-    return float(value)
+class _Nics(Frozen):
+    count: Count | None = None  # None: the profile's nics_per_node
+    bytes_per_s: Positive | None = None  # nominal, per direction; None: links.inter's beta
+    efficiency: Fraction = 1.0  # nominal: a preset states its measured fraction
 
 
-def _int(where: str, key: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise FabricError(f"{where}: fabric.{key}: expected an integer >= 1, got {value!r}")
-    return value
+class _Network(Frozen):
+    kind: Literal["rail", "fat_tree"] = "rail"
+    rails: Count | None = None  # None: one per NIC on rails, one on a fat tree
 
 
-def _block(where: str, raw: dict[str, Any], key: str, keys: set[str]) -> dict[str, Any]:
-    got = raw.get(key) or {}
-    if not isinstance(got, dict) or set(got) - keys:
-        raise FabricError(f"{where}: fabric.{key}: expected keys among {', '.join(sorted(keys))}")
-    return got
+class _Latency(Frozen):
+    ll_base: Positive = 1.0
+    ll_nvlink_hop: Positive = 1.0
+    p2p_base_us: Positive | None = None
+    p2p_peer_us: Positive = 1.0
 
 
-def parse_fabric(raw: Any, where: str, *, intra_beta: float | None, inter_beta: float | None,
-                 nics_per_node: int) -> Fabric:
-    """A validated :class:`Fabric` from a profile's ``fabric:`` mapping. Port and NIC bandwidth
-    default to the profile's ``links.intra`` / ``links.inter`` β, the NIC count to
-    ``nics_per_node`` (stating both differently is a contradiction)."""
-    if not isinstance(raw, dict):
-        raise FabricError(f"{where}: fabric: expected a mapping")
-    unknown = sorted(set(raw) - _KEYS)
-    if unknown:
-        raise FabricError(f"{where}: fabric: unknown key {unknown[0]!r} "
-                          f"(valid: {', '.join(sorted(_KEYS))})")
-    devices = _int(where, "devices", raw.get("devices"))
-    switch = raw.get("switch")
-    if switch not in SWITCHES:
-        raise FabricError(f"{where}: fabric.switch: expected nvswitch or pcie, got {switch!r}")
-    port = raw.get("port_bytes_per_s", intra_beta)
-    if port is None:
-        raise FabricError(f"{where}: fabric.port_bytes_per_s: needed (no links.intra either)")
-    nics = _block(where, raw, "nics", _NICS)
-    net = _block(where, raw, "network", _NETWORK)
-    count = _int(where, "nics.count", nics.get("count", nics_per_node))
-    if count != nics_per_node:
-        raise FabricError(f"{where}: fabric.nics.count {count} contradicts nics_per_node "
-                          f"{nics_per_node}")
-    nic_bw = nics.get("bytes_per_s", inter_beta)
-    if nic_bw is None:
-        raise FabricError(f"{where}: fabric.nics.bytes_per_s: needed (no links.inter either)")
-    kind = net.get("kind", "rail")
-    if kind not in NETWORKS:
-        raise FabricError(f"{where}: fabric.network.kind: expected rail or fat_tree, got {kind!r}")
-    rails = _int(where, "network.rails", net.get("rails", count if kind == "rail" else 1))
-    pcie = {k: raw[k] for k in ("devices_per_switch", "switch_uplink_bytes_per_s", "sockets",
-                                "socket_link_bytes_per_s") if k in raw}
-    generation, cpu = raw.get("generation", "hopper"), raw.get("cpu", "intel")
-    if generation not in GENERATIONS:
-        raise FabricError(f"{where}: fabric.generation: expected one of {', '.join(GENERATIONS)}, "
-                          f"got {generation!r}")
-    if cpu not in CPUS:
-        raise FabricError(f"{where}: fabric.cpu: expected one of {', '.join(CPUS)}, got {cpu!r}")
-    lat = _block(where, raw, "latency", _LATENCY)
-    fab = Fabric(
-        ll_base=_num(where, "latency.ll_base", lat.get("ll_base", 1.0)),
-        ll_nvlink_hop=_num(where, "latency.ll_nvlink_hop", lat.get("ll_nvlink_hop", 1.0)),
-        p2p_base_us=(None if lat.get("p2p_base_us") is None
-                     else _num(where, "latency.p2p_base_us", lat["p2p_base_us"])),
-        p2p_peer_us=_num(where, "latency.p2p_peer_us", lat.get("p2p_peer_us", 1.0)),
-        ll_cap=(None if raw.get("ll_bytes_per_s") is None
-                else _num(where, "ll_bytes_per_s", raw["ll_bytes_per_s"])),
-        generation=generation, cpu=cpu, trays=_int(where, "trays", raw.get("trays", 1)),
-        devices=devices, switch=switch, port=_num(where, "port_bytes_per_s", port),
-        ring_efficiency=_num(where, "ring_efficiency",
-                             raw.get("ring_efficiency", DEFAULT_RING_EFFICIENCY), frac=True),
-        nics=count, nic_bw=_num(where, "nics.bytes_per_s", nic_bw),
-        nic_efficiency=_num(where, "nics.efficiency",
-                            nics.get("efficiency", DEFAULT_NIC_EFFICIENCY), frac=True),
-        network=kind, rails=rails,
-        channels=_int(where, "channels", raw.get("channels", DEFAULT_CHANNELS_PER_NIC * count)),
-        nvls=(None if raw.get("nvls") is None
-              else _num(where, "nvls", _one(where, "nvls", raw["nvls"]))),
-        collnet=(None if raw.get("collnet") is None
-                 else _num(where, "collnet", _one(where, "collnet", raw["collnet"]))),
-        devices_per_switch=(None if "devices_per_switch" not in pcie
-                            else _int(where, "devices_per_switch", pcie["devices_per_switch"])),
-        switch_uplink=(None if "switch_uplink_bytes_per_s" not in pcie else _num(
-            where, "switch_uplink_bytes_per_s", pcie["switch_uplink_bytes_per_s"])),
-        sockets=_int(where, "sockets", pcie.get("sockets", 1)),
-        socket_link=(None if "socket_link_bytes_per_s" not in pcie else _num(
-            where, "socket_link_bytes_per_s", pcie["socket_link_bytes_per_s"])))
-    _contradictions(fab, where, set(pcie))
-    return fab
+class _Achievable(Frozen):
+    bytes_per_s: Positive  # the achievable bandwidth of an in-switch or in-network reduction
 
 
-def _one(where: str, key: str, raw: Any) -> Any:
-    if not isinstance(raw, dict) or set(raw) != {"bytes_per_s"}:
-        raise FabricError(f"{where}: fabric.{key}: expected {{bytes_per_s: B}} (its achievable "
-                          "bandwidth)")
-    return raw["bytes_per_s"]
+class FabricSpec(Frozen):
+    """A profile's ``fabric:`` block as written; :meth:`fabric` resolves it against the
+    profile's links and NIC count."""
+
+    devices: Count
+    switch: Literal["nvswitch", "pcie"]
+    port_bytes_per_s: Positive | None = None  # None: links.intra's beta
+    ring_efficiency: Fraction = 1.0  # nominal: a preset states its measured fraction
+    devices_per_switch: Count | None = None
+    switch_uplink_bytes_per_s: Positive | None = None
+    sockets: Count = 1
+    socket_link_bytes_per_s: Positive | None = None
+    nics: _Nics = _Nics()
+    network: _Network = _Network()
+    nvls: _Achievable | None = None
+    collnet: _Achievable | None = None
+    channels: Count | None = None  # None: DEFAULT_CHANNELS_PER_NIC per NIC
+    generation: Literal["volta", "ampere", "hopper", "blackwell"] = "hopper"  # NCCL's tables
+    cpu: Literal["intel", "amd", "arm"] = "intel"
+    trays: Count = 1
+    latency: _Latency = _Latency()
+    ll_bytes_per_s: Positive | None = None
+
+    def fabric(self, *, intra_beta: float | None, inter_beta: float | None,
+               nics_per_node: int) -> Fabric:
+        """The :class:`Fabric`: port and NIC bandwidth default to the profile's
+        ``links.intra`` / ``links.inter`` beta, the NIC count to ``nics_per_node`` (stating
+        both differently is a contradiction); :class:`FabricError` otherwise."""
+        port = self.port_bytes_per_s or intra_beta
+        if port is None:
+            raise FabricError("fabric.port_bytes_per_s: needed (no links.intra either)")
+        count = self.nics.count or nics_per_node
+        if count != nics_per_node:
+            raise FabricError(f"fabric.nics.count {count} contradicts nics_per_node "
+                              f"{nics_per_node}")
+        nic_bw = self.nics.bytes_per_s or inter_beta
+        if nic_bw is None:
+            raise FabricError("fabric.nics.bytes_per_s: needed (no links.inter either)")
+        lat, net = self.latency, self.network
+        fab = Fabric(
+            devices=self.devices, switch=self.switch, port=port,
+            ring_efficiency=self.ring_efficiency, nics=count, nic_bw=nic_bw,
+            nic_efficiency=self.nics.efficiency, network=net.kind,
+            rails=net.rails or (count if net.kind == "rail" else 1),
+            channels=self.channels or DEFAULT_CHANNELS_PER_NIC * count,
+            nvls=self.nvls.bytes_per_s if self.nvls else None,
+            collnet=self.collnet.bytes_per_s if self.collnet else None,
+            devices_per_switch=self.devices_per_switch,
+            switch_uplink=self.switch_uplink_bytes_per_s, sockets=self.sockets,
+            socket_link=self.socket_link_bytes_per_s, generation=self.generation, cpu=self.cpu,
+            trays=self.trays, ll_base=lat.ll_base, ll_nvlink_hop=lat.ll_nvlink_hop,
+            p2p_base_us=lat.p2p_base_us, p2p_peer_us=lat.p2p_peer_us,
+            ll_cap=self.ll_bytes_per_s)
+        _contradictions(fab, self.model_fields_set & _PCIE)
+        return fab
 
 
-def _contradictions(f: Fabric, where: str, pcie_keys: set[str]) -> None:
+_PCIE = {"devices_per_switch", "switch_uplink_bytes_per_s", "sockets", "socket_link_bytes_per_s"}
+
+
+def _contradictions(f: Fabric, pcie_keys: set[str]) -> None:
     """The first way ``f`` contradicts itself, as a one-line FabricError."""
     pcie = sorted(pcie_keys)
     checks = [
@@ -218,4 +185,4 @@ def _contradictions(f: Fabric, where: str, pcie_keys: set[str]) -> None:
     ]
     for bad, why in checks:
         if bad:
-            raise FabricError(f"{where}: fabric: {why}")
+            raise FabricError(f"fabric: {why}")

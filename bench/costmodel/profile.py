@@ -6,33 +6,22 @@ profile is accepted, a NAME or a path works."""
 
 from __future__ import annotations
 
-import contextlib
 import itertools
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import yaml
+from pydantic import Field, Strict, ValidationError, model_validator
 
 from bench.argtypes import CommbenchError
-from bench.costmodel.fabric import Fabric, FabricError, parse_fabric
+from bench.costmodel.fabric import Fabric, FabricError, FabricSpec
+from bench.costmodel.fields import Count, Index, NonNegative, Positive
+from bench.scenario_base import Frozen, one_line
 
 PRESETS = Path(__file__).parent / "profiles"
-LINK_CLASSES = ("intra", "inter", "spine")
-_TOP = {"name", "source", "overhead_s", "gamma_s_per_byte", "hot_send_s_per_byte", "nics_per_node",
-        "links", "device", "native", "fitted", "slow", "fabric", "mpi"}
 MPI_KEYS = {"eager_limit_bytes": "eager_limit", "rendezvous_s": "rendezvous",
             "eager_s_per_byte": "eager_per_byte"}  # YAML key -> Mpi field
-_DEVICE_TEXT = {"name", "attention", "compute_source", "elementwise", "pipeline_balance",
-                "gemm_tiles"}
-_DEVICE_FLAGS = {"overlaps_communication", "vocab_parallel", "sequence_parallel", "fused_qkv",
-                 "autograd_accumulation", "fp32_loss", "dropout", "deallocates_outputs",
-                 "context_parallel", "pipeline_scatter_gather"}
-_DEVICE = _DEVICE_TEXT | _DEVICE_FLAGS | {
-    "memory_bytes", "memory_bandwidth_bytes_per_s", "flops_per_s", "flops_16bit_per_s",
-    "gemm_efficiency", "gemm_latency_s", "memory_efficiency", "copy_bandwidth_curve", "gemm_points",
-    "sm_count", "gemm_tile_reuse", "microbatch_overhead_s", "gemm_sustained"}
 
 
 class ProfileError(CommbenchError, ValueError):
@@ -121,125 +110,140 @@ class Profile:
         return out | {k: v for k, v in optional.items() if v}
 
 
-def _num(where: str, key: str, value: Any, *, positive: bool = False) -> float:
-    if isinstance(value, str):  # YAML 1.1 reads 4.5e11 (no dot-sign form) as a string
-        with contextlib.suppress(ValueError):
-            value = float(value)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ProfileError(f"{where}: {key}: expected a number, got {value!r}")
-    if value < 0 or (positive and value == 0):
-        raise ProfileError(f"{where}: {key}: must be {'> 0' if positive else '>= 0'}, got {value}")
-    return float(value)
+class _Link(Frozen):
+    alpha_s: NonNegative
+    beta_bytes_per_s: Positive  # per direction
 
 
-def _points(where: str, raw: Any) -> list[list[float]]:
-    """``device.gemm_points``: [[m, n, k, batch, seconds], ...] as ``commbench gemm`` timed them."""
-    if not isinstance(raw, list) or not all(isinstance(r, list) and len(r) == 5 for r in raw):
-        raise ProfileError(f"{where}: device.gemm_points: expected [[m, n, k, batch, seconds], ...]")
-    return [[_num(where, "device.gemm_points", x, positive=True) for x in r] for r in raw]
+class _Links(Frozen):
+    intra: _Link | None = None
+    inter: _Link | None = None
+    spine: _Link | None = None
+
+    @model_validator(mode="after")
+    def _some(self) -> _Links:
+        if not self.model_fields_set:
+            raise ValueError("expected a mapping of link classes (intra, inter, spine)")
+        return self
 
 
-def _curve(where: str, raw: Any) -> list[list[float]]:
-    """``device.copy_bandwidth_curve``: [[bytes, bytes/s], ...], sizes increasing."""
-    key = "device.copy_bandwidth_curve"
-    if not isinstance(raw, list) or not raw or not all(
-            isinstance(x, (list, tuple)) and len(x) == 2 for x in raw):
-        raise ProfileError(f"{where}: {key}: expected a list of [bytes, bytes_per_s] pairs")
-    out = [[_num(where, key, n, positive=True), _num(where, key, bw, positive=True)]
-           for n, bw in raw]
-    if any(a[0] >= b[0] for a, b in itertools.pairwise(out)):
-        raise ProfileError(f"{where}: {key}: sizes must increase")
-    return out
+class _Mpi(Frozen):
+    eager_limit_bytes: NonNegative
+    rendezvous_s: NonNegative = 0.0
+    eager_s_per_byte: NonNegative = 0.0
 
 
-def _slow(where: str, raw: Any) -> tuple[Slow, ...]:
-    if raw is None:
-        return ()
-    if not isinstance(raw, list):
-        raise ProfileError(f"{where}: slow: expected a list of {{node: N, factor: F}} or "
-                           f"{{link: [A, B], factor: F}}")
-    out = []
-    for i, x in enumerate(raw):
-        key = f"slow[{i}]"
-        if not isinstance(x, dict) or set(x) not in ({"node", "factor"}, {"link", "factor"}):
-            raise ProfileError(f"{where}: {key}: expected {{node: N, factor: F}} or "
-                               f"{{link: [A, B], factor: F}}")
-        factor = _num(where, f"{key}.factor", x["factor"], positive=True)
-        if factor < 1:
-            raise ProfileError(f"{where}: {key}.factor: must be >= 1 (a slow part), got {factor}")
-        ids = [x["node"]] if "node" in x else x["link"]
-        if (not isinstance(ids, list) or len(ids) != (1 if "node" in x else 2)
-                or any(isinstance(n, bool) or not isinstance(n, int) or n < 0 for n in ids)
-                or len(set(ids)) != len(ids)):
-            what = "a node index >= 0" if "node" in x else "two different ranks >= 0"
-            raise ProfileError(f"{where}: {key}: expected {what}")
-        out.append(Slow(factor, node=ids[0]) if "node" in x else Slow(factor, link=(ids[0], ids[1])))
-    return tuple(out)
+class _Slow(Frozen):
+    factor: Annotated[Positive, Field(ge=1)]  # a slow part: its links take factor times longer
+    node: Index | None = None
+    link: tuple[Index, Index] | None = None
+
+    @model_validator(mode="after")
+    def _one_place(self) -> _Slow:
+        if (self.node is None) == (self.link is None):
+            raise ValueError("expected {node: N, factor: F} or {link: [A, B], factor: F}")
+        if self.link is not None and self.link[0] == self.link[1]:
+            raise ValueError("link: expected two different ranks >= 0")
+        return self
+
+
+Flag = Annotated[bool, Strict()]
+_Curve = Annotated[list[Annotated[list[Positive], Field(min_length=2, max_length=2)]],
+                   Field(min_length=1)]  # [[bytes, bytes/s], ...], sizes increasing
+_Points = list[Annotated[list[Positive], Field(min_length=5, max_length=5)]]
+
+
+class _Device(Frozen):
+    """``device:``: what advise prices compute and memory with (docs/advise.md); every key
+    optional, so a consumer states its own default."""
+
+    name: str | None = None
+    attention: str | None = None
+    compute_source: str | None = None
+    elementwise: str | None = None
+    pipeline_balance: str | None = None
+    gemm_tiles: str | None = None
+    overlaps_communication: Flag | None = None
+    vocab_parallel: Flag | None = None
+    sequence_parallel: Flag | None = None
+    fused_qkv: Flag | None = None
+    autograd_accumulation: Flag | None = None
+    fp32_loss: Flag | None = None
+    dropout: Flag | None = None
+    deallocates_outputs: Flag | None = None
+    context_parallel: Flag | None = None
+    pipeline_scatter_gather: Flag | None = None
+    memory_bytes: NonNegative | None = None
+    memory_bandwidth_bytes_per_s: NonNegative | None = None
+    flops_per_s: NonNegative | None = None
+    flops_16bit_per_s: NonNegative | None = None
+    gemm_efficiency: NonNegative | None = None
+    gemm_latency_s: NonNegative | None = None
+    memory_efficiency: NonNegative | None = None
+    sm_count: NonNegative | None = None
+    gemm_tile_reuse: NonNegative | None = None
+    microbatch_overhead_s: NonNegative | None = None
+    gemm_sustained: NonNegative | None = None
+    copy_bandwidth_curve: _Curve | None = None
+    gemm_points: _Points | None = None  # [[m, n, k, batch, seconds], ...] as commbench gemm timed
+
+    @model_validator(mode="after")
+    def _stated(self) -> _Device:
+        if null := sorted(k for k in self.model_fields_set if getattr(self, k) is None):
+            raise ValueError(f"{null[0]}: expected a value, got null")
+        curve = self.copy_bandwidth_curve or []
+        if any(a[0] >= b[0] for a, b in itertools.pairwise(curve)):
+            raise ValueError("copy_bandwidth_curve: sizes must increase")
+        return self
+
+
+class ProfileSpec(Frozen):
+    """A profile file as written (keys and units: docs/predict.md); :func:`from_mapping` turns
+    it into a :class:`Profile`."""
+
+    name: str | None = None  # None: the file's stem
+    source: str = ""
+    overhead_s: NonNegative = 0.0
+    gamma_s_per_byte: NonNegative = 0.0
+    hot_send_s_per_byte: NonNegative = 0.0
+    nics_per_node: Count = 1
+    links: _Links
+    device: _Device | None = None
+    native: dict[str, Any] | None = None
+    fitted: dict[str, Any] | None = None
+    slow: list[_Slow] | None = None
+    fabric: FabricSpec | None = None
+    mpi: _Mpi | None = None
 
 
 def from_mapping(raw: Any, where: str) -> Profile:
     """Validate a parsed YAML document; ``where`` names it in errors."""
-    if not isinstance(raw, dict):
-        raise ProfileError(f"{where}: expected a mapping of profile keys")
-    unknown = sorted(set(raw) - _TOP)
-    if unknown:
-        raise ProfileError(f"{where}: unknown key {unknown[0]!r} (valid: {', '.join(sorted(_TOP))})")
-    links_raw = raw.get("links")
-    if not isinstance(links_raw, dict) or not links_raw:
-        raise ProfileError(f"{where}: links: expected a mapping of link classes (intra, inter, spine)")
-    links = {}
-    for cls, v in links_raw.items():
-        if cls not in LINK_CLASSES:
-            raise ProfileError(f"{where}: links: unknown class {cls!r} (valid: intra, inter, spine)")
-        if not isinstance(v, dict) or set(v) != {"alpha_s", "beta_bytes_per_s"}:
-            raise ProfileError(f"{where}: links.{cls}: expected alpha_s and beta_bytes_per_s")
-        links[cls] = Link(_num(where, f"links.{cls}.alpha_s", v["alpha_s"]),
-                          _num(where, f"links.{cls}.beta_bytes_per_s", v["beta_bytes_per_s"],
-                               positive=True))
-    device = dict(raw.get("device") or {})
-    if not isinstance(device, dict) or set(device) - _DEVICE:
-        raise ProfileError(f"{where}: device: expected keys among {', '.join(sorted(_DEVICE))}")
-    for k, v in device.items():
-        if k == "copy_bandwidth_curve":
-            device[k] = _curve(where, v)
-        elif k in _DEVICE_FLAGS:
-            if not isinstance(v, bool):
-                raise ProfileError(f"{where}: device.{k}: expected true or false, got {v!r}")
-        elif k == "gemm_points":
-            device[k] = _points(where, v)
-        elif k not in _DEVICE_TEXT:
-            device[k] = _num(where, f"device.{k}", v)
-    nics = raw.get("nics_per_node", 1)
-    if isinstance(nics, bool) or not isinstance(nics, int) or nics < 1:
-        raise ProfileError(f"{where}: nics_per_node: expected an integer >= 1, got {nics!r}")
+    try:
+        spec = ProfileSpec.model_validate(raw)
+    except ValidationError as e:
+        raise ProfileError(f"{where}: {one_line(e, ProfileSpec)}") from None
+    links = {c: Link(v.alpha_s, v.beta_bytes_per_s) for c in raw["links"]  # as written, in order
+             if (v := getattr(spec.links, c)) is not None}
     fabric = None
-    if raw.get("fabric") is not None:
+    if spec.fabric is not None:
         try:
-            fabric = parse_fabric(raw["fabric"], where,
-                                  intra_beta=links["intra"].beta if "intra" in links else None,
-                                  inter_beta=links["inter"].beta if "inter" in links else None,
-                                  nics_per_node=nics)
+            fabric = spec.fabric.fabric(
+                intra_beta=links["intra"].beta if "intra" in links else None,
+                inter_beta=links["inter"].beta if "inter" in links else None,
+                nics_per_node=spec.nics_per_node)
         except FabricError as e:
-            raise ProfileError(str(e)) from None
-    return Profile(name=str(raw.get("name") or Path(where).stem), path=where,
-                   source=str(raw.get("source", "")), links=links,
-                   gamma=_num(where, "gamma_s_per_byte", raw.get("gamma_s_per_byte", 0.0)),
-                   overhead=_num(where, "overhead_s", raw.get("overhead_s", 0.0)),
-                   hot=_num(where, "hot_send_s_per_byte", raw.get("hot_send_s_per_byte", 0.0)),
-                   nics_per_node=nics, device=dict(device),
-                   native=dict(raw.get("native") or {}), fitted=raw.get("fitted"),
-                   slow=_slow(where, raw.get("slow")), fabric=fabric,
-                   fabric_yaml=dict(raw["fabric"]) if fabric else {},
-                   mpi=_mpi(where, raw.get("mpi")))
-
-
-def _mpi(where: str, raw: Any) -> Mpi | None:
-    if raw is None:
-        return None
-    if not isinstance(raw, dict) or "eager_limit_bytes" not in raw or set(raw) - set(MPI_KEYS):
-        raise ProfileError(f"{where}: mpi: expected eager_limit_bytes and optionally "
-                           "rendezvous_s, eager_s_per_byte")
-    return Mpi(**{a: _num(where, f"mpi.{k}", raw.get(k, 0.0)) for k, a in MPI_KEYS.items()})
+            raise ProfileError(f"{where}: {e}") from None
+    device = spec.device.model_dump(exclude_unset=True) if spec.device else {}
+    mpi = spec.mpi
+    return Profile(name=spec.name or Path(where).stem, path=where, source=spec.source,
+                   links=links, gamma=spec.gamma_s_per_byte, overhead=spec.overhead_s,
+                   hot=spec.hot_send_s_per_byte, nics_per_node=spec.nics_per_node,
+                   device={k: device[k] for k in raw["device"]} if device else {},
+                   native=dict(spec.native or {}), fitted=spec.fitted,
+                   slow=tuple(Slow(x.factor, node=x.node, link=x.link) for x in spec.slow or ()),
+                   fabric=fabric, fabric_yaml=dict(raw["fabric"]) if fabric else {},
+                   mpi=Mpi(mpi.eager_limit_bytes, mpi.rendezvous_s, mpi.eager_s_per_byte)
+                   if mpi else None)
 
 
 def presets() -> list[str]:

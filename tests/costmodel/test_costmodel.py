@@ -285,7 +285,8 @@ def test_presets_and_missing_link_class(tmp_path) -> None:
         load_profile(f)
     f.write_text("links:\n  intra: {alpha_s: 1, beta_bytes_per_s: 1}\n"
                  "device: {overlaps_communication: 0}\n")
-    with pytest.raises(ProfileError, match=r"overlaps_communication: expected true or false"):
+    with pytest.raises(ProfileError,
+                       match=r"device\.overlaps_communication: Input should be a valid boolean"):
         load_profile(f)
 
 

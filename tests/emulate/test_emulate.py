@@ -62,10 +62,12 @@ def test_slow_node_and_link() -> None:
 
 
 @pytest.mark.parametrize("raw, key", [
-    ([{"node": 1}], r"slow\[0\]: expected"),
-    ([{"node": 1, "factor": 0.5}], r"slow\[0\]\.factor: must be >= 1"),
-    ([{"link": [1, 1], "factor": 2}], r"slow\[0\]: expected two different ranks"),
-    ({"node": 1}, "slow: expected a list"),
+    ([{"node": 1}], r"slow\.0\.factor: Field required"),
+    ([{"factor": 2}], r"slow\.0: expected \{node: N, factor: F\} or \{link: \[A, B\], factor: F\}"),
+    ([{"node": 1, "factor": 0.5}], r"slow\.0\.factor: Input should be greater than or equal to 1"),
+    ([{"link": [1, 1], "factor": 2}], r"slow\.0: link: expected two different ranks"),
+    ([{"node": -1, "factor": 2}], r"slow\.0\.node: Input should be greater than or equal to 0"),
+    ({"node": 1}, "slow: Input should be a valid list"),
 ])
 def test_bad_slow_key_is_one_line(raw: object, key: str) -> None:
     doc = {"links": {"intra": {"alpha_s": 1e-6, "beta_bytes_per_s": 1e9}}, "slow": raw}

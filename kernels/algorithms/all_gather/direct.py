@@ -7,7 +7,7 @@ import numpy as np
 from kernels.algorithm import Problem, algorithm, all_but_own
 from kernels.closed import INTER, SPINE, Ctx, Estimate, estimate
 from kernels.compiled import BLOCKS, Compiled, messages
-from kernels.phases import node_order, replay
+from kernels.phases import node_order
 from kernels.schedule import StepBuilder
 
 
@@ -58,4 +58,11 @@ def direct(problem: Problem, b: StepBuilder) -> None:
     Every rank posts p-1 sends and p-1 receives at once: latency-bound sizes gain, large ones
     meet incast. Elements sent per rank: (p-1) * n/p.
     """
-    replay(b, _generate(problem), problem.blocks())
+    order, blocks = node_order(problem.topology), problem.blocks()
+    p = len(order)
+    if p == 1:
+        return
+    st = b.step()
+    for i, r in enumerate(order):
+        for s in range(1, p):
+            b.move(r, order[(i + s) % p], blocks[r], reduce=False, step=st)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from kernels.algorithm import Problem, algorithm
 from kernels.closed import Ctx, Estimate, estimate
 from kernels.compiled import BLOCKS, Compiled
-from kernels.phases import calls, held, holders, node_hops, replay
+from kernels.phases import Moves, calls, held, holders, hop_moves, node_hops, post
 from kernels.schedule import StepBuilder
 
 
@@ -29,15 +29,21 @@ def _closed(x: Ctx) -> Estimate | str:
     return estimate(t, nn - 1 + (l > 1), (nn - 1) * b + m * b, (nn - 1) * b)
 
 
+def _share(pr: Problem) -> Moves:
+    """The step inside the nodes: every rank sends the blocks it holds to every other rank of
+    its node."""
+    nodes, hold = pr.topology.nodes(), holders(pr.topology)
+    return [(r, node[(i + s) % len(node)], have[i]) for node, have in zip(nodes, hold)
+            for i, r in enumerate(node) for s in range(1, len(node))]
+
+
 def _generate(pr: Problem) -> Compiled:
     """The build on p atoms (block r is atom r), generated: the ring between nodes, then the
     exchange inside each node."""
-    nodes, hold = pr.topology.nodes(), holders(pr.topology)
+    nodes = pr.topology.nodes()
     steps = [node_hops(nodes, s, False) for s in range(len(nodes) - 1)]
     if max(len(node) for node in nodes) > 1:
-        steps.append(calls([(r, node[(i + s) % len(node)], have[i])
-                            for node, have in zip(nodes, hold) for i, r in enumerate(node)
-                            for s in range(1, len(node))], False))
+        steps.append(calls(_share(pr), False))
     return Compiled(pr.world, pr.count, tuple(steps))
 
 
@@ -55,4 +61,8 @@ def hierarchical(problem: Problem, b: StepBuilder) -> None:
     (H - ceil((l' - i)/l)) * c between nodes (l' the next node's size) plus (l-1) * H * c inside;
     with N nodes of l ranks: (N-1)*c + (l-1)*N*c = (p-1)*c, of which only (N-1)*c between nodes.
     """
-    replay(b, _generate(problem), problem.blocks())
+    nodes, blocks = problem.topology.nodes(), problem.blocks()
+    for s in range(len(nodes) - 1):  # node k forwards node k-s's blocks to node k+1
+        post(b, blocks, hop_moves(nodes, s), reduce=False)
+    if max(len(node) for node in nodes) > 1:
+        post(b, blocks, _share(problem), reduce=False)

@@ -7,7 +7,7 @@ import numpy as np
 from kernels.algorithm import Problem, algorithm, all_but_own
 from kernels.closed import Ctx, Estimate
 from kernels.compiled import BLOCKS, Compiled
-from kernels.phases import node_order, pat_dims, pat_step, replay
+from kernels.phases import move_runs, node_order, pat_dims, pat_offsets, pat_step
 from kernels.schedule import StepBuilder
 
 
@@ -40,4 +40,11 @@ def pat(problem: Problem, b: StepBuilder) -> None:
     staging buffer (bounded memory at large sizes); a schedule's workspace holds every block,
     so each distance is one step here.
     """
-    replay(b, _generate(problem), problem.blocks())
+    order, blocks = node_order(problem.topology), problem.blocks()
+    p = len(order)
+    for d in reversed(pat_dims(p)):  # the farthest distance first
+        st = b.step()
+        for i, r in enumerate(order):
+            move_runs(b, r, order[(i - (1 << d)) % p],
+                      [blocks[order[(i + s) % p]] for s in pat_offsets(p, d)], reduce=False,
+                      step=st)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from kernels.algorithm import Problem, algorithm
 from kernels.closed import Ctx, Estimate, estimate
 from kernels.compiled import BLOCKS, Compiled
-from kernels.phases import Fold, calls, node_order, replay
+from kernels.phases import Fold, Moves, calls, node_order, post
 from kernels.schedule import StepBuilder
 
 
@@ -33,18 +33,20 @@ def _closed(x: Ctx) -> Estimate | str:
     return recursive(x, reduce=False)
 
 
-def _generate(pr: Problem) -> Compiled:
-    """The build on p atoms (block r is atom r), generated step by step."""
+def _steps(pr: Problem) -> list[Moves]:
+    """The algorithm, step by step (block r is rank r's)."""
     f, p = Fold(node_order(pr.topology)), pr.world
     extra = [f.order[2 * v] for v in range(f.rem)]
-    steps = [calls([(x, f.keeper(v), [x]) for v, x in enumerate(extra)], False)] if f.rem \
-        else []
-    steps += [calls([(f.keeper(v), f.keeper(v ^ d), f.group(*f.span(v, d)))
-                     for v in range(f.pp)], False) for d in f.distances]
-    if f.rem:
-        steps.append(calls([(f.keeper(v), x, [q for q in range(p) if q != x])
-                            for v, x in enumerate(extra)], False))
-    return Compiled(p, pr.count, tuple(steps))
+    fold = [[(x, f.keeper(v), [x]) for v, x in enumerate(extra)]] if f.rem else []
+    unfold = [[(f.keeper(v), x, [q for q in range(p) if q != x])
+               for v, x in enumerate(extra)]] if f.rem else []
+    return [*fold, *([(f.keeper(v), f.keeper(v ^ d), f.group(*f.span(v, d))) for v in range(f.pp)]
+                     for d in f.distances), *unfold]
+
+
+def _generate(pr: Problem) -> Compiled:
+    """The build on p atoms (block r is atom r), compiled with numpy."""
+    return Compiled(pr.world, pr.count, tuple(calls(m, False) for m in _steps(pr)))
 
 
 @algorithm("recursive_doubling", "all_gather", sent=_sent, closed=_closed,
@@ -61,4 +63,5 @@ def recursive_doubling(problem: Problem, b: StepBuilder) -> None:
     extra rank; c * (sum over d of the real ranks in v's d-group: d plus the pairs among them)
     for the others, plus (p-1)*c for a keeper.
     """
-    replay(b, _generate(problem), problem.blocks())
+    for moves in _steps(problem):
+        post(b, problem.blocks(), moves, reduce=False)

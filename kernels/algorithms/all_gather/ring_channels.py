@@ -5,7 +5,6 @@ from __future__ import annotations
 from kernels import rings
 from kernels.algorithm import Problem, algorithm, all_but_own
 from kernels.closed import Ctx, Estimate
-from kernels.phases import replay
 from kernels.schedule import StepBuilder
 
 
@@ -28,4 +27,9 @@ def ring_channels(problem: Problem, b: StepBuilder) -> None:
     c mod l), all channels in the same steps. Elements sent per rank: (p-1) * n/p, the optimum,
     in k messages a step; between nodes, (p-1) n/(kp) per channel it leaves its node in.
     """
-    replay(b, rings.channel_compiled(problem, True), rings.pieces(problem))
+    k, nodes, pieces = rings.channels_of(problem.topology), problem.topology.nodes(), \
+        rings.pieces(problem)
+    steps = rings.open_steps(b, problem.world - 1)
+    for c in range(k):  # chunk x of ring c: piece c of the block of the member before x
+        ring = rings.channel_ring(nodes, c)
+        rings.all_gather(b, ring, [pieces[ring[x - 1] * k + c] for x in range(len(ring))], steps)

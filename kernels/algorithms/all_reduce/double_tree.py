@@ -7,11 +7,11 @@ from functools import lru_cache
 import numpy as np
 
 from kernels.algorithm import Problem, algorithm
-from kernels.algorithms.all_reduce.tree import CHUNK_BYTES, MAX_CHUNKS, pipeline
+from kernels.algorithms.all_reduce.tree import CHUNK_BYTES, MAX_CHUNKS, pipeline, steps
 from kernels.chunks import split
 from kernels.closed import Ctx, Estimate
 from kernels.compiled import Compiled, Shape, messages
-from kernels.phases import node_order, replay
+from kernels.phases import node_order
 from kernels.schedule import StepBuilder
 
 
@@ -98,4 +98,10 @@ def double_tree(problem: Problem, b: StepBuilder) -> None:
     if len(order) == 1:
         return
     k = num_chunks(problem.count, problem.itemsize)
-    replay(b, _generated(tuple(order), k), split(problem.count, 2 * k))
+    chunks = split(problem.count, 2 * k)  # tree t's chunk c is chunk t k + c
+    trees = [steps(parent.tolist(), k) for parent in parents(len(order))]
+    for i in range(max(len(t) for t in trees)):
+        st = b.step()
+        for t, tree in enumerate(trees):  # a rank posts tree 1's moves before tree 2's
+            for src, dst, c, reduce in tree[i] if i < len(tree) else []:
+                b.move(order[src], order[dst], chunks[t * k + c], reduce=reduce, step=st)

@@ -8,7 +8,7 @@ from kernels.algorithm import Problem, algorithm
 from kernels.chunks import split
 from kernels.closed import Ctx, Estimate, estimate
 from kernels.compiled import POW2_BLOCKS, Compiled, CStep, messages
-from kernels.phases import node_order, replay
+from kernels.phases import node_order, span
 from kernels.schedule import StepBuilder
 
 
@@ -65,4 +65,32 @@ def halving_doubling(problem: Problem, b: StepBuilder) -> None:
     the range still held, then log2(p') doubling steps. Steps: 2*log2(p') (+2 if p is not a power
     of two). Bytes sent per rank: 2(p'-1)/p' * n, plus n for the ranks that fold in or send back.
     """
-    replay(b, _generate(problem), split(problem.count, 1 << (problem.world.bit_length() - 1)))
+    order, p = node_order(problem.topology), problem.world
+    pp = 1 << (p.bit_length() - 1)
+    rem, blocks = p - pp, split(problem.count, pp)
+    real = [order[2 * v + 1] if v < rem else order[v + rem] for v in range(pp)]  # v's rank
+    lo, hi = [0] * pp, [pp] * pp  # v's interval of blocks
+    if rem:  # each extra (even) rank folds its buffer into its odd partner
+        st = b.step()
+        for v in range(rem):
+            b.move(order[2 * v], order[2 * v + 1], span(blocks, 0, pp), reduce=True, step=st)
+    d = pp // 2
+    while d:  # halving: keep the half on v's side of d, send the other to v xor d
+        st = b.step()
+        for v in range(pp):
+            low, high = (lo[v], (lo[v] + hi[v]) // 2), ((lo[v] + hi[v]) // 2, hi[v])
+            (lo[v], hi[v]), give = (low, high) if v & d == 0 else (high, low)
+            b.move(real[v], real[v ^ d], span(blocks, *give), reduce=True, step=st)
+        d //= 2
+    d = 1
+    while d < pp:  # doubling: swap the intervals with v xor d
+        st = b.step()
+        for v in range(pp):
+            b.move(real[v], real[v ^ d], span(blocks, lo[v], hi[v]), reduce=False, step=st)
+        lo, hi = ([min(lo[v], lo[v ^ d]) for v in range(pp)],
+                  [max(hi[v], hi[v ^ d]) for v in range(pp)])
+        d *= 2
+    if rem:  # the result back to the extra ranks
+        st = b.step()
+        for v in range(rem):
+            b.move(order[2 * v + 1], order[2 * v], span(blocks, 0, pp), reduce=False, step=st)

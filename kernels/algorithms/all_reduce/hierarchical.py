@@ -9,7 +9,6 @@ from kernels.algorithm import Problem, algorithm
 from kernels.chunks import split
 from kernels.closed import Ctx, Estimate, estimate
 from kernels.compiled import Compiled, Shape
-from kernels.phases import replay
 from kernels.schedule import StepBuilder
 
 
@@ -59,7 +58,16 @@ def hierarchical(problem: Problem, b: StepBuilder) -> None:
     inter-node traffic per rank, which is the point on clusters whose nodes are joined by slower
     links. Nodes come from the topology (``ranks_per_node``) and must all hold l ranks.
     """
-    n_nodes = problem.topology.num_nodes
-    pieces = [r for ch in split(problem.count, problem.topology.ranks_per_node)
-              for r in split(ch.size, n_nodes, ch.start)]
-    replay(b, _generate(problem), pieces)
+    nodes, l = problem.topology.nodes(), problem.topology.ranks_per_node  # noqa: E741
+    chunks = split(problem.count, l)  # local chunk c, cut in one piece per node
+    pieces = [split(ch.size, len(nodes), ch.start) for ch in chunks]
+    rs_in, rs_x, ag_x, ag_in = (rings.open_steps(b, m) for m in (l - 1, len(nodes) - 1,
+                                                                 len(nodes) - 1, l - 1))
+    for node in nodes:  # each node reduce-scatters the local chunks: index i owns chunk i + 1
+        rings.reduce_scatter(b, node, chunks, rs_in)
+    for i in range(l):  # the ranks of index i all-reduce the pieces of chunk i + 1 across nodes
+        across = [node[i] for node in nodes]
+        rings.reduce_scatter(b, across, pieces[(i + 1) % l], rs_x)
+        rings.all_gather(b, across, pieces[(i + 1) % l], ag_x)
+    for node in nodes:  # each node all-gathers the local chunks
+        rings.all_gather(b, node, chunks, ag_in)

@@ -9,7 +9,7 @@ from kernels.algorithm import Problem, algorithm
 from kernels.chunks import split
 from kernels.closed import Ctx, Estimate, estimate
 from kernels.compiled import BLOCKS, Compiled
-from kernels.phases import node_order, replay
+from kernels.phases import node_order
 from kernels.schedule import StepBuilder
 
 
@@ -25,8 +25,8 @@ def _closed(x: Ctx) -> Estimate | str:
 
 
 def _generate(pr: Problem) -> Compiled:
-    """The build on p atoms (chunk x is atom x), generated: one ring in node order, its
-    reduce-scatter steps then its all-gather steps."""
+    """The build on p atoms (chunk x is atom x), generated with numpy for the evaluator: one
+    ring in node order, its reduce-scatter steps then its all-gather steps."""
     ring = np.asarray([node_order(pr.topology)], np.int64)
     atom = np.arange(pr.world, dtype=np.int64)[None, :]
     return Compiled(pr.world, pr.count, (*rings.ring_steps(ring, atom, False),
@@ -41,4 +41,11 @@ def ring(problem: Problem, b: StepBuilder) -> None:
     chunk n/p rounded to whole elements). Ranks are ordered node by node, so the ring crosses
     between nodes only once per node.
     """
-    replay(b, _generate(problem), split(problem.count, problem.world))
+    order, chunks = node_order(problem.topology), split(problem.count, problem.world)
+    p = len(order)
+    for gather in (False, True):  # reduce-scatter, then all-gather
+        for s in range(p - 1):  # member i passes chunk i - s (reducing) or i + 1 - s on
+            st = b.step()
+            for i in range(p):
+                b.move(order[i], order[(i + 1) % p], chunks[(i + gather - s) % p],
+                       reduce=not gather, step=st)

@@ -6,7 +6,6 @@ from kernels import rings
 from kernels.algorithm import Problem, algorithm
 from kernels.chunks import split
 from kernels.closed import Ctx, Estimate
-from kernels.phases import replay
 from kernels.schedule import StepBuilder
 
 
@@ -34,5 +33,10 @@ def ring_channels(problem: Problem, b: StepBuilder) -> None:
     ring (k messages of n/(kp) per step); between nodes a rank sends 2(p-1) n/(kp) per channel
     it leaves its node in (one, with k = l).
     """
-    k = rings.channels_of(problem.topology)
-    replay(b, rings.channel_all_reduce(problem), split(problem.count, k * problem.world))
+    k, p, nodes = rings.channels_of(problem.topology), problem.world, problem.topology.nodes()
+    chunks = split(problem.count, k * p)
+    scatter, gather = rings.open_steps(b, p - 1), rings.open_steps(b, p - 1)
+    for c in range(k):  # ring c on chunks c p .. c p + p - 1
+        ring = rings.channel_ring(nodes, c)
+        rings.reduce_scatter(b, ring, chunks[c * p:(c + 1) * p], scatter)
+        rings.all_gather(b, ring, chunks[c * p:(c + 1) * p], gather)

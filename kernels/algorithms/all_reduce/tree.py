@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import lru_cache
 
 import numpy as np
@@ -10,7 +11,7 @@ from kernels.algorithm import Problem, algorithm
 from kernels.chunks import split
 from kernels.closed import Ctx, Estimate
 from kernels.compiled import Compiled, messages, pipelined
-from kernels.phases import node_order, replay
+from kernels.phases import node_order
 from kernels.schedule import StepBuilder
 
 # Pipelining trades steps for overlap: k chunks take about k + 2*depth steps instead of
@@ -66,6 +67,42 @@ def pipeline(parent: np.ndarray, k: int) -> list[tuple[np.ndarray, ...]]:
     return steps
 
 
+def steps(parent: Sequence[int], k: int) -> list[list[tuple[int, int, int, bool]]]:
+    """One tree's pipelined reduce then broadcast of k chunks (``parent[v]`` = -1 at the
+    root), step by step: the moves (src, dst, chunk, reduce) over positions, each position's
+    send up first, then one to each child in order. Each step every position forwards to its
+    parent the next chunk its subtree has fully reduced, and passes each child the next chunk
+    it holds final (:func:`pipeline` generates the same with numpy)."""
+    m = len(parent)
+    kids: list[list[int]] = [[] for _ in range(m)]
+    for c, v in enumerate(parent):
+        if v >= 0:
+            kids[v].append(c)
+    root = parent.index(-1)
+    got = [[0] * k for _ in range(m)]  # per chunk, the children's sums a position reduced in
+    up, final = [0] * m, [0] * m  # chunks sent to the parent; chunks held final
+    out = []
+    while min(final) < k:
+        ready = [parent[v] >= 0 and up[v] < k and got[v][up[v]] == len(kids[v]) for v in range(m)]
+        first = [kids[parent[v]][0] if parent[v] >= 0 else v for v in range(m)]
+        # a second child waits while its sibling sends the same chunk (no double reduction)
+        send = [ready[v] and not (first[v] != v and ready[first[v]] and up[first[v]] == up[v])
+                for v in range(m)]
+        down = {c for v in range(m) for c in kids[v] if final[c] < final[v]}
+        out.append([move for v in range(m) for move in
+                    ([(v, parent[v], up[v], True)] if send[v] else [])
+                    + [(v, c, final[c], False) for c in kids[v] if c in down]])
+        for v in range(m):
+            if send[v]:
+                got[parent[v]][up[v]] += 1
+                up[v] += 1
+        for c in down:
+            final[c] += 1
+        while final[root] < k and got[root][final[root]] == len(kids[root]):
+            final[root] += 1
+    return out
+
+
 @lru_cache(maxsize=32)
 def _generated(order: tuple[int, ...], k: int) -> Compiled:
     """The heap-ordered tree over ``order`` pipelined on k chunks, every step's messages."""
@@ -100,4 +137,8 @@ def tree(problem: Problem, b: StepBuilder) -> None:
     if len(order) == 1:
         return
     k = num_chunks(problem.count, problem.itemsize)
-    replay(b, _generated(tuple(order), k), split(problem.count, k))
+    chunks = split(problem.count, k)
+    for moves in steps([(v - 1) // 2 for v in range(len(order))], k):
+        st = b.step()
+        for src, dst, c, reduce in moves:
+            b.move(order[src], order[dst], chunks[c], reduce=reduce, step=st)

@@ -10,7 +10,7 @@ from kernels.algorithms.broadcast.binomial import rooted_order
 from kernels.chunks import split
 from kernels.closed import INTER, Ctx, Estimate, estimate
 from kernels.compiled import BLOCKS, Compiled, messages
-from kernels.phases import replay, span
+from kernels.phases import span
 from kernels.schedule import StepBuilder
 
 
@@ -84,4 +84,14 @@ def scatter_allgather(problem: Problem, b: StepBuilder) -> None:
     at most elsewhere, against n * log2 p for the binomial tree. Virtual ranks are node by node
     from the root; the ring follows them.
     """
-    replay(b, _generate(problem), split(problem.count, problem.world))
+    order, p = rooted_order(problem), problem.world
+    chunks = split(problem.count, p)
+    d = (1 << (p - 1).bit_length()) // 2
+    while d:  # scatter: each v, a multiple of 2d, passes v + d the chunks v+d .. v+2d-1
+        st = b.step()
+        for v in range(0, p - d, 2 * d):
+            b.move(order[v], order[v + d], span(chunks, v + d, min(v + 2 * d, p)), reduce=False,
+                   step=st)
+        d //= 2
+    # ring all_gather: member v starts with chunk v, the ring's chunk v + 1
+    rings.all_gather(b, order, [chunks[(x - 1) % p] for x in range(p)], rings.open_steps(b, p - 1))

@@ -7,7 +7,7 @@ import numpy as np
 from kernels.algorithm import Problem, algorithm, all_but_own
 from kernels.closed import Ctx, Estimate, estimate
 from kernels.compiled import BLOCKS, Compiled, messages
-from kernels.phases import node_order, replay
+from kernels.phases import node_order
 from kernels.schedule import StepBuilder
 
 
@@ -39,4 +39,10 @@ def direct(problem: Problem, b: StepBuilder) -> None:
     element once), so the p-1 contributions arrive over p-1 steps, each from a different rank
     and never twice. Elements sent per rank: (p-1) * n/p, each element exactly once.
     """
-    replay(b, _generate(problem), problem.blocks())
+    order, blocks = node_order(problem.topology), problem.blocks()
+    p = len(order)
+    for s in range(1, p):
+        st = b.step()
+        for i, r in enumerate(order):
+            to = order[(i + s) % p]
+            b.move(r, to, blocks[to], reduce=True, step=st)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from kernels.algorithm import Problem, algorithm, all_but_own
 from kernels.closed import Ctx, Estimate, estimate
 from kernels.compiled import BLOCKS, Compiled
-from kernels.phases import calls, holders, node_hops, replay
+from kernels.phases import Moves, calls, holders, hop_moves, node_hops, post
 from kernels.schedule import StepBuilder
 
 
@@ -22,14 +22,18 @@ def _closed(x: Ctx) -> Estimate | str:
     return estimate(t, l - 1 + nn - 1, (x.p - 1) * b, (nn - 1) * b)
 
 
+def _pairwise(pr: Problem, s: int) -> Moves:
+    """Intra-node step s: local index i sends local index i+s the blocks that one holds."""
+    return [(r, node[(i + s) % len(node)], have[(i + s) % len(node)])
+            for node, have in zip(pr.topology.nodes(), holders(pr.topology)) if s < len(node)
+            for i, r in enumerate(node)]
+
+
 def _generate(pr: Problem) -> Compiled:
     """The build on p atoms (block r is atom r), generated: the pairwise steps inside nodes,
     then the ring between nodes."""
-    nodes, hold = pr.topology.nodes(), holders(pr.topology)
-    steps = [calls([(r, node[(i + s) % len(node)], have[(i + s) % len(node)])
-                    for node, have in zip(nodes, hold) if s < len(node)
-                    for i, r in enumerate(node)], True)
-             for s in range(1, max(len(node) for node in nodes))]
+    nodes = pr.topology.nodes()
+    steps = [calls(_pairwise(pr, s), True) for s in range(1, max(len(node) for node in nodes))]
     steps += [node_hops(nodes, 1 + s, True) for s in range(len(nodes) - 1)]
     return Compiled(pr.world, pr.count, tuple(steps))
 
@@ -49,4 +53,8 @@ def hierarchical(problem: Problem, b: StepBuilder) -> None:
     ceil((l_m - i)/l) blocks held: (p - H) * c inside the node plus (H - 1) * c between nodes,
     (p-1)*c in all; with N nodes of l ranks, (N-1)*c between nodes.
     """
-    replay(b, _generate(problem), problem.blocks())
+    nodes, blocks = problem.topology.nodes(), problem.blocks()
+    for s in range(1, max(len(node) for node in nodes)):
+        post(b, blocks, _pairwise(problem, s), reduce=True)
+    for s in range(len(nodes) - 1):  # node k passes on its partial sums of node k-1-s's blocks
+        post(b, blocks, hop_moves(nodes, 1 + s), reduce=True)

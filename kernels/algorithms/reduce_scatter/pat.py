@@ -7,7 +7,7 @@ import numpy as np
 from kernels.algorithm import Problem, algorithm, all_but_own
 from kernels.closed import Ctx, Estimate
 from kernels.compiled import BLOCKS, Compiled
-from kernels.phases import node_order, pat_dims, pat_step, replay
+from kernels.phases import move_runs, node_order, pat_dims, pat_offsets, pat_step
 from kernels.schedule import StepBuilder
 
 
@@ -38,4 +38,11 @@ def pat(problem: Problem, b: StepBuilder) -> None:
     ceil(log2 p). Elements sent per rank: (p-1) * n/p (the optimum), at distance 2^d in
     p/2^(d+1) messages, one per block; the far steps carry the least.
     """
-    replay(b, _generate(problem), problem.blocks())
+    order, blocks = node_order(problem.topology), problem.blocks()
+    p = len(order)
+    for d in pat_dims(p):  # the nearest distance first
+        st = b.step()
+        for i, r in enumerate(order):
+            to = (i + (1 << d)) % p
+            move_runs(b, r, order[to], [blocks[order[(to + s) % p]] for s in pat_offsets(p, d)],
+                      reduce=True, step=st)

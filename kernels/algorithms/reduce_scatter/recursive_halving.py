@@ -6,7 +6,7 @@ from kernels.algorithm import Problem, algorithm
 from kernels.algorithms.all_gather.recursive_doubling import recursive
 from kernels.closed import Ctx, Estimate
 from kernels.compiled import BLOCKS, Compiled
-from kernels.phases import Fold, calls, node_order, replay
+from kernels.phases import Fold, Moves, calls, node_order, post
 from kernels.schedule import StepBuilder
 
 
@@ -23,17 +23,20 @@ def _closed(x: Ctx) -> Estimate | str:
     return recursive(x, reduce=True)  # halving: the same steps as doubling's, reversed, reduced
 
 
-def _generate(pr: Problem) -> Compiled:
-    """The build on p atoms (block r is atom r), generated step by step."""
+def _steps(pr: Problem) -> list[tuple[Moves, bool]]:
+    """The algorithm, step by step (block r is rank r's), each step's moves and whether they
+    reduce."""
     f, p = Fold(node_order(pr.topology)), pr.world
     extra = [f.order[2 * v] for v in range(f.rem)]
-    steps = [calls([(x, f.keeper(v), range(p)) for v, x in enumerate(extra)], True)] if f.rem \
-        else []
-    steps += [calls([(f.keeper(v), f.keeper(v ^ d), f.group(*f.span(v ^ d, d)))
-                     for v in range(f.pp)], True) for d in reversed(f.distances)]
-    if f.rem:
-        steps.append(calls([(f.keeper(v), x, [x]) for v, x in enumerate(extra)], False))
-    return Compiled(p, pr.count, tuple(steps))
+    fold = [([(x, f.keeper(v), range(p)) for v, x in enumerate(extra)], True)] if f.rem else []
+    unfold = [([(f.keeper(v), x, [x]) for v, x in enumerate(extra)], False)] if f.rem else []
+    return [*fold, *(([(f.keeper(v), f.keeper(v ^ d), f.group(*f.span(v ^ d, d)))
+                       for v in range(f.pp)], True) for d in reversed(f.distances)), *unfold]
+
+
+def _generate(pr: Problem) -> Compiled:
+    """The build on p atoms (block r is atom r), compiled with numpy."""
+    return Compiled(pr.world, pr.count, tuple(calls(m, red) for m, red in _steps(pr)))
 
 
 @algorithm("recursive_halving", "reduce_scatter", sent=_sent, closed=_closed,
@@ -51,4 +54,5 @@ def recursive_halving(problem: Problem, b: StepBuilder) -> None:
     of the real ranks in v xor d's d-group: d plus the pairs among them) for the others, plus c
     for a keeper.
     """
-    replay(b, _generate(problem), problem.blocks())
+    for moves, reduce in _steps(problem):
+        post(b, problem.blocks(), moves, reduce=reduce)
