@@ -59,7 +59,8 @@ def test_a_run_that_measured_nothing_fails_unless_allowed(tmp_path: Path) -> Non
                          env=env, cwd=ROOT, timeout=240)
     assert res.returncode == 1, res.stderr[-2000:]
     last = res.stderr.splitlines()[-2]
-    assert res.stderr.splitlines()[-1] == "# failed: 0 cases recorded; canary: steady"
+    # (what the drift canary saw is measured: the line's words before it are decided)
+    assert res.stderr.splitlines()[-1].startswith("# failed: 0 cases recorded; canary: ")
     assert last.startswith("commbench: nothing measured: transport nccl: ")
     assert last.endswith("; --allow-empty accepts an empty run")
     meta = json.loads((tmp_path / "a" / "meta.json").read_text())
