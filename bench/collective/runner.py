@@ -96,9 +96,11 @@ def _run_world(ctx: RunContext, comm: MPI.Comm, dog: Watchdog, writer: ResultWri
         topo = emu.placed.topology if emu is not None else topology_for(comm, rpn)
         plan += [(topo, g) for g in groups(sc, comm.size, topo.ranks_per_node, notes, ctx.jobs)]
     if comm.rank == 0:
+        said = set(skips.reasons(ctx.run_dir))  # an earlier job of the run said these already
         for line in notes:
-            con.say(f"# note: {line}")
-            skips.note(ctx.run_dir, line)
+            if line not in said:
+                con.say(f"# note: {line}")
+                skips.note(ctx.run_dir, line)
     done, total = of_run(os.environ) or (0, len(plan))  # the whole run's count where known
     bar = Progress(total, enabled=ctx.progress and comm.rank == 0, done=done)
     extra = {"run_id": ctx.run_id, "scenario": sc.name, "oversubscribed": over,
