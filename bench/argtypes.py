@@ -57,7 +57,9 @@ class OneLineParser(argparse.ArgumentParser):
     """argparse, but its errors are one line on stderr and exit 2."""
 
     def error(self, message: str) -> NoReturn:
-        # "commbench run" says "commbench: run: ...", "commbench" itself "commbench: ..."
+        # "commbench run" says "commbench: run: ...", "commbench" itself "commbench: ..."; a value
+        # echoed back keeps its control characters escaped (a \r in it would break the line)
+        message = "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)
         self.exit(2, f"commbench: {UsageError(message, self.prog.removeprefix('commbench').strip())}\n")
 
 

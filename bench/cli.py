@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import importlib.util
 import os
@@ -59,6 +60,40 @@ def bad_input(e: Exception, command: str) -> int:
     return 2
 
 
+# Flags of the tools users come from (nccl-tests, OSU) that the command line spells another way
+# (docs/running.md, "The axes as flags"), and what to use.
+FOREIGN: dict[str, str] = {
+    "-g": "nccl-tests' -g (GPUs per thread): commbench runs one rank per GPU, so -n sets the "
+          "world size",
+    "-m": "OSU's -m MIN:MAX (message sizes) is -b MIN -e MAX here",
+    "-G": "nccl-tests' -G (CUDA graph launches) is the nccl-graph transport here: -t nccl-graph",
+    "-N": "nccl-tests' -N (run cycles) has no flag: the scenario's timing.repetitions",
+}
+
+
+def unknown_command(name: str, known: list[str]) -> str | None:
+    """The one-line error for a command ``name`` that is not one of ``known`` (None: it is)."""
+    if name in known or name.startswith("-"):
+        return None
+    near = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+    hint = f"did you mean {near[0]}? " if near else ""
+    return f"unknown command {name!r} ({hint}commands: {', '.join(known)})"
+
+
+def unknown_flags(extras: list[str], parser: argparse.ArgumentParser) -> str:
+    """The one-line error for ``extras`` that ``parser`` did not take, with a hint where one fits."""
+    message = f"unrecognized arguments: {' '.join(extras)}"
+    flags = [a.split("=", 1)[0] for a in extras if a.startswith("-")]
+    for flag in flags:
+        if flag in FOREIGN:
+            return f"{message} ({FOREIGN[flag]})"
+    known = [o for action in parser._actions for o in action.option_strings]
+    for flag in flags:
+        if near := difflib.get_close_matches(flag, known, n=1, cutoff=0.6):
+            return f"{message} (did you mean {near[0]}?)"
+    return message
+
+
 def main(argv: list[str] | None = None) -> int:
     from bench.launch.signals import arm_if_rank_of_users_job
 
@@ -73,15 +108,14 @@ def main(argv: list[str] | None = None) -> int:
     try:
         parser = build_parser(args_in[0])
         from bench.commands import COMMANDS
-        from bench.hints import command, unknown
 
         # registered(): no discovery, so a rank's `commbench run` still imports run's module alone
         if COMMANDS.registered(args_in[0]) is None and (
-                why := command(args_in[0], COMMANDS.names())) is not None:
+                why := unknown_command(args_in[0], COMMANDS.names())) is not None:
             parser.error(why)
         args, extras = parser.parse_known_args(args_in)
         if extras:  # said by the command's own parser: `commbench: run: ...`, with a hint
-            args._parser.error(unknown(extras, args._parser))
+            args._parser.error(unknown_flags(extras, args._parser))
     except SystemExit as e:  # --help (0), or a bad flag said in one line (2)
         return int(e.code or 0)
     try:

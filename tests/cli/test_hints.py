@@ -7,10 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from bench.cli import main
+from bench.cli import FOREIGN, main
 from bench.collective import flags
 from bench.commands import COMMANDS
-from bench.hints import FOREIGN
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
