@@ -114,8 +114,10 @@ def read_yaml(path: Path) -> Any:
 
 def one_line(e: ValidationError, model: type[BaseModel] | None = None) -> str:
     """Pydantic's first error as ``key.path: message``; an unknown key of ``model`` (or of a
-    model nested in it) with the nearest known key ("did you mean")."""
-    err = e.errors()[0]
+    model nested in it) with the nearest known key ("did you mean"). An unknown key goes first:
+    a misspelt required key is also reported missing, and the misspelling is the cause."""
+    errors = e.errors()
+    err = next((x for x in errors if x["type"] == "extra_forbidden"), errors[0])
     loc = ".".join(str(x) for x in err["loc"] if x not in ("list", "sweep", "all", "mapping"))
     msg = str(err["msg"]).removeprefix("Value error, ")
     if err["type"] == "extra_forbidden":

@@ -41,6 +41,8 @@ def test_every_preset_loads_and_round_trips() -> None:
      "slow.0.factor: Input should be greater than or equal to 1"),
     (LINKS + "slow: [{link: [1, 1], factor: 2}]\n", "slow.0: link: expected two different ranks >= 0"),
     ("links: {}\n", "links: expected a mapping of link classes (intra, inter, spine)"),
+    # a misspelt required key: its misspelling named, not "alpha_s: Field required"
+    (LINKS.replace("alpha_s", "alpha"), "links.intra.alpha: unknown key (did you mean alpha_s?)"),
 ])
 def test_a_bad_profile_is_one_line_exit_2(tmp_path: Path, capsys, text: str, says: str) -> None:
     path = tmp_path / "bad.yaml"
